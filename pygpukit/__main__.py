@@ -1,0 +1,3 @@
+from pygpukit.cli import main
+
+raise SystemExit(main())

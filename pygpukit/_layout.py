@@ -1,0 +1,174 @@
+"""Pure shape/stride arithmetic shared by GPUArray views and the copy engine.
+
+Strides here are in *elements* (DLPack's convention and what kernels take); GPUArray.strides
+converts to bytes for NumPy-style callers.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+Shape = tuple[int, ...]
+
+
+def as_shape(shape: Any, what: str = "shape") -> Shape:
+    """Normalise an int or a sequence of ints; reject negatives and non-integers by name."""
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        dims: Sequence[Any] = (shape,)
+    elif isinstance(shape, (tuple, list)):
+        dims = shape
+    else:
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise TypeError(
+                f"{what} must be an int or a sequence of ints, got {type(shape).__name__}"
+            ) from None
+    out = []
+    for d in dims:
+        if isinstance(d, bool):
+            raise TypeError(f"{what} {tuple(dims)!r} holds a bool")
+        try:
+            n = operator.index(d)
+        except TypeError:
+            raise TypeError(
+                f"{what} {tuple(dims)!r} holds {d!r} of type {type(d).__name__}, not an int"
+            ) from None
+        if n < 0:
+            raise ValueError(f"{what} {tuple(dims)!r} has a negative dimension")
+        out.append(n)
+    return tuple(out)
+
+
+def contiguous_strides(shape: Shape) -> Shape:
+    n = len(shape)
+    if n == 1:
+        return (1,)
+    if n == 2:
+        return (shape[1], 1)
+    strides = [1] * n
+    acc = 1
+    for i in range(n - 1, -1, -1):
+        strides[i] = acc
+        acc *= shape[i]
+    return tuple(strides)
+
+
+def numel(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def is_contiguous(shape: Shape, strides: Shape) -> bool:
+    """C-contiguous, ignoring the strides of size-1 dims (as torch and NumPy do)."""
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        n = shape[i]
+        if n == 0:
+            return True
+        if n != 1 and strides[i] != acc:
+            return False
+        acc *= n
+    return True
+
+
+def span(shape: Shape, strides: Shape) -> tuple[int, int]:
+    """Lowest and one-past-highest element offset a view touches, relative to its first element."""
+    lo = hi = 0
+    for n, s in zip(shape, strides, strict=True):
+        if n == 0:
+            return 0, 0
+        if s > 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + 1
+
+
+def reshape_strides(shape: Shape, strides: Shape, new_shape: Shape) -> Shape | None:
+    """Strides that view ``shape/strides`` as ``new_shape`` without a copy, or None if impossible.
+
+    Groups old and new dims into runs of equal element count; each old run must be internally
+    contiguous (stride[i] == stride[i+1] * shape[i+1]). This is NumPy's _attempt_nocopy_reshape.
+    """
+    if numel(shape) == 0:
+        return contiguous_strides(new_shape)
+    old = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
+    out = [0] * len(new_shape)
+    oi = ni = 0
+    while oi < len(old) and ni < len(new_shape):
+        o_end, n_end = oi + 1, ni + 1
+        o_cnt, n_cnt = old[oi][0], new_shape[ni]
+        while o_cnt != n_cnt:
+            if o_cnt < n_cnt:
+                o_cnt *= old[o_end][0]
+                o_end += 1
+            else:
+                n_cnt *= new_shape[n_end]
+                n_end += 1
+        for k in range(oi, o_end - 1):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        acc = old[o_end - 1][1]
+        for k in range(n_end - 1, ni - 1, -1):
+            out[k] = acc
+            acc *= new_shape[k]
+        oi, ni = o_end, n_end
+    for k in range(ni, len(new_shape)):  # trailing size-1 dims
+        out[k] = 1
+    return tuple(out)
+
+
+def infer_reshape(size: int, shape: Shape | tuple[Any, ...]) -> Shape:
+    """Resolve one -1 in a requested shape; check the element count matches."""
+    dims = list(shape)
+    unknown = [i for i, d in enumerate(dims) if d == -1]
+    if len(unknown) > 1:
+        raise ValueError(f"reshape {tuple(shape)}: only one dimension may be -1")
+    if any((d < 0 and d != -1) for d in dims):
+        raise ValueError(f"reshape {tuple(shape)}: negative dimension")
+    if unknown:
+        rest = numel(tuple(d for d in dims if d != -1))
+        if rest == 0 or size % rest:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        dims[unknown[0]] = size // rest
+    if numel(tuple(dims)) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+    return tuple(dims)
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, start=ndim - len(s)):
+            if d == out[i] or d == 1:
+                continue
+            if out[i] == 1:
+                out[i] = d
+            else:
+                raise ValueError(
+                    f"shapes {', '.join(str(tuple(x)) for x in shapes)} cannot be broadcast"
+                )
+    return tuple(out)
+
+
+def merge_dims(shape: Shape, *strides: Shape) -> list[tuple[int, ...]]:
+    """Drop size-1 dims and merge neighbours that are jointly contiguous in every stride set.
+
+    Returns rows ``(n, stride_a, stride_b, ...)`` outermost first; the copy engine plans on them.
+    """
+    rows: list[tuple[int, ...]] = []
+    for i, n in enumerate(shape):
+        if n == 1:
+            continue
+        st = tuple(s[i] for s in strides)
+        if rows and all(rows[-1][k + 1] == st[k] * n for k in range(len(st))):
+            rows[-1] = (rows[-1][0] * n, *st)
+        else:
+            rows.append((n, *st))
+    return rows

@@ -1,0 +1,300 @@
+"""Moving bytes: host views of CPU arrays, host<->device copies, strided device copies, fills.
+
+The strided device copy is a copy *engine* over the driver's 2-D memcpy: dims are merged where both
+sides are jointly contiguous, the innermost run becomes the row, the next dim the pitch, and the
+rest loop on the host. Every layout is served exactly; layouts whose innermost dim is strided on
+either side cost one driver call per row of elements and are slow. A fused strided-copy kernel
+belongs to the routed element-wise op set.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pygpukit import _core, _layout
+from pygpukit.dtypes import DataType
+
+if TYPE_CHECKING:
+    from pygpukit.array import GPUArray
+
+# Same-width NumPy types whose typestr __array_interface__ understands; ml_dtypes views follow.
+_CARRIER = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+
+
+class _HostHolder:
+    """Exposes host memory through __array_interface__ and keeps its owner alive (as the base)."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, iface: dict[str, Any], owner: Any) -> None:
+        self.__array_interface__ = iface
+        self.owner = owner
+
+
+def host_view(arr: GPUArray) -> np.ndarray:
+    """Zero-copy NumPy view of a CPU-device array (not for packed int4)."""
+    dt = arr._dtype
+    if dt.is_packed:
+        raise TypeError("packed int4 has no element-wise NumPy view; use to_numpy()")
+    itemsize = dt.itemsize
+    iface = {
+        "version": 3,
+        "shape": arr._shape,
+        "typestr": _CARRIER[itemsize],
+        "data": (arr.data_ptr(), False),
+        "strides": tuple(s * itemsize for s in arr._estrides),
+    }
+    view = np.asarray(_HostHolder(iface, arr._buf))
+    return view if view.dtype == dt.np_dtype else view.view(dt.np_dtype)
+
+
+def pack_int4(values: np.ndarray) -> np.ndarray:
+    """Pack int4 values (last dim even) two a byte, low nibble first."""
+    v = np.ascontiguousarray(values).astype(np.int8).reshape(-1)
+    if v.size % 2:
+        raise ValueError("packed int4 needs an even number of elements")
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise ValueError("int4 values must lie in [-8, 7]")
+    u = (v & 0xF).astype(np.uint8)
+    return (u[0::2] | (u[1::2] << 4)).astype(np.uint8)
+
+
+def unpack_int4(packed: np.ndarray, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray:
+    b = packed.reshape(-1)
+    out = np.empty(b.size * 2, dtype=np.int8)
+    # Sign-extend a nibble: (n ^ 8) - 8 maps 0..15 to 0..7, -8..-1.
+    out[0::2] = ((b & 0xF).astype(np.int8) ^ 8) - 8
+    out[1::2] = ((b >> 4).astype(np.int8) ^ 8) - 8
+    return out.reshape(shape).astype(np_dtype)
+
+
+def packed_nbytes(dtype: DataType, n: int) -> int:
+    return (n + 1) // 2 if dtype.is_packed else n * dtype.itemsize
+
+
+def to_numpy(arr: GPUArray) -> np.ndarray:
+    """A new host NumPy array with the array's values (waits for the copy)."""
+    from pygpukit import runtime
+
+    dt = arr._dtype
+    if arr._device.type == "cpu":
+        if dt.is_packed:
+            nbytes = packed_nbytes(dt, arr.size)
+            raw = np.asarray(
+                _HostHolder(
+                    {
+                        "version": 3,
+                        "shape": (nbytes,),
+                        "typestr": "|u1",
+                        "data": (arr.data_ptr(), False),
+                    },
+                    arr._buf,
+                )
+            )
+            return unpack_int4(raw, arr._shape, dt.np_dtype)
+        return np.array(host_view(arr), copy=True, order="C")
+    src = arr if arr.is_contiguous() else arr.copy()
+    stream = runtime.current_stream(arr._device)
+    if dt.is_packed:
+        raw = np.empty(packed_nbytes(dt, arr.size), dtype=np.uint8)
+        _core.memcpy_dtoh(raw.ctypes.data, src.data_ptr(), raw.nbytes, stream)
+        return unpack_int4(raw, arr._shape, dt.np_dtype)
+    host = np.empty(arr._shape, dtype=dt.np_dtype)
+    if host.nbytes:
+        _core.memcpy_dtoh(host.ctypes.data, src.data_ptr(), host.nbytes, stream)
+    return host
+
+
+def upload(dst: GPUArray, host: np.ndarray) -> None:
+    """Copy a host array of dst's shape into dst (any layout on both sides)."""
+    from pygpukit import runtime
+
+    dt = dst._dtype
+    if dt.is_packed:
+        if not dst.is_contiguous():
+            raise ValueError("packed int4 arrays can only be written whole and contiguous")
+        raw = pack_int4(host)
+    else:
+        raw = np.ascontiguousarray(host, dtype=dt.np_dtype)
+    if dst._device.type == "cpu":
+        if dt.is_packed:
+            np.copyto(_raw_host_bytes(dst, raw.nbytes), raw)
+        else:
+            np.copyto(host_view(dst), raw)
+        return
+    target = dst if dst.is_contiguous() else dst.empty_like_contiguous()
+    if raw.nbytes:
+        _core.memcpy_htod(
+            target.data_ptr(), raw.ctypes.data, raw.nbytes, runtime.current_stream(dst._device)
+        )
+    if target is not dst:
+        copy_into(dst, target)
+
+
+def _raw_host_bytes(arr: GPUArray, nbytes: int) -> np.ndarray:
+    iface = {"version": 3, "shape": (nbytes,), "typestr": "|u1", "data": (arr.data_ptr(), False)}
+    return np.asarray(_HostHolder(iface, arr._buf))
+
+
+def copy_into(dst: GPUArray, src: GPUArray) -> None:
+    """dst[...] = src for equal shapes and dtypes, on any pair of devices."""
+    from pygpukit import runtime
+
+    if dst._shape != src._shape or dst._dtype is not src._dtype:
+        raise ValueError(
+            f"copy: destination {dst._shape} {dst._dtype.name} does not match "
+            f"source {src._shape} {src._dtype.name}"
+        )
+    if dst.size == 0:
+        return
+    dd, sd = dst._device, src._device
+    if dd.type == "cpu" and sd.type == "cpu":
+        if dst._dtype.is_packed:
+            upload(dst, to_numpy(src))
+        else:
+            np.copyto(host_view(dst), host_view(src))
+        return
+    if dd.type == "cpu":  # device -> host
+        upload(dst, to_numpy(src)) if not dst.is_contiguous() else _dtoh_into(dst, src)
+        return
+    if sd.type == "cpu":  # host -> device
+        upload(dst, host_view(src) if not src._dtype.is_packed else to_numpy(src))
+        return
+    if dd != sd:
+        raise ValueError(f"copy between {sd} and {dd} needs peer access, not supported yet")
+    stream = runtime.current_stream(dd)
+    if dst._dtype.is_packed:
+        if not (dst.is_contiguous() and src.is_contiguous()):
+            raise ValueError("packed int4 arrays can only be copied whole and contiguous")
+        _core.memcpy_dtod(dst.data_ptr(), src.data_ptr(), dst.nbytes, stream)
+        return
+    strided_device_copy(
+        dst.data_ptr(),
+        dst._estrides,
+        src.data_ptr(),
+        src._estrides,
+        dst._shape,
+        dst._dtype.itemsize,
+        stream,
+    )
+
+
+def _dtoh_into(dst: GPUArray, src: GPUArray) -> None:
+    from pygpukit import runtime
+
+    s = src if src.is_contiguous() else src.copy()
+    _core.memcpy_dtoh(dst.data_ptr(), s.data_ptr(), dst.nbytes, runtime.current_stream(s._device))
+
+
+def strided_device_copy(
+    dst: int,
+    dst_strides: tuple[int, ...],
+    src: int,
+    src_strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    itemsize: int,
+    stream: Any,
+) -> None:
+    rows = _layout.merge_dims(shape, dst_strides, src_strides)
+    if not rows:
+        _core.memcpy_dtod(dst, src, itemsize, stream)
+        return
+    n, d, s = rows[-1]
+    if d == 1 and s == 1:  # contiguous innermost run on both sides
+        width = n * itemsize
+        if len(rows) == 1:
+            _core.memcpy_dtod(dst, src, width, stream)
+            return
+        h, dp, sp = rows[-2]
+        if dp * itemsize >= width and sp * itemsize >= width:
+            _loop(
+                rows[:-2],
+                dst,
+                src,
+                itemsize,
+                lambda a, b: _core.memcpy_2d(a, dp * itemsize, b, sp * itemsize, width, h, stream),
+            )
+            return
+        _loop(rows[:-1], dst, src, itemsize, lambda a, b: _core.memcpy_dtod(a, b, width, stream))
+        return
+    if d > 0 and s > 0:  # strided innermost: one element per row of a 2-D copy
+        _loop(
+            rows[:-1],
+            dst,
+            src,
+            itemsize,
+            lambda a, b: _core.memcpy_2d(a, d * itemsize, b, s * itemsize, itemsize, n, stream),
+        )
+        return
+    _loop(rows, dst, src, itemsize, lambda a, b: _core.memcpy_dtod(a, b, itemsize, stream))
+
+
+def _loop(rows: list[tuple[int, ...]], dst: int, src: int, itemsize: int, fn: Any) -> None:
+    if not rows:
+        fn(dst, src)
+        return
+    ranges = [range(r[0]) for r in rows]
+    for idx in itertools.product(*ranges):
+        do = so = 0
+        for i, r in zip(idx, rows, strict=True):
+            do += i * r[1]
+            so += i * r[2]
+        fn(dst + do * itemsize, src + so * itemsize)
+
+
+def fill(arr: GPUArray, value: Any) -> None:
+    """arr[...] = value for a Python scalar."""
+    from pygpukit import runtime
+
+    dt = arr._dtype
+    if arr.size == 0:
+        return
+    try:
+        scalar = np.asarray(value).astype(dt.np_dtype) if not dt.is_packed else None
+        if scalar is not None and np.asarray(value).dtype.kind in "iub":
+            info = np.iinfo(dt.np_dtype) if dt.is_integer else None
+            if info is not None and not info.min <= int(value) <= info.max:
+                raise OverflowError
+    except (OverflowError, ValueError):
+        raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}") from None
+    if dt.is_packed:
+        v = int(value)
+        if not -8 <= v <= 7:
+            raise ValueError(f"fill value {value!r} does not fit dtype int4")
+        byte = (v & 0xF) | ((v & 0xF) << 4)
+        if arr._device.type == "cpu":
+            _raw_host_bytes(arr, arr.nbytes)[...] = byte
+        else:
+            _core.memset_d8(arr.data_ptr(), byte, arr.nbytes, runtime.current_stream(arr._device))
+        return
+    if arr._device.type == "cpu":
+        host_view(arr)[...] = scalar
+        return
+    if not arr.is_contiguous():
+        tmp = arr.empty_like_contiguous()
+        fill(tmp, value)
+        copy_into(arr, tmp)
+        return
+    assert scalar is not None
+    raw = scalar.tobytes()
+    stream = runtime.current_stream(arr._device)
+    n, ptr = arr.size, arr.data_ptr()
+    if len(raw) == 1:
+        _core.memset_d8(ptr, raw[0], n, stream)
+    elif len(raw) == 2:
+        _core.memset_d16(ptr, int.from_bytes(raw, "little"), n, stream)
+    elif len(raw) == 4:
+        _core.memset_d32(ptr, int.from_bytes(raw, "little"), n, stream)
+    elif raw[:4] == raw[4:]:
+        _core.memset_d32(ptr, int.from_bytes(raw[:4], "little"), 2 * n, stream)
+    else:  # 8-byte pattern: write one element, then double the filled prefix with dtod copies
+        host = np.frombuffer(raw, dtype=np.uint8).copy()
+        _core.memcpy_htod(ptr, host.ctypes.data, 8, stream)
+        done = 1
+        while done < n:
+            k = min(done, n - done)
+            _core.memcpy_dtod(ptr + done * 8, ptr, k * 8, stream)
+            done += k

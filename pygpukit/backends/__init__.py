@@ -1,0 +1,1 @@
+"""Backends: ``cpu`` (NumPy reference and CPU fallback); GPU backends register through routing."""

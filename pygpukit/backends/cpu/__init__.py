@@ -1,0 +1,89 @@
+"""NumPy backend: the float64-checked reference and the CPU fallback for every op.
+
+Each function takes NumPy arrays (float64/32/16, ml_dtypes bfloat16/fp8, integers, bool)
+positionally and scalar parameters by keyword, and returns fresh NumPy arrays (a tuple for ops
+with two outputs). Function names equal the op names that pygpukit.ops passes to
+pygpukit.ops._dispatch.run. Numerics: float64 inputs compute in float64, every other float type
+in float32, integers in their own type; results round once to the result dtype.
+"""
+
+from __future__ import annotations
+
+from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
+from .attention import sdpa
+from .elementwise import (
+    add,
+    bias_add,
+    cast,
+    clamp,
+    div,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    pow,
+    sub,
+    where,
+)
+from .embedding import embedding
+from .matmul import linear, linear_bias_gelu, matmul
+from .norm import layernorm, rmsnorm
+from .reduce import argmax, max, mean, min, sum
+from .rope import rope, rope_tables
+from .softmax import softmax
+from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
+
+__all__ = [
+    "abs",
+    "add",
+    "argmax",
+    "bias_add",
+    "cast",
+    "clamp",
+    "cos",
+    "div",
+    "embedding",
+    "eq",
+    "exp",
+    "ge",
+    "gelu",
+    "gelu_mul",
+    "gt",
+    "layernorm",
+    "le",
+    "linear",
+    "linear_bias_gelu",
+    "log",
+    "lt",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mul",
+    "ne",
+    "neg",
+    "pow",
+    "relu",
+    "rmsnorm",
+    "rope",
+    "rope_tables",
+    "rsqrt",
+    "sdpa",
+    "sigmoid",
+    "silu",
+    "silu_mul",
+    "sin",
+    "softmax",
+    "sqrt",
+    "sub",
+    "sum",
+    "tanh",
+    "where",
+]

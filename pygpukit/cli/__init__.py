@@ -1,0 +1,17 @@
+"""``python -m pygpukit <command>``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pygpukit.cli import info
+
+    parser = argparse.ArgumentParser(prog="python -m pygpukit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    info.add_parser(sub)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code

@@ -1,0 +1,93 @@
+"""The op functions, one module per family; `import pygpukit as gp` re-exports all of them.
+
+Each op validates its arguments (TypeError/ValueError naming the argument, its shape and dtype)
+and then calls pygpukit.ops._dispatch.run(op_name, inputs, params, out=out), which picks the
+backend for the inputs' device. op_name is the backend function's name.
+"""
+
+from __future__ import annotations
+
+from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
+from pygpukit.ops.attention import sdpa, sdpa_causal
+from pygpukit.ops.elementwise import (
+    add,
+    bias_add,
+    bias_add_inplace,
+    cast,
+    clamp,
+    div,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    pow,
+    sub,
+    where,
+)
+from pygpukit.ops.embedding import embedding
+from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
+from pygpukit.ops.norm import layernorm, rmsnorm
+from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
+from pygpukit.ops.rope import rope, rope_inplace, rope_tables
+from pygpukit.ops.softmax import softmax
+from pygpukit.ops.unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
+
+__all__ = [
+    "abs",
+    "add",
+    "argmax",
+    "bias_add",
+    "bias_add_inplace",
+    "cast",
+    "clamp",
+    "cos",
+    "div",
+    "embedding",
+    "eq",
+    "exp",
+    "ge",
+    "gelu",
+    "gelu_mul",
+    "gt",
+    "layernorm",
+    "le",
+    "linear",
+    "linear_bias_gelu",
+    "log",
+    "lt",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mul",
+    "ne",
+    "neg",
+    "pow",
+    "relu",
+    "rmsnorm",
+    "rope",
+    "rope_inplace",
+    "rope_tables",
+    "rsqrt",
+    "sdpa",
+    "sdpa_causal",
+    "sigmoid",
+    "silu",
+    "silu_mul",
+    "sin",
+    "softmax",
+    "sqrt",
+    "sub",
+    "sum",
+    "sum_axis",
+    "tanh",
+    "transpose",
+    "where",
+]

@@ -1,0 +1,88 @@
+"""LayerNorm and RMSNorm over the last axis.
+
+layernorm: y = (x - mean) / sqrt(var + eps) * weight + bias (biased variance, Ba et al. 2016).
+rmsnorm: y = x / sqrt(mean(x^2) + eps) * weight (Zhang & Sennrich 2019). Statistics and the
+weight multiply run in float32 (float64 for float64); the result rounds once to x's dtype.
+rmsnorm(x, weight, residual=r) is the fused add + norm of a pre-norm block: h = x + r (stored in
+x's dtype), y = rmsnorm(h); it returns (y, h).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit.array import GPUArray
+from pygpukit.ops import _checks as chk
+from pygpukit.ops._dispatch import run
+
+__all__ = ["layernorm", "rmsnorm"]
+
+
+def _vector(op: str, name: str, v: GPUArray, x: GPUArray) -> None:
+    chk.array(op, name, v)
+    chk.floating(op, name, v)
+    if v.shape != (x.shape[-1],):
+        raise ValueError(
+            f"{op}: {name} has shape {v.shape} but x's last dim is {x.shape[-1]} "
+            f"(x has {chk.desc(x)})"
+        )
+
+
+def _x(op: str, x: GPUArray) -> None:
+    chk.array(op, "x", x)
+    chk.floating(op, "x", x)
+    if x.ndim < 1 or x.shape[-1] == 0:
+        raise ValueError(f"{op}: x must have a non-empty last dim, got {chk.desc(x)}")
+
+
+def _eps(op: str, eps: Any) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
+    return float(eps)
+
+
+def layernorm(
+    x: GPUArray,
+    weight: GPUArray | None,
+    bias: GPUArray | None = None,
+    eps: float = 1e-5,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """LayerNorm over the last axis; weight and bias are [x.shape[-1]] (either may be None)."""
+    op = "layernorm"
+    _x(op, x)
+    if weight is not None:
+        _vector(op, "weight", weight, x)
+    if bias is not None:
+        _vector(op, "bias", bias, x)
+    e = _eps(op, eps)
+    chk.out_arg(op, out, x.shape, x.dtype)
+    return run(op, (x, weight, bias), {"eps": e}, out=out)
+
+
+def rmsnorm(
+    x: GPUArray,
+    weight: GPUArray,
+    eps: float = 1e-6,
+    residual: GPUArray | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> Any:
+    """RMSNorm over the last axis. Returns y, or (y, h) with h = x + residual when residual is
+    given (then out= is not accepted: the fused form returns two fresh arrays)."""
+    op = "rmsnorm"
+    _x(op, x)
+    _vector(op, "weight", weight, x)
+    e = _eps(op, eps)
+    if residual is not None:
+        chk.array(op, "residual", residual)
+        if residual.shape != x.shape or residual.dtype is not x.dtype:
+            raise ValueError(
+                f"{op}: residual has {chk.desc(residual)} but must match x ({chk.desc(x)})"
+            )
+        if out is not None:
+            raise ValueError(f"{op}: out= is not supported with residual= (two results)")
+        return run(op, (x, weight, residual), {"eps": e})
+    chk.out_arg(op, out, x.shape, x.dtype)
+    return run(op, (x, weight), {"eps": e}, out=out)

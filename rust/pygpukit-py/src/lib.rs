@@ -1,0 +1,55 @@
+//! `pygpukit._core`: Python bindings of pygpukit-core.
+//!
+//! Thin by design: argument checks (ValueError/TypeError naming the argument), GIL release
+//! around every call that waits or may block in the driver, and conversion of core errors into
+//! the exceptions defined in `errors`. The logic lives in pygpukit-core.
+
+use pyo3::prelude::*;
+
+mod copies;
+mod dlpack;
+mod errors;
+mod pool;
+mod runtime;
+mod streams;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+
+    m.add_function(wrap_pyfunction!(runtime::driver_status, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::driver_version, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::device_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::mem_get_info, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::synchronize_device, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::take_deferred_errors, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::staging_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::trim_staging, m)?)?;
+
+    m.add_class::<streams::PyStream>()?;
+    m.add_class::<streams::PyEvent>()?;
+    m.add_class::<pool::PyPool>()?;
+    m.add_class::<pool::PyBuffer>()?;
+    // 0.2.x name: MemoryPool(quota=..., enable_eviction=True).allocate(4096).
+    m.add("MemoryPool", m.getattr("Pool")?)?;
+
+    m.add_function(wrap_pyfunction!(copies::memcpy_htod, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memcpy_dtoh, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memcpy_dtod, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memcpy_2d, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memset_d8, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memset_d16, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::memset_d32, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::copy_htod_async, m)?)?;
+    m.add_function(wrap_pyfunction!(copies::copy_dtoh_async, m)?)?;
+    m.add_class::<copies::PyPendingHostCopy>()?;
+
+    m.add_function(wrap_pyfunction!(dlpack::dlpack_export, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::dlpack_import, m)?)?;
+    m.add_class::<dlpack::PyDLPackTensor>()?;
+
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DISABLE_CUDA_ENV", pygpukit_core::driver::DISABLE_ENV)?;
+    Ok(())
+}

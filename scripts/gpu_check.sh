@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# GPU host check (no cargo, no network needed): run the Rust device tests, the whole pytest suite
+# including `gpu`-marked tests, and the benchmarks; write full results to OUT_DIR and print a short
+# summary table last.
+#
+#   scripts/stage_gpu.sh            # on a machine with cargo: builds STAGE (default .gpu)
+#   scripts/gpu_check.sh OUT_DIR [STAGE]
+#
+# The Rust extension is taken from the pygpukit wheel in STAGE/wheels and placed next to the
+# sources, so the checked-out tree is what runs. Other wheels there are installed into a private
+# site directory (for packages the GPU host lacks).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:?usage: scripts/gpu_check.sh OUT_DIR [STAGE]}
+STAGE=${2:-.gpu}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+
+core=$(ls "$STAGE"/wheels/pygpukit-*.whl 2>/dev/null | head -n 1)
+if [ -n "$core" ]; then
+  "$PY" -m zipfile -e "$core" /tmp/pygpukit-wheel >/dev/null
+  cp /tmp/pygpukit-wheel/pygpukit/_core*.so pygpukit/
+elif ! ls pygpukit/_core*.so >/dev/null 2>&1; then
+  echo "no pygpukit wheel in $STAGE/wheels and no built extension; trying a source build" >&2
+  "$PY" -m pip install -q --no-deps --no-build-isolation -e . || exit 1
+fi
+deps=$(ls "$STAGE"/wheels/*.whl 2>/dev/null | grep -v '/pygpukit-')
+if [ -n "$deps" ]; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/pygpukit-site $deps
+  export PYTHONPATH=/tmp/pygpukit-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+"$PY" -m pygpukit info | tee "$OUT/info.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/nvidia-smi.txt" 2>&1
+rust_status="not staged"
+if ls "$STAGE"/rust/test_* >/dev/null 2>&1; then
+  rust_status="passed"
+  for t in "$STAGE"/rust/test_*; do
+    "$t" --include-ignored --test-threads=1 >> "$OUT/rust_tests.log" 2>&1 || rust_status="FAILED (see rust_tests.log)"
+  done
+fi
+"$PY" -m pytest tests -q -p no:cacheprovider --junitxml="$OUT/tests.xml" > "$OUT/tests.log" 2>&1
+tail -n 30 "$OUT/tests.log"
+"$PY" -m pytest benchmarks -q -p no:cacheprovider --benchmark-enable \
+  --benchmark-json="$OUT/bench.json" > "$OUT/bench.log" 2>&1
+tail -n 5 "$OUT/bench.log"
+echo "rust device tests: $rust_status"
+"$PY" scripts/gpu_summary.py "$OUT"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Creates .venv (once) and installs pygpukit into it in editable mode, building the Rust core.
+# Idempotent: a second run only rebuilds what changed (cargo caches under rust/target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+fi
+.venv/bin/python -m pip install -q "maturin>=1.7,<2"
+.venv/bin/python -m pip install -q --no-build-isolation -e ".[dev]"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Here (a machine with cargo): build what the GPU host cannot build into STAGE (default .gpu):
+#   STAGE/wheels/  the pygpukit abi3 wheel (one wheel for every CPython >= 3.10) and any extra
+#                  dependency wheels already placed there
+#   STAGE/rust/    the Rust test binaries (the device tests in rust/pygpukit-core/tests/gpu.rs)
+# Then carry STAGE to the GPU host and run scripts/gpu_check.sh OUT STAGE there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STAGE=${1:-.gpu}
+scripts/setup.sh
+rm -rf "$STAGE/rust" "$STAGE"/wheels/pygpukit-*.whl
+mkdir -p "$STAGE/rust" "$STAGE/wheels"
+.venv/bin/maturin build --release --quiet -o "$STAGE/wheels"
+(cd rust && cargo test -p pygpukit-core --release --no-run --message-format=json 2>/dev/null) |
+  .venv/bin/python -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        shutil.copy(m["executable"], sys.argv[1] + "/test_" + m["target"]["name"])
+' "$STAGE/rust"
+ls -la "$STAGE/wheels" "$STAGE/rust"
