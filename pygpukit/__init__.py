@@ -6,7 +6,7 @@ CUDA, or NumPy on a machine without a GPU), and a Rust core that owns memory and
 
 from __future__ import annotations
 
-from pygpukit import dtypes, runtime
+from pygpukit import dtypes, routing, runtime
 from pygpukit._version import __version__
 from pygpukit.array import GPUArray
 from pygpukit.creation import (
@@ -51,6 +51,7 @@ from pygpukit.errors import (
 from pygpukit.interop import from_dlpack
 from pygpukit.ops import *  # noqa: F403  (the op functions; ops.__all__ lists them)
 from pygpukit.ops import __all__ as _ops_all
+from pygpukit.routing import route, set_route
 from pygpukit.runtime import (
     Context,
     Device,
@@ -79,6 +80,9 @@ __all__ = [
     "DataType",
     "dtypes",
     "runtime",
+    "routing",
+    "route",
+    "set_route",
     "as_dtype",
     "result_type",
     "float64",

@@ -15,6 +15,12 @@ Shape = tuple[int, ...]
 
 def as_shape(shape: Any, what: str = "shape") -> Shape:
     """Normalise an int or a sequence of ints; reject negatives and non-integers by name."""
+    if type(shape) is tuple:  # the hot case: already a tuple of non-negative ints
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, int) and not isinstance(shape, bool):
         dims: Sequence[Any] = (shape,)
     elif isinstance(shape, (tuple, list)):

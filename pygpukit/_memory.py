@@ -1,10 +1,10 @@
 """Moving bytes: host views of CPU arrays, host<->device copies, strided device copies, fills.
 
-The strided device copy is a copy *engine* over the driver's 2-D memcpy: dims are merged where both
-sides are jointly contiguous, the innermost run becomes the row, the next dim the pitch, and the
-rest loop on the host. Every layout is served exactly; layouts whose innermost dim is strided on
-either side cost one driver call per row of elements and are slow. A fused strided-copy kernel
-belongs to the routed element-wise op set.
+Device-to-device copies go to the routed ``copy`` op (a Triton strided-copy kernel) when a GPU
+backend serves it. Without one, a copy *engine* over the driver's 2-D memcpy moves the bytes: dims
+are merged where both sides are jointly contiguous, the innermost run becomes the row, the next dim
+the pitch, and the rest loop on the host. Every layout is served exactly; layouts whose innermost
+dim is strided on either side cost one driver call per row of elements and are slow.
 """
 
 from __future__ import annotations
@@ -165,6 +165,8 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
         return
     if dd != sd:
         raise ValueError(f"copy between {sd} and {dd} needs peer access, not supported yet")
+    if not dst._dtype.is_packed and _routed_copy(dst, src):
+        return
     stream = runtime.current_stream(dd)
     if dst._dtype.is_packed:
         if not (dst.is_contiguous() and src.is_contiguous()):
@@ -180,6 +182,23 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
         dst._dtype.itemsize,
         stream,
     )
+
+
+def _routed_copy(dst: GPUArray, src: GPUArray) -> bool:
+    """Run the routed ``copy`` op (a strided-copy kernel) when a GPU backend serves it.
+
+    Returns False only when no backend is available at all; the driver's copy engine below then
+    moves the bytes (always exact, slow for layouts with a strided innermost dim). A forced route
+    that cannot serve still raises.
+    """
+    from pygpukit.errors import BackendUnavailableError
+    from pygpukit.ops._dispatch import run
+
+    try:
+        run("copy", (src,), None, out=dst)
+    except BackendUnavailableError:
+        return False
+    return True
 
 
 def _dtoh_into(dst: GPUArray, src: GPUArray) -> None:

@@ -40,7 +40,8 @@ def empty(shape: Any, dtype: Any = float32, device: Any = None) -> GPUArray:
         nbytes = n // 2
     else:
         nbytes = n * dt.itemsize
-    buf = runtime._pool_for(dev).allocate(nbytes, runtime.current_stream(dev))
+    pool, stream = runtime.alloc_target(dev)
+    buf = pool.allocate(nbytes, stream)
     return _make(buf, buf.ptr, shp, _contig(shp), 0, dt, dev)
 
 

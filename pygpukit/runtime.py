@@ -198,12 +198,13 @@ class Context:
         return stats
 
     def __enter__(self) -> Context:
-        stack = _state().contexts
-        stack.append(self)
+        _tls.contexts.append(self)
+        _tls.targets.clear()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stack = _state().contexts
+        stack = _tls.contexts
+        _tls.targets.clear()
         if stack and stack[-1] is self:
             stack.pop()
         else:  # exits out of order: remove this context wherever it is
@@ -232,13 +233,21 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.streams: dict[Device, Any] = {}
         self.contexts: list[Context] = []
+        # (pool, stream) per device for this thread's current contexts and streams: the
+        # allocation and launch hot paths read this one dict; any change above clears it.
+        self.targets: dict[Device, tuple[Any, Any]] = {}
 
 
 _tls = _ThreadState()
 
 
-def _state() -> _ThreadState:
-    return _tls
+def alloc_target(dev: Device) -> tuple[Any, Any]:
+    """(pool, stream) that allocations and launches on ``dev`` use on this thread."""
+    t = _tls.targets.get(dev)
+    if t is None:
+        t = (_pool_for(dev), current_stream(dev))
+        _tls.targets[dev] = t
+    return t
 
 
 def current_context(dev: Device | None = None) -> Context:
@@ -261,6 +270,9 @@ def _pool_for(dev: Device) -> Any:
 def current_stream(dev: Any = None) -> Any:
     """The stream ops on ``dev`` run on, for this thread."""
     d = default_device() if dev is None else (dev if isinstance(dev, Device) else device(dev))
+    t = _tls.targets.get(d)
+    if t is not None:
+        return t[1]
     s = _tls.streams.get(d)
     if s is not None:
         return s
@@ -275,6 +287,7 @@ def set_stream(s: Any) -> None:
     if not isinstance(s, Stream):
         raise TypeError(f"set_stream expects a pygpukit Stream, got {type(s).__name__}")
     _tls.streams[_device_of_stream(s)] = s
+    _tls.targets.clear()
 
 
 def _device_of_stream(s: Any) -> Device:
@@ -289,6 +302,7 @@ def stream(s: Any) -> Iterator[Any]:
     dev = _device_of_stream(s)
     prev = _tls.streams.get(dev)
     _tls.streams[dev] = s
+    _tls.targets.clear()
     try:
         yield s
     finally:
@@ -296,6 +310,7 @@ def stream(s: Any) -> Iterator[Any]:
             _tls.streams.pop(dev, None)
         else:
             _tls.streams[dev] = prev
+        _tls.targets.clear()
 
 
 @contextmanager

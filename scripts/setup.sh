@@ -9,4 +9,4 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install -q --upgrade pip
 fi
 .venv/bin/python -m pip install -q "maturin>=1.7,<2"
-.venv/bin/python -m pip install -q --no-build-isolation -e ".[dev]"
+.venv/bin/python -m pip install -q --no-build-isolation -c scripts/constraints.txt -e ".[dev]"

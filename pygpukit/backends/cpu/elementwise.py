@@ -183,6 +183,11 @@ def cast(x: Array, *, dtype: DTypeLike) -> Array:
     return finish(_convert(x, dtype), dtype)
 
 
+def copy(x: Array) -> Array:
+    """A contiguous copy of x (same dtype): the reference for strided copies."""
+    return np.array(x, copy=True, order="C")
+
+
 def bias_add(x: Array, bias: Array, *, out_dtype: DTypeLike | None = None) -> Array:
     """x + bias, bias broadcast over the last axis; default result dtype: x's dtype."""
     x, bias = np.asarray(x), np.asarray(bias)

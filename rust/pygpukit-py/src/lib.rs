@@ -23,6 +23,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runtime::device_properties, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::mem_get_info, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::synchronize_device, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::make_current, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::take_deferred_errors, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::staging_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::trim_staging, m)?)?;

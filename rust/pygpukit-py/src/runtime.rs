@@ -72,6 +72,13 @@ pub fn synchronize_device(py: Python<'_>, ordinal: i32) -> PyResult<()> {
     py.detach(|| core::synchronize_device(ordinal)).py()
 }
 
+/// Make device `ordinal`'s primary context current on the calling thread (what every pygpukit
+/// call shares with torch, Triton and CuPy); foreign launchers such as Triton's need it current.
+#[pyfunction]
+pub fn make_current(py: Python<'_>, ordinal: i32) -> PyResult<()> {
+    py.detach(|| core::ensure_current(ordinal)).py()
+}
+
 /// Drain the errors recorded in destructors (failed frees and destroys), as messages.
 #[pyfunction]
 pub fn take_deferred_errors() -> Vec<String> {

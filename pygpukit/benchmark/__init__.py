@@ -1,0 +1,1 @@
+"""Benchmark support: a device clock for pytest-benchmark and helpers shared by the suites."""

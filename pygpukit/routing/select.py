@@ -1,0 +1,199 @@
+"""Choosing the backend for a call, with a per-(op, override, device, dtypes, shape class) cache,
+plus ``explain`` (why each candidate passes or fails) and ``stats`` (what actually ran)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pygpukit.array import GPUArray
+from pygpukit.errors import BackendUnavailableError, RouteError
+from pygpukit.routing import backends
+from pygpukit.routing.overrides import forced_backend
+from pygpukit.routing.table import TABLE, Candidate, OpRoute
+from pygpukit.runtime import Device
+
+__all__ = ["select", "explain", "stats", "reset_stats", "invalidate", "Explanation", "count"]
+
+Impl = Callable[..., Any]
+_cache: dict[tuple[Any, ...], tuple[str, Impl]] = {}
+_stats: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+
+_ROUTE_PARAMS = {op: r.route_params for op, r in TABLE.items() if r.route_params}
+
+
+def invalidate() -> None:
+    """Forget cached decisions (after kernels are reloaded or backends change)."""
+    _cache.clear()
+
+
+def _route(op: str) -> OpRoute:
+    try:
+        return TABLE[op]
+    except KeyError:
+        raise RouteError(f"no routing entry for op {op!r}") from None
+
+
+def _reasons(
+    cand: Candidate,
+    route: OpRoute,
+    dev: Device,
+    arrays: list[GPUArray],
+    params: dict[str, Any],
+    forced: bool = False,
+) -> list[str]:
+    """Every constraint of ``cand`` this call fails, in words (empty = it can serve)."""
+    why: list[str] = []
+    devices = cand.devices
+    if forced and cand.backend == "triton" and backends.interpreting():
+        # Triton's interpreter runs kernels on host memory: forcing triton under
+        # TRITON_INTERPRET=1 tests the Triton path on CPU-device arrays (never chosen by default).
+        devices = devices | {"cpu"}
+    if dev.type not in devices:
+        why.append(f"device {dev} is not supported (runs on {', '.join(sorted(devices))})")
+    for a in arrays:
+        if a.dtype.name not in cand.dtypes:
+            why.append(f"dtype {a.dtype.name} is not supported")
+            break
+    for name, want in cand.params:
+        got = params.get(name)
+        if name == "axis" and want == -1 and arrays and got in (-1, arrays[0].ndim - 1):
+            continue
+        if got != want:
+            why.append(f"needs {name}={want!r}, got {got!r}")
+    if cand.max_last_dim is not None and arrays and arrays[0].ndim:
+        if arrays[0].shape[-1] > cand.max_last_dim:
+            why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
+    if cand.min_capability > (0, 0) and dev.type == "cuda":
+        props = dev.properties
+        cap = (props["major"], props["minor"])
+        if cap < cand.min_capability:
+            why.append(f"needs compute capability {cand.min_capability}, device has {cap}")
+    ok, reason = backends.availability(cand.backend)
+    if not ok:
+        why.append(reason)
+    elif not why:
+        impl, missing = backends.implementation(cand.backend, route.family, route.op)
+        if impl is None:
+            why.append(missing)
+    return why
+
+
+def select(
+    op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]
+) -> tuple[str, Impl]:
+    """(backend name, implementation) for this call; raises rather than fall back silently."""
+    forced, source = forced_backend(op)
+    # The cache key is built with plain loops: this runs on every op call (budget well under 1 us).
+    key: list[Any] = [op, forced, dev]
+    first: GPUArray | None = None
+    for a in inputs:
+        if type(a) is GPUArray:
+            key.append(a._dtype)
+            if first is None:
+                first = a
+    if first is not None:
+        shape = first._shape
+        key.append(len(shape))
+        key.append(shape[-1] if shape else -1)
+    route_params = _ROUTE_PARAMS.get(op)
+    if route_params:
+        for p in route_params:
+            key.append(params.get(p))
+    k = tuple(key)
+    hit = _cache.get(k)
+    if hit is not None:
+        return hit
+    route = _route(op)
+    arrays = [a for a in inputs if isinstance(a, GPUArray)]
+    if forced is not None:
+        cand = next((c for c in route.candidates if c.backend == forced), None)
+        if cand is None:
+            names = ", ".join(c.backend for c in route.candidates)
+            raise RouteError(
+                f"{op}: {source} forces {forced}, which is not a backend for "
+                f"{op} (candidates: {names})"
+            )
+        why = _reasons(cand, route, dev, arrays, params, forced=True)
+        if why:
+            raise RouteError(
+                f"{op}: {source} forces {forced}, which cannot serve this call: " + "; ".join(why)
+            )
+        chosen: Candidate | None = cand
+    else:
+        chosen = None
+        failures = []
+        for c in route.candidates:
+            why = _reasons(c, route, dev, arrays, params)
+            if not why:
+                chosen = c
+                break
+            failures.append(f"{c.backend}: {'; '.join(why)}")
+        if chosen is None:
+            raise BackendUnavailableError(
+                f"{op}: no backend can serve {dev} inputs of dtype "
+                f"{', '.join(sorted({a.dtype.name for a in arrays}))} - " + " | ".join(failures)
+            )
+    assert chosen is not None
+    impl, _ = backends.implementation(chosen.backend, route.family, op)
+    assert impl is not None
+    result = (chosen.backend, impl)
+    _cache[k] = result
+    return result
+
+
+def count(op: str, backend: str) -> None:
+    _stats[op][backend] += 1
+
+
+def stats() -> dict[str, dict[str, int]]:
+    """Calls per op, by the backend that actually executed them, since start or reset_stats()."""
+    return {op: dict(by) for op, by in sorted(_stats.items())}
+
+
+def reset_stats() -> None:
+    _stats.clear()
+
+
+@dataclass
+class Explanation:
+    op: str
+    device: Device
+    backend: str | None
+    override: str
+    candidates: list[tuple[str, list[str]]]
+
+    def __str__(self) -> str:
+        head = f"{self.op} on {self.device}: "
+        head += f"runs on {self.backend}" if self.backend else "no backend can serve this call"
+        if self.override:
+            head += f" (forced by {self.override})"
+        lines = [head]
+        for name, why in self.candidates:
+            mark = "ok  " if not why else "fail"
+            detail = "" if not why else " - " + "; ".join(why)
+            lines.append(f"  [{mark}] {name}{detail}")
+        return "\n".join(lines)
+
+
+def explain(op: str, *inputs: Any, **params: Any) -> Explanation:
+    """Which backend would run ``op`` on these arguments, and each candidate's pass/fail reasons."""
+    route = _route(op)
+    arrays = [a for a in inputs if isinstance(a, GPUArray)]
+    if not arrays:
+        raise TypeError(f"explain({op!r}, ...) needs the call's GPUArray arguments")
+    dev = arrays[0].device
+    forced, source = forced_backend(op)
+    cands = [
+        (c.backend, _reasons(c, route, dev, arrays, params, forced=c.backend == forced))
+        for c in route.candidates
+    ]
+    if forced is not None:
+        why = next((w for n, w in cands if n == forced), [f"{forced} is not a candidate"])
+        backend = forced if not why else None
+    else:
+        backend = next((n for n, w in cands if not w), None)
+    return Explanation(op, dev, backend, source, cands)

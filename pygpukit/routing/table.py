@@ -1,0 +1,130 @@
+"""The routing table: for every op, its ordered candidate backends and their constraints.
+
+Order is preference: the first candidate whose constraints all pass and whose backend is available
+serves the call. Constraints are data (checked by pygpukit.routing.select), so ``explain`` can say
+exactly which one failed. Triton comes first wherever it serves (DESIGN.md: Triton-first); the
+native backend is the twin selectable with ``ROUTE=<op>:native``; NumPy serves the CPU device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
+INTS = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+NUMERIC = FLOATS | INTS
+ANY = frozenset(FLOATS | INTS | {"bool", "float8_e4m3fn", "float8_e5m2"})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One backend for one op and what it needs of a call.
+
+    dtypes: allowed dtypes of every array input (names); devices: device types it runs on;
+    min_capability: CUDA compute capability; params: exact values a call's parameter must have
+    (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim.
+    """
+
+    backend: str
+    dtypes: frozenset[str] = ANY
+    devices: frozenset[str] = frozenset({"cuda"})
+    min_capability: tuple[int, int] = (0, 0)
+    params: tuple[tuple[str, Any], ...] = ()
+    max_last_dim: int | None = None
+
+
+@dataclass(frozen=True)
+class OpRoute:
+    op: str
+    family: str  # module name in triton_kernels/ and backends/cpu/
+    candidates: tuple[Candidate, ...]
+    route_params: tuple[str, ...] = field(default=())  # params that enter the decision cache key
+
+
+CPU = Candidate("cpu", devices=frozenset({"cpu"}))
+
+
+def _gpu(*triton: Candidate, native: Candidate | None = None) -> tuple[Candidate, ...]:
+    nat = native or Candidate("native", dtypes=triton[0].dtypes if triton else ANY)
+    return (*triton, nat, CPU)
+
+
+def _entry(op: str, family: str, *cands: Candidate, route_params: tuple[str, ...] = ()) -> OpRoute:
+    return OpRoute(op, family, cands, route_params)
+
+
+_T_FLOAT = Candidate("triton", dtypes=FLOATS)
+_T_NUMERIC = Candidate("triton", dtypes=NUMERIC | {"bool"})
+_T_ANY = Candidate("triton", dtypes=ANY)
+
+_ROUTES: list[OpRoute] = [
+    *(
+        _entry(op, "elementwise", *_gpu(_T_NUMERIC))
+        for op in (
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "maximum",
+            "minimum",
+            "pow",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "where",
+            "clamp",
+        )
+    ),
+    *(
+        _entry(op, "unary", *_gpu(_T_NUMERIC))
+        for op in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh")
+    ),
+    *(
+        _entry(op, "activation", *_gpu(_T_FLOAT))
+        for op in ("sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul")
+    ),
+    _entry("cast", "copy", *_gpu(_T_ANY)),
+    # Strided copy (contiguous(), copy(), setitem on device): Triton first; without any GPU
+    # backend the runtime's driver copy engine serves it (pygpukit/_memory.py).
+    _entry("copy", "copy", *_gpu(_T_ANY)),
+    *(
+        _entry(op, "reduce", *_gpu(_T_NUMERIC), route_params=("axis",))
+        for op in ("sum", "mean", "max", "min", "argmax")
+    ),
+    _entry(
+        "softmax",
+        "softmax",
+        *_gpu(Candidate("triton", dtypes=FLOATS, params=(("axis", -1),))),
+        route_params=("axis",),
+    ),
+    _entry("rmsnorm", "norm", *_gpu(_T_FLOAT)),
+    _entry("layernorm", "norm", *_gpu(_T_FLOAT)),
+    _entry("rope", "rope", *_gpu(_T_FLOAT), route_params=("style",)),
+    _entry("embedding", "embedding", *_gpu(_T_ANY)),
+    _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
+    # GEMM-class ops and attention belong to the native backend (cuBLASLt/CUTLASS) and the
+    # attention kernels; until those land only NumPy serves them.
+    _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS), CPU),
+    _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
+    _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),
+    _entry(
+        "sdpa",
+        "attention",
+        Candidate("triton", dtypes=FLOATS),
+        Candidate("native", dtypes=FLOATS),
+        CPU,
+    ),
+]
+
+TABLE: dict[str, OpRoute] = {r.op: r for r in _ROUTES}
+BACKENDS = ("triton", "native", "cpu")
+
+
+def replace_candidates(op: str, candidates: tuple[Candidate, ...]) -> None:
+    """Swap an op's candidates (used by backends that register measured crossovers)."""
+    r = TABLE[op]
+    TABLE[op] = OpRoute(r.op, r.family, candidates, r.route_params)

@@ -1,0 +1,338 @@
+"""pygpukit's Triton driver: Triton without torch, on pygpukit's device and current stream.
+
+Triton's stock CUDA driver asks torch for the current device, stream and capability. This one
+asks the pygpukit runtime instead, so Triton kernels run with no torch installed, and with torch
+installed they still run on ``gp.current_stream()``.
+
+``launch(kernel, grid, *args, **constexprs)`` is the one way kernels are started:
+- The first call of a specialization goes through Triton's ``JITFunction.run`` (which compiles or
+  loads from the cache). The compiled kernel is then cached under a key at least as fine as
+  Triton's own specialization key (dtype and 16-byte alignment of each pointer, the value class of
+  each int: ==1, divisible by 16, 32/64-bit), so later calls skip Triton's binder and call the C
+  launcher directly with raw pointers.
+- Under ``TRITON_INTERPRET=1`` kernels run in Triton's NumPy interpreter on CPU-device arrays:
+  pygpukit's host memory is handed to the interpreter in place (no copies), through a small
+  adapter that provides the tensor methods the interpreter calls.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import triton
+from triton.backends.nvidia.driver import CudaDriver, CudaLauncher, CudaUtils
+from triton.runtime.interpreter import InterpretedFunction
+
+from pygpukit import _core, runtime
+from pygpukit.array import GPUArray
+
+__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir", "interpreting"]
+
+
+def cache_dir() -> Path:
+    """Triton's compile cache (pygpukit-owned): $PYGPUKIT_TRITON_CACHE_DIR or ~/.cache/pygpukit."""
+    env = os.environ.get("PYGPUKIT_TRITON_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pygpukit" / "triton"
+
+
+def interpreting() -> bool:
+    return bool(triton.knobs.runtime.interpret)
+
+
+class PygpukitCudaDriver(CudaDriver):  # type: ignore[misc]
+    """CudaDriver whose device, stream and capability come from pygpukit, never from torch."""
+
+    def __init__(self) -> None:
+        # GPUDriver.__init__ imports torch; set its four callables ourselves instead.
+        self.utils = CudaUtils()
+        self.launcher_cls = CudaLauncher
+        self._capabilities: dict[int, tuple[int, int]] = {}
+        self.get_current_device = _current_device
+        self.set_current_device = _set_current_device
+        self.get_current_stream = _current_stream_handle
+        self.get_device_capability = self._capability
+
+    def _capability(self, device: int = 0) -> tuple[int, int]:
+        cap = self._capabilities.get(device)
+        if cap is None:
+            props = _core.device_properties(device)
+            cap = (int(props["major"]), int(props["minor"]))
+            self._capabilities[device] = cap
+        return cap
+
+    @staticmethod
+    def is_active() -> bool:
+        return bool(_core.device_count() > 0)
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cuda", _current_device())
+
+    def get_empty_cache_for_benchmark(self) -> GPUArray:
+        # 256 MiB, like Triton's own, to flush L2 between timed runs.
+        return runtime_empty((256 << 20) // 4, "int32")
+
+    def clear_cache(self, cache: GPUArray) -> None:
+        cache.fill_(0)
+
+
+def runtime_empty(n: int, dtype: str) -> GPUArray:
+    from pygpukit.creation import empty
+
+    return empty((n,), dtype, runtime.Device("cuda", _current_device()))
+
+
+class _LaunchState(threading.local):
+    def __init__(self) -> None:
+        self.device = 0
+        self.ready: set[int] = set()
+
+
+_state = _LaunchState()
+
+
+def _current_device() -> int:
+    return _state.device
+
+
+def _set_current_device(index: int) -> None:
+    _state.device = int(index)
+
+
+def _current_stream_handle(index: int | None = None) -> int:
+    dev = runtime.Device("cuda", _state.device if index is None else index)
+    handle: int = runtime.current_stream(dev).handle
+    return handle
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Make pygpukit's driver Triton's active driver and point Triton's cache at pygpukit's."""
+    global _installed
+    if _installed:
+        return
+    with _install_lock:
+        if _installed:
+            return
+        path = cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        triton.knobs.cache.dir = str(path)
+        if not interpreting():
+            triton.runtime.driver.set_active(PygpukitCudaDriver())
+        _installed = True
+
+
+# ----- launching --------------------------------------------------------------------------------
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _int_class(v: int) -> int:
+    # Triton specializes ints equal to 1 and ints divisible by 16, and picks i32 or i64 by range.
+    c = 1 if v == 1 else (2 if v % 16 == 0 else 3)
+    return c if _I32_MIN <= v <= _I32_MAX else c + 4
+
+
+class _Fast:
+    """A compiled kernel with everything its C launcher needs, minus the per-call values.
+
+    Triton 3.6's C launcher takes a value for every kernel parameter, constexprs included (it
+    skips them itself), so ``tail`` lists the parameters after the positional ones: their names
+    and defaults, filled per call from the keyword constexprs.
+    """
+
+    __slots__ = ("c_launch", "coop", "function", "packed", "pdl", "tail")
+
+    def __init__(self, compiled: Any, kernel: Any, n_positional: int) -> None:
+        compiled._init_handles()
+        run = compiled.run
+        self.c_launch = run.launch
+        self.function = compiled.function
+        self.coop = run.launch_cooperative_grid
+        self.pdl = run.launch_pdl
+        self.packed = compiled.packed_metadata
+        self.tail = tuple(
+            (p.name, p.default if p.has_default else None) for p in kernel.params[n_positional:]
+        )
+
+
+def _fast_ok(compiled: Any) -> bool:
+    run = compiled.run
+    return bool(run.global_scratch_size == 0 and run.profile_scratch_size == 0)
+
+
+def _hooks_active() -> bool:
+    """Launch hooks (profilers) need Triton's full launch path; 3.6 keeps them in a HookChain."""
+    hook = triton.knobs.runtime.launch_enter_hook
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+_fast_cache: dict[tuple[Any, ...], _Fast | None] = {}
+_cuda_devices: dict[int, runtime.Device] = {}
+
+
+def _cuda_device(index: int) -> runtime.Device:
+    dev = _cuda_devices.get(index)
+    if dev is None:
+        dev = _cuda_devices[index] = runtime.Device("cuda", index)
+    return dev
+
+
+def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) -> None:
+    """Launch ``kernel`` on ``grid`` on pygpukit's current stream of the arrays' device."""
+    if isinstance(kernel, InterpretedFunction):
+        _launch_interpreted(kernel, grid, args, constexprs)
+        return
+    if not _installed:
+        install()
+    # Hot path: one pass over the arguments builds the specialization key and the raw values.
+    # Keyed by id(kernel): hashing a JITFunction recomputes its source cache key.
+    dev_index = 0
+    key: list[Any] = [id(kernel)]
+    values: list[Any] = []
+    kput = key.append
+    vput = values.append
+    for a in args:
+        t = type(a)
+        if t is GPUArray:
+            dt = a._dtype
+            p = a._ptr + ((a._offset * dt.bits) >> 3)  # data_ptr(), int4-aware, inlined
+            dev_index = a._device.index
+            kput(dt)
+            kput(p & 15 == 0)
+            vput(p)
+        elif t is int:
+            # Triton specializes ints equal to 1 and ints divisible by 16; i32 vs i64 by range.
+            if _I32_MIN <= a <= _I32_MAX:
+                kput(1 if a == 1 else (16 if a % 16 == 0 else 0))
+            else:
+                kput(_int_class(a))
+            vput(a)
+        elif t is float:
+            kput(float)
+            vput(a)
+        else:  # None, bool, a foreign tensor: keyed by value/type as Triton would specialize it
+            kput(a if a is None or t is bool else t)
+            vput(a)
+    if constexprs:
+        kput(tuple(constexprs.items()))
+    kput(dev_index)
+    k = tuple(key)
+    if dev_index not in _state.ready:
+        _core.make_current(dev_index)
+        _state.ready.add(dev_index)
+    _state.device = dev_index
+    fast = _fast_cache.get(k)
+    if fast is not None and not _hooks_active():
+        g0 = grid[0]
+        g1 = grid[1] if len(grid) > 1 else 1
+        g2 = grid[2] if len(grid) > 2 else 1
+        if g0 * g1 * g2 > 0:
+            for name, default in fast.tail:
+                vput(constexprs.get(name, default))
+            stream = runtime.current_stream(_cuda_device(dev_index)).handle
+            fast.c_launch(
+                g0,
+                g1,
+                g2,
+                stream,
+                fast.function,
+                fast.coop,
+                fast.pdl,
+                None,
+                None,
+                fast.packed,
+                None,
+                None,
+                None,
+                *values,
+            )
+        return
+    compiled = kernel[grid](*args, **constexprs)
+    if k not in _fast_cache:
+        _fast_cache[k] = _Fast(compiled, kernel, len(args)) if _fast_ok(compiled) else None
+
+
+# ----- interpreter adapter ----------------------------------------------------------------------
+
+
+class _Storage:
+    """Host memory standing in for a torch storage: the interpreter reads it in place."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def data_ptr(self) -> int:
+        return self.base
+
+    def cpu(self) -> _Storage:
+        return self
+
+    def copy_(self, other: _Storage) -> None:
+        # Same memory on both sides: the interpreter's results are already in place.
+        return None
+
+
+class _InterpTensor:
+    """The tensor methods Triton's interpreter calls, over a CPU-device GPUArray (no copies)."""
+
+    __slots__ = ("_ptr", "_storage", "arr", "dtype")
+
+    def __init__(self, arr: GPUArray | None, dtype: Any) -> None:
+        self.arr = arr
+        self.dtype = dtype
+        self._ptr = 0 if arr is None else arr.data_ptr()
+        self._storage = None if arr is None else _Storage(arr._ptr)
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def untyped_storage(self) -> _Storage:
+        assert self._storage is not None
+        return self._storage
+
+    def storage_offset(self) -> int:
+        assert self.arr is not None
+        return self.arr._offset
+
+    def size(self) -> tuple[int, ...]:
+        assert self.arr is not None
+        return self.arr.shape
+
+    def stride(self) -> tuple[int, ...]:
+        assert self.arr is not None
+        return self.arr.element_strides
+
+    def new_empty(self, *_: Any, **__: Any) -> _InterpTensor:
+        return _InterpTensor(None, self.dtype)
+
+    def set_(self, storage: _Storage, offset: int, size: Any, stride: Any) -> None:
+        self._storage = storage
+        self._ptr = storage.base + offset * self.dtype.itemsize
+
+
+def _launch_interpreted(
+    kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...], constexprs: dict[str, Any]
+) -> None:
+    adapted = []
+    for a in args:
+        if isinstance(a, GPUArray):
+            if a.device.type != "cpu":
+                raise ValueError("under TRITON_INTERPRET=1 kernels run on CPU-device arrays only")
+            adapted.append(_InterpTensor(a, a.dtype))
+        else:
+            adapted.append(a)
+    kwargs = {k: v for k, v in constexprs.items() if k not in ("num_warps", "num_stages")}
+    kernel[grid](*adapted, **kwargs)

@@ -1,0 +1,172 @@
+"""The routing table, every override form, their errors, explain and stats (CPU machine)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import pygpukit as gp
+from pygpukit import routing
+from pygpukit.backends import cpu as cpu_backend
+from pygpukit.routing.overrides import forced_backend
+
+select_mod = importlib.import_module("pygpukit.routing.select")
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("ROUTE", raising=False)
+    monkeypatch.delenv("PYGPUKIT_ROUTE", raising=False)
+    routing.reload_env()
+    routing.clear_routes()
+    routing.reset_stats()
+    yield
+    routing.clear_routes()
+    monkeypatch.delenv("ROUTE", raising=False)
+    monkeypatch.delenv("PYGPUKIT_ROUTE", raising=False)
+    routing.reload_env()
+
+
+def _x() -> gp.GPUArray:
+    return gp.from_numpy(
+        np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32), device="cpu"
+    )
+
+
+def test_every_backend_op_has_a_route_with_numpy_last() -> None:
+    ops = set(cpu_backend.__all__) - {"rope_tables"}  # tables are built on the host, not routed
+    assert ops <= set(routing.TABLE), ops - set(routing.TABLE)
+    for op, r in routing.TABLE.items():
+        assert r.candidates[-1].backend == "cpu", op
+        assert {c.backend for c in r.candidates} <= set(routing.BACKENDS)
+
+
+def test_table_prints_every_op(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = routing.table()
+    out = capsys.readouterr().out
+    assert len(rows) == len(routing.TABLE)
+    for op in routing.TABLE:
+        assert f"\n{op} " in out
+    assert "cpu: available" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "msg"),
+    [
+        ("rmsnorm", "not of the form op:backend"),
+        ("rmsnorm:", "not of the form op:backend"),
+        ("rmsnrom:native", "unknown op 'rmsnrom'; valid ops: \\*, abs, add"),
+        ("rmsnorm:cuda", "unknown backend 'cuda' for rmsnorm; valid: triton, native, cpu, auto"),
+    ],
+)
+def test_parse_errors_list_valid_names(spec: str, msg: str) -> None:
+    with pytest.raises(gp.RouteError, match=msg):
+        routing.parse(spec)
+    with pytest.raises(gp.RouteError, match=msg):
+        gp.set_route(spec)
+    with pytest.raises(gp.RouteError, match=msg):
+        with gp.route(spec):
+            pass
+
+
+def test_env_parse_errors_raise_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTE", "softmax:gpu")
+    with pytest.raises(gp.RouteError, match="ROUTE: unknown backend 'gpu'"):
+        routing.reload_env()
+
+
+def test_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTE", "rmsnorm:cpu,*:native")
+    monkeypatch.setenv("PYGPUKIT_ROUTE", "rmsnorm:triton")
+    routing.reload_env()
+    assert forced_backend("rmsnorm") == ("triton", "PYGPUKIT_ROUTE (rmsnorm:triton)")
+    assert forced_backend("softmax") == ("native", "ROUTE (*:native)")
+    gp.set_route(rmsnorm="native")
+    assert forced_backend("rmsnorm")[0] == "native"
+    with gp.route(rmsnorm="cpu"):
+        assert forced_backend("rmsnorm") == ("cpu", "with gp.route (rmsnorm:cpu)")
+        with gp.route("*:triton"):
+            assert forced_backend("rmsnorm")[0] == "triton"
+            with gp.route(rmsnorm="auto"):
+                assert forced_backend("rmsnorm") == (None, "")
+        assert forced_backend("softmax")[0] == "native"  # the set_route layer has no softmax rule
+    gp.set_route(rmsnorm="auto")
+    assert forced_backend("rmsnorm")[0] == "triton"
+
+
+def test_forced_route_that_cannot_serve_raises_naming_the_constraint() -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    with gp.route(rmsnorm="native"):
+        with pytest.raises(
+            gp.RouteError,
+            match=r"rmsnorm: with gp.route \(rmsnorm:native\) "
+            r"forces native, which cannot serve this call: device cpu",
+        ):
+            gp.rmsnorm(x, w)
+    with gp.route(matmul="triton"):
+        with pytest.raises(gp.RouteError, match="forces triton, which is not a backend for matmul"):
+            gp.matmul(x, x.T)
+    # a failed forced call leaves the runtime usable
+    assert gp.rmsnorm(x, w).shape == (3, 8)
+
+
+def test_default_route_on_cpu_is_numpy_and_stats_count_what_ran() -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    gp.rmsnorm(x, w)
+    gp.rmsnorm(x, w)
+    gp.softmax(x)
+    with gp.route(softmax="cpu"):
+        gp.softmax(x)
+    assert routing.stats()["rmsnorm"] == {"cpu": 2}
+    assert routing.stats()["softmax"] == {"cpu": 2}
+    routing.reset_stats()
+    assert routing.stats() == {}
+
+
+def test_explain_lists_each_candidate_with_reasons() -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    e = routing.explain("rmsnorm", x, w)
+    assert e.backend == "cpu" and e.device == gp.device("cpu")
+    names = [n for n, _ in e.candidates]
+    assert names == ["triton", "native", "cpu"]
+    why = dict(e.candidates)
+    assert any("device cpu is not supported" in r for r in why["triton"])
+    assert any("native extension is not built" in r for r in why["native"])
+    assert why["cpu"] == []
+    text = str(e)
+    assert "rmsnorm on cpu: runs on cpu" in text and "[ok  ] cpu" in text
+    s = routing.explain("softmax", x, axis=0)
+    assert any("needs axis=-1" in r for r in dict(s.candidates)["triton"])
+    with gp.route(rmsnorm="native"):
+        forced = routing.explain("rmsnorm", x, w)
+        assert forced.backend is None and "rmsnorm:native" in forced.override
+
+
+def test_decisions_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    calls = []
+    real = select_mod._reasons
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[0].backend)
+        return real(*args, **kwargs)
+
+    select_mod.invalidate()
+    monkeypatch.setattr(select_mod, "_reasons", counting)
+    gp.rmsnorm(x, w)
+    first = len(calls)
+    assert first == 3  # triton, native, cpu evaluated once
+    for _ in range(5):
+        gp.rmsnorm(x, w)
+    assert len(calls) == first
+    gp.rmsnorm(gp.ones((2, 16), device="cpu"), gp.ones((16,), device="cpu"))  # new shape class
+    assert len(calls) == 2 * first
+
+
+def test_cpu_fallback_is_never_silent_for_cuda_arrays() -> None:
+    # No GPU backend here for cuda arrays, and NumPy never serves them.
+    cand = routing.TABLE["rmsnorm"].candidates[-1]
+    assert cand.backend == "cpu" and cand.devices == frozenset({"cpu"})
