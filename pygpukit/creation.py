@@ -32,7 +32,10 @@ def empty(shape: Any, dtype: Any = float32, device: Any = None) -> GPUArray:
     """An uninitialised contiguous array (the allocation is stream-ordered; nothing syncs)."""
     dt = dtype if isinstance(dtype, DataType) else as_dtype(dtype)
     shp = _layout.as_shape(shape)
-    dev = runtime.default_device() if device is None else runtime.device(device)
+    if type(device) is runtime.Device:  # hot path: a Device (from an array) needs no parsing
+        dev = device
+    else:
+        dev = runtime.default_device() if device is None else runtime.device(device)
     n = _layout.numel(shp)
     if dt.is_packed:
         if shp and shp[-1] % 2:

@@ -147,13 +147,15 @@ class _Fast:
     """A compiled kernel with everything its C launcher needs, minus the per-call values.
 
     Triton 3.6's C launcher takes a value for every kernel parameter, constexprs included (it
-    skips them itself), so ``tail`` lists the parameters after the positional ones: their names
-    and defaults, filled per call from the keyword constexprs.
+    skips them itself), so ``tail`` holds the values of the parameters after the positional ones
+    (keyword constexprs or defaults), fixed per cache entry because the key includes them.
     """
 
     __slots__ = ("c_launch", "coop", "function", "packed", "pdl", "tail")
 
-    def __init__(self, compiled: Any, kernel: Any, n_positional: int) -> None:
+    def __init__(
+        self, compiled: Any, kernel: Any, n_positional: int, constexprs: dict[str, Any]
+    ) -> None:
         compiled._init_handles()
         run = compiled.run
         self.c_launch = run.launch
@@ -161,8 +163,10 @@ class _Fast:
         self.coop = run.launch_cooperative_grid
         self.pdl = run.launch_pdl
         self.packed = compiled.packed_metadata
+        # The specialization key includes the constexpr values, so the tail is fixed per entry.
         self.tail = tuple(
-            (p.name, p.default if p.has_default else None) for p in kernel.params[n_positional:]
+            constexprs.get(p.name, p.default if p.has_default else None)
+            for p in kernel.params[n_positional:]
         )
 
 
@@ -231,36 +235,24 @@ def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) ->
     if dev_index not in _state.ready:
         _core.make_current(dev_index)
         _state.ready.add(dev_index)
-    _state.device = dev_index
     fast = _fast_cache.get(k)
     if fast is not None and not _hooks_active():
         g0 = grid[0]
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
         if g0 * g1 * g2 > 0:
-            for name, default in fast.tail:
-                vput(constexprs.get(name, default))
             stream = runtime.current_stream(_cuda_device(dev_index)).handle
-            fast.c_launch(
-                g0,
-                g1,
-                g2,
-                stream,
-                fast.function,
-                fast.coop,
-                fast.pdl,
-                None,
-                None,
-                fast.packed,
-                None,
-                None,
-                None,
-                *values,
-            )
+            # fmt: off
+            fast.c_launch(g0, g1, g2, stream, fast.function, fast.coop, fast.pdl, None, None,
+                          fast.packed, None, None, None, *values, *fast.tail)
+            # fmt: on
         return
+    _state.device = dev_index  # what Triton's driver reports while it compiles and loads
     compiled = kernel[grid](*args, **constexprs)
     if k not in _fast_cache:
-        _fast_cache[k] = _Fast(compiled, kernel, len(args)) if _fast_ok(compiled) else None
+        _fast_cache[k] = (
+            _Fast(compiled, kernel, len(args), constexprs) if _fast_ok(compiled) else None
+        )
 
 
 # ----- interpreter adapter ----------------------------------------------------------------------
