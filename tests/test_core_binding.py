@@ -47,3 +47,30 @@ def test_no_driver() -> None:
 def test_device() -> None:
     checks.check_device()
     assert _core.take_deferred_errors() == []
+
+
+def test_triton_fast_path_registers_only_what_it_can_pass() -> None:
+    import numpy as np
+
+    import pygpukit as gp
+    from pygpukit.array import GPUArray
+
+    fast = _core.TritonFastPath(GPUArray)
+    x = gp.from_numpy(np.zeros(4, np.float32), device="cpu")
+    consts = (("BLOCK", 16),)
+    # fp16 scalar parameters and non-constexpr parameters after the positional ones: refused.
+    assert not fast.register(1, 0, (x, 3), consts, 0, 4, 0, ["*fp32", "fp16", "constexpr"])
+    assert not fast.register(1, 0, (x,), consts, 0, 4, 0, ["*fp32", "i32"])
+    assert not fast.register(1, 0, (x, object()), consts, 0, 4, 0, ["*fp32", "i32"])
+    assert len(fast) == 0
+    assert fast.register(1, 0, (x, 3, 2.5), consts, 0, 4, 0, ["*fp32", "i32", "fp32", "constexpr"])
+    assert len(fast) == 1
+    # Misses: another kernel, another int class (16 | n), another constexpr value, a device.
+    assert not fast.launch(2, 0, 0, (1, 1, 1), (x, 3, 2.5), consts)
+    assert not fast.launch(1, 0, 0, (1, 1, 1), (x, 32, 2.5), consts)
+    assert not fast.launch(1, 0, 0, (1, 1, 1), (x, 3, 2.5), (("BLOCK", 32),))
+    assert not fast.launch(1, 1, 0, (1, 1, 1), (x, 3, 2.5), consts)
+    # A hit with an empty grid launches nothing and reports success.
+    assert fast.launch(1, 0, 0, (0, 1, 1), (x, 5, 1.0), consts)
+    fast.clear()
+    assert len(fast) == 0

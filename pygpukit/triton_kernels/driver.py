@@ -192,54 +192,70 @@ def _cuda_device(index: int) -> runtime.Device:
     return dev
 
 
+# Launchers cached in Rust (pygpukit._core.TritonFastPath): key and raw values in one native pass
+# over the arguments, then cuLaunchKernel. Kernels it cannot pass use _fast_cache above.
+_native_fast = _core.TritonFastPath(GPUArray)
+_pinned: dict[int, Any] = {}
+
+
 def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) -> None:
     """Launch ``kernel`` on ``grid`` on pygpukit's current stream of the arrays' device."""
-    if isinstance(kernel, InterpretedFunction):
+    if type(kernel) is InterpretedFunction:
         _launch_interpreted(kernel, grid, args, constexprs)
         return
     if not _installed:
         install()
-    # Hot path: one pass over the arguments builds the specialization key and the raw values.
-    # Keyed by id(kernel): hashing a JITFunction recomputes its source cache key.
+    consts = tuple(constexprs.items())
+    dev = _state.device
+    if dev in _state.ready and not _hooks_active():
+        n = len(grid)
+        g = (grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1)
+        stream = runtime.current_stream(_cuda_device(dev)).handle
+        if _native_fast.launch(id(kernel), dev, stream, g, args, consts):
+            return
+    _launch_slow(kernel, grid, args, constexprs, consts)
+
+
+def _launch_slow(
+    kernel: Any,
+    grid: tuple[int, ...],
+    args: tuple[Any, ...],
+    constexprs: dict[str, Any],
+    consts: tuple[tuple[str, Any], ...],
+) -> None:
+    """First call of a specialization (compile or load, then cache), or a call the native path
+    does not take (launch hooks, another device, unusual arguments)."""
     dev_index = 0
     key: list[Any] = [id(kernel)]
     values: list[Any] = []
-    kput = key.append
-    vput = values.append
     for a in args:
         t = type(a)
         if t is GPUArray:
             dt = a._dtype
-            p = a._ptr + ((a._offset * dt.bits) >> 3)  # data_ptr(), int4-aware, inlined
+            p = a._ptr + ((a._offset * dt.bits) >> 3)  # data_ptr(), int4-aware
             dev_index = a._device.index
-            kput(dt)
-            kput(p & 15 == 0)
-            vput(p)
+            key.append((dt, p & 15 == 0))
+            values.append(p)
         elif t is int:
-            # Triton specializes ints equal to 1 and ints divisible by 16; i32 vs i64 by range.
-            if _I32_MIN <= a <= _I32_MAX:
-                kput(1 if a == 1 else (16 if a % 16 == 0 else 0))
-            else:
-                kput(_int_class(a))
-            vput(a)
+            key.append(_int_class(a))
+            values.append(a)
         elif t is float:
-            kput(float)
-            vput(a)
+            key.append(float)
+            values.append(a)
         else:  # None, bool, a foreign tensor: keyed by value/type as Triton would specialize it
-            kput(a if a is None or t is bool else t)
-            vput(a)
-    if constexprs:
-        kput(tuple(constexprs.items()))
-    kput(dev_index)
+            key.append(a if a is None or t is bool else t)
+            values.append(a)
+    key.append(consts)
+    key.append(dev_index)
     k = tuple(key)
     if dev_index not in _state.ready:
         _core.make_current(dev_index)
         _state.ready.add(dev_index)
+    _state.device = dev_index  # what Triton's driver reports, and the native path's device
     fast = _fast_cache.get(k)
     if fast is not None and not _hooks_active():
-        g0 = grid[0]
-        g1 = grid[1] if len(grid) > 1 else 1
-        g2 = grid[2] if len(grid) > 2 else 1
+        n = len(grid)
+        g0, g1, g2 = grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
         if g0 * g1 * g2 > 0:
             stream = runtime.current_stream(_cuda_device(dev_index)).handle
             # fmt: off
@@ -247,12 +263,37 @@ def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) ->
                           fast.packed, None, None, None, *values, *fast.tail)
             # fmt: on
         return
-    _state.device = dev_index  # what Triton's driver reports while it compiles and loads
     compiled = kernel[grid](*args, **constexprs)
-    if k not in _fast_cache:
+    if k in _fast_cache:
+        return
+    # Both caches key on id(kernel): keep the kernel alive so its id is never reused by another
+    # object (a reloaded user module's new kernel, say) while entries refer to it.
+    _pinned[id(kernel)] = kernel
+    if _register_native(compiled, kernel, args, consts, dev_index):
+        _fast_cache[k] = None  # served by the native path from now on
+    else:
         _fast_cache[k] = (
             _Fast(compiled, kernel, len(args), constexprs) if _fast_ok(compiled) else None
         )
+
+
+def _register_native(
+    compiled: Any, kernel: Any, args: tuple[Any, ...], consts: tuple[Any, ...], dev: int
+) -> bool:
+    """Cache ``compiled`` in the native fast path when a plain cuLaunchKernel can start it."""
+    if not _fast_ok(compiled):
+        return False
+    md = compiled.metadata
+    run = compiled.run
+    if md.num_ctas != 1 or run.launch_cooperative_grid or run.launch_pdl:
+        return False
+    signature = list(compiled.src.signature.values())
+    if not all(isinstance(t, str) for t in signature):
+        return False
+    ok: bool = _native_fast.register(
+        id(kernel), dev, args, consts, compiled.function, md.num_warps, md.shared, signature
+    )
+    return ok
 
 
 # ----- interpreter adapter ----------------------------------------------------------------------

@@ -61,6 +61,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemcpyDtoHAsync_v2",
     "cuMemcpyDtoDAsync_v2",
     "cuMemcpy2DAsync_v2",
+    "cuLaunchKernel",
     "cuMemsetD8Async",
     "cuMemsetD16Async",
     "cuMemsetD32Async",

@@ -14,6 +14,7 @@ pub mod dlpack;
 pub mod driver;
 pub mod error;
 pub mod event;
+pub mod launch;
 pub mod pool;
 mod staging;
 pub mod stream;

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod copies;
 mod dlpack;
 mod errors;
+mod launch;
 mod pool;
 mod runtime;
 mod streams;
@@ -49,6 +50,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::dlpack_export, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::dlpack_import, m)?)?;
     m.add_class::<dlpack::PyDLPackTensor>()?;
+
+    m.add_class::<launch::PyTritonFastPath>()?;
 
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DISABLE_CUDA_ENV", pygpukit_core::driver::DISABLE_ENV)?;
