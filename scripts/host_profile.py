@@ -35,65 +35,27 @@ def main() -> None:
         "gp.rmsnorm(x, w, out=)": lambda: gp.rmsnorm(x, w, 1e-6, out=out),
         "gp.rmsnorm(x, w)": lambda: gp.rmsnorm(x, w, 1e-6),
     }
-    # The launch alone, and the C launcher alone, for the same contiguous rmsnorm kernel.
+    # The launch alone, and the native launcher alone, for the same contiguous rmsnorm kernel.
     import triton.language as tl
 
     from pygpukit.triton_kernels import driver, norm
 
+    kernel = norm._rms_contig_kernel
+    consts = (("HAS_RES", False), ("CT", tl.float32), ("BLOCK_M", 1), ("BLOCK_N", 4096))
+    args = (x, w, x, out, out, 1, 4096, 1e-6)
+
     def launch_only() -> None:
-        driver.launch(
-            norm._rms_contig_kernel,
-            (1,),
-            x,
-            w,
-            x,
-            out,
-            out,
-            1,
-            4096,
-            1e-6,
-            HAS_RES=False,
-            CT=tl.float32,
-            BLOCK_M=1,
-            BLOCK_N=4096,
-            num_warps=8,
-        )
+        driver.launch(kernel, (1,), *args, **dict(consts), num_warps=8)
 
     launch_only()
-    fast = next(f for f in driver._fast_cache.values() if f is not None)
     s = gp.current_stream(dev).handle
-    vals = (
-        x.data_ptr(),
-        w.data_ptr(),
-        x.data_ptr(),
-        out.data_ptr(),
-        out.data_ptr(),
-        1,
-        4096,
-        1e-6,
-        *fast.tail,
-    )
+    c = (*consts, ("num_warps", 8))
 
-    def c_only() -> None:
-        fast.c_launch(
-            1,
-            1,
-            1,
-            s,
-            fast.function,
-            fast.coop,
-            fast.pdl,
-            None,
-            None,
-            fast.packed,
-            None,
-            None,
-            None,
-            *vals,
-        )
+    def native_only() -> None:
+        driver._native_fast.launch(id(kernel), 0, s, (1, 1, 1), args, c)
 
     rows["driver.launch (fast path)"] = launch_only
-    rows["C launcher only"] = c_only
+    rows["TritonFastPath.launch only"] = native_only
     try:
         import torch
 
