@@ -1,0 +1,268 @@
+"""One causal decoder-only transformer, assembled from pygpukit ops (so every op goes through the
+routing table and runs wherever the weights live).
+
+The block is the pre-norm residual block of GPT-2 / Llama (HF modeling_gpt2.py GPT2Block,
+modeling_llama.py LlamaDecoderLayer):
+    h = x + Attention(Norm1(x));  x' = h + MLP(Norm2(h))
+with the family's choices from its ModelSpec: RMSNorm or LayerNorm, RoPE (neox rotate_half
+layout, HF apply_rotary_pos_emb) or learned positions, q/k/v biases (Qwen2, GPT-2), RMSNorm of q
+and k over head_dim before RoPE (Qwen3, modeling_qwen3.py Qwen3Attention), and a gated SiLU MLP,
+GPT-2's dense GELU MLP, or Mixtral's sparse MoE (moe.py). The residual add of one sub-block is
+fused into the next norm (rmsnorm(..., residual=) returns both the sum and its norm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pygpukit import ops
+from pygpukit.array import GPUArray
+from pygpukit.creation import arange, from_numpy
+from pygpukit.dtypes import DataType, int64
+from pygpukit.models.config import ModelConfig, ModelSpec
+from pygpukit.models.errors import ContextLengthError
+from pygpukit.models.kv_cache import StaticKVCache
+from pygpukit.models.moe import moe_forward
+from pygpukit.models.weights import LayerWeights, ModelWeights
+from pygpukit.runtime import Device
+
+__all__ = ["CausalTransformerModel"]
+
+
+class CausalTransformerModel:
+    """A loaded model: weights on one device plus the forward pass over a static KV cache.
+
+    ``generate(input_ids, ...)`` is the 0.2.x entry point (token ids in, token ids out); the
+    streaming, batched and chat-aware paths live in pygpukit.models.generation.
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        weights: ModelWeights,
+        dtype: DataType,
+        device: Device,
+        tokenizer: Any = None,
+        source: str = "",
+    ) -> None:
+        self.config = config
+        self.weights = weights
+        self.dtype = dtype
+        self.device = device
+        self.tokenizer = tokenizer
+        self.source = source
+        self._rope: tuple[GPUArray, GPUArray] | None = None
+        self._positions: GPUArray | None = None
+        self.cache: StaticKVCache | None = None
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.config.spec
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"CausalTransformerModel({c.spec.name}, layers={c.num_layers}, hidden={c.hidden_size}"
+            f", heads={c.num_heads}/{c.num_kv_heads}, vocab={c.vocab_size}, "
+            f"dtype={self.dtype.name}, device='{self.device}')"
+        )
+
+    # ----- cache and tables ------------------------------------------------------------------
+    def new_cache(self, batch_size: int = 1, max_seq_len: int | None = None) -> StaticKVCache:
+        """Allocate a static KV cache (and the RoPE tables and position row it needs)."""
+        n = self.config.max_context if max_seq_len is None else int(max_seq_len)
+        cache = StaticKVCache(self.config, batch_size, n, self.dtype, self.device)
+        self._ensure_tables(n)
+        return cache
+
+    def ensure_cache(self, batch_size: int, max_seq_len: int) -> StaticKVCache:
+        """The model's own cache, reallocated only when it is too small for the request."""
+        c = self.cache
+        if c is None or c.batch_size < batch_size or c.max_seq_len < max_seq_len:
+            self.cache = None  # free the old one before allocating the new one
+            self.cache = self.new_cache(batch_size, max_seq_len)
+        self.cache.reset()
+        return self.cache
+
+    def _ensure_tables(self, n: int) -> None:
+        if self._positions is None or self._positions.shape[0] < n:
+            self._positions = arange(n, dtype=int64, device=self.device)
+        if self.spec.position == "rope" and (self._rope is None or self._rope[0].shape[0] < n):
+            c = self.config
+            # Tables stay float32 whatever the model dtype: the rope op computes in float32.
+            self._rope = ops.rope_tables(
+                n, c.head_dim, c.rope_theta, c.rope_scaling, device=self.device
+            )
+
+    # ----- forward ---------------------------------------------------------------------------
+    def forward(
+        self,
+        input_ids: GPUArray | np.ndarray | Sequence[Sequence[int]],
+        cache: StaticKVCache,
+        row0: int = 0,
+        all_logits: bool = False,
+    ) -> GPUArray:
+        """Run ids [B, S] for cache rows row0..row0+B-1, each continuing at its cached length.
+
+        Writes the new keys/values into the cache, advances the rows' lengths, and returns the
+        logits [B, S, vocab] (all_logits) or [B, 1, vocab] (last position).
+        """
+        ids = input_ids if isinstance(input_ids, GPUArray) else self._ids(input_ids)
+        if ids.ndim != 2:
+            raise ValueError(f"forward: input_ids must be [batch, seq], got shape {ids.shape}")
+        b, s = ids.shape
+        if row0 < 0 or row0 + b > cache.batch_size:
+            raise ValueError(
+                f"forward: rows {row0}..{row0 + b - 1} are outside the cache's "
+                f"{cache.batch_size} rows"
+            )
+        for r in range(row0, row0 + b):
+            cache.check_room(r, s)
+        starts = [int(n) for n in cache.lengths[row0 : row0 + b]]
+        self._ensure_tables(cache.max_seq_len)
+        pos = self._position_ids(starts, s)
+        w = self.weights
+        x = ops.embedding(ids, w.embed_tokens)
+        if w.pos_embed is not None:
+            x = ops.add(x, ops.embedding(pos, w.pos_embed))
+        delta: GPUArray | None = None
+        for i, lw in enumerate(w.layers):
+            h, x = self._add_norm(x, delta, lw.attn_norm, lw.attn_norm_bias)
+            attn = self._attention(i, lw, h, pos, cache, row0, starts)
+            h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
+            delta = self._mlp(lw, h)
+        h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
+        cache.lengths[row0 : row0 + b] += s
+        if not all_logits:
+            h = h[:, s - 1 :, :]
+        return ops.linear(h, w.lm_head)
+
+    def _ids(self, ids: Any) -> GPUArray:
+        a = np.asarray(ids, dtype=np.int64)
+        if a.ndim == 1:
+            a = a[None, :]
+        return from_numpy(a, device=self.device)
+
+    def _position_ids(self, starts: list[int], s: int) -> GPUArray:
+        assert self._positions is not None
+        if all(st == starts[0] for st in starts):
+            return self._positions[starts[0] : starts[0] + s]  # a view, broadcast over the batch
+        rows = np.asarray(starts, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)
+        return from_numpy(rows, device=self.device)
+
+    def _add_norm(
+        self, x: GPUArray, delta: GPUArray | None, w: GPUArray, b: GPUArray | None
+    ) -> tuple[GPUArray, GPUArray]:
+        """(Norm(x + delta), x + delta), delta None meaning no residual add."""
+        eps = self.config.norm_eps
+        if self.spec.norm == "rmsnorm":
+            if delta is None:
+                return ops.rmsnorm(x, w, eps), x
+            y, s = ops.rmsnorm(delta, w, eps, residual=x)
+            return y, s
+        s = x if delta is None else ops.add(x, delta)
+        return ops.layernorm(s, w, b, eps), s
+
+    def _attention(
+        self,
+        layer: int,
+        lw: LayerWeights,
+        h: GPUArray,
+        pos: GPUArray,
+        cache: StaticKVCache,
+        row0: int,
+        starts: list[int],
+    ) -> GPUArray:
+        c = self.config
+        b, s, _ = h.shape
+        nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
+        qkv = ops.linear(h, lw.wqkv, lw.bqkv)
+        q = qkv[:, :, : nh * d].reshape(b, s, nh, d)
+        k = qkv[:, :, nh * d : (nh + nkv) * d].reshape(b, s, nkv, d)
+        v = qkv[:, :, (nh + nkv) * d :].reshape(b, s, nkv, d)
+        if lw.q_norm is not None and lw.k_norm is not None:
+            # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE.
+            q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
+            k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
+        if self._rope is not None:
+            cos, sin = self._rope
+            q = ops.rope(q, cos, sin, pos)
+            k = ops.rope(k, cos, sin, pos)
+        qt = q.transpose(0, 2, 1, 3)  # [B, H, S, D]: sdpa's head-major layout (a view)
+        kt = k.transpose(0, 2, 1, 3)
+        vt = v.transpose(0, 2, 1, 3)
+        scale = c.layer_attn_scale(layer)
+        if all(st == starts[0] for st in starts):
+            cache.write(layer, row0, starts[0], kt, vt)
+            kc, vc = cache.view(layer, row0, b, starts[0] + s)
+            o = ops.sdpa(qt, kc, vc, causal=True, scale=scale)
+        else:
+            # Rows of different lengths: each row attends over its own prefix. (A varlen sdpa
+            # with per-row lengths would make this one call.)
+            o = _empty_like(qt)
+            for r in range(b):
+                cache.write(layer, row0 + r, starts[r], kt[r : r + 1], vt[r : r + 1])
+                kc, vc = cache.view(layer, row0 + r, 1, starts[r] + s)
+                ops.sdpa(qt[r : r + 1], kc, vc, causal=True, scale=scale, out=o[r : r + 1])
+        o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
+        return ops.linear(o, lw.wo, lw.bo)
+
+    def _mlp(self, lw: LayerWeights, h: GPUArray) -> GPUArray:
+        mlp = self.spec.mlp
+        if mlp == "gated":
+            assert lw.w_gate is not None and lw.w_up is not None and lw.w_down is not None
+            # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
+            a = ops.silu_mul(ops.linear(h, lw.w_gate), ops.linear(h, lw.w_up))
+            return ops.linear(a, lw.w_down)
+        if mlp == "dense":
+            assert lw.w_fc is not None and lw.w_proj is not None
+            # GPT2MLP: c_proj(act(c_fc(x))), gelu_new = the tanh approximation
+            a = ops.linear(h, lw.w_fc, lw.b_fc, activation=self.config.activation)
+            return ops.linear(a, lw.w_proj, lw.b_proj)
+        return moe_forward(h, lw, self.config)
+
+    # ----- the 0.2.x generate ----------------------------------------------------------------
+    def generate(
+        self,
+        input_ids: Any,
+        max_new_tokens: int = 32,
+        temperature: float = 0.7,
+        top_k: int = 50,
+        top_p: float = 0.9,
+        use_cache: bool = True,
+        **kwargs: Any,
+    ) -> list[int] | list[list[int]]:
+        """Token ids in, the prompt plus new token ids out (0.2.x API).
+
+        ``input_ids``: one sequence (list of ints) or a batch (list of lists, lengths may
+        differ). temperature 0 is greedy. Extra keywords (repetition_penalty, seed,
+        stop_token_ids, max_seq_len) go to pygpukit.models.generation.generate. use_cache=False
+        re-runs the whole sequence every step (slow; kept for the old call form and checks).
+        """
+        from pygpukit.models.generation import generate as _generate
+
+        return _generate(
+            self,
+            input_ids,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            use_cache=use_cache,
+            **kwargs,
+        )
+
+    def check_context(self, n_tokens: int) -> None:
+        if n_tokens > self.config.max_context:
+            raise ContextLengthError(
+                f"{n_tokens} tokens exceed the model's context of {self.config.max_context}"
+            )
+
+
+def _empty_like(x: GPUArray) -> GPUArray:
+    from pygpukit.creation import empty
+
+    return empty(x.shape, x.dtype, x.device)
