@@ -49,8 +49,10 @@ from pygpukit.errors import (
     RouteError,
 )
 from pygpukit.interop import from_dlpack
+from pygpukit.jit import NvrtcError, get_nvrtc_path, is_nvrtc_available, jit
 from pygpukit.ops import *  # noqa: F403  (the op functions; ops.__all__ lists them)
 from pygpukit.ops import __all__ as _ops_all
+from pygpukit.precision import get_matmul_precision, set_matmul_precision
 from pygpukit.routing import route, set_route
 from pygpukit.runtime import (
     Context,
@@ -135,5 +137,11 @@ __all__ = [
     "QuotaExceededError",
     "BackendUnavailableError",
     "RouteError",
+    "jit",
+    "NvrtcError",
+    "is_nvrtc_available",
+    "get_nvrtc_path",
+    "set_matmul_precision",
+    "get_matmul_precision",
     *_ops_all,
 ]

@@ -44,7 +44,8 @@ def collect() -> dict[str, Any]:
             props.update(free_memory=free, total_memory=total)
             report["devices"].append(props)
     report["backends"]["numpy"] = {"available": True, "version": np.__version__}
-    for name, module in (("triton", "triton"), ("native", "_pygpukit_native"), ("torch", "torch")):
+    report["backends"]["native"] = _native_entry(ok, reason)
+    for name, module in (("triton", "triton"), ("torch", "torch")):
         ver, why = _module_version(module)
         entry: dict[str, Any] = {"available": ver is not None}
         if ver is not None:
@@ -56,6 +57,30 @@ def collect() -> dict[str, Any]:
         report["backends"][name] = entry
     report["backends"]["torch"]["note"] = "optional, interop and benchmarks only"
     return report
+
+
+def _native_entry(driver_ok: bool, driver_reason: str) -> dict[str, Any]:
+    """cuBLASLt and NVRTC (loaded at run time by the Rust core) and the C++ kernel extension."""
+    from pygpukit.backends import native
+
+    jit = importlib.import_module("pygpukit.jit")  # the module (gp.jit is the function)
+
+    blas_ok, blas = native.cublaslt_status()
+    nvrtc_ok, nvrtc_where, _, _ = jit._load()
+    kernels, why = _module_version("_pygpukit_native")
+    parts = [
+        f"cuBLASLt {'at ' + blas if blas_ok else 'absent: ' + blas}",
+        f"NVRTC {'at ' + nvrtc_where if nvrtc_ok else 'absent: ' + nvrtc_where}",
+        f"C++ kernels {'version ' + kernels if kernels else 'not built (' + why + ')'}",
+    ]
+    entry: dict[str, Any] = {"available": driver_ok and blas_ok, "parts": parts}
+    if not driver_ok:
+        entry["reason"] = "no CUDA driver: " + driver_reason
+    elif not blas_ok:
+        entry["reason"] = "cuBLASLt not found: " + blas
+    else:
+        entry["version"] = "cuBLASLt + NVRTC"
+    return entry
 
 
 def _gib(n: int) -> str:
@@ -83,6 +108,8 @@ def render(r: dict[str, Any]) -> str:
         state = f"yes ({b['version']})" if b["available"] else f"no - {b['reason']}"
         note = f"  [{b['note']}]" if "note" in b else ""
         lines.append(f"  {name:<7} {state}{note}")
+        for part in b.get("parts", []):
+            lines.append(f"          {part}")
     return "\n".join(lines)
 
 

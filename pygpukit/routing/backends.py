@@ -5,7 +5,10 @@ op's implementation lives.
   ``PYGPUKIT_TRITON_KERNELS`` / ``load_kernels``), launched through pygpukit's Triton driver.
   Available with Triton installed and a CUDA driver, or anywhere under ``TRITON_INTERPRET=1``
   (then it also serves CPU-device arrays, for testing kernels without a GPU).
-- ``native``: the ``_pygpukit_native`` extension (cuBLASLt, CUTLASS, CUDA kernels).
+- ``native``: ``pygpukit/backends/native.py``: cuBLASLt products through the Rust core
+  (matmul, linear, linear_bias_gelu), and the ops of the ``_pygpukit_native`` C++ extension
+  (CUTLASS, CUDA kernels) when it is built. Available with a CUDA driver; each op then reports
+  what it lacks (cuBLASLt not found, extension not built).
 - ``cpu``: the NumPy backend, ``pygpukit/backends/cpu``.
 """
 
@@ -69,11 +72,19 @@ def _probe(backend: str) -> tuple[bool, str]:
         driver.install()
         return True, ""
     if backend == "native":
+        # cuBLASLt and NVRTC live in pygpukit._core (always built); each op's implementation
+        # says what it lacks (pygpukit.backends.native.lookup). Without a driver, nothing runs.
+        from pygpukit import _core
+
+        ok, why = _core.driver_status()
+        if ok:
+            return True, ""
+        reason = f"no CUDA driver ({why})"
         try:
             importlib.import_module("_pygpukit_native")
         except Exception as exc:
-            return False, f"the native extension is not built ({type(exc).__name__}: {exc})"
-        return True, ""
+            reason += f"; the native extension is not built ({type(exc).__name__}: {exc})"
+        return False, reason
     return False, f"unknown backend {backend!r}"
 
 
@@ -135,9 +146,9 @@ def implementation(backend: str, family: str, op: str) -> tuple[Callable[..., An
         where = f"pygpukit.triton_kernels.{family}"
         return (fn, "") if fn is not None else (None, f"{where} has no kernel for {op}")
     if backend == "native":
-        native = importlib.import_module("_pygpukit_native")
-        fn = getattr(native, op, None)
-        return (fn, "") if fn is not None else (None, f"_pygpukit_native has no {op}")
+        from pygpukit.backends import native
+
+        return native.lookup(op)
     if backend == "cpu":
         return _numpy_call(op), ""
     return None, f"unknown backend {backend!r}"

@@ -106,8 +106,8 @@ _ROUTES: list[OpRoute] = [
     _entry("rope", "rope", *_gpu(_T_FLOAT), route_params=("style",)),
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
-    # GEMM-class ops and attention belong to the native backend (cuBLASLt/CUTLASS) and the
-    # attention kernels; until those land only NumPy serves them.
+    # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native.py).
+    # sdpa: the Triton attention kernels are not written yet, so on CUDA it has no backend.
     _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),

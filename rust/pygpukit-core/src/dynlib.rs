@@ -12,6 +12,8 @@ use std::path::Path;
 
 use libloading::Library;
 
+use crate::error::Error;
+
 /// What to look for: a display name, the environment variable, the sonames (newest first).
 #[derive(Clone, Copy, Debug)]
 pub struct LibSpec {
@@ -30,7 +32,7 @@ pub struct Loaded {
 
 /// One place to try, and whether it is a filesystem path (checked for existence first) or a
 /// bare soname for the dynamic loader's search.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Candidate {
     Path(String),
     Soname(String),
@@ -119,7 +121,12 @@ pub fn load_first(
                 }
                 Err(why) => tried.push(format!("{name} ({why})")),
             },
-            Err(e) => tried.push(format!("{name} (dlopen failed: {e})")),
+            Err(e) => {
+                // libloading's Display is only "dlopen failed"; the loader's text is the source.
+                let why =
+                    std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+                tried.push(format!("{name} (dlopen failed: {why})"))
+            }
         }
     }
     Err(not_found_message(spec, &tried))
@@ -132,6 +139,17 @@ pub fn not_found_message(spec: &LibSpec, tried: &[String]) -> String {
         tried.join("; "),
         spec.hint
     )
+}
+
+/// A library that could not be loaded, as the core's error type: a CudaError in Python whose
+/// call names the load ("load cuBLASLt") and whose message lists every place searched.
+pub fn library_error(call: &'static str, message: String) -> Error {
+    Error::Cuda {
+        call,
+        code: -1,
+        name: "LIBRARY_NOT_FOUND".to_string(),
+        message,
+    }
 }
 
 /// The system part of the search: CUDA_HOME and CUDA_PATH from the environment.
@@ -217,7 +235,10 @@ mod tests {
             Ok(_) => panic!("a library that does not exist loaded"),
             Err(e) => e,
         };
-        assert!(err.starts_with("libfoo (test) could not be loaded"), "{err}");
+        assert!(
+            err.starts_with("libfoo (test) could not be loaded"),
+            "{err}"
+        );
         assert!(err.contains("$PYGPUKIT_FOO_PATH (unset)"), "{err}");
         assert!(
             err.contains("/nonexistent/wheel/lib/libfoo.so (no such file)"),
@@ -225,7 +246,10 @@ mod tests {
         );
         assert!(err.contains("/opt/cuda-x/lib64/libfoo-does-not-exist.so.13"));
         assert!(err.contains("/usr/local/cuda/lib64/libfoo-does-not-exist.so"));
-        assert!(err.contains("libfoo-does-not-exist.so.13 (dlopen failed"), "{err}");
+        assert!(
+            err.contains("libfoo-does-not-exist.so.13 (dlopen failed"),
+            "{err}"
+        );
         assert!(err.ends_with("Install foo."));
     }
 }

@@ -11,11 +11,11 @@ use cudarc::driver::sys;
 
 use crate::error::{check, Result};
 
-/// Grid, block and dynamic shared memory of one launch (1-D blocks, as Triton emits).
+/// Grid, block and dynamic shared memory of one launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub grid: [u32; 3],
-    pub block_x: u32,
+    pub block: [u32; 3],
     pub shared_bytes: u32,
 }
 
@@ -32,6 +32,7 @@ pub unsafe fn launch_raw(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     let [gx, gy, gz] = cfg.grid;
+    let [bx, by, bz] = cfg.block;
     // SAFETY: upheld by the caller (see above).
     check("cuLaunchKernel", unsafe {
         sys::cuLaunchKernel(
@@ -39,9 +40,9 @@ pub unsafe fn launch_raw(
             gx,
             gy,
             gz,
-            cfg.block_x,
-            1,
-            1,
+            bx,
+            by,
+            bz,
             cfg.shared_bytes,
             stream as sys::CUstream,
             params.as_mut_ptr(),

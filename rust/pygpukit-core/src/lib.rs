@@ -1,10 +1,13 @@
 //! PyGPUkit core: the CUDA driver (loaded at run time), the device's primary context, streams,
-//! events, the memory pool (quotas, statistics, OOM ladder), copies and DLPack structs.
+//! events, the memory pool (quotas, statistics, OOM ladder), copies and DLPack structs, plus
+//! cuBLASLt matrix products (`blas`) and NVRTC run-time compilation (`nvrtc`), both loaded at
+//! run time too.
 //!
 //! No Python here (the bindings are the `pygpukit-py` crate) and no panics when libcuda or a
 //! device is absent: every entry point returns `Result`, and device -1 (host memory, host
 //! pseudo-stream, host events) runs the same API without a GPU.
 
+pub mod blas;
 pub mod buffer;
 pub mod context;
 pub mod copy;
@@ -12,9 +15,11 @@ pub mod deferred;
 pub mod device;
 pub mod dlpack;
 pub mod driver;
+pub mod dynlib;
 pub mod error;
 pub mod event;
 pub mod launch;
+pub mod nvrtc;
 pub mod pool;
 mod staging;
 pub mod stream;

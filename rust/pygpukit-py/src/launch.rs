@@ -238,7 +238,7 @@ impl PyTritonFastPath {
             }
             let cfg = LaunchConfig {
                 grid: [grid.0, grid.1, grid.2],
-                block_x: e.cfg_block,
+                block: [e.cfg_block, 1, 1],
                 shared_bytes: e.shared,
             };
             (e.function, cfg, pack(&e.types, &vals)?)

@@ -6,10 +6,12 @@
 
 use pyo3::prelude::*;
 
+mod blas;
 mod copies;
 mod dlpack;
 mod errors;
 mod launch;
+mod nvrtc;
 mod pool;
 mod runtime;
 mod streams;
@@ -52,6 +54,17 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::PyDLPackTensor>()?;
 
     m.add_class::<launch::PyTritonFastPath>()?;
+
+    m.add_function(wrap_pyfunction!(blas::cublaslt_load, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_loaded, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_plan_count, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_clear_plans, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc::nvrtc_load, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc::nvrtc_loaded, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc::nvrtc_compile, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc::nvrtc_launch, m)?)?;
+    m.add_class::<nvrtc::PyCudaModule>()?;
 
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DISABLE_CUDA_ENV", pygpukit_core::driver::DISABLE_ENV)?;

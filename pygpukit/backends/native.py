@@ -1,0 +1,448 @@
+"""The native backend: cuBLASLt matrix products (in the Rust core, pygpukit._core), plus the ops
+of the optional C++ extension ``_pygpukit_native`` when it is built.
+
+matmul / linear / linear_bias_gelu here take validated GPUArrays (pygpukit/ops/matmul.py checks
+shapes, dtypes and devices first) and follow the NumPy backend's semantics
+(pygpukit/backends/cpu/matmul.py): np.matmul broadcasting, fp32 accumulation for half types,
+exact fp32 unless TF32 is opted into (pygpukit/precision.py), fp64 in fp64.
+
+How a call reaches cuBLASLt:
+- Inputs of another dtype are cast to the result dtype first (the ``cast`` op).
+- The two innermost dims of each operand are read in place when either of them is contiguous
+  (a transposed view becomes a cuBLASLt transpose, e.g. ``w.T`` in linear); any other layout is
+  copied with ``contiguous()`` before broadcasting, never after.
+- Batch dims broadcast with stride 0 (strided-batched GEMM). A batch whose dims cannot be read
+  with one stride loops over its outer dims. A 2-D right operand under a batched left operand
+  with rows evenly spaced folds the batch into M (one large GEMM, as torch does for linear).
+- The output is written in place when ``out=`` is contiguous, else into a temporary then copied.
+- Epilogues: cuBLASLt's BIAS, RELU(_BIAS) and GELU(_BIAS) match the NumPy backend exactly in
+  what they compute (bias and activation on the fp32 accumulator, one rounding), and cuBLASLt's
+  GELU is the tanh approximation, so it serves "gelu_tanh" only, and not for float64 (its GELU
+  is not computed to fp64 accuracy). Erf-GELU ("gelu") and SiLU run
+  as the product (with the bias epilogue) followed by the routed activation op, which rounds the
+  product once more before the activation: within DESIGN.md's half-precision bounds. A bias of
+  another dtype than the result is added by the routed ``add`` op.
+- A workspace of 32 MiB per (device, stream) comes from the device's default pool and is reused
+  by every product on that stream (stream order makes the reuse safe); the handle, descriptors,
+  layouts and the heuristic's algorithm are cached in Rust.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pygpukit import _core, _memory, precision, runtime
+from pygpukit.array import GPUArray
+from pygpukit.dtypes import DataType, as_dtype, result_type
+
+__all__ = [
+    "matmul",
+    "linear",
+    "linear_bias_gelu",
+    "lookup",
+    "cublaslt_status",
+    "nvidia_lib_dirs",
+    "WORKSPACE_BYTES",
+]
+
+WORKSPACE_BYTES = 32 << 20
+_GEMM_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+_I32_MAX = 2**31 - 1
+
+# ----- finding the libraries ---------------------------------------------------------------------
+
+
+def nvidia_lib_dirs(*packages: str) -> list[str]:
+    """``lib`` directories of installed ``nvidia-*`` wheels, e.g. nvidia/cu13/lib (CUDA 13
+    wheels share one directory) or nvidia/cublas/lib (CUDA 12), for the given package dirs."""
+    roots: list[str] = []
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        roots.extend(spec.submodule_search_locations)
+    for p in sys.path:
+        cand = os.path.join(p or ".", "nvidia")
+        if os.path.isdir(cand):
+            roots.append(cand)
+    out: list[str] = []
+    for root in roots:
+        for pkg in packages:
+            d = os.path.realpath(os.path.join(root, pkg, "lib"))
+            if os.path.isdir(d) and d not in out:
+                out.append(d)
+    return out
+
+
+_status_lock = threading.Lock()
+_cublaslt: tuple[bool, str] | None = None
+
+
+def cublaslt_status() -> tuple[bool, str]:
+    """(True, path) when cuBLASLt loads, else (False, the message naming every place searched).
+    Computed once per process (``_reset_status`` forgets it, for tests)."""
+    global _cublaslt
+    got = _cublaslt
+    if got is None:
+        with _status_lock:
+            got = _cublaslt
+            if got is None:
+                try:
+                    path, _version = _core.cublaslt_load(nvidia_lib_dirs("cu13", "cu12", "cublas"))
+                    got = (True, path)
+                except Exception as exc:
+                    got = (False, str(exc))
+                _cublaslt = got
+    return got
+
+
+def _reset_status() -> None:
+    global _cublaslt
+    with _status_lock:
+        _cublaslt = None
+
+
+# ----- routing -----------------------------------------------------------------------------------
+
+
+def lookup(op: str) -> tuple[Callable[..., Any] | None, str]:
+    """(implementation, "") or (None, why not) for ``op`` on the native backend."""
+    own = _OWN.get(op)
+    if own is not None:
+        ok, why = cublaslt_status()
+        return (own, "") if ok else (None, f"cuBLASLt is not available: {why}")
+    try:
+        ext = importlib.import_module("_pygpukit_native")
+    except Exception as exc:
+        return None, (
+            f"the native extension is not built ({type(exc).__name__}: {exc}); the native "
+            f"backend serves only {', '.join(sorted(_OWN))} without it"
+        )
+    fn = getattr(ext, op, None)
+    return (fn, "") if fn is not None else (None, f"_pygpukit_native has no {op}")
+
+
+# ----- workspace ---------------------------------------------------------------------------------
+
+_MAX_WORKSPACES = 8
+_workspaces: dict[tuple[int, int], Any] = {}
+
+
+def _workspace(dev: runtime.Device, stream: Any) -> Any:
+    """A 32 MiB pool buffer for cuBLASLt, one per (device, stream), reused by every product on
+    that stream. Beyond 8 streams the oldest is released (freed in its own stream's order)."""
+    key = (dev.index, stream.handle)
+    buf = _workspaces.get(key)
+    if buf is None:
+        # The default context's pool: a process-wide scratch area is not charged to the
+        # quota of whichever user context happened to run the first product.
+        pool = runtime._default_context(dev).pool
+        buf = pool.allocate(WORKSPACE_BYTES, stream)
+        if len(_workspaces) >= _MAX_WORKSPACES:
+            _workspaces.pop(next(iter(_workspaces)))
+        _workspaces[key] = buf
+    return buf
+
+
+# ----- layout helpers ----------------------------------------------------------------------------
+
+
+def _inner(rows: int, cols: int, sr: int, sc: int) -> tuple[bool, int] | None:
+    """How cuBLASLt can read a [rows, cols] matrix with element strides (sr, sc) in place:
+    (False, ld) rows contiguous with row stride ld; (True, ld) columns contiguous (a transposed
+    view) with column stride ld; None when neither (copy it first)."""
+    if cols == 1 or sc == 1:
+        ld = sr if rows > 1 else cols
+        if ld >= max(cols, 1):
+            return False, ld
+    if rows == 1 or sr == 1:
+        ld = sc if cols > 1 else rows
+        if ld >= max(rows, 1):
+            return True, ld
+    return None
+
+
+def _uniform(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """The one stride that steps through these batch dims in order, or None (0 = broadcast)."""
+    dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
+    if not dims:
+        return 0
+    step = dims[-1][1]
+    acc = step
+    for n, s in reversed(dims):
+        if s != acc:
+            return None
+        acc = s * n
+    return step
+
+
+def _ready(x: GPUArray) -> GPUArray:
+    """x itself when cuBLASLt can read its two inner dims in place, else a contiguous copy."""
+    r, c = x._shape[-2], x._shape[-1]
+    sr, sc = x._estrides[-2], x._estrides[-1]
+    if _inner(r, c, sr, sc) is None or any(s < 0 for s in x._estrides):
+        return x.contiguous()
+    return x
+
+
+def _cast(x: GPUArray, dt: DataType) -> GPUArray:
+    return x if x._dtype is dt else x.astype(dt)
+
+
+# ----- the GEMM driver ---------------------------------------------------------------------------
+
+
+def _gemm(
+    a: GPUArray,
+    b: GPUArray,
+    d: GPUArray,
+    *,
+    epilogue: str = "none",
+    bias: GPUArray | None = None,
+) -> None:
+    """d[..., M, N] = epilogue(a[..., M, K] @ b[..., K, N]); d contiguous, all of d's dtype,
+    M, N, K >= 1. a and b broadcast to d's batch dims."""
+    dev = d._device
+    dt = d._dtype
+    lead = d._shape[:-2]
+    m, n = d._shape[-2], d._shape[-1]
+    k = a._shape[-1]
+    a = _ready(a).broadcast_to((*lead, m, k))
+    b = _ready(b).broadcast_to((*lead, k, n))
+    a_trans, lda = _inner(m, k, a._estrides[-2], a._estrides[-1]) or (False, k)
+    b_trans, ldb = _inner(k, n, b._estrides[-2], b._estrides[-1]) or (False, n)
+    sa, sb, sd = a._estrides[:-2], b._estrides[:-2], d._estrides[:-2]
+    # Loop over the fewest outer batch dims that leave both operands one batch stride each.
+    p = 0
+    while _uniform(lead[p:], sa[p:]) is None or _uniform(lead[p:], sb[p:]) is None:
+        p += 1
+    inner_lead = lead[p:]
+    batch = 1
+    for v in inner_lead:
+        batch *= v
+    stride_a = _uniform(inner_lead, sa[p:]) or 0
+    stride_b = _uniform(inner_lead, sb[p:]) or 0
+    stride_d = m * n
+    mm = m
+    if batch > 1 and stride_b == 0 and not a_trans and stride_a > 0:
+        # Rows of all batches evenly spaced: one [batch*M, K] product (d is contiguous).
+        if m == 1 and stride_a >= k:
+            mm, lda, batch = batch, stride_a, 1
+        elif m > 1 and stride_a == m * lda:
+            mm, batch = batch * m, 1
+    if batch > _I32_MAX:
+        raise ValueError(f"matmul: batch of {batch} matrices exceeds cuBLASLt's int32 count")
+    stream = runtime.current_stream(dev)
+    ws = _workspace(dev, stream)
+    tf32 = dt.name == "float32" and precision.allow_tf32()
+    item = dt.itemsize
+    a0, b0, d0 = a.data_ptr(), b.data_ptr(), d.data_ptr()
+    bias_ptr = 0 if bias is None else bias.data_ptr()
+    handle = stream.handle
+    for idx in itertools.product(*(range(v) for v in lead[:p])):
+        oa = sum(i * s for i, s in zip(idx, sa, strict=False)) * item
+        ob = sum(i * s for i, s in zip(idx, sb, strict=False)) * item
+        od = sum(i * s for i, s in zip(idx, sd, strict=False)) * item
+        _core.cublaslt_matmul(
+            dev.index,
+            handle,
+            dt.name,
+            mm,
+            n,
+            k,
+            batch,
+            a0 + oa,
+            a_trans,
+            lda,
+            stride_a,
+            b0 + ob,
+            b_trans,
+            ldb,
+            stride_b,
+            d0 + od,
+            n,
+            stride_d,
+            epilogue,
+            bias_ptr,
+            tf32,
+            ws.ptr,
+            WORKSPACE_BYTES,
+        )
+
+
+def _result_dtype(out_dtype: Any, *arrays: GPUArray) -> DataType:
+    if out_dtype is not None:
+        return as_dtype(out_dtype)
+    return result_type(*arrays) if len(arrays) > 1 else arrays[0]._dtype
+
+
+def _target(out: GPUArray | None, shape: tuple[int, ...], dt: DataType, dev: Any) -> GPUArray:
+    """Where the kernel writes: out itself when contiguous, else a fresh contiguous array."""
+    if out is not None and out.is_contiguous():
+        return out
+    from pygpukit.creation import empty
+
+    return empty(shape, dt, dev)
+
+
+def _finish(res: GPUArray, out: GPUArray | None) -> GPUArray:
+    if out is None or res is out:
+        return res
+    _memory.copy_into(out, res)
+    return out
+
+
+def _check_dtype(op: str, dt: DataType) -> None:
+    if dt.name not in _GEMM_DTYPES:
+        raise TypeError(
+            f"{op}: the native backend multiplies float16/bfloat16/float32/float64, got {dt.name}"
+        )
+
+
+def matmul(
+    a: GPUArray, b: GPUArray, *, out: GPUArray | None = None, out_dtype: Any = None
+) -> GPUArray:
+    """a @ b with np.matmul's rules, on cuBLASLt."""
+    dt = _result_dtype(out_dtype, a, b)
+    _check_dtype("matmul", dt)
+    a, b = _cast(a, dt), _cast(b, dt)
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(1) if b.ndim == 1 else b
+    lead = tuple(np.broadcast_shapes(a2._shape[:-2], b2._shape[:-2]))
+    m, k, n = a2._shape[-2], a2._shape[-1], b2._shape[-1]
+    shape = (*lead, *((m,) if a.ndim > 1 else ()), *((n,) if b.ndim > 1 else ()))
+    res = _target(out, shape, dt, a._device)
+    if res.size:
+        if k == 0:
+            res.fill_(0)
+        else:
+            _gemm(a2, b2, res.view((*lead, m, n)))
+    return _finish(res, out)
+
+
+# linear's activations: which cuBLASLt epilogue computes them exactly as the NumPy backend does.
+_FUSED = {None: "", "relu": "relu", "gelu_tanh": "gelu_tanh"}
+_unsupported: set[tuple[str, str]] = set()
+
+
+def _epilogue_name(act: str, with_bias: bool) -> str:
+    if not act:
+        return "bias" if with_bias else "none"
+    return f"{act}_bias" if with_bias else act
+
+
+def _activate(y: GPUArray, activation: str | None, out: GPUArray | None) -> GPUArray:
+    from pygpukit import ops
+
+    if activation == "relu":
+        return ops.relu(y, out=out)  # type: ignore[no-any-return]
+    if activation == "silu":
+        return ops.silu(y, out=out)  # type: ignore[no-any-return]
+    if activation in ("gelu", "gelu_tanh"):
+        approx = "tanh" if activation == "gelu_tanh" else "none"
+        return ops.gelu(y, approx, out=out)  # type: ignore[no-any-return]
+    raise ValueError(f"linear: unknown activation {activation!r}")
+
+
+def linear(
+    x: GPUArray,
+    w: GPUArray,
+    bias: GPUArray | None = None,
+    *,
+    out: GPUArray | None = None,
+    activation: str | None = None,
+    out_dtype: Any = None,
+) -> GPUArray:
+    """activation(x @ w^T + bias); x [..., in], w [out, in], bias [out]."""
+    dt = _result_dtype(out_dtype, x, w)
+    _check_dtype("linear", dt)
+    x, w = _cast(x, dt), _cast(w, dt)
+    n, k = w._shape
+    lead = x._shape[:-1]
+    shape = (*lead, n)
+    dev = x._device
+    bias_fused = bias is not None and bias._dtype is dt
+    if bias_fused and bias is not None:
+        if not bias.is_contiguous() or bias.data_ptr() % 16:
+            bias = bias.copy()  # cuBLASLt reads the bias vector with 16-byte loads
+    act = _FUSED.get(activation)
+    if act == "gelu_tanh" and dt.name == "float64":
+        # cuBLASLt's GELU epilogue is not fp64-accurate (errors ~1e-11 measured on an H200 with
+        # cuBLAS 13.1): the routed gelu op computes it in fp64 instead.
+        act = None
+    # Fully fused only when cuBLASLt computes the whole epilogue; otherwise at most the bias
+    # (the activation must come after a bias added by the routed op).
+    fully_fused = act is not None and (bias is None or bias_fused)
+    epi = _epilogue_name((act or "") if fully_fused else "", bias_fused)
+    if (dt.name, epi) in _unsupported:
+        fully_fused, epi = False, "none"
+        bias_fused = False
+    if k == 0 or 0 in shape:
+        res = _target(out, shape, dt, dev)
+        res.fill_(0)
+        return _epilogue_ops(res, bias, activation, dt, out, bias_added=False)
+    res = _target(out if fully_fused else None, shape, dt, dev)
+    xm = x.reshape(-1, k) if x.ndim != 2 else x
+    try:
+        _gemm(xm, w.T, res.view((xm._shape[0], n)), epilogue=epi, bias=bias if bias_fused else None)
+    except _core.CudaError as exc:
+        if getattr(exc, "name", "") != "CUBLAS_STATUS_NOT_SUPPORTED" or epi == "none":
+            raise
+        # This cuBLASLt has no kernel for the epilogue at this dtype: remember, run unfused.
+        _unsupported.add((dt.name, epi))
+        return linear(x, w, bias, out=out, activation=activation, out_dtype=dt)
+    if fully_fused:
+        return _finish(res, out)
+    return _epilogue_ops(res, bias, activation, dt, out, bias_added=bias_fused)
+
+
+def _epilogue_ops(
+    y: GPUArray,
+    bias: GPUArray | None,
+    activation: str | None,
+    dt: DataType,
+    out: GPUArray | None,
+    *,
+    bias_added: bool,
+) -> GPUArray:
+    """The part of linear's epilogue cuBLASLt did not do, with the routed elementwise ops."""
+    from pygpukit import ops
+
+    if bias is not None and not bias_added:
+        y = ops.add(y, bias)
+    if activation is not None:
+        y = _activate(y, activation, out if (out is not None and y._dtype is dt) else None)
+    if y._dtype is not dt:
+        y = ops.cast(y, dt, out=out)
+    return _finish(y, out)
+
+
+def linear_bias_gelu(
+    x: GPUArray,
+    w: GPUArray,
+    bias: GPUArray,
+    *,
+    out: GPUArray | None = None,
+    approximate: str = "none",
+    out_dtype: Any = None,
+) -> GPUArray:
+    """gelu(x @ w^T + bias), w [out_features, in_features] (the 0.2.x call form)."""
+    act = "gelu_tanh" if approximate == "tanh" else "gelu"
+    return linear(x, w, bias, out=out, activation=act, out_dtype=out_dtype)
+
+
+_OWN: dict[str, Callable[..., Any]] = {
+    "matmul": matmul,
+    "linear": linear,
+    "linear_bias_gelu": linear_bias_gelu,
+}
