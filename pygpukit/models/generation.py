@@ -1,0 +1,243 @@
+"""Generation: prefill the prompt(s) into the static KV cache, then decode one token per step.
+
+Several prompts of different lengths run as one batch: each is prefilled into its own cache row
+(one forward per distinct length), then every decode step feeds all rows together, each at its
+own position (the matmuls are batched; attention reads each row's own prefix). A row stops at a
+stop token (kept in its output, as HF does) or after max_new_tokens.
+
+``stream_batch`` yields after every step the (row, token) pairs produced; ``stream`` and
+``generate`` wrap it. Timing of prefill and decode is recorded in GenerationStats.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pygpukit.models.errors import ContextLengthError
+from pygpukit.models.kv_cache import StaticKVCache
+from pygpukit.models.sampling import Sampler, SamplingParams
+
+if TYPE_CHECKING:
+    from pygpukit.array import GPUArray
+    from pygpukit.models.transformer import CausalTransformerModel
+
+__all__ = ["GenerationStats", "stream_batch", "stream", "generate", "default_stop_ids"]
+
+
+@dataclass
+class GenerationStats:
+    """Token counts and wall times of prefill and decode (accumulated over calls).
+
+    Prefill produces the first new token of each of the ``batch_rows`` rows; decode tokens/s
+    counts the tokens after those.
+    """
+
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    decode_steps: int = 0
+    batch_rows: int = 1
+
+    @property
+    def prefill_tokens_per_s(self) -> float:
+        return self.prompt_tokens / self.prefill_s if self.prefill_s > 0 else 0.0
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        n = self.new_tokens - min(self.new_tokens, self.batch_rows)
+        return n / self.decode_s if self.decode_s > 0 else 0.0
+
+
+def default_stop_ids(model: CausalTransformerModel) -> frozenset[int]:
+    ids = set(model.config.eos_token_ids)
+    tok = model.tokenizer
+    if tok is not None:
+        ids |= set(tok.stop_ids)
+    return frozenset(ids)
+
+
+def _as_batch(input_ids: Any) -> tuple[list[list[int]], bool]:
+    """(prompts, was_single) from a list of ints, a list of lists, or a NumPy array."""
+    if isinstance(input_ids, np.ndarray):
+        input_ids = input_ids.tolist()
+    seq = list(input_ids)
+    if seq and isinstance(seq[0], (list, tuple, np.ndarray)):
+        prompts = [[int(t) for t in p] for p in seq]
+        single = False
+    else:
+        prompts = [[int(t) for t in seq]]
+        single = True
+    for i, p in enumerate(prompts):
+        if not p:
+            raise ValueError(f"prompt {i} is empty: generation needs at least one input token")
+    return prompts, single
+
+
+def _check_lengths(model: CausalTransformerModel, prompts: list[list[int]], max_new: int) -> int:
+    ctx = model.config.max_context
+    longest = max(len(p) for p in prompts)
+    if longest >= ctx:
+        raise ContextLengthError(
+            f"the prompt has {longest} tokens but the model's context is {ctx} tokens "
+            "(room is needed for at least one new token); shorten the prompt"
+        )
+    vocab = model.config.vocab_size
+    for i, p in enumerate(prompts):
+        bad = [t for t in p if not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"prompt {i} has token ids outside [0, {vocab}): {bad[:5]}")
+    return min(max_new, ctx - longest)
+
+
+def _prefill(
+    model: CausalTransformerModel, cache: StaticKVCache, prompts: list[list[int]]
+) -> list[GPUArray]:
+    """Run the prompts into the cache; the last-position logits [1, 1, V] of each row."""
+    out: list[GPUArray | None] = [None] * len(prompts)
+    by_len: dict[int, list[int]] = {}
+    for r, p in enumerate(prompts):
+        by_len.setdefault(len(p), []).append(r)
+    for rows in by_len.values():
+        # Rows of one length that sit next to each other in the cache share one forward.
+        runs: list[list[int]] = []
+        for r in rows:
+            if runs and runs[-1][-1] == r - 1:
+                runs[-1].append(r)
+            else:
+                runs.append([r])
+        for run in runs:
+            logits = model.forward([prompts[r] for r in run], cache, row0=run[0])
+            for j, r in enumerate(run):
+                out[r] = logits[j : j + 1]
+    return [o for o in out if o is not None]
+
+
+def stream_batch(
+    model: CausalTransformerModel,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int = 32,
+    sampling: SamplingParams | None = None,
+    stop_ids: Iterable[int] | None = None,
+    max_seq_len: int | None = None,
+    stats: GenerationStats | None = None,
+    cache: StaticKVCache | None = None,
+    use_cache: bool = True,
+) -> Iterator[list[tuple[int, int]]]:
+    """Yield, after prefill and after each decode step, the (row, token) pairs of that step."""
+    batch, _ = _as_batch(prompts)
+    max_new = _check_lengths(model, batch, int(max_new_tokens))
+    if max_new <= 0:
+        return
+    params = sampling or SamplingParams()
+    sampler = Sampler(params)
+    stop = default_stop_ids(model) if stop_ids is None else frozenset(int(i) for i in stop_ids)
+    need = max(len(p) for p in batch) + max_new
+    if cache is None:
+        n = need if max_seq_len is None else int(max_seq_len)
+        if n < need:
+            raise ContextLengthError(
+                f"max_seq_len {n} is too small for a {need - max_new}-token prompt plus "
+                f"{max_new} new tokens"
+            )
+        cache = model.ensure_cache(len(batch), n)
+    st = stats if stats is not None else GenerationStats()
+    st.prompt_tokens += sum(len(p) for p in batch)
+    st.batch_rows = len(batch)
+    history = [list(p) for p in batch]
+    t0 = time.perf_counter()
+    logits = _prefill(model, cache, batch)
+    tokens = [sampler(lg, [h])[0] for lg, h in zip(logits, history, strict=True)]
+    st.prefill_s += time.perf_counter() - t0
+    done = [False] * len(batch)
+    step: list[tuple[int, int]] = []
+    for r, t in enumerate(tokens):
+        history[r].append(t)
+        step.append((r, t))
+        done[r] = t in stop
+    st.new_tokens += len(step)
+    yield step
+    for _ in range(max_new - 1):
+        if all(done):
+            return
+        t0 = time.perf_counter()
+        if use_cache:
+            lg = model.forward([[t] for t in tokens], cache, row0=0)
+        else:
+            # No cache reuse: every step recomputes each sequence from scratch (0.2.x
+            # use_cache=False; slow, for checking the cached path).
+            cache.reset()
+            lg = _stack_rows(_prefill(model, cache, history))
+        tokens = sampler(lg, history)
+        step = []
+        for r, t in enumerate(tokens):
+            if done[r]:
+                continue
+            history[r].append(t)
+            step.append((r, t))
+            done[r] = t in stop
+        st.decode_s += time.perf_counter() - t0
+        st.decode_steps += 1
+        st.new_tokens += len(step)
+        yield step
+
+
+def _stack_rows(rows: list[GPUArray]) -> GPUArray:
+    from pygpukit.creation import empty
+
+    first = rows[0]
+    out = empty((len(rows), *first.shape[1:]), first.dtype, first.device)
+    for i, r in enumerate(rows):
+        out[i : i + 1] = r
+    return out
+
+
+def stream(
+    model: CausalTransformerModel,
+    input_ids: Sequence[int],
+    max_new_tokens: int = 32,
+    sampling: SamplingParams | None = None,
+    **kwargs: Any,
+) -> Iterator[int]:
+    """The new token ids of one prompt, as they are produced."""
+    for step in stream_batch(model, [list(input_ids)], max_new_tokens, sampling, **kwargs):
+        for _, t in step:
+            yield t
+
+
+def generate(
+    model: CausalTransformerModel,
+    input_ids: Any,
+    max_new_tokens: int = 32,
+    temperature: float = 0.7,
+    top_k: int = 50,
+    top_p: float = 0.9,
+    repetition_penalty: float = 1.0,
+    seed: int | None = None,
+    stop_token_ids: Iterable[int] | None = None,
+    max_seq_len: int | None = None,
+    use_cache: bool = True,
+    stats: GenerationStats | None = None,
+) -> list[int] | list[list[int]]:
+    """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch."""
+    prompts, single = _as_batch(input_ids)
+    params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
+    outs = [list(p) for p in prompts]
+    for step in stream_batch(
+        model,
+        prompts,
+        max_new_tokens,
+        params,
+        stop_ids=stop_token_ids,
+        max_seq_len=max_seq_len,
+        stats=stats,
+        use_cache=use_cache,
+    ):
+        for r, t in step:
+            outs[r].append(t)
+    return outs[0] if single else outs

@@ -1,0 +1,225 @@
+"""GGUF checkpoints (llama.cpp) through the ``gguf`` package: metadata, names, dequantization.
+
+Tensors are renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed) and
+dequantized at load with vectorized NumPy. Block layouts (ggml-quants.c, dequantize_row_*):
+  Q8_0: 32 values per 34-byte block: fp16 scale d, 32 int8 q;            x = d * q
+  Q4_0: 32 values per 18-byte block: fp16 d, 16 bytes of nibbles;         x = d * (q - 8)
+  Q4_1: 32 values per 20-byte block: fp16 d, fp16 min m, 16 bytes;        x = d * q + m
+where byte j holds value j in its low nibble and value j + 16 in its high nibble.
+llama.cpp permutes the rows of q and k of Llama-architecture models so its rotary kernel can
+rotate adjacent pairs; the permutation is undone here (as HF's GGUF loader does), so the model
+runs the HF rotate_half layout. Any other quantization raises UnsupportedModelError naming the
+tensor and type before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
+
+__all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
+
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+_ARCHS = ("llama", "qwen2", "qwen3")
+
+_LAYER_MAP = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+    "ffn_gate_inp.weight": "block_sparse_moe.gate.weight",
+}
+_EXPERT_MAP = {
+    "ffn_gate_exps.weight": "w1",
+    "ffn_down_exps.weight": "w2",
+    "ffn_up_exps.weight": "w3",
+}
+_GLOBAL_MAP = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+_BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+def _f16(raw: np.ndarray, lo: int) -> np.ndarray:
+    return raw[:, lo : lo + 2].copy().view(np.float16).astype(np.float32)
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32)
+
+
+def dequantize(data: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Values of one GGUF tensor as a NumPy array of ``shape`` (float32 for quantized types)."""
+    if type_name == "F32":
+        return np.asarray(data).view(np.float32).reshape(shape)
+    if type_name == "F16":
+        return np.asarray(data).view(np.float16).reshape(shape)
+    if type_name == "BF16":
+        return np.asarray(data).view(np.uint16).view(ml_dtypes.bfloat16).reshape(shape)
+    raw = np.ascontiguousarray(data).view(np.uint8)
+    if type_name == "Q8_0":
+        b = raw.reshape(-1, 34)
+        vals = _f16(b, 0) * b[:, 2:].view(np.int8).astype(np.float32)
+    elif type_name == "Q4_0":
+        b = raw.reshape(-1, 18)
+        vals = _f16(b, 0) * (_nibbles(b[:, 2:]) - np.float32(8))
+    elif type_name == "Q4_1":
+        b = raw.reshape(-1, 20)
+        vals = _f16(b, 0) * _nibbles(b[:, 4:]) + _f16(b, 2)
+    else:
+        raise UnsupportedModelError(f"GGUF type {type_name} is not supported ({SUPPORTED_TYPES})")
+    return vals.reshape(shape)
+
+
+def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo llama.cpp's LlamaModel.permute (rows of each head interleaved as pairs)."""
+    rows = w.shape[0]
+    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+class GGUFSource:
+    """A GGUF file seen as HF-named tensors plus an HF-style config dict and its metadata."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import gguf
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelLoadError(f"{self.path}: GGUF file not found")
+        try:
+            self.reader = gguf.GGUFReader(str(self.path))
+        except (
+            Exception
+        ) as exc:  # the reader raises ValueError/struct.error/IndexError on bad files
+            raise ModelLoadError(
+                f"{self.path}: not a readable GGUF file ({type(exc).__name__}: {exc})"
+            ) from None
+        self.meta = self._metadata()
+        self.arch = str(self.meta.get("general.architecture", ""))
+        if self.arch not in _ARCHS:
+            raise UnsupportedModelError(
+                f"{self.path}: GGUF architecture {self.arch!r} is not supported "
+                f"(supported: {', '.join(_ARCHS)})"
+            )
+        bad = [
+            f"{t.name} ({t.tensor_type.name})"
+            for t in self.reader.tensors
+            if t.tensor_type.name not in SUPPORTED_TYPES
+        ]
+        if bad:
+            raise UnsupportedModelError(
+                f"{self.path}: unsupported quantization in {len(bad)} tensors, e.g. "
+                f"{', '.join(bad[:3])}; supported types: {', '.join(SUPPORTED_TYPES)}"
+            )
+        self._tensors = {t.name: t for t in self.reader.tensors}
+        self._names: dict[str, tuple[str, int | None]] = {}
+        n_exp = int(self.meta.get(f"{self.arch}.expert_count", 0) or 0)
+        for name in self._tensors:
+            if name in _GLOBAL_MAP:
+                self._names[_GLOBAL_MAP[name]] = (name, None)
+                continue
+            m = _BLK.match(name)
+            if m is None:
+                continue  # e.g. rope_freqs.weight, read through config_dict()
+            i, rest = m.group(1), m.group(2)
+            if rest in _LAYER_MAP:
+                self._names[f"model.layers.{i}.{_LAYER_MAP[rest]}"] = (name, None)
+            elif rest in _EXPERT_MAP:
+                for e in range(n_exp):
+                    hf = f"model.layers.{i}.block_sparse_moe.experts.{e}.{_EXPERT_MAP[rest]}.weight"
+                    self._names[hf] = (name, e)
+
+    def _metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        for key, field in self.reader.fields.items():
+            if key.startswith("GGUF."):
+                continue
+            try:
+                meta[key] = field.contents()
+            except Exception as exc:
+                raise ModelLoadError(f"{self.path}: metadata {key!r} is corrupt ({exc})") from None
+        return meta
+
+    @property
+    def tensor_names(self) -> list[str]:
+        return list(self._names)
+
+    def _raw(self, gguf_name: str) -> np.ndarray:
+        t = self._tensors[gguf_name]
+        shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+        return dequantize(t.data, t.tensor_type.name, shape)
+
+    def tensor(self, name: str) -> np.ndarray:
+        try:
+            gname, expert = self._names[name]
+        except KeyError:
+            raise KeyError(f"{self.path}: no tensor maps to {name!r}") from None
+        if expert is not None:
+            t = self._tensors[gname]
+            shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+            data = t.data[expert]  # one expert's rows: [E, rows, bytes] -> [rows, bytes]
+            w = dequantize(data, t.tensor_type.name, shape[1:])
+        else:
+            w = self._raw(gname)
+        if self.arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            key = "head_count" if name.endswith("q_proj.weight") else "head_count_kv"
+            n_head = int(self.meta[f"llama.attention.{key}"])
+            w = _unpermute(np.asarray(w), n_head)
+        return w
+
+    def config_dict(self) -> dict[str, Any]:
+        """config.json fields from the ``<arch>.*`` metadata (llama.cpp's names, reversed)."""
+        a, m = self.arch, self.meta
+
+        def need(key: str) -> Any:
+            if f"{a}.{key}" not in m:
+                raise ModelLoadError(f"{self.path}: metadata '{a}.{key}' is missing")
+            return m[f"{a}.{key}"]
+
+        hidden = int(need("embedding_length"))
+        heads = int(need("attention.head_count"))
+        n_exp = int(m.get(f"{a}.expert_count", 0) or 0)
+        vocab = m.get(f"{a}.vocab_size") or len(m.get("tokenizer.ggml.tokens", []))
+        cfg: dict[str, Any] = {
+            "model_type": "mixtral" if (a == "llama" and n_exp) else a,
+            "hidden_size": hidden,
+            "num_hidden_layers": int(need("block_count")),
+            "num_attention_heads": heads,
+            "num_key_value_heads": int(m.get(f"{a}.attention.head_count_kv", heads)),
+            "head_dim": int(m.get(f"{a}.attention.key_length", hidden // heads)),
+            "intermediate_size": int(need("feed_forward_length")),
+            "max_position_embeddings": int(need("context_length")),
+            "rms_norm_eps": float(need("attention.layer_norm_rms_epsilon")),
+            "rope_theta": float(m.get(f"{a}.rope.freq_base", 10000.0)),
+            "vocab_size": int(vocab),
+            "tie_word_embeddings": "output.weight" not in self._tensors,
+            "bos_token_id": m.get("tokenizer.ggml.bos_token_id"),
+            "eos_token_id": m.get("tokenizer.ggml.eos_token_id"),
+        }
+        if n_exp:
+            cfg["num_local_experts"] = n_exp
+            cfg["num_experts_per_tok"] = int(need("expert_used_count"))
+        if "rope_freqs.weight" in self._tensors:
+            # Llama 3.1+ GGUFs store the llama3 frequency divisors as a tensor instead of the
+            # rope_scaling parameters.
+            cfg["rope_freq_factors"] = np.asarray(self._raw("rope_freqs.weight"), np.float64)
+        return cfg

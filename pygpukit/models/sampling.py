@@ -1,0 +1,94 @@
+"""Choosing the next token from logits: greedy, temperature, top-k, top-p, repetition penalty.
+
+The order and semantics follow HF transformers' logits processors (generation/logits_process.py):
+RepetitionPenaltyLogitsProcessor (CTRL, Keskar et al. 2019: a seen token's logit is divided by the
+penalty when positive, multiplied when negative), then TemperatureLogitsWarper, TopKLogitsWarper,
+TopPLogitsWarper (keep the smallest set of tokens whose probability mass reaches top_p, at least
+one), then a draw from the softmax. temperature 0 (or do_sample False) is greedy: argmax, first
+index on ties, as torch.argmax.
+
+Greedy runs gp.argmax on the device and copies back one id per row. Sampling copies the logits
+row to the host and draws there with a seeded NumPy Generator, so a seed reproduces a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pygpukit import ops
+from pygpukit.array import GPUArray
+
+__all__ = ["SamplingParams", "Sampler"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.7
+    top_k: int = 50
+    top_p: float = 0.9
+    repetition_penalty: float = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 disables it), got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.repetition_penalty <= 0:
+            raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+class Sampler:
+    """Stateful only in its random generator (seeded once per generation)."""
+
+    def __init__(self, params: SamplingParams) -> None:
+        self.params = params
+        self.rng = np.random.default_rng(params.seed)
+
+    def __call__(self, logits: GPUArray, history: list[list[int]]) -> list[int]:
+        """Next token per row of logits [B, 1, V] (or [B, V]); history[b] = tokens so far."""
+        p = self.params
+        lg = logits.reshape(logits.shape[0], logits.shape[-1])
+        if p.greedy and p.repetition_penalty == 1.0:
+            return [int(i) for i in ops.argmax(lg, axis=-1).to_numpy()]
+        host = lg.to_numpy().astype(np.float32)
+        return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
+
+    def sample_row(self, logits: np.ndarray, seen: list[int]) -> int:
+        p = self.params
+        x = np.array(logits, dtype=np.float32)
+        if p.repetition_penalty != 1.0 and seen:
+            ids = np.unique(np.asarray(seen, dtype=np.int64))
+            ids = ids[(ids >= 0) & (ids < x.shape[0])]
+            v = x[ids]
+            x[ids] = np.where(v < 0, v * p.repetition_penalty, v / p.repetition_penalty)
+        if p.greedy:
+            return int(np.argmax(x))
+        x = x / np.float32(p.temperature)
+        if 0 < p.top_k < x.shape[0]:
+            kth = np.partition(x, -p.top_k)[-p.top_k]
+            x = np.where(x < kth, -np.inf, x)
+        if p.top_p < 1.0:
+            order = np.argsort(-x, kind="stable")
+            probs = _softmax(x[order])
+            # Keep tokens while the mass before them is below top_p (the first always stays).
+            before = np.cumsum(probs) - probs
+            drop = order[before >= p.top_p]
+            x[drop] = -np.inf
+        probs = _softmax(x)
+        return int(self.rng.choice(x.shape[0], p=probs))
+
+
+def _softmax(x: np.ndarray) -> Any:
+    m = np.max(x)
+    e = np.exp((x - m).astype(np.float64))
+    return e / e.sum()

