@@ -64,6 +64,12 @@ def bench_rows(paths: list[Path]) -> list[str]:
                 f"  {b['name'][5:]:<42} {med * 1e6:>8.1f} us {med / calls * 1e6:>7.2f} us "
                 f"{(f'{gbs:.0f}' if gbs else ''):>7} {pct:>6} {ratio:>8}"
             )
+            if "pygpukit_tok_s" in info:
+                ours, hf = info["pygpukit_tok_s"], info["hf_tok_s"]
+                rows.append(
+                    f"    decode: pygpukit {ours:.1f} tok/s, HF eager {hf:.1f} tok/s "
+                    f"({ours / hf:.2f}x)"
+                )
     if ceiling:
         rows.append(f"copy ceiling: {ceiling:.0f} GB/s")
     return rows
