@@ -280,6 +280,30 @@ def _gemm(
         )
 
 
+def _gemm_rows(
+    x: GPUArray, w: GPUArray, d: GPUArray, m: int, n: int, k: int, epi: str, bias: GPUArray | None
+) -> None:
+    """d[m, n] = epi(x[m, k] @ w[n, k]^T): the decode hot path (contiguous rows, one product).
+
+    The same cuBLASLt call _gemm makes for this layout (w read transposed in place, ld = k),
+    without its batch planning: every linear of a transformer step comes through here.
+    """
+    dev = d._device
+    dt = d._dtype
+    stream = runtime.current_stream(dev)
+    ws = _workspace(dev, stream)
+    # fmt: off
+    _core.cublaslt_matmul(
+        dev.index, stream.handle, dt.name, m, n, k, 1,
+        x.data_ptr(), False, k, 0,
+        w.data_ptr(), True, k, 0,
+        d.data_ptr(), n, m * n,
+        epi, 0 if bias is None else bias.data_ptr(),
+        dt.name == "float32" and precision.allow_tf32(), ws.ptr, WORKSPACE_BYTES,
+    )
+    # fmt: on
+
+
 def _result_dtype(out_dtype: Any, *arrays: GPUArray) -> DataType:
     if out_dtype is not None:
         return as_dtype(out_dtype)
@@ -393,8 +417,12 @@ def linear(
         return _epilogue_ops(res, bias, activation, dt, out, bias_added=False)
     res = _target(out if fully_fused else None, shape, dt, dev)
     xm = x.reshape(-1, k) if x.ndim != 2 else x
+    m = xm._shape[0]
     try:
-        _gemm(xm, w.T, res.view((xm._shape[0], n)), epilogue=epi, bias=bias if bias_fused else None)
+        if n > 1 and k > 1 and xm._estrides == (k, 1) and w._estrides == (k, 1):
+            _gemm_rows(xm, w, res, m, n, k, epi, bias if bias_fused else None)
+        else:
+            _gemm(xm, w.T, res.view((m, n)), epilogue=epi, bias=bias if bias_fused else None)
     except _core.CudaError as exc:
         if getattr(exc, "name", "") != "CUBLAS_STATUS_NOT_SUPPORTED" or epi == "none":
             raise

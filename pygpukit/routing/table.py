@@ -103,18 +103,24 @@ _ROUTES: list[OpRoute] = [
     ),
     _entry("rmsnorm", "norm", *_gpu(_T_FLOAT)),
     _entry("layernorm", "norm", *_gpu(_T_FLOAT)),
-    _entry("rope", "rope", *_gpu(_T_FLOAT), route_params=("style",)),
+    # positions are an integer device array: the float-only constraint would reject the call
+    _entry(
+        "rope",
+        "rope",
+        *_gpu(Candidate("triton", dtypes=FLOATS | {"int32", "int64"})),
+        route_params=("style",),
+    ),
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
     # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native.py).
-    # sdpa: the Triton attention kernels are not written yet, so on CUDA it has no backend.
+    # sdpa: Triton flash attention (fp16/bf16/fp32; float64 only on NumPy).
     _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry(
         "sdpa",
         "attention",
-        Candidate("triton", dtypes=FLOATS),
+        Candidate("triton", dtypes=FLOATS - {"float64"}),
         Candidate("native", dtypes=FLOATS),
         CPU,
     ),
