@@ -62,12 +62,16 @@ def print_routes(out: TextIO) -> None:
     import pygpukit as gp
 
     stats = gp.routing.stats()
+    times = gp.routing.timings()
     if not stats:
         print("no ops have run yet", file=out)
         return
-    print(f"{'op':<18} backend (calls)", file=out)
+    print(f"{'op':<18} backend (calls, host time in the op)", file=out)
     for op, by in stats.items():
-        parts = ", ".join(f"{b} ({n})" for b, n in sorted(by.items(), key=lambda kv: -kv[1]))
+        parts = ", ".join(
+            f"{b} ({n}, {times.get(op, {}).get(b, 0.0) * 1e3:.1f} ms)"
+            for b, n in sorted(by.items(), key=lambda kv: -kv[1])
+        )
         print(f"{op:<18} {parts}", file=out)
 
 

@@ -8,10 +8,11 @@ backend can serve the call, the error names every candidate and why it failed.
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any
 
 from pygpukit.array import GPUArray
-from pygpukit.routing.select import _stats, select
+from pygpukit.routing.select import _stats, _times, select
 from pygpukit.runtime import Device
 
 __all__ = ["run", "device_of"]
@@ -44,4 +45,7 @@ def run(
     p = params or {}
     backend, impl = select(op, dev, inputs, p)
     _stats[op][backend] += 1
-    return impl(*inputs, out=out, **p)
+    t0 = perf_counter()
+    res = impl(*inputs, out=out, **p)
+    _times[op][backend] += perf_counter() - t0
+    return res

@@ -21,6 +21,7 @@ from pygpukit.routing.select import (
     reset_stats,
     select,
     stats,
+    timings,
 )
 from pygpukit.routing.table import BACKENDS, TABLE, Candidate, OpRoute
 
@@ -43,6 +44,7 @@ __all__ = [
     "stats",
     "table",
     "table_rows",
+    "timings",
     "unserved",
 ]
 

@@ -15,11 +15,23 @@ from pygpukit.routing.overrides import forced_backend
 from pygpukit.routing.table import TABLE, Candidate, OpRoute
 from pygpukit.runtime import Device
 
-__all__ = ["select", "explain", "stats", "reset_stats", "invalidate", "Explanation", "count"]
+__all__ = [
+    "select",
+    "explain",
+    "stats",
+    "timings",
+    "reset_stats",
+    "invalidate",
+    "Explanation",
+    "count",
+]
 
 Impl = Callable[..., Any]
 _cache: dict[tuple[Any, ...], tuple[str, Impl]] = {}
 _stats: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+# Host seconds spent inside each op's implementation (the launch on a GPU, the whole computation
+# on the NumPy backend); device time would need events around every call.
+_times: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
 
 
 _ROUTE_PARAMS = {op: r.route_params for op, r in TABLE.items() if r.route_params}
@@ -154,8 +166,14 @@ def stats() -> dict[str, dict[str, int]]:
     return {op: dict(by) for op, by in sorted(_stats.items())}
 
 
+def timings() -> dict[str, dict[str, float]]:
+    """Host seconds spent in each op, by backend (same keys as stats())."""
+    return {op: dict(by) for op, by in sorted(_times.items())}
+
+
 def reset_stats() -> None:
     _stats.clear()
+    _times.clear()
 
 
 @dataclass

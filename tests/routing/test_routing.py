@@ -188,3 +188,14 @@ def test_integer_side_inputs_do_not_block_a_gpu_candidate() -> None:
     # rope's positions are int64: the triton candidate must still accept the call's dtypes.
     cand = routing.TABLE["rope"].candidates[0]
     assert cand.backend == "triton" and {"int32", "int64", "bfloat16"} <= cand.dtypes
+
+
+def test_timings_follow_stats() -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    gp.rmsnorm(x, w)
+    gp.rmsnorm(x, w)
+    t = routing.timings()
+    assert set(t) == set(routing.stats()) == {"rmsnorm"}
+    assert t["rmsnorm"]["cpu"] > 0.0
+    routing.reset_stats()
+    assert routing.timings() == {}
