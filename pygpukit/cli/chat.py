@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.route:
             gp.set_route(args.route)
+        gp.routing.record_timings()  # for /routes
         sampling = SamplingParams(
             args.temperature, args.top_k, args.top_p, args.repetition_penalty, args.seed
         )

@@ -193,7 +193,10 @@ def test_integer_side_inputs_do_not_block_a_gpu_candidate() -> None:
 def test_timings_follow_stats() -> None:
     x, w = _x(), gp.ones((8,), device="cpu")
     gp.rmsnorm(x, w)
+    assert routing.timings() == {}  # off by default: no clock reads on the hot path
+    routing.record_timings()
     gp.rmsnorm(x, w)
+    routing.record_timings(False)
     t = routing.timings()
     assert set(t) == set(routing.stats()) == {"rmsnorm"}
     assert t["rmsnorm"]["cpu"] > 0.0
