@@ -58,7 +58,11 @@ def bench_rows(paths: list[Path]) -> list[str]:
             calls = info.get("calls", 1) or 1
             nbytes = info.get("bytes", 0)
             gbs = nbytes / med / 1e9 if nbytes else 0.0
-            pct = f"{100 * gbs / ceiling:.0f}%" if gbs and ceiling else ""
+            flops = info.get("flops", 0)
+            if flops and not nbytes:  # compute-bound rows: TFLOP/s in the GB/s column
+                gbs, pct = 0.0, f"{flops / med / 1e12:.0f}TF"
+            if not flops or nbytes:
+                pct = f"{100 * gbs / ceiling:.0f}%" if gbs and ceiling else ""
             ratio = f"{best_peer / med:.2f}x" if best_peer and "torch" not in b["name"] else ""
             rows.append(
                 f"  {b['name'][5:]:<42} {med * 1e6:>8.1f} us {med / calls * 1e6:>7.2f} us "
