@@ -82,19 +82,6 @@ def is_contiguous(shape: Shape, strides: Shape) -> bool:
     return True
 
 
-def span(shape: Shape, strides: Shape) -> tuple[int, int]:
-    """Lowest and one-past-highest element offset a view touches, relative to its first element."""
-    lo = hi = 0
-    for n, s in zip(shape, strides, strict=True):
-        if n == 0:
-            return 0, 0
-        if s > 0:
-            hi += (n - 1) * s
-        else:
-            lo += (n - 1) * s
-    return lo, hi + 1
-
-
 def reshape_strides(shape: Shape, strides: Shape, new_shape: Shape) -> Shape | None:
     """Strides that view ``shape/strides`` as ``new_shape`` without a copy, or None if impossible.
 

@@ -158,7 +158,10 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
             np.copyto(host_view(dst), host_view(src))
         return
     if dd.type == "cpu":  # device -> host
-        upload(dst, to_numpy(src)) if not dst.is_contiguous() else _dtoh_into(dst, src)
+        if dst.is_contiguous():
+            _dtoh_into(dst, src)
+        else:
+            upload(dst, to_numpy(src))
         return
     if sd.type == "cpu":  # host -> device
         upload(dst, host_view(src) if not src._dtype.is_packed else to_numpy(src))
@@ -271,14 +274,17 @@ def fill(arr: GPUArray, value: Any) -> None:
     dt = arr._dtype
     if arr.size == 0:
         return
-    try:
-        scalar = np.asarray(value).astype(dt.np_dtype) if not dt.is_packed else None
-        if scalar is not None and np.asarray(value).dtype.kind in "iub":
-            info = np.iinfo(dt.np_dtype) if dt.is_integer else None
-            if info is not None and not info.min <= int(value) <= info.max:
-                raise OverflowError
-    except (OverflowError, ValueError):
-        raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}") from None
+    scalar = None
+    if not dt.is_packed:
+        # astype wraps out-of-range integers silently: range-check them first.
+        if dt.is_integer and isinstance(value, (int, np.integer)):
+            info = np.iinfo(dt.np_dtype)
+            if not info.min <= int(value) <= info.max:
+                raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}")
+        try:
+            scalar = np.asarray(value).astype(dt.np_dtype)
+        except (OverflowError, ValueError):
+            raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}") from None
     if dt.is_packed:
         v = int(value)
         if not -8 <= v <= 7:

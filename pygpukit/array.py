@@ -174,9 +174,7 @@ class GPUArray:
         src = value if isinstance(value, GPUArray) else None
         if src is None:
             host = np.asarray(value)
-            if host.dtype.kind not in "biuf" and host.dtype not in (
-                np.dtype(self._dtype.np_dtype),
-            ):
+            if host.dtype.kind not in "biuf" and host.dtype != self._dtype.np_dtype:
                 raise TypeError(f"cannot assign a value of NumPy dtype {host.dtype}")
             host = np.broadcast_to(host.astype(self._dtype.np_dtype, copy=False), target._shape)
             _memory.upload(target, host)

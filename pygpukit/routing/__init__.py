@@ -15,7 +15,6 @@ from pygpukit.routing import backends
 from pygpukit.routing.overrides import clear_routes, parse, reload_env, route, set_route
 from pygpukit.routing.select import (
     Explanation,
-    count,
     explain,
     invalidate,
     record_timings,
@@ -33,7 +32,6 @@ __all__ = [
     "OpRoute",
     "Explanation",
     "clear_routes",
-    "count",
     "explain",
     "load_kernels",
     "parse",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pygpukit.errors import RouteError
 from pygpukit.routing.table import BACKENDS, TABLE
 
-__all__ = ["parse", "forced_backend", "route", "set_route", "clear_routes", "env_rules", "epoch"]
+__all__ = ["parse", "forced_backend", "route", "set_route", "clear_routes", "env_rules"]
 
 
 def _check(op: str, backend: str, source: str) -> None:
@@ -70,7 +70,6 @@ def env_rules() -> list[tuple[str, dict[str, str]]]:
             if spec:
                 layers.append((var, parse(spec, var)))
         _env = layers
-        _bump()
     return _env
 
 
@@ -80,18 +79,9 @@ def reload_env() -> None:
     env_rules()
 
 
+# Decisions are cached per forced backend (select.py keys on forced_backend(op)), so changing
+# an override needs no cache invalidation.
 _global: dict[str, str] = {}
-_epoch = 0
-
-
-def _bump() -> None:
-    global _epoch
-    _epoch += 1
-
-
-def epoch() -> int:
-    """Changes whenever an override changes, so cached decisions can be keyed on it."""
-    return _epoch
 
 
 def set_route(spec: str | None = None, **rules: str) -> None:
@@ -107,12 +97,10 @@ def set_route(spec: str | None = None, **rules: str) -> None:
             _global.pop(op, None)
         else:
             _global[op] = backend
-    _bump()
 
 
 def clear_routes() -> None:
     _global.clear()
-    _bump()
 
 
 class _Local(threading.local):
@@ -129,12 +117,10 @@ def route(spec: str | None = None, **rules: str) -> Iterator[None]:
     layer = parse(spec, "route") if spec else {}
     layer.update(_normalize(rules, "route"))
     _local.stack.append(layer)
-    _bump()
     try:
         yield
     finally:
         _local.stack.pop()
-        _bump()
 
 
 def _lookup(layer: dict[str, str], op: str) -> tuple[str | None, str]:

@@ -24,7 +24,6 @@ __all__ = [
     "reset_stats",
     "invalidate",
     "Explanation",
-    "count",
 ]
 
 Impl = Callable[..., Any]
@@ -163,10 +162,6 @@ def select(
     result = (chosen.backend, impl)
     _cache[k] = result
     return result
-
-
-def count(op: str, backend: str) -> None:
-    _stats[op][backend] += 1
 
 
 def stats() -> dict[str, dict[str, int]]:

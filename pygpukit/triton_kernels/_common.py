@@ -41,6 +41,7 @@ from pygpukit.creation import empty
 from pygpukit.dtypes import DataType, as_dtype
 
 __all__ = [
+    "sm_count",
     "GPUArray",
     "libdevice",
     "as_dt",
@@ -116,6 +117,20 @@ def float_result(dt: DataType) -> DataType:
 def cdiv(a: int, b: int) -> int:
     # triton.cdiv is a constexpr_function: several microseconds per host call.
     return -(-a // b)
+
+
+_sm_counts: dict[Any, int] = {}
+
+
+def sm_count(x: GPUArray) -> int:
+    """Multiprocessors of x's device (cached): sizes split-K / split-key grids so they fill the
+    GPU. The CPU device (the interpreter) gets 2, so tests exercise the split paths."""
+    dev = x.device
+    n = _sm_counts.get(dev)
+    if n is None:
+        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
+        _sm_counts[dev] = n
+    return n
 
 
 def next_pow2(n: int) -> int:

@@ -26,20 +26,18 @@ of a larger KV cache); out is written in place.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import triton
 import triton.language as tl
 
 from pygpukit.creation import empty
-from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
+from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.triton_kernels.driver import launch
 
 __all__ = ["sdpa"]
 
 LOG2E = 1.4426950408889634
 MAX_SPLITS = 16
-_sm_counts: dict[Any, int] = {}
 
 
 @triton.jit
@@ -188,15 +186,6 @@ def _attn_combine(
     tl.store(dst + dv * so3, o.to(Out.dtype.element_ty), mask=dv < DV)
 
 
-def _sm_count(x: GPUArray) -> int:
-    dev = x.device
-    n = _sm_counts.get(dev)
-    if n is None:
-        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
-        _sm_counts[dev] = n
-    return n
-
-
 def _config(rows: int, bd: int, half: bool) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) for ``rows`` packed query rows per kv head."""
     bm = 16 if rows <= 16 else 32 if rows <= 32 else 64 if rows <= 64 else 128
@@ -261,8 +250,8 @@ def _sdpa(
     ns = num_splits
     if ns is None:
         ns, progs = 1, tiles * nbh
-        if progs < _sm_count(q) and sk >= 4 * bn:
-            ns = min(MAX_SPLITS, cdiv(_sm_count(q), progs), cdiv(sk, 2 * bn))
+        if progs < sm_count(q) and sk >= 4 * bn:
+            ns = min(MAX_SPLITS, cdiv(sm_count(q), progs), cdiv(sk, 2 * bn))
     ns = max(1, min(int(ns), cdiv(max(sk, 1), bn)))
     chunk = cdiv(cdiv(max(sk, 1), bn), ns) * bn
     ns = cdiv(max(sk, 1), chunk)

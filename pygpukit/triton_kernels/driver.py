@@ -28,8 +28,9 @@ from triton.runtime.interpreter import InterpretedFunction
 
 from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
+from pygpukit.routing.backends import interpreting
 
-__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir", "interpreting"]
+__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir"]
 
 
 def cache_dir() -> Path:
@@ -39,10 +40,6 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pygpukit" / "triton"
-
-
-def interpreting() -> bool:
-    return bool(triton.knobs.runtime.interpret)
 
 
 class PygpukitCudaDriver(CudaDriver):  # type: ignore[misc]

@@ -30,7 +30,7 @@ import triton.language as tl
 
 from pygpukit import _layout
 from pygpukit.creation import empty
-from pygpukit.triton_kernels._common import GPUArray, as_dt, cdiv, compute_tl, next_pow2
+from pygpukit.triton_kernels._common import GPUArray, as_dt, cdiv, compute_tl, next_pow2, sm_count
 from pygpukit.triton_kernels.copy import contiguous, copy
 from pygpukit.triton_kernels.driver import launch
 
@@ -139,17 +139,6 @@ _TL_NAME = {
     tl.uint8: "uint8",
     tl.int1: "bool",
 }
-_sm_counts: dict[Any, int] = {}
-
-
-def _sm_count(x: GPUArray) -> int:
-    dev = x.device
-    n = _sm_counts.get(dev)
-    if n is None:
-        # The CPU device (interpreter) gets a small count so tests exercise the split path.
-        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
-        _sm_counts[dev] = n
-    return n
 
 
 def _ident(op: str, dt: Any) -> Any:
@@ -226,7 +215,7 @@ def _run(op: str, x: GPUArray, axes: tuple[int, ...], rd: Any, y: GPUArray) -> N
         bb = _bmin(next_pow2(b), _bmax(1, 4096 // bk))
     n_bb = cdiv(b, bb)
     tiles = a * n_bb
-    nsm = _sm_count(x)
+    nsm = sm_count(x)
     splits = 1
     if tiles < 2 * nsm and k > 2 * bk:  # too few programs to fill the GPU: split K
         splits = _bmin(cdiv(k, bk), cdiv(4 * nsm, tiles))
