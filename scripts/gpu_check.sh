@@ -31,6 +31,17 @@ if [ -n "$deps" ]; then
   export PYTHONPATH=/tmp/pygpukit-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
+# native/ with the host's nvcc for the host's GPU only (PYGPUKIT_CUDA_ARCHS overrides).
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d .)
+[ "$arch" = "90" ] && arch=90a
+native_status="built"
+if PYTHON="$PY" PYGPUKIT_CUDA_ARCHS="${PYGPUKIT_CUDA_ARCHS:-${arch:-90a}}" \
+  scripts/build_native.sh > "$OUT/build_native.log" 2>&1; then
+  export PYTHONPATH=$(pwd)/build/native${PYTHONPATH:+:$PYTHONPATH}
+else
+  native_status="FAILED (see build_native.log)"
+  tail -n 30 "$OUT/build_native.log"
+fi
 "$PY" -m pygpukit info | tee "$OUT/info.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/nvidia-smi.txt" 2>&1
 rust_status="not staged"
@@ -56,4 +67,5 @@ tail -n 3 "$OUT/bench_device.log"
   --benchmark-json="$OUT/bench_host.json" > "$OUT/bench_host.log" 2>&1
 tail -n 3 "$OUT/bench_host.log"
 echo "rust device tests: $rust_status"
+echo "native build: $native_status"
 "$PY" scripts/gpu_summary.py "$OUT"

