@@ -4,6 +4,8 @@
 #
 #   PYGPUKIT_CUDA_ARCHS  architectures (default "80;86;89;90a"; CI builds "90a" only)
 #   CUDACXX              nvcc to use (else PATH, /usr/local/cuda, then the nvidia-cuda-nvcc wheel)
+#   PYGPUKIT_NATIVE_FAMILIES  build only these families ("norm;gemv"), into their own build dir
+#   PYGPUKIT_NATIVE_BUILD     build directory (default build/native; only that one gets the .pth)
 #   PYTHON               interpreter whose site-packages gets the .pth (default .venv/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +38,12 @@ ninja_bin=$(command -v "$bindir/ninja" || command -v ninja)
 echo "build_native: nvcc $nvcc ($("$nvcc" --version | tail -n 2 | head -n 1)), archs $ARCHS"
 "$cmake_bin" -S native -B "$BUILD" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja_bin" \
   -DCMAKE_CUDA_COMPILER="$nvcc" -DPYGPUKIT_CUDA_ARCHS="$ARCHS" \
+  -DPYGPUKIT_NATIVE_FAMILIES="${PYGPUKIT_NATIVE_FAMILIES:-}" \
   -DPython_EXECUTABLE="$("$PY" -c 'import sys; print(sys.executable)')" \
   -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" >/dev/null
 "$cmake_bin" --build "$BUILD" -j "${PYGPUKIT_NATIVE_JOBS:-$(nproc)}"
 site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
-if [ -w "$site" ]; then
+if [ -w "$site" ] && [ "$BUILD" = build/native ]; then
   echo "$(pwd)/$BUILD" > "$site/pygpukit_native_build.pth"
 fi
 echo "build_native: $(ls "$BUILD"/_pygpukit_native*.so)"
