@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
 from pygpukit.ops.attention import sdpa, sdpa_causal
+from pygpukit.ops.attention_decode import kv_cache_write, sdpa_decode
 from pygpukit.ops.elementwise import (
     add,
     bias_add,
@@ -54,6 +55,7 @@ __all__ = [
     "gelu",
     "gelu_mul",
     "gt",
+    "kv_cache_write",
     "layernorm",
     "le",
     "linear",
@@ -78,6 +80,7 @@ __all__ = [
     "rsqrt",
     "sdpa",
     "sdpa_causal",
+    "sdpa_decode",
     "sigmoid",
     "silu",
     "silu_mul",

@@ -163,6 +163,8 @@ def _numpy_call(op: str) -> Callable[..., Any]:
     def call(*inputs: Any, out: GPUArray | None = None, **params: Any) -> Any:
         dev = next(a.device for a in inputs if isinstance(a, GPUArray))
         res = fn(*(_host(a) for a in inputs), **params)
+        if res is None:  # an in-place op (kv_cache_write) wrote through the host views
+            return None
         if isinstance(res, tuple):
             return tuple(_wrap(r, dev, None) for r in res)
         return _wrap(res, dev, out)

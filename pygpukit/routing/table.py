@@ -124,6 +124,20 @@ _ROUTES: list[OpRoute] = [
         Candidate("native", dtypes=FLOATS),
         CPU,
     ),
+    # Decode attention over a (paged) KV cache and the cache write: int32 lengths, positions and
+    # block tables are inputs too. D <= 256: a [rows, D] fp32 accumulator per program.
+    _entry(
+        "sdpa_decode",
+        "attention_decode",
+        Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
+        Candidate("native", dtypes=FLOATS | {"int32"}),
+        CPU,
+    ),
+    _entry(
+        "kv_cache_write",
+        "attention_decode",
+        *_gpu(Candidate("triton", dtypes=FLOATS | {"int32"})),
+    ),
 ]
 
 TABLE: dict[str, OpRoute] = {r.op: r for r in _ROUTES}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
 from .attention import sdpa
+from .attention_decode import kv_cache_write, sdpa_decode
 from .elementwise import (
     add,
     bias_add,
@@ -56,6 +57,7 @@ __all__ = [
     "gelu",
     "gelu_mul",
     "gt",
+    "kv_cache_write",
     "layernorm",
     "le",
     "linear",
@@ -78,6 +80,7 @@ __all__ = [
     "rope_tables",
     "rsqrt",
     "sdpa",
+    "sdpa_decode",
     "sigmoid",
     "silu",
     "silu_mul",

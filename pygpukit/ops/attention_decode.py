@@ -1,0 +1,201 @@
+"""Decode attention against a KV cache (sdpa_decode) and the KV-cache write (kv_cache_write).
+
+Cache layouts (those of vLLM and FlashInfer):
+- contiguous (static, gpt-fast style): k_cache, v_cache [B, Hkv, S_max, D]; key j of sequence b
+  is k_cache[b, :, j].
+- paged: k_cache, v_cache [num_blocks, Hkv, block_size, D] and block_table int32
+  [B, max_blocks_per_seq]; key j of sequence b lives in block block_table[b, j // block_size] at
+  slot j % block_size. Entries past a sequence's length are never read.
+
+Lengths and write positions are int32 arrays on the device and are read by the kernels, never by
+the host: one launch of either op replays under a captured CUDA graph with new lengths, and the
+launch shape depends on the shapes only (S_max, or max_blocks * block_size). Because nothing is
+read on the host, a length outside [0, capacity] or a block id outside the cache cannot raise on
+the GPU: sdpa_decode then returns NaN for that sequence, kv_cache_write skips the token (it never
+writes out of bounds). The NumPy backend raises IndexError for both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit.array import GPUArray
+from pygpukit.ops import _checks as chk
+from pygpukit.ops._dispatch import run
+
+__all__ = ["kv_cache_write", "sdpa_decode"]
+
+_STYLES = ("neox", "gptj")
+
+
+def _caches(op: str, k_cache: GPUArray, v_cache: GPUArray) -> None:
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        chk.array(op, name, t)
+        chk.floating(op, name, t)
+        if t.ndim != 4:
+            raise ValueError(
+                f"{op}: {name} must be [B, Hkv, S_max, D] (contiguous) or "
+                f"[num_blocks, Hkv, block_size, D] (paged), got {chk.desc(t)}"
+            )
+    if v_cache.shape != k_cache.shape or v_cache.dtype is not k_cache.dtype:
+        raise ValueError(
+            f"{op}: v_cache has {chk.desc(v_cache)} but k_cache has {chk.desc(k_cache)}"
+        )
+
+
+def _int32_vector(op: str, name: str, t: Any, batch: int, like: GPUArray) -> None:
+    chk.array(op, name, t)
+    if t.dtype.name != "int32":
+        raise TypeError(f"{op}: {name} must be an int32 array, got {chk.desc(t)}")
+    if t.shape != (batch,):
+        raise ValueError(f"{op}: {name} has {chk.desc(t)} but must have shape ({batch},)")
+    if t.device != like.device:
+        raise ValueError(f"{op}: {name} is on {t.device} but the caches are on {like.device}")
+
+
+def _block_table(op: str, block_table: Any, batch: int, k_cache: GPUArray) -> int:
+    """Cache capacity per sequence: S_max, or max_blocks * block_size when paged."""
+    if block_table is None:
+        if k_cache.shape[0] != batch:
+            raise ValueError(
+                f"{op}: k_cache has {chk.desc(k_cache)}, whose batch {k_cache.shape[0]} differs "
+                f"from {batch} (pass block_table= for a paged cache)"
+            )
+        return int(k_cache.shape[2])
+    chk.array(op, "block_table", block_table)
+    if block_table.dtype.name != "int32":
+        raise TypeError(f"{op}: block_table must be an int32 array, got {chk.desc(block_table)}")
+    if block_table.ndim != 2 or block_table.shape[0] != batch or block_table.shape[1] == 0:
+        raise ValueError(
+            f"{op}: block_table has {chk.desc(block_table)} but must be "
+            f"[{batch}, max_blocks_per_seq] with max_blocks_per_seq >= 1"
+        )
+    if block_table.device != k_cache.device:
+        raise ValueError(
+            f"{op}: block_table is on {block_table.device} but the caches are on {k_cache.device}"
+        )
+    if k_cache.shape[0] == 0 or k_cache.shape[2] == 0:
+        raise ValueError(
+            f"{op}: a paged k_cache needs blocks of >= 1 slot, got {chk.desc(k_cache)}"
+        )
+    return int(block_table.shape[1]) * int(k_cache.shape[2])
+
+
+def sdpa_decode(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    cache_seqlens: GPUArray,
+    *,
+    block_table: GPUArray | None = None,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """Attention of q [B, H, Sq, D] (a few new tokens per sequence) over the first
+    cache_seqlens[b] cached keys/values of each sequence -> [B, H, Sq, D] (or out=).
+
+    cache_seqlens: int32 [B] on the device, the number of valid keys of each sequence including
+    the Sq new ones (already written, e.g. by kv_cache_write). causal: query i sees keys
+    j <= i + cache_seqlens[b] - Sq (end-aligned); a query that sees no key gets zeros. scale:
+    1/sqrt(D) by default. Grouped-query attention: query head h reads kv head h // (H // Hkv).
+    Built for Sq of 1..16 (decode, speculative verification); prefill belongs to gp.sdpa.
+    """
+    op = "sdpa_decode"
+    chk.array(op, "q", q)
+    chk.floating(op, "q", q)
+    if q.ndim != 4:
+        raise ValueError(f"{op}: q must be [B, H, Sq, D], got {chk.desc(q)}")
+    _caches(op, k_cache, v_cache)
+    if k_cache.dtype is not q.dtype:
+        raise TypeError(f"{op}: k_cache has {chk.desc(k_cache)} but q has dtype {q.dtype.name}")
+    if k_cache.device != q.device:
+        raise ValueError(f"{op}: k_cache is on {k_cache.device} but q is on {q.device}")
+    batch, h, _, d = q.shape
+    hkv = k_cache.shape[1]
+    if hkv == 0 or h % hkv:
+        raise ValueError(
+            f"{op}: k_cache has {hkv} heads, which must divide q's {h} heads "
+            f"(k_cache {chk.desc(k_cache)})"
+        )
+    if k_cache.shape[3] != d:
+        raise ValueError(
+            f"{op}: k_cache has head dim {k_cache.shape[3]} but q has {d} ({chk.desc(k_cache)})"
+        )
+    _block_table(op, block_table, batch, k_cache)
+    _int32_vector(op, "cache_seqlens", cache_seqlens, batch, k_cache)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+    chk.out_arg(op, out, q.shape, q.dtype)
+    params = {"causal": bool(causal), "scale": None if scale is None else float(scale)}
+    return run(op, (q, k_cache, v_cache, cache_seqlens, block_table), params, out=out)
+
+
+def kv_cache_write(
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    positions: GPUArray,
+    *,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    rope_style: str = "neox",
+) -> None:
+    """Store the new tokens k, v [B, Hkv, Sq, D] into the caches, in place: token j of sequence b
+    goes to cache position positions[b] + j (positions: int32 [B] on the device). Returns None.
+
+    With cos/sin (the [max_pos, rotary_dim // 2] tables of gp.rope_tables) k is rotated at its
+    cache position while it is written (gp.rope's numerics, rope_style "neox" or "gptj", dims past
+    rotary_dim unrotated); v never is. A position outside the cache is not written on the GPU (the
+    NumPy backend raises IndexError); a position past the tables gives NaN in the rotated dims, as
+    gp.rope does.
+    """
+    op = "kv_cache_write"
+    _caches(op, k_cache, v_cache)
+    for name, t in (("k", k), ("v", v)):
+        chk.array(op, name, t)
+        if t.ndim != 4:
+            raise ValueError(f"{op}: {name} must be [B, Hkv, Sq, D], got {chk.desc(t)}")
+        if t.dtype is not k_cache.dtype:
+            raise TypeError(
+                f"{op}: {name} has {chk.desc(t)} but the caches have dtype {k_cache.dtype.name}"
+            )
+        if t.device != k_cache.device:
+            raise ValueError(
+                f"{op}: {name} is on {t.device} but the caches are on {k_cache.device}"
+            )
+    if v.shape != k.shape:
+        raise ValueError(f"{op}: v has {chk.desc(v)} but k has {chk.desc(k)}")
+    batch, hkv, sq, d = k.shape
+    if hkv != k_cache.shape[1] or d != k_cache.shape[3]:
+        raise ValueError(
+            f"{op}: k has {chk.desc(k)} but k_cache has {chk.desc(k_cache)}: the heads "
+            f"(dim 1) and head dims (dim 3) must match"
+        )
+    cap = _block_table(op, block_table, batch, k_cache)
+    if sq > cap:
+        raise ValueError(f"{op}: k has {sq} new tokens but the cache holds {cap} per sequence")
+    _int32_vector(op, "positions", positions, batch, k_cache)
+    chk.choice(op, "rope_style", rope_style, _STYLES)
+    if (cos is None) != (sin is None):
+        raise ValueError(f"{op}: pass both cos and sin (rotary tables) or neither")
+    if cos is not None:
+        assert sin is not None
+        for name, t in (("cos", cos), ("sin", sin)):
+            chk.array(op, name, t)
+            chk.floating(op, name, t)
+            if t.device != k_cache.device:
+                raise ValueError(
+                    f"{op}: {name} is on {t.device} but the caches are on {k_cache.device}"
+                )
+        if cos.ndim != 2 or cos.shape[1] == 0 or 2 * cos.shape[1] > d:
+            raise ValueError(
+                f"{op}: cos has {chk.desc(cos)} but must be [max_pos, rotary_dim // 2] with "
+                f"0 < rotary_dim <= {d} (k's head dim)"
+            )
+        if sin.shape != cos.shape:
+            raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+    inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin)
+    run(op, inputs, {"rope_style": rope_style})

@@ -1,0 +1,573 @@
+"""Decode attention against a KV cache (flash-decoding) and the KV-cache write with fused RoPE.
+
+Numerics of pygpukit/backends/cpu/attention_decode.py. sdpa_decode: scores, softmax statistics
+and the accumulator in float32, one rounding at the store; fp32 inputs use tl.dot with
+input_precision="ieee" (no tf32), fp16/bf16 use tensor cores with fp32 accumulation and the
+probabilities rounded to v's dtype before p @ v (as FlashAttention does); base-2 softmax with
+log2(e) folded into the scale (Dao 2023). kv_cache_write with RoPE: gp.rope's arithmetic.
+
+sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
+- One program per (sequence, kv head, row tile, key split). The GROUP query heads that share a kv
+  head and the Sq new tokens are packed into the rows of one tile (row r = head g * Sq + token i),
+  so each K/V byte is loaded once per kv head and the tile fills tl.dot's 16 rows.
+- Lengths are read on the device: the grid depends only on the shapes (S_max, or max_blocks *
+  block_size for a paged cache), and a split that starts past its sequence's length exits at
+  once. The same launch therefore replays under a CUDA graph with new lengths.
+- Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
+  fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. Each split writes its normalised
+  partial output and log2-sum-exp (fp32) to a workspace; a sequence that fits one chunk writes
+  its output directly. With FUSED_COMBINE the last split of a (sequence, head, tile) to finish
+  (an atomic counter per tile, acq_rel at GPU scope after a CTA barrier, the CUTLASS semaphore
+  pattern) combines the partials and resets its counter to 0, so no second kernel is launched and
+  the counter is ready for the next launch or graph replay; otherwise a small combine kernel runs.
+- Paged caches gather each key block's pages through the block table (one scalar lookup per
+  block when a page holds whole key blocks). Keys stream through shared memory with num_stages
+  software pipelining; D is the contiguous axis, so loads are 16-byte vectors.
+- Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
+  NaN (never an out-of-bounds read): the host cannot check device values without a sync.
+The workspace (partials, counters) is kept per (device, stream) and grows but is never freed, so a
+captured graph never points at released memory.
+"""
+
+# Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import triton
+import triton.language as tl
+
+from pygpukit import runtime
+from pygpukit.creation import empty, zeros
+from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
+from pygpukit.triton_kernels.driver import launch
+
+__all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
+
+LOG2E = 1.4426950408889634
+
+# Tuning knobs, read at every call (scripts/tune_decode.py sweeps them on the GPU).
+BLOCK_N = 64  # keys per loop iteration
+NUM_WARPS = 4
+NUM_STAGES = 3  # fp16/bf16; fp32 tiles are twice the bytes and use 2
+PROGRAMS_PER_SM = 2  # split target: about this many programs per multiprocessor
+MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs bytes to hide)
+MAX_SPLITS = 64
+MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
+FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
+COMBINE_ELEMS = 8192  # partial-output elements one combine step holds in registers
+
+
+@triton.jit
+def _decode_block(
+    acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
+    sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr,
+    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # One block of BLOCK_N keys; MASKED blocks may run past the length or cross the diagonal.
+    n = start + tl.arange(0, BLOCK_N)
+    if PAGED:
+        if PAGE % BLOCK_N == 0:  # the whole block lies in one page: one table entry
+            phys = tl.load(BT + bt_row + (start // PAGE) * sbt1).to(tl.int64)
+            off = (start % PAGE + tl.arange(0, BLOCK_N)).to(tl.int64)
+        else:
+            if MASKED:
+                phys = tl.load(BT + bt_row + (n // PAGE) * sbt1, mask=n < L, other=0)
+            else:
+                phys = tl.load(BT + bt_row + (n // PAGE) * sbt1)
+            phys = phys.to(tl.int64)
+            off = (n % PAGE).to(tl.int64)
+        wrong = (phys < 0) | (phys >= nblocks)
+        bad = bad | wrong
+        phys = tl.where(wrong, 0, phys)  # read block 0 instead; the output becomes NaN
+        krow = phys * sk0 + off * sk2
+        vrow = phys * sv0 + off * sv2
+    else:
+        n64 = n.to(tl.int64)
+        krow = n64 * sk2
+        vrow = n64 * sv2
+    kp = K + kb + krow[None, :] + d[:, None] * sk3  # k^T tile [BLOCK_D, BLOCK_N]
+    vp = V + vb + vrow[:, None] + d[None, :] * sv3  # [BLOCK_N, BLOCK_D]
+    if MASKED:
+        kt = tl.load(kp, mask=(n < L)[None, :] & (d < D)[:, None], other=0.0)
+        vt = tl.load(vp, mask=(n < L)[:, None] & (d < D)[None, :], other=0.0)
+    elif EVEN_D:
+        kt = tl.load(kp)
+        vt = tl.load(vp)
+    else:
+        kt = tl.load(kp, mask=(d < D)[:, None], other=0.0)
+        vt = tl.load(vp, mask=(d < D)[None, :], other=0.0)
+    qk = tl.dot(q, kt, input_precision=PREC) * qk_scale
+    if MASKED:
+        vis = (n < L)[None, :]
+        if CAUSAL:
+            vis = vis & (n[None, :] <= lim[:, None])
+        qk = tl.where(vis, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        # A row that has seen no key yet keeps m = -inf: shift by 0 so exp2 gives 0, not NaN.
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        m_use = m_new
+    p = tl.math.exp2(qk - m_use[:, None])
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt, input_precision=PREC)
+    return acc, m_new, l_i, bad
+
+
+@triton.jit
+def _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP: tl.constexpr):
+    g = rows // Sq
+    qi = rows - g * Sq
+    head = (hk * GROUP + g).to(tl.int64)
+    op = Out + b.to(tl.int64) * so0 + head[:, None] * so1 + qi.to(tl.int64)[:, None] * so2
+    tl.store(
+        op + d[None, :] * so3, o.to(Out.dtype.element_ty), mask=rmask[:, None] & (d < D)[None, :]
+    )
+
+
+@triton.jit
+def _combine(
+    Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+    GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    # out = sum_s w_s o_s / sum_s w_s with w_s = l_s 2^(m_s - m) = 2^(lse_s - m), BLOCK_S splits
+    # at a time ([BLOCK_S, BLOCK_R, BLOCK_D] partials per load, one L2 round trip each).
+    r = tl.arange(0, BLOCK_R)
+    rows = tile * BLOCK_M + r
+    rmask = rows < R
+    d = tl.arange(0, BLOCK_D)
+    m = tl.full([BLOCK_R], float("-inf"), tl.float32)
+    den = tl.zeros([BLOCK_R], tl.float32)
+    acc = tl.zeros([BLOCK_R, BLOCK_D], tl.float32)
+    base = pid.to(tl.int64) * NS
+    for s0 in range(0, n_act, BLOCK_S):
+        s = s0 + tl.arange(0, BLOCK_S)
+        prow = (base + s)[:, None] * BLOCK_R + r[None, :]  # [BLOCK_S, BLOCK_R]
+        pmask = (s < n_act)[:, None] & rmask[None, :]
+        # .cg: read from L2, where the other programs' partials are (never a stale L1 line).
+        lse = tl.load(WL + prow, mask=pmask, other=float("-inf"), cache_modifier=".cg")
+        o = tl.load(
+            WO + prow[:, :, None] * BLOCK_D + d[None, None, :],
+            mask=pmask[:, :, None] & (d < D)[None, None, :],
+            other=0.0,
+            cache_modifier=".cg",
+        )
+        m_new = tl.maximum(m, tl.max(lse, axis=0))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        w = tl.math.exp2(lse - m_use[None, :])
+        alpha = tl.math.exp2(m - m_use)
+        den = den * alpha + tl.sum(w, axis=0)
+        acc = acc * alpha[:, None] + tl.sum(o * w[:, :, None], axis=0)
+        m = m_new
+    o = acc / tl.where(den > 0.0, den, 1.0)[:, None]  # rows that saw no key: zeros
+    _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+
+
+@triton.jit
+def _seq_len(LENS, b, cap, chunk):
+    """(length, bad, active splits): a length outside [0, cap] counts as 0 keys and poisons."""
+    L = tl.load(LENS + b)
+    bad = (L < 0) | (L > cap)
+    L = tl.where(bad, 0, L)
+    return L, bad, tl.maximum((L + chunk - 1) // chunk, 1)
+
+
+@triton.jit
+def _decode_fwd(
+    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, NS,
+    sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
+    GROUP: tl.constexpr, TILES: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
+    PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+    EVEN_D: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)  # (sequence, kv head, row tile)
+    split = tl.program_id(1)
+    tile = pid % TILES
+    bh = pid // TILES
+    b = bh // Hkv
+    hk = bh - b * Hkv
+    L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+    if split < n_act:  # splits past the sequence's length do nothing
+        rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+        rmask = rows < R
+        g = rows // Sq
+        qi = rows - g * Sq  # query token of each row
+        head = (hk * GROUP + g).to(tl.int64)
+        d = tl.arange(0, BLOCK_D)
+        qp = Q + b.to(tl.int64) * sq0 + head[:, None] * sq1 + qi.to(tl.int64)[:, None] * sq2
+        q = tl.load(qp + d[None, :] * sq3, mask=rmask[:, None] & (d < D)[None, :], other=0.0)
+        if PAGED:
+            kb = hk.to(tl.int64) * sk1
+            vb = hk.to(tl.int64) * sv1
+            bt_row = b.to(tl.int64) * sbt0
+        else:
+            kb = b.to(tl.int64) * sk0 + hk.to(tl.int64) * sk1
+            vb = b.to(tl.int64) * sv0 + hk.to(tl.int64) * sv1
+            bt_row = b.to(tl.int64) * 0
+        lim = qi + L - Sq  # row sees keys j <= lim (causal, end-aligned)
+        # Keys [0, full) are visible to every row; blocks past it up to L need the mask.
+        if CAUSAL:
+            full = tl.maximum(L - Sq + 1, 0)
+        else:
+            full = L
+        lo = split * chunk
+        top = tl.minimum(lo + chunk, L)
+        mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        bad = tl.zeros([BLOCK_N], tl.int1)
+        for start in range(lo, mid, BLOCK_N):
+            acc, m_i, l_i, bad = _decode_block(
+                acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+                MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
+                BLOCK_N=BLOCK_N,
+            )  # fmt: skip
+        for start in range(mid, top, BLOCK_N):
+            acc, m_i, l_i, bad = _decode_block(
+                acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+                MASKED=True, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
+                BLOCK_N=BLOCK_N,
+            )  # fmt: skip
+        seen = l_i > 0.0
+        o = acc / tl.where(seen, l_i, 1.0)[:, None]  # rows that saw no key: acc is 0 -> zeros
+        poison = bad_len | (tl.max(bad.to(tl.int32), axis=0) > 0)
+        o = tl.where(poison, float("nan"), o)
+        if not SPLIT:
+            _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+        elif n_act == 1:  # the sequence fits one chunk: no partials
+            _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+        else:
+            r = tl.arange(0, BLOCK_M)
+            prow = (pid.to(tl.int64) * NS + split) * BLOCK_R + r
+            pmask = rmask & (r < BLOCK_R)
+            tl.store(WO + prow[:, None] * BLOCK_D + d[None, :], o, mask=pmask[:, None])
+            lse = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+            tl.store(WL + prow, lse, mask=pmask)
+            if FUSED:
+                # Every thread's partial stores precede the release of the counter (bar.sync,
+                # then a cumulative acq_rel atomic); the last arrival acquires them all.
+                tl.debug_barrier()
+                done = tl.atomic_add(CNT + pid, 1, sem="acq_rel", scope="gpu")
+                if done == n_act - 1:
+                    _combine(
+                        Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+                        GROUP=GROUP, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D, BLOCK_R=BLOCK_R,
+                        BLOCK_S=BLOCK_S,
+                    )  # fmt: skip
+                    tl.store(CNT + pid, 0)  # ready for the next launch / graph replay
+
+
+@triton.jit
+def _decode_combine(
+    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, NS, so0, so1, so2, so3,
+    GROUP: tl.constexpr, TILES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    # The unfused combine: one program per (sequence, kv head, row tile).
+    pid = tl.program_id(0)
+    tile = pid % TILES
+    bh = pid // TILES
+    b = bh // Hkv
+    hk = bh - b * Hkv
+    n_act = _seq_len(LENS, b, cap, chunk)[2]
+    if n_act > 1:  # one split wrote the output itself
+        _combine(
+            Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+            GROUP=GROUP, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D, BLOCK_R=BLOCK_R, BLOCK_S=BLOCK_S,
+        )  # fmt: skip
+
+
+class DecodePlan(NamedTuple):
+    """Launch shape of one sdpa_decode call; a function of the shapes only (never the lengths)."""
+
+    block_m: int  # packed query rows per program
+    tiles: int  # row tiles per (sequence, kv head)
+    block_n: int  # keys per iteration
+    splits: int  # key splits (grid axis 1)
+    chunk: int  # keys per split, a multiple of block_n
+    block_r: int  # rows of a partial output in the workspace
+    block_s: int  # splits per combine step
+    num_warps: int
+    num_stages: int
+
+
+def decode_plan(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    sq: int,
+    head_dim: int,
+    capacity: int,
+    half: bool,
+    sms: int,
+    *,
+    num_splits: int | None = None,
+) -> DecodePlan:
+    """The launch shape for q [batch, heads, sq, head_dim] over ``capacity`` cache slots per
+    sequence on a device with ``sms`` multiprocessors (num_splits forces the split count)."""
+    rows = heads // kv_heads * sq
+    bm = max(16, min(next_pow2(rows), MAX_BLOCK_M))
+    tiles = cdiv(rows, bm)
+    bn = BLOCK_N
+    bd = max(16, next_pow2(head_dim))
+    nkb = max(1, cdiv(capacity, bn))
+    if num_splits is None:
+        # Fill PROGRAMS_PER_SM slots per SM in one wave (floor: a partial second wave costs a
+        # whole program's time), with chunks of at least MIN_SPLIT_KEYS.
+        ns = (PROGRAMS_PER_SM * sms) // max(1, batch * kv_heads * tiles)
+        ns = min(ns, MAX_SPLITS, capacity // MIN_SPLIT_KEYS)
+    else:
+        ns = int(num_splits)
+    ns = max(1, min(ns, nkb))
+    chunk = cdiv(nkb, ns) * bn
+    ns = cdiv(nkb * bn, chunk)
+    br = bm if tiles > 1 else max(2, next_pow2(rows))
+    bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
+    return DecodePlan(bm, tiles, bn, ns, chunk, br, bs, NUM_WARPS, NUM_STAGES if half else 2)
+
+
+class _Scratch:
+    """Per (device, stream) workspace: fp32 partial outputs and lse, int32 zeroed counters."""
+
+    __slots__ = ("cnt", "lse", "parts")
+
+    def __init__(self) -> None:
+        self.parts: GPUArray | None = None
+        self.lse: GPUArray | None = None
+        self.cnt: GPUArray | None = None
+
+
+_scratch: dict[tuple[Any, int], _Scratch] = {}
+# Outgrown buffers stay alive: a captured CUDA graph may still point at them.
+_retired: list[GPUArray] = []
+
+
+def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GPUArray:
+    if buf is not None and buf.shape[0] >= n:
+        return buf
+    if buf is not None:
+        _retired.append(buf)
+        n = max(n, 2 * buf.shape[0])
+    return zeros((n,), dtype, dev) if zero else empty((n,), dtype, dev)
+
+
+def _workspace(dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
+    key = (dev, runtime.current_stream(dev).handle)
+    ws = _scratch.get(key)
+    if ws is None:
+        ws = _scratch[key] = _Scratch()
+    ws.parts = _grown(ws.parts, n_rows * bd, "float32", dev, False)
+    ws.lse = _grown(ws.lse, n_rows, "float32", dev, False)
+    if n_cnt:
+        ws.cnt = _grown(ws.cnt, n_cnt, "int32", dev, True)  # counters start at 0, self-resetting
+    return ws
+
+
+def sdpa_decode(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    cache_seqlens: GPUArray,
+    block_table: GPUArray | None = None,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """q [B, H, Sq, D] over a contiguous [B, Hkv, S_max, D] or paged [num_blocks, Hkv,
+    block_size, D] cache (with block_table) -> [B, H, Sq, D], written into out= when given."""
+    return _sdpa_decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, out)
+
+
+def _sdpa_decode(
+    q: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    lens: GPUArray,
+    bt: GPUArray | None,
+    causal: bool,
+    scale: float | None,
+    out: GPUArray | None,
+    *,
+    num_splits: int | None = None,
+    fused: bool | None = None,
+) -> GPUArray:
+    """sdpa_decode with the split count and the combine forced (tests, tuning)."""
+    if q.dtype.name not in ("float32", "float16", "bfloat16"):
+        raise TypeError(
+            f"sdpa_decode (triton): dtype {q.dtype.name} is not supported "
+            "(float16, bfloat16, float32)"
+        )
+    o = new_out(out, q.shape, q.dtype, q)
+    batch, h, sq, d = q.shape
+    hkv = k.shape[1]
+    if batch * h * sq * d == 0:
+        return o
+    paged = bt is not None
+    cap = k.shape[2] * (bt.shape[1] if bt is not None else 1)
+    half = q.dtype.name != "float32"
+    pl = decode_plan(batch, h, hkv, sq, d, cap, half, sm_count(q), num_splits=num_splits)
+    fuse = FUSED_COMBINE if fused is None else fused
+    nbh = batch * hkv * pl.tiles
+    bd = max(16, next_pow2(d))
+    wo = wl = cnt = o
+    if pl.splits > 1:
+        ws = _workspace(q.device, nbh * pl.splits * pl.block_r, bd, nbh if fuse else 0)
+        assert ws.parts is not None and ws.lse is not None
+        wo, wl = ws.parts, ws.lse
+        if fuse:
+            assert ws.cnt is not None
+            cnt = ws.cnt
+    sm_scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    sbt = tuple(bt.element_strides) if bt is not None else (0, 0)
+    so = tuple(o.element_strides)
+    group = h // hkv
+    launch(
+        _decode_fwd, (nbh, pl.splits),
+        q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
+        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.splits,
+        *q.element_strides, *k.element_strides, *v.element_strides, *so, *sbt,
+        GROUP=group, TILES=pl.tiles, CAUSAL=bool(causal), PAGED=paged,
+        PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
+        PREC="tf32" if half else "ieee",
+        BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
+        BLOCK_S=pl.block_s, EVEN_D=bd == d, num_warps=pl.num_warps, num_stages=pl.num_stages,
+    )  # fmt: skip
+    if pl.splits > 1 and not fuse:
+        launch(
+            _decode_combine, (nbh,),
+            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.splits, *so,
+            GROUP=group, TILES=pl.tiles, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
+            BLOCK_S=pl.block_s, num_warps=pl.num_warps,
+        )  # fmt: skip
+    return o
+
+
+# ----- KV-cache write ---------------------------------------------------------------------------
+
+
+@triton.jit
+def _kv_write(
+    KC, VC, K, V, P, BT, COS, SIN, Hkv, Sq, D, HALF, cap, nblocks, max_pos,
+    sc0, sc1, sc2, sc3, sd0, sd1, sd2, sd3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3,
+    sbt0, sbt1, scr, scc, ssr, ssc,
+    PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
+    TAIL: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_HALF: tl.constexpr,
+):  # fmt: skip
+    # One program per new token and block of kv heads: [BLOCK_H, BLOCK_D] tiles of k and v.
+    tok = tl.program_id(0)
+    b = tok // Sq
+    j = tok - b * Sq
+    hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    hm = (hs < Hkv)[:, None]
+    h64 = hs.to(tl.int64)[:, None]
+    dd = tl.arange(0, BLOCK_D)[None, :]
+    dm = hm & (dd < D)
+    ks = K + b.to(tl.int64) * sk0 + h64 * sk1 + j.to(tl.int64) * sk2
+    vs = V + b.to(tl.int64) * sv0 + h64 * sv1 + j.to(tl.int64) * sv2
+    # The token's values first: their loads do not depend on the position.
+    vt = tl.load(vs + dd * sv3, mask=dm)
+    if ROPE:
+        if GPTJ:  # pairs (2i, 2i+1): one contiguous row, de-interleaved in registers
+            jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
+            jm = hm & (jj < 2 * HALF)
+            x = tl.load(ks + jj * sk3, mask=jm, other=0.0).to(tl.float32)
+            xa, xb = tl.split(tl.reshape(x, [BLOCK_H, BLOCK_HALF, 2]))
+        else:  # pairs (i, i + HALF)
+            ia = tl.arange(0, BLOCK_HALF)[None, :]
+            am = hm & (ia < HALF)
+            xa = tl.load(ks + ia * sk3, mask=am, other=0.0).to(tl.float32)
+            xb = tl.load(ks + (ia + HALF) * sk3, mask=am, other=0.0).to(tl.float32)
+        if TAIL:  # dims past rotary_dim pass through
+            tm = dm & (dd >= 2 * HALF)
+            kt = tl.load(ks + dd * sk3, mask=tm)
+    else:
+        kt = tl.load(ks + dd * sk3, mask=dm)
+    pos = (tl.load(P + b) + j).to(tl.int64)
+    ok = (pos >= 0) & (pos < cap)
+    pos = tl.where(ok, pos, 0)
+    if PAGED:
+        phys = tl.load(BT + b.to(tl.int64) * sbt0 + (pos // PAGE) * sbt1).to(tl.int64)
+        ok = ok & (phys >= 0) & (phys < nblocks)
+        phys = tl.where(ok, phys, 0)
+        slot = pos % PAGE
+        kd = KC + phys * sc0 + h64 * sc1 + slot * sc2
+        vd = VC + phys * sd0 + h64 * sd1 + slot * sd2
+    else:
+        kd = KC + b.to(tl.int64) * sc0 + h64 * sc1 + pos * sc2
+        vd = VC + b.to(tl.int64) * sd0 + h64 * sd1 + pos * sd2
+    tl.store(vd + dd * sd3, vt, mask=dm & ok)
+    if ROPE:
+        i = tl.arange(0, BLOCK_HALF)
+        tab = (pos < max_pos) & (i < HALF)
+        c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(tl.float32)
+        s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(tl.float32)
+        c = c[None, :]
+        s = s[None, :]
+        ra = xa * c - xb * s
+        rb = xb * c + xa * s
+        if GPTJ:
+            r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
+            tl.store(kd + jj * sc3, r.to(KC.dtype.element_ty), mask=jm & ok)
+        else:
+            tl.store(kd + ia * sc3, ra.to(KC.dtype.element_ty), mask=am & ok)
+            tl.store(kd + (ia + HALF) * sc3, rb.to(KC.dtype.element_ty), mask=am & ok)
+        if TAIL:
+            tl.store(kd + dd * sc3, kt, mask=tm & ok)
+    else:
+        tl.store(kd + dd * sc3, kt, mask=dm & ok)
+
+
+def kv_cache_write(
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    positions: GPUArray,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    *,
+    rope_style: str = "neox",
+    out: GPUArray | None = None,
+) -> None:
+    """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
+    are given), in place; returns None. ``out`` is the dispatcher's and must be None."""
+    if out is not None:
+        raise ValueError("kv_cache_write writes the caches in place; it takes no out=")
+    batch, hkv, sq, d = k.shape
+    if batch * hkv * sq * d == 0:
+        return
+    rope = cos is not None and sin is not None
+    half = cos.shape[1] if cos is not None else 0
+    bd = next_pow2(d)
+    bhalf = next_pow2(half) if rope else 1
+    bh = min(next_pow2(hkv), max(1, 4096 // bd))
+    paged = block_table is not None
+    cap = k_cache.shape[2] * (block_table.shape[1] if block_table is not None else 1)
+    sbt = tuple(block_table.element_strides) if block_table is not None else (0, 0)
+    tc = tuple(cos.element_strides) if cos is not None else (0, 0)
+    ts = tuple(sin.element_strides) if sin is not None else (0, 0)
+    launch(
+        _kv_write, (batch * sq, cdiv(hkv, bh)),
+        k_cache, v_cache, k, v, positions, block_table if paged else positions,
+        cos if rope else k, sin if rope else k, hkv, sq, d, half, cap, k_cache.shape[0],
+        cos.shape[0] if cos is not None else 0,
+        *k_cache.element_strides, *v_cache.element_strides, *k.element_strides,
+        *v.element_strides, *sbt, *tc, *ts,
+        PAGED=paged, PAGE=k_cache.shape[2] if paged else 1, ROPE=rope,
+        GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d, BLOCK_H=bh, BLOCK_D=bd,
+        BLOCK_HALF=bhalf, num_warps=4,
+    )  # fmt: skip
