@@ -7,7 +7,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use pygpukit_core::blas::{self, DType, Epilogue, Gemm, Ptrs};
+use pygpukit_core::blas::{self, DType, Epilogue, Fp8, Fp8Gemm, Fp8Ptrs, Gemm, Ptrs, ScaleMode};
 
 use crate::errors::IntoPyResult;
 
@@ -118,4 +118,105 @@ pub fn cublaslt_matmul(
     // on the same stream).
     py.detach(|| unsafe { blas::matmul(device, stream, &g, &p) })
         .py()
+}
+
+/// D[M,N] = (scale_a . A[M,K]) @ (scale_b . B[N,K])^T (+ bias[N]): FP8 operands, both K-major
+/// (row strides lda, ldb bytes), D row-major with row stride ldd, scales in the layouts of
+/// pygpukit_core::blas::fp8 for their modes ("tensor", "outer", "block1x128",
+/// "block128x128"). Enqueued on `stream` of `device`; the caller guarantees the addresses are
+/// valid device memory for those extents and stay alive until the stream reaches this work.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (
+    device, stream, m, n, k,
+    a, a_type, lda, scale_a, scale_a_mode,
+    b, b_type, ldb, scale_b, scale_b_mode,
+    d, out_dtype, ldd,
+    bias=0, fast_accum=false, workspace=0, workspace_size=0,
+))]
+pub fn cublaslt_matmul_fp8(
+    py: Python<'_>,
+    device: i32,
+    stream: usize,
+    m: u64,
+    n: u64,
+    k: u64,
+    a: u64,
+    a_type: &str,
+    lda: i64,
+    scale_a: u64,
+    scale_a_mode: &str,
+    b: u64,
+    b_type: &str,
+    ldb: i64,
+    scale_b: u64,
+    scale_b_mode: &str,
+    d: u64,
+    out_dtype: &str,
+    ldd: i64,
+    bias: u64,
+    fast_accum: bool,
+    workspace: u64,
+    workspace_size: usize,
+) -> PyResult<()> {
+    let fp8 = |name: &str, v: &str| {
+        Fp8::parse(v).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "cublaslt_matmul_fp8: {name} must be float8_e4m3fn or float8_e5m2, got {v:?}"
+            ))
+        })
+    };
+    let mode = |name: &str, v: &str| {
+        ScaleMode::parse(v).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "cublaslt_matmul_fp8: {name} must be tensor, outer, block1x128 or \
+                 block128x128, got {v:?}"
+            ))
+        })
+    };
+    let out = DType::parse(out_dtype).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "cublaslt_matmul_fp8: out_dtype must be float16, bfloat16 or float32, got \
+             {out_dtype:?}"
+        ))
+    })?;
+    let g = Fp8Gemm {
+        m,
+        n,
+        k,
+        a_type: fp8("a_type", a_type)?,
+        b_type: fp8("b_type", b_type)?,
+        out,
+        lda,
+        ldb,
+        ldd,
+        scale_a: mode("scale_a_mode", scale_a_mode)?,
+        scale_b: mode("scale_b_mode", scale_b_mode)?,
+        bias: bias != 0,
+        fast_accum,
+    };
+    let p = Fp8Ptrs {
+        a,
+        b,
+        d,
+        scale_a,
+        scale_b,
+        bias,
+        workspace,
+        workspace_size,
+    };
+    // SAFETY: the documented contract of this function (the Python caller passes addresses of
+    // live pool arrays it keeps referenced until after the call is enqueued).
+    py.detach(|| unsafe { blas::matmul_fp8(device, stream, &g, &p) })
+        .py()
+}
+
+/// fp32 values an operand's scale holds in cuBLASLt's layout for `mode` (padding included),
+/// for an operand of `rows` outer rows and inner dim `k`.
+#[pyfunction]
+pub fn cublaslt_fp8_scale_len(mode: &str, rows: u64, k: u64) -> PyResult<u64> {
+    let m = ScaleMode::parse(mode).ok_or_else(|| {
+        PyValueError::new_err(format!("cublaslt_fp8_scale_len: unknown mode {mode:?}"))
+    })?;
+    Ok(m.scale_len(rows, k))
 }

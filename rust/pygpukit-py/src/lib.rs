@@ -58,6 +58,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blas::cublaslt_load, m)?)?;
     m.add_function(wrap_pyfunction!(blas::cublaslt_loaded, m)?)?;
     m.add_function(wrap_pyfunction!(blas::cublaslt_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_matmul_fp8, m)?)?;
+    m.add_function(wrap_pyfunction!(blas::cublaslt_fp8_scale_len, m)?)?;
     m.add_function(wrap_pyfunction!(blas::cublaslt_plan_count, m)?)?;
     m.add_function(wrap_pyfunction!(blas::cublaslt_clear_plans, m)?)?;
     m.add_function(wrap_pyfunction!(nvrtc::nvrtc_load, m)?)?;

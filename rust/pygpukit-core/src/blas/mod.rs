@@ -11,9 +11,11 @@
 //! created once per device. The caller owns every byte: operands, output, bias and the workspace
 //! come from the pygpukit pool, and everything is enqueued on the caller's stream.
 
+pub mod fp8;
 mod plan;
 pub mod sys;
 
+pub use fp8::{matmul_fp8, Fp8, Fp8Gemm, Fp8Ptrs, ScaleMode};
 pub use plan::{clear_plans, plan_count};
 
 use std::ffi::{c_void, CStr};
@@ -337,7 +339,7 @@ pub unsafe fn matmul(device: i32, stream: usize, g: &Gemm, p: &Ptrs) -> Result<(
     };
     let key = plan::Key {
         device,
-        gemm: *g,
+        problem: plan::Problem::Gemm(*g),
         align: [
             align(p.a, g.stride_a),
             align(p.b, g.stride_b),
@@ -345,7 +347,7 @@ pub unsafe fn matmul(device: i32, stream: usize, g: &Gemm, p: &Ptrs) -> Result<(
         ],
         workspace_size: p.workspace_size,
     };
-    let plan = plan::plan_for(lt, h, key)?;
+    let plan = plan::plan_for(key, |k| plan::build_plan(lt, h, k, g))?;
     let plan = plan.lock().unwrap_or_else(|p| p.into_inner());
     if g.epilogue.has_bias() {
         // The bias pointer changes per call; the descriptor is shared, hence the plan's lock.

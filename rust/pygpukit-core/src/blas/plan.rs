@@ -5,14 +5,22 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::fp8::Fp8Gemm;
 use super::{check, loaded, sys, to_col_major, CublasLt, DType, Gemm, Layout};
 use crate::deferred::record_if_err;
 use crate::error::{Error, Result};
 
+/// The problem a plan serves: a float GEMM or an FP8 scaled GEMM (one cache for both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Problem {
+    Gemm(Gemm),
+    Fp8(Fp8Gemm),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Key {
     pub device: i32,
-    pub gemm: Gemm,
+    pub problem: Problem,
     pub align: [u32; 3],
     pub workspace_size: usize,
 }
@@ -97,11 +105,12 @@ pub(super) fn set_attr<T>(
     check(lt, call, s)
 }
 
-fn make_layout(lt: &CublasLt, dtype: DType, l: Layout, batch: i32) -> Result<usize> {
+/// A layout of element type `cuda` (a cudaDataType_t value).
+pub(super) fn make_layout(lt: &CublasLt, cuda: u32, l: Layout, batch: i32) -> Result<usize> {
     let mut h: sys::cublasLtMatrixLayout_t = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
     check(lt, "cublasLtMatrixLayoutCreate", unsafe {
-        (lt.api.matrix_layout_create)(&mut h, dtype.cuda(), l.rows, l.cols, l.ld)
+        (lt.api.matrix_layout_create)(&mut h, cuda, l.rows, l.cols, l.ld)
     })?;
     let addr = h as usize;
     let f = lt.api.matrix_layout_set_attribute;
@@ -130,25 +139,30 @@ fn make_layout(lt: &CublasLt, dtype: DType, l: Layout, batch: i32) -> Result<usi
     Ok(addr)
 }
 
-fn build_plan(lt: &CublasLt, handle: usize, key: &Key) -> Result<Plan> {
-    let g = &key.gemm;
+/// A matmul descriptor of (compute type, scale type), owned by the returned (empty) plan so
+/// that an early return destroys it.
+pub(super) fn new_plan(lt: &CublasLt, compute: u32, scale: u32) -> Result<Plan> {
+    let mut desc: sys::cublasLtMatmulDesc_t = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    check(lt, "cublasLtMatmulDescCreate", unsafe {
+        (lt.api.matmul_desc_create)(&mut desc, compute, scale)
+    })?;
+    Ok(Plan {
+        desc: desc as usize,
+        layouts: [0; 3],
+        algo: sys::cublasLtMatmulAlgo_t::default(),
+    })
+}
+
+/// The float GEMM's plan (the FP8 one is built by fp8::build_plan).
+pub(super) fn build_plan(lt: &CublasLt, handle: usize, key: &Key, g: &Gemm) -> Result<Plan> {
     let cm = to_col_major(g);
     let (compute, scale) = match g.dtype {
         DType::F64 => (sys::CUBLAS_COMPUTE_64F, sys::CUDA_R_64F),
         DType::F32 if g.tf32 => (sys::CUBLAS_COMPUTE_32F_FAST_TF32, sys::CUDA_R_32F),
         _ => (sys::CUBLAS_COMPUTE_32F, sys::CUDA_R_32F),
     };
-    let mut desc: sys::cublasLtMatmulDesc_t = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    check(lt, "cublasLtMatmulDescCreate", unsafe {
-        (lt.api.matmul_desc_create)(&mut desc, compute, scale)
-    })?;
-    // From here the Plan owns what is created, so an early return destroys it.
-    let mut plan = Plan {
-        desc: desc as usize,
-        layouts: [0; 3],
-        algo: sys::cublasLtMatmulAlgo_t::default(),
-    };
+    let mut plan = new_plan(lt, compute, scale)?;
     let call = "cublasLtMatmulDescSetAttribute";
     let f = lt.api.matmul_desc_set_attribute;
     set_attr(
@@ -178,17 +192,21 @@ fn build_plan(lt: &CublasLt, handle: usize, key: &Key) -> Result<Plan> {
     )?;
     for (i, l) in [cm.a, cm.b, cm.d].into_iter().enumerate() {
         // On an error the plan's Drop destroys what exists (layouts not made stay 0).
-        plan.layouts[i] = make_layout(lt, g.dtype, l, g.batch)?;
+        plan.layouts[i] = make_layout(lt, g.dtype.cuda(), l, g.batch)?;
     }
-    plan.algo = heuristic(lt, handle, &plan, key)?;
+    let what = || format!("{g:?}");
+    plan.algo = heuristic(lt, handle, &plan, key, &what)?;
     Ok(plan)
 }
 
-fn heuristic(
+/// The heuristic's first algorithm for the plan's descriptors under the key's alignments and
+/// workspace; "no algorithm" is CUBLAS_STATUS_NOT_SUPPORTED naming `what` (the problem).
+pub(super) fn heuristic(
     lt: &CublasLt,
     handle: usize,
     plan: &Plan,
     key: &Key,
+    what: &dyn Fn() -> String,
 ) -> Result<sys::cublasLtMatmulAlgo_t> {
     let mut pref: sys::cublasLtMatmulPreference_t = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
@@ -243,8 +261,9 @@ fn heuristic(
                 code: sys::CUBLAS_STATUS_NOT_SUPPORTED as i32,
                 name: sys::status_name(sys::CUBLAS_STATUS_NOT_SUPPORTED).to_string(),
                 message: format!(
-                    "cuBLASLt has no algorithm for {:?} with alignments (A, B, D) {:?} bytes",
-                    key.gemm, key.align
+                    "cuBLASLt has no algorithm for {} with alignments (A, B, D) {:?} bytes",
+                    what(),
+                    key.align
                 ),
             });
         }
@@ -261,13 +280,17 @@ fn heuristic(
     Ok(algo)
 }
 
-pub(super) fn plan_for(lt: &CublasLt, handle: usize, key: Key) -> Result<Arc<Mutex<Plan>>> {
+/// The cached plan of `key`, made by `build` on first use.
+pub(super) fn plan_for(
+    key: Key,
+    build: impl FnOnce(&Key) -> Result<Plan>,
+) -> Result<Arc<Mutex<Plan>>> {
     if let Some(p) = plans().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(Arc::clone(p));
     }
     // Built outside the lock (the heuristic takes tens of microseconds); a race builds twice
     // and keeps one.
-    let plan = Arc::new(Mutex::new(build_plan(lt, handle, &key)?));
+    let plan = Arc::new(Mutex::new(build(&key)?));
     let mut map = plans().lock().unwrap_or_else(|p| p.into_inner());
     if map.len() >= MAX_PLANS {
         map.clear();

@@ -34,6 +34,8 @@ pub const CUDA_R_16F: u32 = 2;
 pub const CUDA_R_16BF: u32 = 14;
 pub const CUDA_R_32F: u32 = 0;
 pub const CUDA_R_64F: u32 = 1;
+pub const CUDA_R_8F_E4M3: u32 = 28;
+pub const CUDA_R_8F_E5M2: u32 = 29;
 
 // cublasOperation_t
 pub const CUBLAS_OP_N: i32 = 0;
@@ -44,6 +46,19 @@ pub const CUBLASLT_MATMUL_DESC_TRANSA: u32 = 3;
 pub const CUBLASLT_MATMUL_DESC_TRANSB: u32 = 4;
 pub const CUBLASLT_MATMUL_DESC_EPILOGUE: u32 = 7;
 pub const CUBLASLT_MATMUL_DESC_BIAS_POINTER: u32 = 8;
+// FP8 (cublasLt.h of 12.9+/13.x; pointers are `const void *`, FAST_ACCUM an int8_t, the scale
+// modes int32_t values of cublasLtMatmulMatrixScale_t).
+pub const CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: u32 = 17;
+pub const CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: u32 = 18;
+pub const CUBLASLT_MATMUL_DESC_FAST_ACCUM: u32 = 25;
+pub const CUBLASLT_MATMUL_DESC_A_SCALE_MODE: u32 = 31;
+pub const CUBLASLT_MATMUL_DESC_B_SCALE_MODE: u32 = 32;
+
+// cublasLtMatmulMatrixScale_t (cuBLASLt 12.9+; SCALAR_32F is the behaviour of older versions)
+pub const CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: i32 = 0;
+pub const CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: i32 = 3;
+pub const CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: i32 = 4;
+pub const CUBLASLT_MATMUL_MATRIX_SCALE_BLK128X128_32F: i32 = 5;
 
 // cublasLtEpilogue_t
 pub const CUBLASLT_EPILOGUE_DEFAULT: u32 = 1;
