@@ -1,10 +1,19 @@
-"""Scaled dot-product attention: sdpa and the 0.2.x sdpa_causal.
+"""Scaled dot-product attention: sdpa and the 0.2.x sdpa_causal (sdpa_varlen: attention_varlen).
 
 out = softmax(scale * q k^T + mask) v, scale = 1/sqrt(D) by default, computed in float32 (float64
-for float64). Layout [B, H, S, D] or [H, S, D]. Grouped-query attention: k/v may have Hkv heads
-with H % Hkv == 0; query head h reads kv head h // (H // Hkv). The causal mask is aligned to the
-end of the key sequence (query i sees keys j <= i + Sk - Sq), which is what decode with a KV
-cache needs; a query that sees no key gets zeros.
+for float64). Grouped-query attention: k/v may have Hkv heads with H % Hkv == 0 (MQA: Hkv = 1);
+query head h reads kv head h // (H // Hkv). The causal mask is aligned to the end of the key
+sequence (query i sees keys j <= i + Sk - Sq): a block of queries that sits at the end of a
+longer key sequence (chunked prefill, decode with a KV cache) sees its whole prefix; a query
+that sees no key (Sk < Sq) gets zeros.
+
+Layout: the shapes are [B, H, S, D] (head-major, torch SDPA's convention) or [H, S, D]. That is
+the native layout; token-major memory [B, S, H, D] (what a fused QKV projection writes) is
+accepted through strides: pass the transposed view ``x.transpose(0, 2, 1, 3)`` (no copy). The
+GPU kernel reads every operand through its strides, so k/v may also be views of a larger KV
+cache; full speed wants a unit stride on D. On CUDA, head dims up to 256 run (64, 80, 96, 128
+and 256 are the tuned ones; other sizes pad to the next power of two), in float16, bfloat16 and
+float32; float64 runs on the NumPy backend.
 """
 
 from __future__ import annotations

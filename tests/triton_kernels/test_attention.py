@@ -1,8 +1,10 @@
-"""Triton sdpa (flash-attention forward) against a float64 NumPy reference."""
+"""Triton sdpa (flash-attention forward) against a float64 NumPy reference.
+
+Under the interpreter (fp32, small shapes) the tests force small tiles (AttnConfig) so several
+query tiles, key blocks, the unmasked/masked loop split and the head sections all run; on the
+GPU the CONFIGS table's own tiles run at the issue's lengths (1, 17, 1000, 4097)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -10,31 +12,14 @@ import pytest
 pytest.importorskip("triton")
 
 from _assert import assert_close
-from _data import as64, rand, seed
+from _attention_ref import sdpa_ref as _ref
+from _data import rand, seed
 from _tkutil import FLOATS, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
-from pygpukit.triton_kernels.attention import _sdpa, sdpa
-
-
-def _ref(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, scale: float | None = None
-) -> np.ndarray:
-    """float64 attention: query head h reads kv head h // (H // Hkv); query i sees keys
-    j <= i + Sk - Sq when causal; a row that sees no key is zero."""
-    q, k, v = as64(q), as64(k), as64(v)
-    group = q.shape[-3] // k.shape[-3]
-    k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
-    sq, sk = q.shape[-2], k.shape[-2]
-    s = q @ np.swapaxes(k, -1, -2) * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
-    vis = np.ones((sq, sk), bool)
-    if causal:
-        vis = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
-    s = np.where(vis, s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    e = np.where(vis, np.exp(s - np.where(np.isfinite(m), m, 0.0)), 0.0)
-    den = e.sum(axis=-1, keepdims=True)
-    return (e / np.where(den > 0, den, 1.0)) @ v  # type: ignore[no-any-return]
+from pygpukit.array import GPUArray
+from pygpukit.triton_kernels import attention as attn
+from pygpukit.triton_kernels.attention import AttnConfig, _sdpa, sdpa
 
 
 def _qkv(
@@ -50,7 +35,7 @@ def _qkv(
 
 
 GROUPS = [1, 4, pytest.param(8, marks=GPU)]
-HEAD_DIMS = [64, 128, pytest.param(80, marks=GPU)]
+HEAD_DIMS = [64, 80, 96, 128, 256]
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
@@ -70,9 +55,13 @@ def test_sdpa(device: str, dtype: str, group: int, sq: int, extra: int, causal: 
 @pytest.mark.parametrize("d", HEAD_DIMS)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_head_dims(device: str, dtype: str, d: int) -> None:
+    """64/128/256 fill BLOCK_D; 80 and 96 run padded to 128 with masked loads. A negative scale
+    takes the kernel's negate-q path."""
     q, k, v = _qkv(("dims", dtype, d), dtype, 1, 4, 2, 7, 26, d)
-    o = sdpa(up(q, device), up(k, device), up(v, device), causal=True, scale=0.3)
-    assert_close(o, _ref(q, k, v, True, 0.3), dtype)
+    for causal, scale in ((True, 0.3), (False, -0.2)):
+        out = poisoned(q.shape, dtype, device)
+        sdpa(up(q, device), up(k, device), up(v, device), causal=causal, scale=scale, out=out)
+        assert_close(out, _ref(q, k, v, causal, scale), dtype)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -150,3 +139,161 @@ def test_routed_from_gp_sdpa(device: str) -> None:
     q, k, v = _qkv(("routed",), "float16", 1, 8, 2, 7, 30, 64)
     o = gp.sdpa(up(q, device), up(k, device), up(v, device))
     assert_close(o, _ref(q, k, v, True), "float16")
+
+
+# Forced small tiles for the interpreter: several query tiles and key blocks per head, BLOCK_N
+# below, equal to and above BLOCK_M, pointer and descriptor loads.
+SMALL_TILES = [
+    AttnConfig(16, 16, 4, 2),
+    AttnConfig(32, 16, 4, 2),
+    AttnConfig(16, 32, 4, 2),
+    AttnConfig(32, 32, 4, 2, "desc"),
+    AttnConfig(64, 16, 4, 2, "desc"),
+]
+
+
+def _cfg_id(c: AttnConfig) -> str:
+    return f"m{c.block_m}n{c.block_n}{c.loads}"
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 4, 1, 45, 45, 40), (2, 2, 2, 30, 71, 64), (1, 8, 2, 50, 20, 24), (3, 3, 3, 40, 40, 16)],
+    ids=["mqa", "chunk", "sk<sq", "sections"],
+)
+@pytest.mark.parametrize("cfg", SMALL_TILES, ids=_cfg_id)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tiles(device: str, dtype: str, cfg: AttnConfig, shape: tuple) -> None:
+    """The unmasked/masked key-loop split, the causal band crossing key blocks, keys past the
+    last full block, rows that see no key, GQA rows packed across tile edges, head sections
+    (9 kv heads: sections of 3 under the interpreter), padded head dims (40, 24)."""
+    b, h, hkv, sq, sk, d = shape
+    q, k, v = _qkv(("tiles", dtype, shape, _cfg_id(cfg)), dtype, b, h, hkv, sq, sk, d)
+    for causal in (True, False):
+        out = poisoned(q.shape, dtype, device)
+        args = (up(q, device), up(k, device), up(v, device))
+        _sdpa(*args, causal=causal, scale=None, out=out, num_splits=1, config=cfg)
+        assert_close(out, _ref(q, k, v, causal), dtype)
+
+
+@pytest.mark.parametrize("loads", ["ptr", "desc"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_token_major_no_copy(
+    device: str, dtype: str, loads: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[B, S, H, D] memory (a fused QKV projection's output) passed as [B, H, S, D] views: q, k
+    and v are slices of one qkv buffer, out a view of a [B, S, H, D] buffer. Nothing is copied
+    or allocated; descriptor loads serve these strides (16-byte aligned, unit D stride)."""
+    rng = np.random.default_rng(seed("bshd", dtype, loads))
+    b, s, h, hkv, d = 2, 37, 4, 2, 80
+    qkv = rand(rng, (b, s, h + 2 * hkv, d), dtype)
+    dev = up(qkv, device)
+    qd, kd, vd = (
+        dev[:, :, lo:hi].transpose(0, 2, 1, 3) for lo, hi in ((0, h), (h, h + hkv), (h + hkv, None))
+    )
+    out_buf = poisoned((b, s, h, d), dtype, device)
+    out = out_buf.transpose(0, 2, 1, 3)
+    cfg = AttnConfig(32, 16, 4, 2, loads)
+    assert attn._use_desc(cfg, kd, vd) == (loads == "desc")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("sdpa copied or allocated")
+
+    monkeypatch.setattr(GPUArray, "contiguous", fail)
+    monkeypatch.setattr(attn, "empty", fail)
+    assert _sdpa(qd, kd, vd, causal=True, scale=None, out=out, num_splits=1, config=cfg) is out
+    monkeypatch.undo()
+    q, k, v = (qkv[:, :, sl].transpose(0, 2, 1, 3) for sl in
+               (slice(0, h), slice(h, h + hkv), slice(h + hkv, None)))  # fmt: skip
+    assert_close(out_buf.to_numpy().transpose(0, 2, 1, 3), _ref(q, k, v, True), dtype)
+
+
+def test_desc_eligibility(device: str) -> None:
+    """Descriptor loads need a unit D stride and 16-byte aligned strides and base address."""
+    x = up(np.zeros((2, 3, 8, 80), np.float32), device)
+    assert attn._desc_ok(x)
+    assert not attn._desc_ok(x[..., ::2])  # D stride 2
+    assert not attn._desc_ok(x[..., 1:])  # base 4 bytes past an aligned address
+    assert not attn._desc_ok(up(np.zeros((2, 8, 7), np.float32), device))  # 28-byte rows
+    assert attn._desc_ok(up(np.zeros((2, 8, 8), np.float16), device))
+    cfg = AttnConfig(32, 16, 4, 2, "desc")
+    assert not attn._use_desc(cfg, x, x[..., ::2]) and attn._use_desc(cfg, x, x)
+    assert not attn._use_desc(AttnConfig(32, 16, 4, 2), x, x)
+
+
+def test_config_table() -> None:
+    """Every (BLOCK_D, bits, causal) key the launcher can ask for is in CONFIGS; few rows shrink
+    the tile (decode), many rows take the entry as it is."""
+    for bd in (64, 128, 256):
+        for bits in (16, 32):
+            for causal in (True, False):
+                c = attn.CONFIGS[(bd, bits, causal)]
+                assert c.loads in ("ptr", "desc") and c.block_m in (16, 32, 64, 128)
+                assert attn.pick_config(1 << 20, bd, bits, causal) is c
+    small = attn.pick_config(8, 128, 16, True)
+    assert small.block_m == 16 and small.num_warps <= 4
+    assert attn.pick_config(40, 256, 16, True).block_m == 64
+    assert attn.pick_config(32, 16, 16, False).block_m == 32  # D <= 64 share the 64 entry
+
+
+LENGTHS = [1, 17, 1000, 4097]
+
+
+@GPU
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("group", [1, 4, 8])
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_prefill_lengths(device: str, dtype: str, length: int, group: int, causal: bool) -> None:
+    """The issue's prefill lengths and GQA ratios at D=128 with the table's configs."""
+    h = 8
+    q, k, v = _qkv(("lengths", dtype, length, group, causal), dtype, 1, h, h // group, length,
+                   length, 128)  # fmt: skip
+    out = poisoned(q.shape, dtype, device)
+    sdpa(up(q, device), up(k, device), up(v, device), causal=causal, out=out)
+    assert_close(out, _ref(q, k, v, causal), dtype)
+
+
+@GPU
+@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_head_dims_prefill(device: str, dtype: str, d: int) -> None:
+    """Every head dim at length 1000 (several tiles, a key tail), causal and not, GQA 4."""
+    q, k, v = _qkv(("dims1000", dtype, d), dtype, 2, 8, 2, 1000, 1000, d)
+    for causal in (True, False):
+        out = poisoned(q.shape, dtype, device)
+        sdpa(up(q, device), up(k, device), up(v, device), causal=causal, out=out)
+        assert_close(out, _ref(q, k, v, causal), dtype)
+
+
+@GPU
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_chunked_prefill(device: str, dtype: str) -> None:
+    """A block of queries at the end of a longer key sequence (chunked prefill)."""
+    for sq, sk, group in ((1000, 4097, 4), (17, 1000, 8), (129, 130, 1)):
+        q, k, v = _qkv(("chunked", dtype, sq, sk), dtype, 1, 8, 8 // group, sq, sk, 128)
+        out = poisoned(q.shape, dtype, device)
+        sdpa(up(q, device), up(k, device), up(v, device), causal=True, out=out)
+        assert_close(out, _ref(q, k, v, True), dtype)
+
+
+# Configurations scripts/tune_attention.py may put in CONFIGS, checked on the GPU.
+GPU_TILES = [
+    AttnConfig(128, 64, 8, 3, "desc"),
+    AttnConfig(128, 128, 8, 2, "desc"),
+    AttnConfig(128, 128, 8, 2, "ptr"),
+    AttnConfig(64, 64, 4, 3, "ptr"),
+    AttnConfig(64, 128, 4, 2, "desc"),
+]
+
+
+@GPU
+@pytest.mark.parametrize("d", [64, 80, 128])
+@pytest.mark.parametrize("cfg", GPU_TILES, ids=_cfg_id)
+def test_gpu_tiles(device: str, cfg: AttnConfig, d: int) -> None:
+    q, k, v = _qkv(("gputiles", d), "bfloat16", 2, 8, 2, 1000, 1000, d)
+    for causal in (True, False):
+        out = poisoned(q.shape, "bfloat16", device)
+        args = (up(q, device), up(k, device), up(v, device))
+        _sdpa(*args, causal=causal, scale=None, out=out, num_splits=1, config=cfg)
+        assert_close(out, _ref(q, k, v, causal), "bfloat16")
