@@ -478,8 +478,16 @@ def linear_bias_gelu(
     return linear(x, w, bias, out=out, activation=act, out_dtype=out_dtype)
 
 
+def _matmul_fp8(*args: Any, **kwargs: Any) -> Any:
+    """gp.matmul_fp8 on cuBLASLt: pygpukit/backends/native_fp8.py (imported on first use)."""
+    from pygpukit.backends.native_fp8 import matmul_fp8
+
+    return matmul_fp8(*args, **kwargs)
+
+
 _OWN: dict[str, Callable[..., Any]] = {
     "matmul": matmul,
     "linear": linear,
     "linear_bias_gelu": linear_bias_gelu,
+    "matmul_fp8": _matmul_fp8,
 }

@@ -33,6 +33,7 @@ from pygpukit.ops.elementwise import (
 from pygpukit.ops.embedding import embedding
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
 from pygpukit.ops.norm import layernorm, rmsnorm
+from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
 from pygpukit.ops.rope import rope, rope_inplace, rope_tables
 from pygpukit.ops.softmax import softmax
@@ -47,6 +48,7 @@ __all__ = [
     "cast",
     "clamp",
     "cos",
+    "dequantize_fp8",
     "div",
     "embedding",
     "eq",
@@ -63,6 +65,7 @@ __all__ = [
     "log",
     "lt",
     "matmul",
+    "matmul_fp8",
     "max",
     "maximum",
     "mean",
@@ -72,6 +75,7 @@ __all__ = [
     "ne",
     "neg",
     "pow",
+    "quantize_fp8",
     "relu",
     "rmsnorm",
     "rope",

@@ -57,6 +57,7 @@ def _entry(op: str, family: str, *cands: Candidate, route_params: tuple[str, ...
 _T_FLOAT = Candidate("triton", dtypes=FLOATS)
 _T_NUMERIC = Candidate("triton", dtypes=NUMERIC | {"bool"})
 _T_ANY = Candidate("triton", dtypes=ANY)
+_FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -138,6 +139,12 @@ _ROUTES: list[OpRoute] = [
         "attention_decode",
         *_gpu(Candidate("triton", dtypes=FLOATS | {"int32"})),
     ),
+    # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
+    # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize
+    # in Triton (pygpukit/triton_kernels/quant.py).
+    _entry("matmul_fp8", "quant", Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)), CPU),
+    _entry("quantize_fp8", "quant", Candidate("triton", dtypes=FLOATS - {"float64"}), CPU),
+    _entry("dequantize_fp8", "quant", Candidate("triton", dtypes=_FP8_IO), CPU),
 ]
 
 TABLE: dict[str, OpRoute] = {r.op: r for r in _ROUTES}

@@ -35,6 +35,7 @@ from .elementwise import (
 from .embedding import embedding
 from .matmul import linear, linear_bias_gelu, matmul
 from .norm import layernorm, rmsnorm
+from .quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
 from .softmax import softmax
@@ -49,6 +50,7 @@ __all__ = [
     "clamp",
     "copy",
     "cos",
+    "dequantize_fp8",
     "div",
     "embedding",
     "eq",
@@ -65,6 +67,7 @@ __all__ = [
     "log",
     "lt",
     "matmul",
+    "matmul_fp8",
     "max",
     "maximum",
     "mean",
@@ -74,6 +77,7 @@ __all__ = [
     "ne",
     "neg",
     "pow",
+    "quantize_fp8",
     "relu",
     "rmsnorm",
     "rope",
