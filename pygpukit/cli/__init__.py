@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pygpukit.cli import chat, info, kernels, routes
+    from pygpukit.cli import bench, chat, info, kernels, routes
 
     parser = argparse.ArgumentParser(prog="python -m pygpukit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -15,6 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     routes.add_parser(sub)
     kernels.add_parser(sub)
     chat.add_parser(sub)
+    bench.add_parser(sub)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
