@@ -55,6 +55,16 @@ fi
 PAR=$("$PY" -c "import xdist" >/dev/null 2>&1 && echo "-n 8 --dist loadfile")
 "$PY" -m pytest tests -q -p no:cacheprovider $PAR --junitxml="$OUT/tests.xml" > "$OUT/tests.log" 2>&1
 tail -n 30 "$OUT/tests.log"
+# compute-sanitizer memcheck over the native kernel tests (issue 4): any invalid access, leak of
+# device memory or CUDA error in the C++ kernels shows in sanitizer.log's ERROR SUMMARY.
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sanitizer_status="not run (no compute-sanitizer)"
+if [ -x "$san" ] && [ "$native_status" = "built" ]; then
+  timeout 480 "$san" --tool memcheck --error-exitcode 99 --print-limit 20 "$PY" -m pytest \
+    tests/native/test_native_*.py -q -p no:cacheprovider -x > "$OUT/sanitizer.log" 2>&1
+  rc=$?
+  sanitizer_status="exit $rc: $(grep -a 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -n 1)"
+fi
 # The Triton path again with torch made unimportable: proof that it needs no torch.
 PYGPUKIT_TEST_BLOCK_TORCH=1 "$PY" -m pytest tests/triton_kernels tests/routing -q -p no:cacheprovider $PAR \
   --junitxml="$OUT/tests_no_torch.xml" > "$OUT/tests_no_torch.log" 2>&1
@@ -68,4 +78,5 @@ tail -n 3 "$OUT/bench_device.log"
 tail -n 3 "$OUT/bench_host.log"
 echo "rust device tests: $rust_status"
 echo "native build: $native_status"
+echo "compute-sanitizer memcheck (native tests): $sanitizer_status"
 "$PY" scripts/gpu_summary.py "$OUT"
