@@ -5,6 +5,8 @@
 #
 #   scripts/stage_gpu.sh            # on a machine with cargo: builds STAGE (default .gpu)
 #   scripts/gpu_check.sh OUT_DIR [STAGE]
+#   PHASE=tests|bench|all (default all): tests = Rust device tests, pytest runs, sanitizer;
+#   bench = the benchmark suites (split them across two calls when one would run too long).
 #
 # The Rust extension is taken from the pygpukit wheel in STAGE/wheels and placed next to the
 # sources, so the checked-out tree is what runs. Other wheels there are installed into a private
@@ -44,7 +46,10 @@ else
 fi
 "$PY" -m pygpukit info | tee "$OUT/info.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/nvidia-smi.txt" 2>&1
+PHASE=${PHASE:-all}
 rust_status="not staged"
+sanitizer_status="not run"
+if [ "$PHASE" != bench ]; then
 if ls "$STAGE"/rust/test_* >/dev/null 2>&1; then
   rust_status="passed"
   for t in "$STAGE"/rust/test_*; do
@@ -58,7 +63,6 @@ tail -n 30 "$OUT/tests.log"
 # compute-sanitizer memcheck over the native kernel tests (issue 4): any invalid access, leak of
 # device memory or CUDA error in the C++ kernels shows in sanitizer.log's ERROR SUMMARY.
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-sanitizer_status="not run (no compute-sanitizer)"
 if [ -x "$san" ] && [ "$native_status" = "built" ]; then
   timeout 480 "$san" --tool memcheck --error-exitcode 99 --print-limit 20 "$PY" -m pytest \
     tests/native/test_native_*.py -q -p no:cacheprovider -x > "$OUT/sanitizer.log" 2>&1
@@ -69,6 +73,8 @@ fi
 PYGPUKIT_TEST_BLOCK_TORCH=1 "$PY" -m pytest tests/triton_kernels tests/routing -q -p no:cacheprovider $PAR \
   --junitxml="$OUT/tests_no_torch.xml" > "$OUT/tests_no_torch.log" 2>&1
 tail -n 5 "$OUT/tests_no_torch.log"
+fi
+if [ "$PHASE" != tests ]; then
 "$PY" -m pytest benchmarks --ignore=benchmarks/host -q -p no:cacheprovider --benchmark-enable \
   --benchmark-timer pygpukit.benchmark.clock.device --benchmark-json="$OUT/bench_device.json" \
   > "$OUT/bench_device.log" 2>&1
@@ -76,6 +82,7 @@ tail -n 3 "$OUT/bench_device.log"
 "$PY" -m pytest benchmarks/host -q -p no:cacheprovider --benchmark-enable \
   --benchmark-json="$OUT/bench_host.json" > "$OUT/bench_host.log" 2>&1
 tail -n 3 "$OUT/bench_host.log"
+fi
 echo "rust device tests: $rust_status"
 echo "native build: $native_status"
 echo "compute-sanitizer memcheck (native tests): $sanitizer_status"
