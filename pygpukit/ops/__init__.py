@@ -10,6 +10,7 @@ from __future__ import annotations
 from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
 from pygpukit.ops.attention import sdpa, sdpa_causal
 from pygpukit.ops.attention_decode import kv_cache_write, sdpa_decode
+from pygpukit.ops.attention_varlen import sdpa_varlen
 from pygpukit.ops.elementwise import (
     add,
     bias_add,
@@ -85,6 +86,7 @@ __all__ = [
     "sdpa",
     "sdpa_causal",
     "sdpa_decode",
+    "sdpa_varlen",
     "sigmoid",
     "silu",
     "silu_mul",

@@ -114,15 +114,23 @@ _ROUTES: list[OpRoute] = [
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
     # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native.py).
-    # sdpa: Triton flash attention (fp16/bf16/fp32; float64 only on NumPy).
+    # sdpa: Triton flash attention (fp16/bf16/fp32, head dim <= 256; float64 only on NumPy).
     _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry(
         "sdpa",
         "attention",
-        Candidate("triton", dtypes=FLOATS - {"float64"}),
+        Candidate("triton", dtypes=FLOATS - {"float64"}, max_last_dim=256),
         Candidate("native", dtypes=FLOATS),
+        CPU,
+    ),
+    # Packed variable-length attention: the int32 cu_seqlens are inputs too; D <= 256 as sdpa.
+    _entry(
+        "sdpa_varlen",
+        "attention",
+        Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
+        Candidate("native", dtypes=FLOATS | {"int32"}),
         CPU,
     ),
     # Decode attention over a (paged) KV cache and the cache write: int32 lengths, positions and

@@ -10,7 +10,7 @@ in float32, integers in their own type; results round once to the result dtype.
 from __future__ import annotations
 
 from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
-from .attention import sdpa
+from .attention import sdpa, sdpa_varlen
 from .attention_decode import kv_cache_write, sdpa_decode
 from .elementwise import (
     add,
@@ -84,6 +84,7 @@ __all__ = [
     "rope_tables",
     "rsqrt",
     "sdpa",
+    "sdpa_varlen",
     "sdpa_decode",
     "sigmoid",
     "silu",
