@@ -119,10 +119,12 @@ def kv_cache_write(
     if sq == 0:
         return
     pos = start.astype(np.int64)[:, None] + np.arange(sq)  # [B, Sq]
-    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= cap):
+    wrong = np.flatnonzero((pos < 0).any(axis=1) | (pos >= cap).any(axis=1))
+    if wrong.size:
+        b = int(wrong[0])
         raise IndexError(
-            f"kv_cache_write: positions {int(pos.min())}..{int(pos.max())} fall outside the "
-            f"cache's {cap} slots"
+            f"kv_cache_write: sequence {b} writes positions {int(pos[b, 0])}..{int(pos[b, -1])} "
+            f"but the cache holds {cap} slots"
         )
     if cos is not None:
         assert sin is not None

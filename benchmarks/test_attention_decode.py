@@ -1,0 +1,168 @@
+"""Decode attention over a KV cache and the KV-cache write, bf16, against torch in the same run.
+
+sdpa_decode: one query token per sequence, 32 query / 8 KV heads, D128, every sequence at the
+full context (4096, 16384, 32768), batch 1 and 16; bytes = the K and V read once. Rows: the
+contiguous cache, paged caches of 16- and 64-slot blocks (vLLM's default and FlashInfer's common
+size; the block table a random permutation, so pages are scattered), the older gp.sdpa over cache
+views, torch SDPA (enable_gqa) on the contiguous cache, and flash-attn's flash_attn_with_kvcache
+when it is installed. Targets (issue 5): >= 80% of the device copy bandwidth (the "copy 1 GiB"
+group of benchmarks/test_copy.py, run in the same session) and paged within 10% of contiguous.
+
+kv_cache_write: one new token per sequence; bytes = k and v read and written once. Fused RoPE
+against gp.rope followed by the plain write, and torch eager (rope formula + index_put).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pygpukit as gp
+
+pytestmark = pytest.mark.gpu
+H, HKV, D = 32, 8, 128
+DECODE = [(b, s) for b in (1, 16) for s in (4096, 16384, 32768)]
+LAYOUTS = ["contiguous", "paged16", "paged64"]
+
+
+def _rand(shape: tuple[int, ...], seed: int = 0) -> gp.GPUArray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    return gp.from_numpy(x, device="cuda:0").astype("bfloat16")
+
+
+def _cache(b: int, s: int, seed: int) -> gp.GPUArray:
+    """[b, HKV, s, D] bf16: one random sequence copied to every row (values do not change the
+    timing; it saves generating gigabytes on the host)."""
+    row = _rand((1, HKV, s, D), seed)
+    c = gp.empty((b, HKV, s, D), "bfloat16", device="cuda:0")
+    for i in range(b):
+        c[i : i + 1] = row
+    return c
+
+
+def _paged(c: gp.GPUArray, page: int) -> tuple[gp.GPUArray, gp.GPUArray]:
+    """The cache's memory as [num_blocks, HKV, page, D] blocks and a random block table."""
+    b, _, s, _ = c.shape
+    per = s // page
+    table = np.random.default_rng(1).permutation(b * per).reshape(b, per).astype(np.int32)
+    return c.reshape(b * per, HKV, page, D), gp.from_numpy(table, device="cuda:0")
+
+
+@pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
+@pytest.mark.parametrize(
+    "impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["pygpukit-sdpa", "torch-sdpa", "torch+flash_attn"]
+)
+def test_decode(bench: Any, case: tuple[int, int], impl: str) -> None:
+    b, s = case
+    group = f"sdpa_decode B{b} Hq{H} Hkv{HKV} S{s} D{D} bf16"
+    nbytes = 2 * b * HKV * s * D * 2
+    q = _rand((b, H, 1, D), 2)
+    kc, vc = _cache(b, s, 3), _cache(b, s, 4)
+    lens = gp.from_numpy(np.full(b, s, np.int32), device="cuda:0")
+    out = gp.empty_like(q)
+    if impl.startswith("pygpukit-paged"):
+        page = int(impl.removeprefix("pygpukit-paged"))
+        kp, table = _paged(kc, page)
+        vp, _ = _paged(vc, page)
+        fn = lambda: gp.sdpa_decode(q, kp, vp, lens, block_table=table, out=out)  # noqa: E731
+    elif impl == "pygpukit-contiguous":
+        fn = lambda: gp.sdpa_decode(q, kc, vc, lens, out=out)  # noqa: E731
+    elif impl == "pygpukit-sdpa":  # the prefill kernel's split path over [:length] views
+        fn = lambda: gp.sdpa(q, kc, vc, False, out=out)  # noqa: E731
+    else:
+        torch = pytest.importorskip("torch")
+        tq, tk, tv = (torch.from_dlpack(t) for t in (q, kc, vc))
+        if impl == "torch-sdpa":
+            f = torch.nn.functional.scaled_dot_product_attention
+            fn = lambda: f(tq, tk, tv, enable_gqa=True)  # noqa: E731
+        else:
+            fa = pytest.importorskip("flash_attn")
+            # Token-major views [B, S, Hkv, D] of the same memory (flash-attn needs only the
+            # last dim contiguous).
+            qt, kt, vt = tq.transpose(1, 2), tk.transpose(1, 2), tv.transpose(1, 2)
+            tl_ = torch.from_dlpack(lens)
+            fn = lambda: fa.flash_attn_with_kvcache(qt, kt, vt, cache_seqlens=tl_)  # noqa: E731
+    bench(fn, group=group, bytes=nbytes, rounds=20)
+
+
+# ----- KV-cache write ---------------------------------------------------------------------------
+
+S_MAX = 4096
+WRITE = [1, 16, 128]
+
+
+def _write_inputs(b: int) -> dict[str, Any]:
+    kc = gp.empty((b, HKV, S_MAX, D), "bfloat16", device="cuda:0")
+    vc = gp.empty((b, HKV, S_MAX, D), "bfloat16", device="cuda:0")
+    k_tok = _rand((b, 1, HKV, D), 5)  # a projection's output, token-major
+    v = _rand((b, 1, HKV, D), 6).transpose(0, 2, 1, 3)
+    pos = np.random.default_rng(7).integers(0, S_MAX, b).astype(np.int32)
+    cos, sin = gp.rope_tables(S_MAX, D, device="cuda:0")
+    return {
+        "kc": kc, "vc": vc, "k_tok": k_tok, "k": k_tok.transpose(0, 2, 1, 3), "v": v,
+        "pos": gp.from_numpy(pos, device="cuda:0"),
+        "pos2": gp.from_numpy(pos[:, None], device="cuda:0"),  # [B, Sq] for gp.rope
+        "cos": cos, "sin": sin, "k_rot": gp.empty((b, 1, HKV, D), "bfloat16", device="cuda:0"),
+    }  # fmt: skip
+
+
+def _torch_write(torch: Any, a: dict[str, Any], rope: bool) -> Any:
+    kc, vc = torch.from_dlpack(a["kc"]), torch.from_dlpack(a["vc"])
+    k, v = torch.from_dlpack(a["k"]), torch.from_dlpack(a["v"])
+    pos = torch.from_dlpack(a["pos"]).long()
+    cos, sin = torch.from_dlpack(a["cos"]), torch.from_dlpack(a["sin"])
+    rows = torch.arange(pos.shape[0], device=pos.device)
+    half = D // 2
+
+    def write() -> None:
+        kk = k[:, :, 0]
+        if rope:
+            c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+            x1, x2 = kk[..., :half].float(), kk[..., half:].float()
+            kk = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(kk.dtype)
+        kc[rows, :, pos] = kk
+        vc[rows, :, pos] = v[:, :, 0]
+
+    return write
+
+
+@pytest.mark.parametrize("b", WRITE, ids=lambda b: f"B{b}")
+@pytest.mark.parametrize("impl", ["pygpukit-fused", "pygpukit-rope-then-write", "torch-eager"])
+def test_write_rope(bench: Any, b: int, impl: str) -> None:
+    """Fused RoPE + write (one launch) against gp.rope then the plain write (two launches)."""
+    a = _write_inputs(b)
+    if impl == "pygpukit-fused":
+
+        def fn() -> None:
+            gp.kv_cache_write(a["kc"], a["vc"], a["k"], a["v"], a["pos"], cos=a["cos"],
+                              sin=a["sin"])  # fmt: skip
+
+    elif impl == "pygpukit-rope-then-write":
+
+        def fn() -> None:
+            gp.rope(a["k_tok"], a["cos"], a["sin"], a["pos2"], out=a["k_rot"])
+            k = a["k_rot"].transpose(0, 2, 1, 3)
+            gp.kv_cache_write(a["kc"], a["vc"], k, a["v"], a["pos"])
+
+    else:
+        fn = _torch_write(pytest.importorskip("torch"), a, rope=True)
+    group = f"kv_cache_write+rope B{b} Hkv{HKV} D{D} bf16"
+    bench(fn, group=group, bytes=4 * b * HKV * D * 2, rounds=30)
+
+
+@pytest.mark.parametrize("b", WRITE, ids=lambda b: f"B{b}")
+@pytest.mark.parametrize("impl", ["pygpukit", "torch-eager"])
+def test_write(bench: Any, b: int, impl: str) -> None:
+    a = _write_inputs(b)
+    if impl == "pygpukit":
+
+        def fn() -> None:
+            gp.kv_cache_write(a["kc"], a["vc"], a["k"], a["v"], a["pos"])
+
+    else:
+        fn = _torch_write(pytest.importorskip("torch"), a, rope=False)
+    group = f"kv_cache_write B{b} Hkv{HKV} D{D} bf16"
+    bench(fn, group=group, bytes=4 * b * HKV * D * 2, rounds=30)

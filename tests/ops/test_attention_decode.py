@@ -1,0 +1,190 @@
+"""Public sdpa_decode and kv_cache_write on the CPU device (NumPy backend): float64 references,
+contiguous and paged caches, GQA, causal alignment, argument checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _assert import assert_close
+from _data import as64, rand, seed
+from _kvcache import ref_decode, ref_rope_k, ref_write, to_paged
+
+import pygpukit as gp
+from ops._helpers import poisoned, up
+from pygpukit.backends import cpu
+
+DTYPES = ["float32", "float16", "bfloat16", "float64"]
+
+
+def _case(tag: tuple, dtype: str, b: int, h: int, hkv: int, sq: int, s_max: int, d: int) -> tuple:
+    rng = np.random.default_rng(seed("decode", *tag, dtype))
+    q = rand(rng, (b, h, sq, d), dtype)
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    return rng, q, kc, vc
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("length", [1, 17, 1000, 4097])
+@pytest.mark.parametrize("group", [1, 4, 8])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_contiguous(dtype: str, group: int, length: int, causal: bool) -> None:
+    hkv, sq, d = 2, 4 if length >= 4 else 1, 16
+    _, q, kc, vc = _case(("c", group, length, causal), dtype, 2, hkv * group, hkv, sq,
+                           length + 3, d)  # fmt: skip
+    lens = np.array([length, max(1, length // 3)], np.int32)
+    out = poisoned(q.shape, dtype)
+    r = gp.sdpa_decode(up(q), up(kc), up(vc), up(lens), causal=causal, out=out)
+    assert r is out
+    assert_close(r, ref_decode(q, kc, vc, lens, None, causal), dtype)
+
+
+@pytest.mark.parametrize("page", [1, 16, 64])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_paged_equals_contiguous(dtype: str, page: int) -> None:
+    rng, q, kc, vc = _case(("p", page), dtype, 3, 8, 2, 3, 130, 16)
+    kp, vp, table = to_paged(rng, page, kc, vc)
+    lens = np.array([130, 3, 77], np.int32)
+    contiguous = gp.sdpa_decode(up(q), up(kc), up(vc), up(lens))
+    paged = gp.sdpa_decode(up(q), up(kp), up(vp), up(lens), block_table=up(table))
+    np.testing.assert_array_equal(paged.to_numpy(), contiguous.to_numpy())
+    assert_close(paged, ref_decode(q, kp, vp, lens, table, True), dtype)
+
+
+def test_views_scale_and_empty_rows() -> None:
+    # q token-major [B, Sq, H, D] viewed as [B, H, Sq, D]; lengths shorter than Sq (causal rows
+    # that see no key are zero) and a zero length (all zeros).
+    rng = np.random.default_rng(5)
+    b, h, hkv, sq, d = 3, 4, 2, 5, 8
+    qt = rand(rng, (b, sq, h, d), "float32")
+    kc, vc = rand(rng, (b, hkv, 9, d), "float32"), rand(rng, (b, hkv, 9, d), "float32")
+    lens = np.array([3, 0, 9], np.int32)
+    qv = up(qt).transpose(0, 2, 1, 3)
+    assert not qv.is_contiguous()
+    q = qt.transpose(0, 2, 1, 3)
+    r = gp.sdpa_decode(qv, up(kc), up(vc), up(lens), scale=0.3).to_numpy()
+    assert_close(r, ref_decode(q, kc, vc, lens, None, True, 0.3), "float32")
+    assert (r[0, :, :2] == 0).all() and (r[1] == 0).all()
+    r = gp.sdpa_decode(qv, up(kc), up(vc), up(lens), causal=False)
+    assert_close(r, ref_decode(q, kc, vc, lens, None, False), "float32")
+
+
+def test_numpy_backend_rejects_bad_lengths_and_blocks() -> None:
+    rng, q, kc, vc = _case(("bad",), "float32", 2, 2, 1, 1, 8, 4)
+    with pytest.raises(IndexError, match=r"lengths must lie in \[0, 8\]"):
+        gp.sdpa_decode(up(q), up(kc), up(vc), up(np.array([9, 1], np.int32)))
+    kp, _, table = to_paged(rng, 4, kc, vc)
+    table[1, 0] = kp.shape[0]
+    with pytest.raises(IndexError, match="block_table row 1 names blocks"):
+        gp.sdpa_decode(up(q), up(kp), up(kp), up(np.array([2, 2], np.int32)),
+                       block_table=up(table))  # fmt: skip
+
+
+def test_sdpa_decode_errors() -> None:
+    f32 = lambda *s: up(np.ones(s, np.float32))  # noqa: E731
+    i32 = lambda *s: up(np.ones(s, np.int32))  # noqa: E731
+    q, kc, lens = f32(2, 6, 1, 8), f32(2, 2, 5, 8), i32(2)
+    with pytest.raises(ValueError, match=r"sdpa_decode: q must be \[B, H, Sq, D\]"):
+        gp.sdpa_decode(f32(6, 1, 8), kc, kc, lens)
+    with pytest.raises(ValueError, match="k_cache has 4 heads, which must divide q's 6"):
+        gp.sdpa_decode(q, f32(2, 4, 5, 8), f32(2, 4, 5, 8), lens)
+    with pytest.raises(ValueError, match="k_cache has head dim 4 but q has 8"):
+        gp.sdpa_decode(q, f32(2, 2, 5, 4), f32(2, 2, 5, 4), lens)
+    with pytest.raises(ValueError, match=r"v_cache has shape .* but k_cache has"):
+        gp.sdpa_decode(q, kc, f32(2, 2, 6, 8), lens)
+    with pytest.raises(TypeError, match=r"k_cache has .* dtype float16 but q has dtype float32"):
+        h = kc.astype("float16")
+        gp.sdpa_decode(q, h, h, lens)
+    with pytest.raises(TypeError, match="cache_seqlens must be an int32 array"):
+        gp.sdpa_decode(q, kc, kc, lens.astype("int64"))
+    with pytest.raises(ValueError, match=r"cache_seqlens has shape \(3,\) .* must have shape"):
+        gp.sdpa_decode(q, kc, kc, i32(3))
+    with pytest.raises(ValueError, match="batch 3 differs from 2"):
+        gp.sdpa_decode(q, f32(3, 2, 5, 8), f32(3, 2, 5, 8), lens)
+    with pytest.raises(TypeError, match="block_table must be an int32 array"):
+        gp.sdpa_decode(q, kc, kc, lens, block_table=f32(2, 3))
+    with pytest.raises(ValueError, match=r"block_table has shape \(3, 2\)"):
+        gp.sdpa_decode(q, kc, kc, lens, block_table=i32(3, 2))
+    with pytest.raises(ValueError, match=r"block_table has shape \(2, 0\)"):
+        gp.sdpa_decode(q, kc, kc, lens, block_table=i32(2, 0))
+    with pytest.raises(TypeError, match="scale must be a number"):
+        gp.sdpa_decode(q, kc, kc, lens, scale="1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"out has shape \(2, 6, 2, 8\)"):
+        gp.sdpa_decode(q, kc, kc, lens, out=f32(2, 6, 2, 8))
+    with pytest.raises(TypeError, match="cache_seqlens must be a GPUArray"):
+        gp.sdpa_decode(q, kc, kc, np.ones(2, np.int32))  # type: ignore[arg-type]
+
+
+# ----- kv_cache_write -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_write(dtype: str, paged: bool) -> None:
+    rng = np.random.default_rng(seed("write", dtype, paged))
+    b, hkv, sq, s_max, d = 3, 2, 4, 40, 12
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    k, v = rand(rng, (b, hkv, sq, d), dtype), rand(rng, (b, hkv, sq, d), dtype)
+    start = np.array([0, 13, s_max - sq], np.int32)
+    table = None
+    if paged:
+        kc, vc, table = to_paged(rng, 8, kc, vc)
+    dk, dv = up(kc), up(vc)
+    bt = None if table is None else up(table)
+    assert gp.kv_cache_write(dk, dv, up(k), up(v), up(start), block_table=bt) is None
+    np.testing.assert_array_equal(as64(dk.to_numpy()), ref_write(kc, k, start, table))
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
+
+
+@pytest.mark.parametrize("rdim", [12, 8])
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_write_with_rope(dtype: str, style: str, rdim: int) -> None:
+    rng = np.random.default_rng(seed("write-rope", dtype, style, rdim))
+    b, hkv, sq, s_max, d = 2, 3, 3, 20, 12
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    k, v = rand(rng, (b, hkv, sq, d), dtype), rand(rng, (b, hkv, sq, d), dtype)
+    start = np.array([5, 17], np.int32)
+    cos, sin = cpu.rope_tables(32, rdim, base=100.0)
+    dk, dv = up(kc), up(vc)
+    gp.kv_cache_write(dk, dv, up(k), up(v), up(start), cos=up(cos), sin=up(sin),
+                      rope_style=style)  # fmt: skip
+    pos = start[:, None] + np.arange(sq)
+    rot = np.concatenate([ref_rope_k(k[..., :rdim], pos, cos, sin, style), as64(k[..., rdim:])],
+                         axis=-1)  # fmt: skip
+    assert_close(dk, ref_write(kc, rot, start), dtype)
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start))
+
+
+def test_write_numpy_backend_rejects_out_of_range() -> None:
+    kc = up(np.zeros((2, 1, 6, 4), np.float32))
+    k = up(np.ones((2, 1, 2, 4), np.float32))
+    with pytest.raises(IndexError, match=r"sequence 1 writes positions 5\.\.6 but the cache"):
+        gp.kv_cache_write(kc, kc, k, k, up(np.array([0, 5], np.int32)))
+
+
+def test_write_errors() -> None:
+    f32 = lambda *s: up(np.ones(s, np.float32))  # noqa: E731
+    i32 = lambda *s: up(np.zeros(s, np.int32))  # noqa: E731
+    kc, k, pos = f32(2, 2, 8, 4), f32(2, 2, 1, 4), i32(2)
+    with pytest.raises(ValueError, match=r"k has shape .* but k_cache has .* heads"):
+        gp.kv_cache_write(kc, kc, f32(2, 1, 1, 4), f32(2, 1, 1, 4), pos)
+    with pytest.raises(TypeError, match=r"k has .* float16 but the caches have dtype float32"):
+        h = k.astype("float16")
+        gp.kv_cache_write(kc, kc, h, h, pos)
+    with pytest.raises(ValueError, match=r"v has shape .* but k has"):
+        gp.kv_cache_write(kc, kc, k, f32(2, 2, 2, 4), pos)
+    with pytest.raises(ValueError, match="k has 9 new tokens but the cache holds 8"):
+        gp.kv_cache_write(kc, kc, f32(2, 2, 9, 4), f32(2, 2, 9, 4), pos)
+    with pytest.raises(TypeError, match="positions must be an int32 array"):
+        gp.kv_cache_write(kc, kc, k, k, pos.astype("int64"))
+    with pytest.raises(ValueError, match="rope_style must be one of"):
+        gp.kv_cache_write(kc, kc, k, k, pos, rope_style="half")
+    cos = f32(8, 2)
+    with pytest.raises(ValueError, match="pass both cos and sin"):
+        gp.kv_cache_write(kc, kc, k, k, pos, cos=cos)
+    with pytest.raises(ValueError, match=r"cos has shape \(8, 3\) .* rotary_dim // 2"):
+        gp.kv_cache_write(kc, kc, k, k, pos, cos=f32(8, 3), sin=f32(8, 3))
+    with pytest.raises(ValueError, match=r"sin has shape \(4, 2\) but cos has shape \(8, 2\)"):
+        gp.kv_cache_write(kc, kc, k, k, pos, cos=cos, sin=f32(4, 2))
+    with pytest.raises(ValueError, match=r"block_table has shape \(1, 2\)"):
+        gp.kv_cache_write(kc, kc, k, k, pos, block_table=i32(1, 2))

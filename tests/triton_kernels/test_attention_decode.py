@@ -1,0 +1,310 @@
+"""Triton sdpa_decode (split-K over a contiguous or paged KV cache) and kv_cache_write (fused
+RoPE) against float64 references; the interpreter runs the fp32 cases at small sizes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+
+from _assert import assert_close
+from _data import as64, rand, seed
+from _kvcache import ref_decode, ref_rope_k, ref_write, to_paged
+from _tkutil import FLOATS, GPU, poisoned, poisoned_strided, up
+
+import pygpukit as gp
+from pygpukit.backends import cpu
+from pygpukit.triton_kernels import attention_decode as ad
+
+# Lengths 1 and 17 and two longer ones (one a whole number of 64-key blocks), one varying batch.
+LENS = np.array([1, 17, 128, 150], np.int32)
+
+
+def _caches(tag: tuple, dtype: str, b: int, h: int, hkv: int, sq: int, s_max: int, d: int,
+            page: int | None) -> tuple:  # fmt: skip
+    """(q, k cache, v cache, block table or None) with the caches contiguous or paged."""
+    rng = np.random.default_rng(seed(*tag, dtype))
+    q = rand(rng, (b, h, sq, d), dtype)
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    if page is None:
+        return q, kc, vc, None
+    kp, vp, table = to_paged(rng, page, kc, vc)
+    return q, kp, vp, table
+
+
+def _run(device: str, q: Any, kc: Any, vc: Any, lens: Any, table: Any, causal: bool = True,
+         **kw: Any) -> Any:  # fmt: skip
+    out = kw.pop("out", None)
+    bt = None if table is None else up(table, device)
+    args = (up(q, device), up(kc, device), up(vc, device), up(lens, device), bt)
+    return ad._sdpa_decode(*args, causal, kw.pop("scale", None), out, **kw)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "combine-kernel"])
+@pytest.mark.parametrize("sq", [1, 4])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("group", [1, 4, 8])
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
+def test_decode(device: str, page: int | None, group: int, causal: bool, sq: int,
+                fused: bool) -> None:  # fmt: skip
+    """Three splits of 64 keys: lengths 1 and 17 fit one chunk (direct store), 128 and 150
+    combine two and three partials."""
+    q, kc, vc, table = _caches(("dec", page, group, causal, sq), "float32", 4, 2 * group, 2, sq,
+                               150, 32, page)  # fmt: skip
+    out = poisoned(q.shape, "float32", device)
+    o = _run(device, q, kc, vc, LENS, table, causal, out=out, num_splits=3, fused=fused)
+    assert o is out
+    assert_close(o, ref_decode(q, kc, vc, LENS, table, causal), "float32")
+
+
+@pytest.mark.parametrize("page", [5, 64, 128])
+def test_page_sizes(device: str, page: int) -> None:
+    """Odd pages (per-key table lookups), pages of one key block and of two (one lookup)."""
+    q, kc, vc, table = _caches(("pages", page), "float32", 4, 4, 2, 2, 150, 32, page)
+    for ns in (None, 2):
+        o = _run(device, q, kc, vc, LENS, table, num_splits=ns)
+        assert_close(o, ref_decode(q, kc, vc, LENS, table, True), "float32", name=f"splits {ns}")
+
+
+@pytest.mark.parametrize("d", [40, 128])
+def test_head_dims_and_default_plan(device: str, d: int) -> None:
+    q, kc, vc, table = _caches(("dims", d), "float32", 4, 8, 2, 3, 150, d, None)
+    o = _run(device, q, kc, vc, LENS, table, scale=0.2)
+    assert_close(o, ref_decode(q, kc, vc, LENS, table, True, 0.2), "float32")
+
+
+@pytest.mark.parametrize("page", [16, 64])
+def test_paged_equals_contiguous(device: str, page: int) -> None:
+    """The same keys through a block table give the same bits (same splits and key blocks)."""
+    rng = np.random.default_rng(seed("same", page))
+    q = rand(rng, (4, 8, 2, 32), "float32")
+    kc, vc = rand(rng, (4, 2, 192, 32), "float32"), rand(rng, (4, 2, 192, 32), "float32")
+    kp, vp, table = to_paged(rng, page, kc, vc)
+    for ns in (1, 3):
+        a = _run(device, q, kc, vc, LENS, None, num_splits=ns).to_numpy()
+        b = _run(device, q, kp, vp, LENS, table, num_splits=ns).to_numpy()
+        np.testing.assert_array_equal(a, b)
+
+
+def test_views_and_strided_out(device: str) -> None:
+    # q token-major [B, Sq, H, D] viewed as [B, H, Sq, D]; caches that are slices of wider ones.
+    rng = np.random.default_rng(seed("views"))
+    qt = rand(rng, (4, 2, 4, 32), "float32")
+    kw, vw = rand(rng, (4, 3, 160, 32), "float32"), rand(rng, (4, 3, 160, 32), "float32")
+    qv = up(qt, device).transpose(0, 2, 1, 3)
+    kv, vv = up(kw, device)[:, 1:], up(vw, device)[:, 1:]
+    assert not (qv.is_contiguous() or kv.is_contiguous())
+    out = poisoned_strided((4, 4, 2, 32), "float32", device)
+    ad._sdpa_decode(qv, kv, vv, up(LENS, device), None, True, None, out, num_splits=3)
+    ref = ref_decode(qt.transpose(0, 2, 1, 3), kw[:, 1:], vw[:, 1:], LENS, None, True)
+    assert_close(out, ref, "float32")
+
+
+def test_more_rows_than_a_tile(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GROUP * Sq = 32 packed rows over tiles of 16 (two row tiles per kv head)."""
+    monkeypatch.setattr(ad, "MAX_BLOCK_M", 16)
+    q, kc, vc, table = _caches(("tiles",), "float32", 4, 16, 2, 4, 150, 32, 16)
+    for fused in (True, False):
+        o = _run(device, q, kc, vc, LENS, table, num_splits=3, fused=fused)
+        assert_close(o, ref_decode(q, kc, vc, LENS, table, True), "float32")
+
+
+@pytest.mark.parametrize("block_n", [16, 128])
+def test_block_n_knob(device: str, block_n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ad, "BLOCK_N", block_n)
+    q, kc, vc, table = _caches(("bn", block_n), "float32", 4, 8, 2, 4, 150, 32, 16)
+    o = _run(device, q, kc, vc, LENS, table, num_splits=2)
+    assert_close(o, ref_decode(q, kc, vc, LENS, table, True), "float32")
+
+
+def test_bad_lengths_and_blocks_give_nan(device: str) -> None:
+    """Out-of-range lengths and block ids cannot raise on the device: that sequence is NaN."""
+    q, kc, vc, table = _caches(("bad",), "float32", 4, 4, 2, 1, 150, 32, 16)
+    cap = table.shape[1] * 16
+    lens = np.array([-1, cap + 1, 40, 150], np.int32)
+    o = _run(device, q, kc, vc, lens, table, num_splits=2).to_numpy()
+    assert np.isnan(o[:2]).all()
+    assert_close(o[2:], ref_decode(q[2:], kc, vc, lens[2:], table[2:], True), "float32")
+    table = table.copy()
+    table[0, 1] = kc.shape[0]  # a key block of sequence 0 names a block past the cache
+    table[1, 0] = -3
+    lens = np.array([20, 5, 40, 150], np.int32)
+    o = _run(device, q, kc, vc, lens, table, num_splits=2).to_numpy()
+    assert np.isnan(o[:2]).all()
+    assert_close(o[2:], ref_decode(q[2:], kc, vc, lens[2:], table[2:], True), "float32")
+
+
+def test_lengths_stay_on_device(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher never reads lengths on the host, and new lengths written into the same
+    device array change the next call's result (what a CUDA graph replay relies on)."""
+    q, kc, vc, table = _caches(("dev",), "float32", 4, 8, 2, 4, 150, 32, 16)
+    dq, dk, dv, bt = (up(t, device) for t in (q, kc, vc, table))
+    lens = up(LENS, device)
+    out = poisoned(q.shape, "float32", device)
+    plan = ad.decode_plan(4, 8, 2, 4, 32, dk.shape[2] * bt.shape[1], False, 2)
+
+    def no_host(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a device array was read on the host")
+
+    for name in ("to_numpy", "__array__", "item", "__int__", "__index__"):
+        monkeypatch.setattr(gp.GPUArray, name, no_host)
+    ad.sdpa_decode(dq, dk, dv, lens, bt, out=out)
+    monkeypatch.undo()
+    assert_close(out, ref_decode(q, kc, vc, LENS, table, True), "float32")
+    new = np.array([150, 4, 0, 99], np.int32)
+    lens[:] = new  # in place: same buffer, same pointer
+    ad.sdpa_decode(dq, dk, dv, lens, bt, out=out)
+    assert_close(out, ref_decode(q, kc, vc, new, table, True), "float32")
+    assert ad.decode_plan(4, 8, 2, 4, 32, dk.shape[2] * bt.shape[1], False, 2) == plan
+
+
+def test_plan_fills_the_gpu() -> None:
+    """Split heuristics on an H200-sized GPU (132 SMs): batch 1 with a long context gets one
+    program per SM or more; splits cover the capacity; large batches do not split."""
+    for cap in (4096, 16384, 32768):
+        p = ad.decode_plan(1, 32, 8, 1, 128, cap, True, 132)
+        assert p.splits * 8 >= 128 and p.splits * p.chunk >= cap > (p.splits - 1) * p.chunk
+        assert p.chunk % p.block_n == 0 and p.chunk >= ad.MIN_SPLIT_KEYS
+    assert ad.decode_plan(64, 32, 8, 1, 128, 4096, True, 132).splits == 1
+    assert ad.decode_plan(1, 32, 8, 1, 128, 100, True, 132).splits == 1
+
+
+# ----- kv_cache_write -----------------------------------------------------------------------
+
+
+def _write_case(tag: tuple, dtype: str, page: int | None) -> tuple:
+    rng = np.random.default_rng(seed(*tag, dtype))
+    b, hkv, sq, s_max, d = 3, 3, 4, 40, 34
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    k, v = rand(rng, (b, hkv, sq, d), dtype), rand(rng, (b, hkv, sq, d), dtype)
+    table = None
+    if page is not None:
+        kc, vc, table = to_paged(rng, page, kc, vc)
+    return kc, vc, k, v, np.array([0, 13, s_max - sq], np.int32), table
+
+
+@pytest.mark.parametrize("rope", [None, "neox", "gptj"])
+@pytest.mark.parametrize("page", [None, 8, 5], ids=["contiguous", "paged8", "paged5"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_write(device: str, dtype: str, page: int | None, rope: str | None) -> None:
+    kc, vc, k, v, start, table = _write_case(("write", page, rope), dtype, page)
+    r = 30  # partial rotary: dims 30..33 pass through
+    cos, sin = cpu.rope_tables(64, r, base=100.0)
+    dk, dv = up(kc, device), up(vc, device)
+    # k as a token-major [B, Sq, Hkv, D] buffer viewed as [B, Hkv, Sq, D] (a projection output)
+    dks = up(np.ascontiguousarray(k.transpose(0, 2, 1, 3)), device).transpose(0, 2, 1, 3)
+    tabs = (up(cos, device), up(sin, device)) if rope else (None, None)
+    bt = None if table is None else up(table, device)
+    ad.kv_cache_write(dk, dv, dks, up(v, device), up(start, device), bt, *tabs,
+                      rope_style=rope or "neox")  # fmt: skip
+    knew = as64(k)
+    if rope:
+        pos = start[:, None] + np.arange(k.shape[2])
+        knew[..., :r] = ref_rope_k(k[..., :r], pos, cos, sin, rope)
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
+    if rope:
+        assert_close(dk, ref_write(kc, knew, start, table), dtype)
+    else:
+        np.testing.assert_array_equal(as64(dk.to_numpy()), ref_write(kc, k, start, table))
+
+
+def test_write_never_out_of_bounds(device: str) -> None:
+    """Positions outside the cache and block ids outside it are skipped (no host check is
+    possible); positions past the rope tables give NaN in the rotated dims, as gp.rope does."""
+    kc, vc, k, v, _, table = _write_case(("oob",), "float32", 8)
+    assert table is not None
+    start = np.array([-2, 38, 5], np.int32)  # seq 0: tokens 0, 1 before the cache; seq 1 past
+    table = table.copy()
+    table[2, 0] = kc.shape[0]  # seq 2: its first page (positions 5..7) names a missing block
+    dk, dv = up(kc, device), up(vc, device)
+    ad.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), up(table, device))
+    ok_k, ok_v = kc.copy(), vc.copy()
+    page = 8
+    for b, j in [(0, 2), (0, 3), (1, 0), (1, 1), (2, 3)]:  # the valid (sequence, token) pairs
+        p = start[b] + j
+        ok_k[table[b, p // page], :, p % page] = k[b, :, j]
+        ok_v[table[b, p // page], :, p % page] = v[b, :, j]
+    np.testing.assert_array_equal(dk.to_numpy(), ok_k)
+    np.testing.assert_array_equal(dv.to_numpy(), ok_v)
+    cos, sin = cpu.rope_tables(16, 34)
+    kc2, vc2, k2, v2, _, _ = _write_case(("oob-rope",), "float32", None)
+    dk = up(kc2, device)
+    start = np.array([0, 14, 20], np.int32)  # positions 16.. are past the 16-row tables
+    ad.kv_cache_write(dk, up(vc2, device), up(k2, device), up(v2, device), up(start, device),
+                      None, up(cos, device), up(sin, device))  # fmt: skip
+    got = dk.to_numpy()
+    assert np.isfinite(got[0, :, 0:4]).all() and np.isfinite(got[1, :, 14:16]).all()
+    assert np.isnan(got[1, :, 16:18, :34]).all() and np.isnan(got[2, :, 20:24, :34]).all()
+
+
+# ----- GPU: half precision at the issue's lengths -------------------------------------------
+
+
+@GPU
+@pytest.mark.parametrize("sq", [1, 4])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("page", [None, 16, 64], ids=["contiguous", "paged16", "paged64"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpu_lengths(device: str, dtype: str, page: int | None, causal: bool, sq: int) -> None:
+    lens = np.array([1, 17, 1000, 4097], np.int32)
+    q, kc, vc, table = _caches(("gpu", page, causal, sq), dtype, 4, 32, 8, sq, 4097, 128, page)
+    out = poisoned(q.shape, dtype, device)
+    bt = None if table is None else up(table, device)
+    gp.sdpa_decode(up(q, device), up(kc, device), up(vc, device), up(lens, device),
+                   block_table=bt, causal=causal, out=out)  # fmt: skip
+    assert_close(out, ref_decode(q, kc, vc, lens, table, causal), dtype)
+
+
+@GPU
+@pytest.mark.parametrize("group", [1, 8])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_gpu_groups_paged_vs_contiguous(device: str, dtype: str, group: int) -> None:
+    rng = np.random.default_rng(seed("gpu-groups", dtype, group))
+    hkv, lens = 4, np.array([4097, 1000, 17], np.int32)
+    q = rand(rng, (3, hkv * group, 2, 128), dtype)
+    kc, vc = rand(rng, (3, hkv, 4104, 128), dtype), rand(rng, (3, hkv, 4104, 128), dtype)
+    kp, vp, table = to_paged(rng, 8, kc, vc)
+    a = _run(device, q, kc, vc, lens, None)
+    b = _run(device, q, kp, vp, lens, table)
+    ref = ref_decode(q, kc, vc, lens, None, True)
+    assert_close(a, ref, dtype, name="contiguous")
+    assert_close(b, ref, dtype, name="paged")
+    assert_close(b, as64(a.to_numpy()), dtype, name="paged vs contiguous")
+
+
+@GPU
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "combine-kernel"])
+def test_gpu_new_lengths_same_buffers(device: str, fused: bool) -> None:
+    """Batch 1 with a long cache (many splits): rewriting the device lengths in place changes
+    the result of the identical call, including lengths that leave splits idle."""
+    q, kc, vc, table = _caches(("gpu-len", fused), "bfloat16", 1, 32, 8, 1, 32768, 128, 16)
+    dq, dk, dv, bt = (up(t, device) for t in (q, kc, vc, table))
+    lens = up(np.array([32768], np.int32), device)
+    out = poisoned(q.shape, "bfloat16", device)
+    for n in (32768, 5, 20000, 1):
+        lens[:] = np.array([n], np.int32)
+        ad._sdpa_decode(dq, dk, dv, lens, bt, True, None, out, fused=fused)
+        ref = ref_decode(q, kc, vc, np.array([n]), table, True)
+        assert_close(out, ref, "bfloat16", name=f"length {n}")
+
+
+@GPU
+@pytest.mark.parametrize("rope", [None, "neox", "gptj"])
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
+def test_gpu_write_routed(device: str, page: int | None, rope: str | None) -> None:
+    kc, vc, k, v, start, table = _write_case(("gpu-write", page, rope), "bfloat16", page)
+    cos, sin = gp.rope_tables(64, 34, device=device)
+    dk, dv = up(kc, device), up(vc, device)
+    bt = None if table is None else up(table, device)
+    tabs = {"cos": cos, "sin": sin, "rope_style": rope} if rope else {}
+    gp.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), block_table=bt,
+                      **tabs)  # fmt: skip
+    knew = as64(k)
+    if rope:
+        pos = start[:, None] + np.arange(k.shape[2])
+        knew = ref_rope_k(k, pos, cos.to_numpy(), sin.to_numpy(), rope)
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
+    assert_close(dk, ref_write(kc, knew, start, table), "bfloat16")
