@@ -464,9 +464,11 @@ def _kv_write(
     sc0, sc1, sc2, sc3, sd0, sd1, sd2, sd3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3,
     sbt0, sbt1, scr, scc, ssr, ssc,
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
-    TAIL: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_HALF: tl.constexpr,
+    TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_HALF: tl.constexpr,
 ):  # fmt: skip
     # One program per new token and block of kv heads: [BLOCK_H, BLOCK_D] tiles of k and v.
+    # RoPE runs in CT (float32, float64 for float64 caches) and rounds once, as gp.rope does.
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
@@ -483,13 +485,13 @@ def _kv_write(
         if GPTJ:  # pairs (2i, 2i+1): one contiguous row, de-interleaved in registers
             jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
             jm = hm & (jj < 2 * HALF)
-            x = tl.load(ks + jj * sk3, mask=jm, other=0.0).to(tl.float32)
+            x = tl.load(ks + jj * sk3, mask=jm, other=0.0).to(CT)
             xa, xb = tl.split(tl.reshape(x, [BLOCK_H, BLOCK_HALF, 2]))
         else:  # pairs (i, i + HALF)
             ia = tl.arange(0, BLOCK_HALF)[None, :]
             am = hm & (ia < HALF)
-            xa = tl.load(ks + ia * sk3, mask=am, other=0.0).to(tl.float32)
-            xb = tl.load(ks + (ia + HALF) * sk3, mask=am, other=0.0).to(tl.float32)
+            xa = tl.load(ks + ia * sk3, mask=am, other=0.0).to(CT)
+            xb = tl.load(ks + (ia + HALF) * sk3, mask=am, other=0.0).to(CT)
         if TAIL:  # dims past rotary_dim pass through
             tm = dm & (dd >= 2 * HALF)
             kt = tl.load(ks + dd * sk3, mask=tm)
@@ -512,8 +514,8 @@ def _kv_write(
     if ROPE:
         i = tl.arange(0, BLOCK_HALF)
         tab = (pos < max_pos) & (i < HALF)
-        c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(tl.float32)
-        s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(tl.float32)
+        c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
+        s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
         c = c[None, :]
         s = s[None, :]
         ra = xa * c - xb * s
@@ -568,6 +570,7 @@ def kv_cache_write(
         *k_cache.element_strides, *v_cache.element_strides, *k.element_strides,
         *v.element_strides, *sbt, *tc, *ts,
         PAGED=paged, PAGE=k_cache.shape[2] if paged else 1, ROPE=rope,
-        GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d, BLOCK_H=bh, BLOCK_D=bd,
+        GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
+        CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
         BLOCK_HALF=bhalf, num_warps=4,
     )  # fmt: skip

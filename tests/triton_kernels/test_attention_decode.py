@@ -13,7 +13,7 @@ pytest.importorskip("triton")
 from _assert import assert_close
 from _data import as64, rand, seed
 from _kvcache import ref_decode, ref_rope_k, ref_write, to_paged
-from _tkutil import FLOATS, GPU, poisoned, poisoned_strided, up
+from _tkutil import FLOATS64, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
@@ -188,7 +188,7 @@ def _write_case(tag: tuple, dtype: str, page: int | None) -> tuple:
 
 @pytest.mark.parametrize("rope", [None, "neox", "gptj"])
 @pytest.mark.parametrize("page", [None, 8, 5], ids=["contiguous", "paged8", "paged5"])
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS64)
 def test_write(device: str, dtype: str, page: int | None, rope: str | None) -> None:
     kc, vc, k, v, start, table = _write_case(("write", page, rope), dtype, page)
     r = 30  # partial rotary: dims 30..33 pass through
