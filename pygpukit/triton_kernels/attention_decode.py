@@ -281,7 +281,7 @@ def _decode_combine(
     bh = pid // TILES
     b = bh // Hkv
     hk = bh - b * Hkv
-    n_act = _seq_len(LENS, b, cap, chunk)[2]
+    _len, _bad, n_act = _seq_len(LENS, b, cap, chunk)
     if n_act > 1:  # one split wrote the output itself
         _combine(
             Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,

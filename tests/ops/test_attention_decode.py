@@ -23,19 +23,24 @@ def _case(tag: tuple, dtype: str, b: int, h: int, hkv: int, sq: int, s_max: int,
     return rng, q, kc, vc
 
 
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
 @pytest.mark.parametrize("length", [1, 17, 1000, 4097])
 @pytest.mark.parametrize("group", [1, 4, 8])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_contiguous(dtype: str, group: int, length: int, causal: bool) -> None:
+def test_lengths(dtype: str, group: int, length: int, causal: bool, page: int | None) -> None:
     hkv, sq, d = 2, 4 if length >= 4 else 1, 16
-    _, q, kc, vc = _case(("c", group, length, causal), dtype, 2, hkv * group, hkv, sq,
+    rng, q, kc, vc = _case(("c", group, length, causal, page), dtype, 2, hkv * group, hkv, sq,
                            length + 3, d)  # fmt: skip
+    table = None
+    if page is not None:
+        kc, vc, table = to_paged(rng, page, kc, vc)
     lens = np.array([length, max(1, length // 3)], np.int32)
     out = poisoned(q.shape, dtype)
-    r = gp.sdpa_decode(up(q), up(kc), up(vc), up(lens), causal=causal, out=out)
+    bt = None if table is None else up(table)
+    r = gp.sdpa_decode(up(q), up(kc), up(vc), up(lens), block_table=bt, causal=causal, out=out)
     assert r is out
-    assert_close(r, ref_decode(q, kc, vc, lens, None, causal), dtype)
+    assert_close(r, ref_decode(q, kc, vc, lens, table, causal), dtype)
 
 
 @pytest.mark.parametrize("page", [1, 16, 64])

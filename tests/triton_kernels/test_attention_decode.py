@@ -263,9 +263,9 @@ def test_gpu_lengths(device: str, dtype: str, page: int | None, causal: bool, sq
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_gpu_groups_paged_vs_contiguous(device: str, dtype: str, group: int) -> None:
     rng = np.random.default_rng(seed("gpu-groups", dtype, group))
-    hkv, lens = 4, np.array([4097, 1000, 17], np.int32)
-    q = rand(rng, (3, hkv * group, 2, 128), dtype)
-    kc, vc = rand(rng, (3, hkv, 4104, 128), dtype), rand(rng, (3, hkv, 4104, 128), dtype)
+    hkv, lens = 4, np.array([4097, 1000, 17, 1], np.int32)
+    q = rand(rng, (4, hkv * group, 2, 128), dtype)
+    kc, vc = rand(rng, (4, hkv, 4104, 128), dtype), rand(rng, (4, hkv, 4104, 128), dtype)
     kp, vp, table = to_paged(rng, 8, kc, vc)
     a = _run(device, q, kc, vc, lens, None)
     b = _run(device, q, kp, vp, lens, table)
