@@ -58,7 +58,9 @@ class AttnConfig:
     num_warps, num_stages: as in Triton (stages = K/V tiles in flight); loads: "ptr" (pointer
     loads, any strides) or "desc" (tensor descriptors: TMA on Hopper; used where D has unit
     stride and the other strides and base addresses are 16-byte aligned, pointer loads
-    otherwise); warp_specialize: Triton's producer/consumer warp split of the key loops.
+    otherwise); warp_specialize: Triton's producer/consumer warp split of the key loops (Triton
+    3.6 applies it on Blackwell only; on Hopper the kernel compiles as without it);
+    head_section: heads per scheduling section (0: as many as keep their K/V in half the L2).
     """
 
     block_m: int
@@ -67,6 +69,7 @@ class AttnConfig:
     num_stages: int
     loads: str = "ptr"
     warp_specialize: bool = False
+    head_section: int = 0
 
 
 # Prefill configuration per (BLOCK_D, element bits, causal): BLOCK_D is the head dim rounded up
@@ -307,7 +310,7 @@ def pick_config(rows: int, bd: int, bits: int, causal: bool) -> AttnConfig:
         return c
     bm = max(16, next_pow2(rows))
     warps = c.num_warps if bm >= 64 and bd > 128 else min(c.num_warps, 4)
-    return AttnConfig(bm, c.block_n, warps, c.num_stages, c.loads, c.warp_specialize)
+    return AttnConfig(bm, c.block_n, warps, c.num_stages, c.loads, c.warp_specialize, 0)
 
 
 def _dims(a: GPUArray) -> tuple[int, ...]:
@@ -352,8 +355,11 @@ def _use_desc(cfg: AttnConfig, *arrays: GPUArray) -> bool:
     return True
 
 
-def _sections(nbh: int, kv_bytes: int, x: GPUArray) -> int:
-    """Heads per scheduling section: as many as keep their K/V within half the L2."""
+def _sections(cfg: AttnConfig, nbh: int, kv_bytes: int, x: GPUArray) -> int:
+    """Heads per scheduling section: the config's, or as many as keep their K/V within half
+    the L2 (the other half serves the tiles' Q and output streams)."""
+    if cfg.head_section > 0:
+        return min(nbh, cfg.head_section)
     if x.device.type != "cuda":
         return max(1, min(nbh, 3))  # the interpreter: exercise several sections
     l2 = int(x.device.properties.get("l2_cache_bytes", 50 << 20))
@@ -432,7 +438,7 @@ def _sdpa(
         part = lse = o
     so = _dims(o)
     es = q.dtype.bits // 8
-    sec = _sections(nbh, sk * (d + dv) * es, q)
+    sec = _sections(cfg, nbh, sk * (d + dv) * es, q)
     launch(
         _attn_fwd, (tiles * nbh, ns) if split else (tiles * nbh,),
         q, k, v, o, part, lse, q, q, sm_scale * LOG2E, nbh, hkv, sq, sk, tiles, sec, chunk, 0, 0,
@@ -488,7 +494,7 @@ def sdpa_varlen(
     tiles = cdiv(rows, cfg.block_m)
     nbh = batch * hkv
     es = q.dtype.bits // 8
-    sec = _sections(nbh, max_seqlen_k * (d + dv) * es, q)
+    sec = _sections(cfg, nbh, max_seqlen_k * (d + dv) * es, q)
     launch(
         _attn_fwd, (tiles * nbh,),
         q, k, v, o, o, o, cu_seqlens_q, cu_seqlens_k, sm_scale * LOG2E, nbh, hkv,

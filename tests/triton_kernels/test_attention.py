@@ -297,3 +297,15 @@ def test_gpu_tiles(device: str, cfg: AttnConfig, d: int) -> None:
         args = (up(q, device), up(k, device), up(v, device))
         _sdpa(*args, causal=causal, scale=None, out=out, num_splits=1, config=cfg)
         assert_close(out, _ref(q, k, v, causal), "bfloat16")
+
+
+@pytest.mark.parametrize("section", [1, 2, 4, 100])
+def test_head_sections(device: str, section: int) -> None:
+    """Any heads-per-section count covers every (tile, head) once: 9 kv heads in sections of
+    1, 2 (last one short), 4 and all."""
+    q, k, v = _qkv(("sections", section), "float32", 3, 6, 3, 20, 20, 16)
+    cfg = AttnConfig(16, 16, 4, 2, head_section=section)
+    out = poisoned(q.shape, "float32", device)
+    _sdpa(up(q, device), up(k, device), up(v, device), causal=True, scale=None, out=out,
+          num_splits=1, config=cfg)  # fmt: skip
+    assert_close(out, _ref(q, k, v, True), "float32")
