@@ -372,3 +372,37 @@ def test_empty_arrays_skip_the_extension(fake: FakeExtension) -> None:
     ids = _h(np.zeros((0,), np.int32))
     assert nemb.embedding(ids, _h(np.ones((3, 4), np.float32))).shape == (0, 4)
     assert fake.calls == []
+
+
+def test_same_names_and_signatures_as_the_triton_modules() -> None:
+    # The routing table calls the native candidate exactly as it calls the Triton one.
+    pytest.importorskip("triton")
+    import importlib
+    import inspect
+
+    from pygpukit.backends import native
+    from pygpukit.routing.table import TABLE
+
+    ops = [r for r in TABLE.values() if r.family in ("activation", "softmax", "rope", "embedding")]
+    assert len(ops) == 10
+    for route in ops:
+        tri = getattr(importlib.import_module(f"pygpukit.triton_kernels.{route.family}"), route.op)
+        nat = getattr(
+            importlib.import_module(f"pygpukit.backends.native_kernels.{route.family}"), route.op
+        )
+        assert inspect.signature(nat) == inspect.signature(tri), route.op
+        fn, why = native.lookup(route.op)
+        assert fn is nat or (fn is None and "not built" in why), (route.op, why)
+
+
+def test_shared_row_helpers_see_a_strided_vector() -> None:
+    # A 1-D view with a step is not one contiguous row (the norm adapters copy it first).
+    from pygpukit.backends.native_kernels._common import rows_of
+
+    v = _h(np.arange(10, dtype=np.float32))
+    assert rows_of(v) == (1, 10, 10)
+    assert rows_of(v[::2]) is None
+    assert rows_of(v[3:4:2]) == (1, 1, 1)
+    from pygpukit.backends.native_kernels._rowio import row_stride
+
+    assert row_stride(v[::2]) is None and row_stride(v) == 10

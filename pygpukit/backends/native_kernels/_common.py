@@ -22,8 +22,8 @@ def rows_of(x: GPUArray) -> tuple[int, int, int] | None:
     the leading dims stepping with one stride (in elements); None otherwise."""
     n = x._shape[-1] if x._shape else 1
     rows = x.size // n if n else 0
-    if x.ndim <= 1:
-        return rows, n, n
+    if x.ndim <= 1:  # one row: readable in place only when it is contiguous
+        return (rows, n, n) if n <= 1 or x._estrides[-1] == 1 else None
     if n > 1 and x._estrides[-1] != 1:
         return None
     lead = [(d, s) for d, s in zip(x._shape[:-1], x._estrides[:-1], strict=True) if d != 1]
