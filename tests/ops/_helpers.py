@@ -1,7 +1,13 @@
-"""Helpers for op tests through the public API: uploads, non-contiguous views, poisoned outs."""
+"""Helpers for op tests through the public API: uploads, non-contiguous views, poisoned outs.
+
+The tests run on DEVICE: "cpu" (the NumPy backend) unless PYGPUKIT_TEST_DEVICE names another,
+e.g. PYGPUKIT_TEST_DEVICE=cuda:0 runs the same tests through the GPU routes (scripts/gpu_check.sh
+does, with the default routes and with PYGPUKIT_ROUTE='*:native').
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -9,11 +15,12 @@ import numpy as np
 import pygpukit as gp
 
 LAYOUTS = ("contiguous", "strided", "transposed")
+DEVICE = os.environ.get("PYGPUKIT_TEST_DEVICE", "cpu")
 
 
 def up(x: Any) -> gp.GPUArray:
-    """A contiguous CPU-device GPUArray holding x."""
-    return gp.from_numpy(np.ascontiguousarray(x), device="cpu")
+    """A contiguous GPUArray on the test device holding x."""
+    return gp.from_numpy(np.ascontiguousarray(x), device=DEVICE)
 
 
 def view(x: np.ndarray, layout: str) -> gp.GPUArray:
@@ -39,7 +46,7 @@ def poisoned(shape: tuple[int, ...], dtype: Any) -> gp.GPUArray:
     op fails to write shows up in the comparison."""
     dt = gp.as_dtype(dtype)
     if dt.is_floating:
-        return gp.full(shape, float("nan"), dtype=dt, device="cpu")
+        return gp.full(shape, float("nan"), dtype=dt, device=DEVICE)
     if dt.kind == "b":
-        return gp.full(shape, True, dtype=dt, device="cpu")
-    return gp.full(shape, int(np.iinfo(dt.np_dtype).min), dtype=dt, device="cpu")
+        return gp.full(shape, True, dtype=dt, device=DEVICE)
+    return gp.full(shape, int(np.iinfo(dt.np_dtype).min), dtype=dt, device=DEVICE)

@@ -1,4 +1,5 @@
-"""Public activations on the CPU device: sigmoid, relu, silu, gelu, silu_mul, gelu_mul."""
+"""Public activations on the test device (ops._helpers.DEVICE, CPU by default): sigmoid, relu, silu,
+gelu, silu_mul, gelu_mul."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from _assert import assert_close
 from _data import as64, rand, seed
 
 import pygpukit as gp
-from ops._helpers import LAYOUTS, poisoned, up, view
+from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -77,4 +78,4 @@ def test_errors() -> None:
     with pytest.raises(TypeError, match="silu: x must be a GPUArray, got list"):
         gp.silu([1.0, 2.0])
     with pytest.raises(TypeError, match=r"relu: out has .*float16 but the result dtype is float32"):
-        gp.relu(x, out=gp.empty((2, 3), dtype="float16", device="cpu"))
+        gp.relu(x, out=gp.empty((2, 3), dtype="float16", device=DEVICE))

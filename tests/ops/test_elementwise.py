@@ -1,5 +1,6 @@
-"""Public elementwise ops on the CPU device: binary ops, scalars, comparisons, where, clamp,
-cast, bias_add; non-contiguous inputs, poisoned out= buffers and argument errors."""
+"""Public elementwise ops on the test device (ops._helpers.DEVICE, CPU by default): binary ops,
+scalars, comparisons, where, clamp, cast, bias_add; non-contiguous inputs, poisoned out= buffers
+and argument errors."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from _assert import assert_close
 from _data import as64, np_dtype, rand, seed
 
 import pygpukit as gp
-from ops._helpers import LAYOUTS, poisoned, up, view
+from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
 HALF = ("float32", "float16", "bfloat16")
 BINARY = {
@@ -32,7 +33,9 @@ def test_binary(op: str, dtype: str, layout: str) -> None:
     a = rand(rng, (7, 33), dtype, positive=op == "pow")
     b = rand(rng, (33,), dtype, positive=op in ("div",))
     out = getattr(gp, op)(view(a, layout), view(b, layout))
-    assert out.dtype is gp.as_dtype(dtype) and out.shape == (7, 33) and out.device.type == "cpu"
+    assert (
+        out.dtype is gp.as_dtype(dtype) and out.shape == (7, 33) and out.device == gp.device(DEVICE)
+    )
     assert_close(out, BINARY[op](as64(a), as64(b)), dtype, name=op)
 
 
@@ -219,9 +222,9 @@ def test_errors_name_the_argument() -> None:
     with pytest.raises(TypeError, match=r"add: a \(shape \(3,\) and dtype float8_e4m3fn\)"):
         gp.add(f8, f8)
     with pytest.raises(ValueError, match=r"add: out has shape \(3, 2\).*result has shape \(2, 3\)"):
-        gp.add(x, 1.0, out=gp.empty((3, 2), device="cpu"))
+        gp.add(x, 1.0, out=gp.empty((3, 2), device=DEVICE))
     with pytest.raises(TypeError, match=r"add: out has .*float16 but the result dtype is float32"):
-        gp.add(x, 1.0, out=gp.empty((2, 3), dtype="float16", device="cpu"))
+        gp.add(x, 1.0, out=gp.empty((2, 3), dtype="float16", device=DEVICE))
     with pytest.raises(TypeError, match="out must be a GPUArray"):
         gp.add(x, 1.0, out=np.empty((2, 3), np.float32))
     with pytest.raises(TypeError, match="sub: not defined for bool"):

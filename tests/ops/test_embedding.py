@@ -1,4 +1,4 @@
-"""Public embedding on the CPU device."""
+"""Public embedding on the test device (ops._helpers.DEVICE, CPU by default)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Public matmul, transpose, linear and linear_bias_gelu on the CPU device."""
+"""Public matmul, transpose, linear and linear_bias_gelu on the test device (ops._helpers.DEVICE,
+CPU by default)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from _assert import assert_close
 from _data import as64, rand, seed
 
 import pygpukit as gp
-from ops._helpers import LAYOUTS, poisoned, up, view
+from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -116,4 +117,4 @@ def test_errors() -> None:
     with pytest.raises(ValueError, match="linear: activation must be one of"):
         gp.linear(a, up(np.ones((2, 4), np.float32)), activation="tanh")
     with pytest.raises(ValueError, match=r"matmul: out has shape \(3, 3\)"):
-        gp.matmul(a, up(np.ones((4, 2), np.float32)), out=gp.empty((3, 3), device="cpu"))
+        gp.matmul(a, up(np.ones((4, 2), np.float32)), out=gp.empty((3, 3), device=DEVICE))

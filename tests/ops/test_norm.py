@@ -1,4 +1,5 @@
-"""Public layernorm and rmsnorm on the CPU device (incl. the fused residual form)."""
+"""Public layernorm and rmsnorm on the test device (ops._helpers.DEVICE, CPU by default; incl. the
+fused residual form)."""
 
 from __future__ import annotations
 

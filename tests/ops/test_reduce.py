@@ -1,4 +1,5 @@
-"""Public reductions on the CPU device: sum, sum_axis, mean, max, min, argmax."""
+"""Public reductions on the test device (ops._helpers.DEVICE, CPU by default): sum, sum_axis, mean,
+max, min, argmax."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from _assert import assert_close
 from _data import as64, rand, seed
 
 import pygpukit as gp
-from ops._helpers import LAYOUTS, poisoned, up, view
+from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
 AXES = [None, 0, 1, -1, (0, 1)]
 
@@ -91,7 +92,7 @@ def test_errors() -> None:
     ):
         gp.max(up(np.ones((0, 3), np.float32)))
     with pytest.raises(ValueError, match=r"sum: out has shape \(3,\).*result has shape \(2,\)"):
-        gp.sum(x, 1, out=gp.empty((3,), device="cpu"))
+        gp.sum(x, 1, out=gp.empty((3,), device=DEVICE))
     with pytest.raises(TypeError, match="sum_axis: axis must be an int"):
         gp.sum_axis(x, None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="min: x must be a GPUArray"):

@@ -1,4 +1,5 @@
-"""Public softmax on the CPU device: axis, scale, causal mask, layouts, out=, errors."""
+"""Public softmax on the test device (ops._helpers.DEVICE, CPU by default): axis, scale, causal
+mask, layouts, out=, errors."""
 
 from __future__ import annotations
 

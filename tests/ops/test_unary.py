@@ -1,4 +1,5 @@
-"""Public unary math ops on the CPU device (results, layouts, out=, errors)."""
+"""Public unary math ops on the test device (ops._helpers.DEVICE, CPU by default; results, layouts,
+out=, errors)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from _assert import assert_close
 from _data import as64, rand, seed
 
 import pygpukit as gp
-from ops._helpers import LAYOUTS, poisoned, up, view
+from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
 UNARY = {
     "neg": (lambda x: -x, False),
@@ -73,4 +74,4 @@ def test_errors() -> None:
     with pytest.raises(TypeError, match=r"sqrt: x .*float8_e5m2; cast it first"):
         gp.sqrt(f8)
     with pytest.raises(TypeError, match="result dtype is float32"):
-        gp.exp(up(np.ones(3, np.int32)), out=gp.empty((3,), dtype="int32", device="cpu"))
+        gp.exp(up(np.ones(3, np.int32)), out=gp.empty((3,), dtype="int32", device=DEVICE))
