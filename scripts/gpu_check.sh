@@ -60,6 +60,14 @@ fi
 PAR=$("$PY" -c "import xdist" >/dev/null 2>&1 && echo "-n 8 --dist loadfile")
 "$PY" -m pytest tests -q -p no:cacheprovider $PAR --junitxml="$OUT/tests.xml" > "$OUT/tests.log" 2>&1
 tail -n 30 "$OUT/tests.log"
+# The public-op suite (tests/ops, CPU by default) on the GPU: with the default routes, then with
+# every op forced to its native twin (issue 4 item 5; ops without a twin fail there by name).
+PYGPUKIT_TEST_DEVICE=cuda:0 "$PY" -m pytest tests/ops -q -p no:cacheprovider $PAR \
+  --junitxml="$OUT/tests_ops_gpu.xml" > "$OUT/tests_ops_gpu.log" 2>&1
+tail -n 1 "$OUT/tests_ops_gpu.log"
+PYGPUKIT_TEST_DEVICE=cuda:0 PYGPUKIT_ROUTE='*:native' "$PY" -m pytest tests/ops -q \
+  -p no:cacheprovider $PAR --junitxml="$OUT/tests_ops_native.xml" > "$OUT/tests_ops_native.log" 2>&1
+tail -n 1 "$OUT/tests_ops_native.log"
 # compute-sanitizer memcheck over the native kernel tests (issue 4): any invalid access, leak of
 # device memory or CUDA error in the C++ kernels shows in sanitizer.log's ERROR SUMMARY.
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
