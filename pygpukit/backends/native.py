@@ -138,7 +138,16 @@ def lookup(op: str) -> tuple[Callable[..., Any] | None, str]:
     if fn is None:
         return None, f"the native backend has no kernel for {op} (family {family})"
     ok, why = native_kernels.status()
-    return (fn, "") if ok else (None, why + "; build it with scripts/build_native.sh")
+    if not ok:
+        return None, why + "; build it with scripts/build_native.sh"
+    # A partial build (PYGPUKIT_NATIVE_FAMILIES) lacks the other families' kernels.
+    built = getattr(native_kernels.extension(), "families", ())
+    if family not in built:
+        return None, (
+            f"the {family} family of _pygpukit_native is not built (this build has "
+            f"{', '.join(built) or 'none'}); rebuild with scripts/build_native.sh"
+        )
+    return fn, ""
 
 
 # ----- workspace ---------------------------------------------------------------------------------
@@ -289,6 +298,56 @@ def _gemm(
         )
 
 
+# Decode GEMV crossover (issue 4): _gemm_rows hands products of at most GEMV_MAX_M[class] rows
+# to the native GEMV kernel (native/src/gemv, the op gp.gemv; same numerics: fp32 accumulation,
+# bias in fp32, one rounding) instead of cuBLASLt, for float16/bfloat16 without an activation,
+# K % 8 == 0 and 16-byte aligned operands, when the extension has the gemv family. Class by
+# weight size: "small" below 2^24 elements (32 MiB of bf16), else "large". 0 = always cuBLASLt:
+# the values come from benchmarks/test_gemv.py (GEMV vs cuBLASLt at M = 1..16) and stay 0 until
+# measured. PYGPUKIT_GEMV_MAX_M=<rows> overrides both classes (read once, at import).
+GEMV_MAX_M: dict[str, int] = {"small": 0, "large": 0}
+_GEMV_ENV = os.environ.get("PYGPUKIT_GEMV_MAX_M")
+_GEMV_ENV_M = int(_GEMV_ENV) if _GEMV_ENV else None
+_gemv_top = [0]  # the largest limit in force: the hot path's one comparison
+_gemv_rows_fn: list[Callable[..., None] | None] = []
+
+
+def set_gemv_max_m(small: int | None = None, large: int | None = None) -> None:
+    """Change GEMV_MAX_M at run time (benchmarks, experiments); PYGPUKIT_GEMV_MAX_M still wins."""
+    if small is not None:
+        GEMV_MAX_M["small"] = int(small)
+    if large is not None:
+        GEMV_MAX_M["large"] = int(large)
+    _gemv_top[0] = _GEMV_ENV_M if _GEMV_ENV_M is not None else max(GEMV_MAX_M.values())
+
+
+set_gemv_max_m()
+
+
+def _gemv_rows(
+    x: GPUArray, w: GPUArray, d: GPUArray, m: int, n: int, k: int, epi: str, bias: GPUArray | None
+) -> bool:
+    """Run the product on the GEMV kernel when the crossover table says so (True if it ran)."""
+    cls = "small" if n * k < (1 << 24) else "large"
+    limit = _GEMV_ENV_M if _GEMV_ENV_M is not None else GEMV_MAX_M[cls]
+    if m > limit or epi not in ("none", "bias") or k % 8:
+        return False
+    if d._dtype.name not in ("float16", "bfloat16") or (x.data_ptr() | w.data_ptr()) % 16:
+        return False
+    if not _gemv_rows_fn:  # once: the extension and its gemv family, or None
+        from pygpukit.backends import native_kernels
+
+        ok = native_kernels.status()[0] and hasattr(native_kernels.extension(), "gemv")
+        from pygpukit.backends.native_kernels.gemv import linear_rows
+
+        _gemv_rows_fn.append(linear_rows if ok else None)
+    fn = _gemv_rows_fn[0]
+    if fn is None:
+        return False
+    fn(x, w, d, m, n, k, bias)
+    return True
+
+
 def _gemm_rows(
     x: GPUArray, w: GPUArray, d: GPUArray, m: int, n: int, k: int, epi: str, bias: GPUArray | None
 ) -> None:
@@ -297,6 +356,8 @@ def _gemm_rows(
     The same cuBLASLt call _gemm makes for this layout (w read transposed in place, ld = k),
     without its batch planning: every linear of a transformer step comes through here.
     """
+    if m <= _gemv_top[0] and _gemv_rows(x, w, d, m, n, k, epi, bias):
+        return
     dev = d._device
     dt = d._dtype
     stream = runtime.current_stream(dev)

@@ -523,3 +523,62 @@ def test_lookup_and_no_driver_messages() -> None:
             assert fn.__module__.endswith(f"native_kernels.{fam}")
         else:
             assert "_pygpukit_native" in why or "family" in why, why
+
+
+def _built(*families: str) -> Any:
+    ext = pytest.importorskip("_pygpukit_native", reason="native/ is not built")
+    missing = [f for f in families if f not in ext.families]
+    if missing:
+        pytest.skip(f"_pygpukit_native built without {missing}")
+    return ext
+
+
+def _map_call(fn: Any, op: str, ind: str, outd: str, **kw: Any) -> None:
+    args = dict(sizes=[4], ptrs=[8, 8, 8, 0], strides=[[1]] * 4, fs=[0.0] * 4, ints=[0] * 4)
+    args.update(kw)
+    fn(0, 0, op, ind, outd, 0, args["sizes"], args["ptrs"], args["strides"], args["fs"],
+       args["ints"])  # fmt: skip
+
+
+def test_extension_rejects_bad_calls_before_launch() -> None:
+    ext = _built("elementwise", "unary", "copy", "reduce")
+    with pytest.raises(ValueError, match="between 1 and 6 collapsed dims"):
+        _map_call(ext.elementwise, "add", "float32", "float32", sizes=[2] * 7,
+                  strides=[[1] * 7] * 4)  # fmt: skip
+    with pytest.raises(ValueError, match="the output must be a device pointer"):
+        _map_call(ext.elementwise, "add", "float32", "float32", ptrs=[0, 8, 8, 0])
+    with pytest.raises(ValueError, match="one entry per operand"):
+        _map_call(ext.unary, "exp", "float32", "float32", ptrs=[8, 8])
+    with pytest.raises(ValueError, match="unknown op 'fma'"):
+        _map_call(ext.elementwise, "fma", "float32", "float32")
+    with pytest.raises(ValueError, match="unknown dtype 'bfloat17'"):
+        _map_call(ext.unary, "exp", "bfloat17", "float32")
+    with pytest.raises(ValueError, match="div: no kernel for inputs of dtype int32"):
+        _map_call(ext.elementwise, "div", "int32", "int32")
+    with pytest.raises(ValueError, match="add: no kernel for inputs of dtype float16 and output"):
+        _map_call(ext.elementwise, "add", "float16", "float32")
+    with pytest.raises(ValueError, match="exp: no kernel for input dtype int32"):
+        _map_call(ext.unary, "exp", "int32", "int32")
+    with pytest.raises(ValueError, match="copy needs equal dtypes"):
+        _map_call(ext.copy, "copy", "float32", "float16")
+    with pytest.raises(ValueError, match="same dtype is a copy"):
+        _map_call(ext.copy, "cast", "float16", "float16")
+    red = dict(A=1, K=8, B=1, sa=0, sk=1, sb=0, x=8, xi=0, y=8, yi=0, kt=8, bt=1, kfast=True,
+               splits=1, k_chunk=8, count=8.0, final=True)  # fmt: skip
+    for bad, msg in ((dict(kt=3), "powers of two"), (dict(kt=64, bt=8), "kt \\* bt <= 256"),
+                     (dict(splits=4, k_chunk=4), "every split"), (dict(x=0), "device pointers"),
+                     (dict(B=0), "A and B must be >= 1")):  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            ext.reduce(0, 0, "sum", "float32", "float32", **{**red, **bad})
+    with pytest.raises(ValueError, match="storage type"):
+        ext.reduce(0, 0, "max", "float8_e4m3fn", "float8_e4m3fn", **red)
+
+
+@pytest.mark.skipif(gp.is_cuda_available(), reason="checks the no-driver path")
+def test_extension_without_driver_raises_cuda_error() -> None:
+    ext = _built("elementwise", "reduce")
+    with pytest.raises(gp.CudaError, match="cudaGetDevice"):
+        _map_call(ext.elementwise, "add", "float32", "float32")
+    with pytest.raises(gp.CudaError, match="cudaGetDevice"):
+        ext.reduce(0, 0, "sum", "float32", "float32", 1, 8, 1, 0, 1, 0, 8, 0, 8, 0, 8, 1, True,
+                   1, 8, 8.0, True)  # fmt: skip
