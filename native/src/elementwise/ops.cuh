@@ -153,23 +153,33 @@ struct Pow {  // CUDA's pow (the libdevice function Triton calls) for floats
 };
 
 // Comparisons in the compute type (widening half types to float preserves order; NaN compares
-// unequal to everything).
-#define PGK_COMPARE(Name, expr)                              \
-  struct Name {                                              \
-    template <typename T>                                    \
-    static constexpr bool ok() { return kNumericOrBool<T>; } \
-    template <typename C>                                    \
-    __device__ bool operator()(C a, C b, C) const {          \
-      return expr;                                           \
-    }                                                        \
-  };
-PGK_COMPARE(Eq, a == b)
-PGK_COMPARE(Ne, a != b)
-PGK_COMPARE(Lt, a < b)
-PGK_COMPARE(Le, a <= b)
-PGK_COMPARE(Gt, a > b)
-PGK_COMPARE(Ge, a >= b)
-#undef PGK_COMPARE
+// unequal to everything). Three kernels serve the six ops: ne is eq negated (exact with NaN:
+// NaN != x is true), gt and ge are lt and le with the operands swapped (compare.cu).
+struct EqNe {
+  bool ne;
+  template <typename T>
+  static constexpr bool ok() { return kNumericOrBool<T>; }
+  template <typename C>
+  __device__ bool operator()(C a, C b, C) const {
+    return (a == b) != ne;
+  }
+};
+struct Lt {
+  template <typename T>
+  static constexpr bool ok() { return kNumericOrBool<T>; }
+  template <typename C>
+  __device__ bool operator()(C a, C b, C) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <typename T>
+  static constexpr bool ok() { return kNumericOrBool<T>; }
+  template <typename C>
+  __device__ bool operator()(C a, C b, C) const {
+    return a <= b;
+  }
+};
 
 // cond ? a : b on raw bits (a and b already hold the result dtype's values).
 struct Where {
