@@ -62,24 +62,32 @@ COMBINE_ELEMS = 8192  # partial-output elements one combine step holds in regist
 
 
 @triton.jit
+def _table(BT, bt_row, start, end, sbt1, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Block ids of the keys start..start+BLOCK_N-1 (0 past ``end``): one id when a page holds
+    whole key blocks, else one per key."""
+    if PAGE % BLOCK_N == 0:
+        phys = tl.load(BT + bt_row + (start // PAGE) * sbt1, mask=start < end, other=0)
+    else:
+        n = start + tl.arange(0, BLOCK_N)
+        phys = tl.load(BT + bt_row + (n // PAGE) * sbt1, mask=n < end, other=0)
+    return phys
+
+
+@triton.jit
 def _decode_block(
-    acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
-    sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+    acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
+    sk0, sk2, sk3, sv0, sv2, sv3, d, D,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr,
     EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     # One block of BLOCK_N keys; MASKED blocks may run past the length or cross the diagonal.
+    # phys: the block's table entries (_table) when PAGED.
     n = start + tl.arange(0, BLOCK_N)
     if PAGED:
-        if PAGE % BLOCK_N == 0:  # the whole block lies in one page: one table entry
-            phys = tl.load(BT + bt_row + (start // PAGE) * sbt1).to(tl.int64)
+        phys = phys.to(tl.int64)
+        if PAGE % BLOCK_N == 0:  # the whole block lies in one page
             off = (start % PAGE + tl.arange(0, BLOCK_N)).to(tl.int64)
         else:
-            if MASKED:
-                phys = tl.load(BT + bt_row + (n // PAGE) * sbt1, mask=n < L, other=0)
-            else:
-                phys = tl.load(BT + bt_row + (n // PAGE) * sbt1)
-            phys = phys.to(tl.int64)
             off = (n % PAGE).to(tl.int64)
         wrong = (phys < 0) | (phys >= nblocks)
         bad = bad | wrong
@@ -185,9 +193,8 @@ def _decode_fwd(
     sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
     GROUP: tl.constexpr, TILES: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
-    EVEN_D: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -226,17 +233,25 @@ def _decode_fwd(
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
         bad = tl.zeros([BLOCK_N], tl.int1)
+        # The unmasked blocks. A paged cache's table entries are loaded one block ahead: K/V
+        # addresses that depend on a load of the same iteration get a single pipeline buffer
+        # (Triton 3.6 on sm_90: 39 KB of shared memory at num_stages=3 instead of 70 KB).
+        nxt = _table(BT, bt_row, lo, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
         for start in range(lo, mid, BLOCK_N):
+            cur = nxt
+            if PAGED:
+                nxt = _table(BT, bt_row, start + BLOCK_N, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N)
             acc, m_i, l_i, bad = _decode_block(
-                acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
-                sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+                acc, m_i, l_i, bad, q, K, V, cur, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
                 BLOCK_N=BLOCK_N,
             )  # fmt: skip
-        for start in range(mid, top, BLOCK_N):
+        for start in range(mid, top, BLOCK_N):  # the tail: one or two blocks when Sq <= BLOCK_N
+            phys = _table(BT, bt_row, start, L, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
             acc, m_i, l_i, bad = _decode_block(
-                acc, m_i, l_i, bad, q, K, V, BT, bt_row, kb, vb, start, L, lim, nblocks, qk_scale,
-                sk0, sk2, sk3, sv0, sv2, sv3, sbt1, d, D,
+                acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=True, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
                 BLOCK_N=BLOCK_N,
             )  # fmt: skip

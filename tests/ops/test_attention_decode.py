@@ -1,4 +1,5 @@
-"""Public sdpa_decode and kv_cache_write on the CPU device (NumPy backend): float64 references,
+"""Public sdpa_decode and kv_cache_write on the test device (ops._helpers.DEVICE: the NumPy
+backend by default, the GPU routes with PYGPUKIT_TEST_DEVICE=cuda:0): float64 references,
 contiguous and paged caches, GQA, causal alignment, argument checks."""
 
 from __future__ import annotations
@@ -10,10 +11,22 @@ from _data import as64, rand, seed
 from _kvcache import ref_decode, ref_rope_k, ref_write, to_paged
 
 import pygpukit as gp
-from ops._helpers import poisoned, up
+from ops._helpers import DEVICE, poisoned, up
 from pygpukit.backends import cpu
 
-DTYPES = ["float32", "float16", "bfloat16", "float64"]
+ON_CPU = DEVICE == "cpu"
+NUMPY_ONLY = pytest.mark.skipif(not ON_CPU, reason="the NumPy backend's host-side checks")
+# sdpa_decode in float64 runs on the NumPy backend only; kv_cache_write (a copy) everywhere.
+DTYPES = ["float32", "float16", "bfloat16", pytest.param("float64", marks=NUMPY_ONLY)]
+WRITE_DTYPES = ["float32", "float16", "bfloat16", "float64"]
+
+
+def _same(a: gp.GPUArray, b: gp.GPUArray, dtype: str) -> None:
+    """Bit-equal on the NumPy backend (same arithmetic); within the dtype's bound on a GPU."""
+    if ON_CPU:
+        np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+    else:
+        assert_close(a, as64(b.to_numpy()), dtype)
 
 
 def _case(tag: tuple, dtype: str, b: int, h: int, hkv: int, sq: int, s_max: int, d: int) -> tuple:
@@ -51,7 +64,7 @@ def test_paged_equals_contiguous(dtype: str, page: int) -> None:
     lens = np.array([130, 3, 77], np.int32)
     contiguous = gp.sdpa_decode(up(q), up(kc), up(vc), up(lens))
     paged = gp.sdpa_decode(up(q), up(kp), up(vp), up(lens), block_table=up(table))
-    np.testing.assert_array_equal(paged.to_numpy(), contiguous.to_numpy())
+    _same(paged, contiguous, dtype)
     assert_close(paged, ref_decode(q, kp, vp, lens, table, True), dtype)
 
 
@@ -73,6 +86,7 @@ def test_views_scale_and_empty_rows() -> None:
     assert_close(r, ref_decode(q, kc, vc, lens, None, False), "float32")
 
 
+@NUMPY_ONLY
 def test_numpy_backend_rejects_bad_lengths_and_blocks() -> None:
     rng, q, kc, vc = _case(("bad",), "float32", 2, 2, 1, 1, 8, 4)
     with pytest.raises(IndexError, match=r"lengths must lie in \[0, 8\]"):
@@ -123,7 +137,7 @@ def test_sdpa_decode_errors() -> None:
 
 
 @pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", WRITE_DTYPES)
 def test_write(dtype: str, paged: bool) -> None:
     rng = np.random.default_rng(seed("write", dtype, paged))
     b, hkv, sq, s_max, d = 3, 2, 4, 40, 12
@@ -142,7 +156,7 @@ def test_write(dtype: str, paged: bool) -> None:
 
 @pytest.mark.parametrize("rdim", [12, 8])
 @pytest.mark.parametrize("style", ["neox", "gptj"])
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", WRITE_DTYPES)
 def test_write_with_rope(dtype: str, style: str, rdim: int) -> None:
     rng = np.random.default_rng(seed("write-rope", dtype, style, rdim))
     b, hkv, sq, s_max, d = 2, 3, 3, 20, 12
@@ -160,6 +174,7 @@ def test_write_with_rope(dtype: str, style: str, rdim: int) -> None:
     np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start))
 
 
+@NUMPY_ONLY
 def test_write_numpy_backend_rejects_out_of_range() -> None:
     kc = up(np.zeros((2, 1, 6, 4), np.float32))
     k = up(np.ones((2, 1, 2, 4), np.float32))

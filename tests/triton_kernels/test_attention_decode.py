@@ -86,7 +86,10 @@ def test_paged_equals_contiguous(device: str, page: int) -> None:
     for ns in (1, 3):
         a = _run(device, q, kc, vc, LENS, None, num_splits=ns).to_numpy()
         b = _run(device, q, kp, vp, LENS, table, num_splits=ns).to_numpy()
-        np.testing.assert_array_equal(a, b)
+        if device == "cpu":
+            np.testing.assert_array_equal(a, b)
+        else:  # the same operations in the same order; a compiler may still schedule them apart
+            assert_close(b, as64(a), "float32")
 
 
 def test_views_and_strided_out(device: str) -> None:
