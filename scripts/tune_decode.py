@@ -11,10 +11,10 @@ the same run (CUDA events, L2 flushed before every round, median; pygpukit.bench
 
 Stage "kernel" sweeps the kernel shape (BLOCK_N, NUM_WARPS, NUM_STAGES) with the default split
 policy; stage "split" then sweeps the split policy (PROGRAMS_PER_SM, MIN_SPLIT_KEYS,
-FUSED_COMBINE) with the best kernel shape of stage 1 (geometric mean over all columns). Every
-configuration is checked against the default configuration's output (a broken combination shows
-as "BAD"); one that does not compile (shared memory) shows as "n/a". The knobs are the module
-constants of pygpukit/triton_kernels/attention_decode.py: copy the winners there.
+FUSED_COMBINE, COMBINE_ELEMS) with the best kernel shape of stage 1 (geometric mean over all
+columns). Every configuration is checked against the default configuration's output (a broken
+combination shows as "BAD"); one that does not compile (shared memory) shows as "n/a". The knobs
+are the module constants of pygpukit/triton_kernels/attention_decode.py: copy the winners there.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ SPLIT_GRID = {
     "PROGRAMS_PER_SM": (1, 2, 3, 4, 6, 8),
     "MIN_SPLIT_KEYS": (128, 256, 512, 1024),
     "FUSED_COMBINE": (True, False),
+    "COMBINE_ELEMS": (2048, 4096, 8192),
 }
 
 

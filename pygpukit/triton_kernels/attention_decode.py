@@ -21,8 +21,9 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   pattern) combines the partials and resets its counter to 0, so no second kernel is launched and
   the counter is ready for the next launch or graph replay; otherwise a small combine kernel runs.
 - Paged caches gather each key block's pages through the block table (one scalar lookup per
-  block when a page holds whole key blocks). Keys stream through shared memory with num_stages
-  software pipelining; D is the contiguous axis, so loads are 16-byte vectors.
+  block when a page holds whole key blocks), the table entries loaded one block ahead so the
+  K/V loads pipeline as deeply as the contiguous cache's. Keys stream through shared memory
+  with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
 The workspace (partials, counters) is kept per (device, stream) and grows but is never freed, so a
@@ -58,7 +59,10 @@ MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs
 MAX_SPLITS = 64
 MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
-COMBINE_ELEMS = 8192  # partial-output elements one combine step holds in registers
+# Partial-output elements one combine step holds in registers. The fused combine shares the
+# kernel's register budget: at D128, GROUP 4 (sm_90, Triton 3.6) 8192 needs 168 registers per
+# thread (3 programs per SM), 4096 needs 118.
+COMBINE_ELEMS = 4096
 
 
 @triton.jit
