@@ -71,7 +71,7 @@ tail -n 1 "$OUT/tests_ops_native.log"
 # compute-sanitizer memcheck over the native kernel tests (issue 4): any invalid access, leak of
 # device memory or CUDA error in the C++ kernels shows in sanitizer.log's ERROR SUMMARY.
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$san" ] && [ "$native_status" = "built" ]; then
+if [ "${SANITIZE:-1}" = 1 ] && [ -x "$san" ] && [ "$native_status" = "built" ]; then
   timeout 480 "$san" --tool memcheck --error-exitcode 99 --print-limit 20 "$PY" -m pytest \
     tests/native/test_native_*.py -q -p no:cacheprovider -x > "$OUT/sanitizer.log" 2>&1
   rc=$?
