@@ -35,6 +35,7 @@ normalised partial output and log2-sum-exp in fp32, and a second kernel combines
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -308,6 +309,11 @@ def pick_config(rows: int, bd: int, bits: int, causal: bool) -> AttnConfig:
     c = CONFIGS[(max(64, bd), bits, causal)]
     if rows >= c.block_m:
         return c
+    return _small_tile(c, rows, bd)
+
+
+@functools.lru_cache(maxsize=256)
+def _small_tile(c: AttnConfig, rows: int, bd: int) -> AttnConfig:
     bm = max(16, next_pow2(rows))
     warps = c.num_warps if bm >= 64 and bd > 128 else min(c.num_warps, 4)
     return AttnConfig(bm, c.block_n, warps, c.num_stages, c.loads, c.warp_specialize, 0)
@@ -355,14 +361,20 @@ def _use_desc(cfg: AttnConfig, *arrays: GPUArray) -> bool:
     return True
 
 
+_l2_bytes: dict[Any, int] = {}
+
+
 def _sections(cfg: AttnConfig, nbh: int, kv_bytes: int, x: GPUArray) -> int:
     """Heads per scheduling section: the config's, or as many as keep their K/V within half
     the L2 (the other half serves the tiles' Q and output streams)."""
     if cfg.head_section > 0:
         return min(nbh, cfg.head_section)
-    if x.device.type != "cuda":
+    dev = x.device
+    if dev.type != "cuda":
         return max(1, min(nbh, 3))  # the interpreter: exercise several sections
-    l2 = int(x.device.properties.get("l2_cache_bytes", 50 << 20))
+    l2 = _l2_bytes.get(dev)
+    if l2 is None:
+        l2 = _l2_bytes[dev] = int(dev.properties.get("l2_cache_bytes", 50 << 20))
     return max(1, min(nbh, (l2 // 2) // max(kv_bytes, 1)))
 
 
