@@ -84,10 +84,10 @@ _ROUTES: list[OpRoute] = [
         _entry(op, "unary", *_gpu(_T_NUMERIC))
         for op in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh")
     ),
-    *(
-        _entry(op, "activation", *_gpu(_T_FLOAT))
-        for op in ("sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul")
-    ),
+    # Integer (and bool) x: relu stays integer, the others give float32; both GPU backends
+    # serve that. The gated forms take floats only (ops/activation.py).
+    *(_entry(op, "activation", *_gpu(_T_NUMERIC)) for op in ("sigmoid", "relu", "silu", "gelu")),
+    *(_entry(op, "activation", *_gpu(_T_FLOAT)) for op in ("silu_mul", "gelu_mul")),
     _entry("cast", "copy", *_gpu(_T_ANY)),
     # Strided copy (contiguous(), copy(), setitem on device): Triton first; without any GPU
     # backend the runtime's driver copy engine serves it (pygpukit/_memory.py).
