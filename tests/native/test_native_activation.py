@@ -155,15 +155,19 @@ def test_specials() -> None:
         np.testing.assert_allclose(r, ref, rtol=1e-6, atol=1e-37, err_msg=op)
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8"])
-def test_module_relu_integers_and_int_inputs(dtype: str) -> None:
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "bool"])
+def test_integer_and_bool_inputs(dtype: str) -> None:
     x = rand(np.random.default_rng(1), (7, 33), dtype)
-    r = nact.relu(_up(x))
-    assert r.dtype is gp.as_dtype(dtype)
-    np.testing.assert_array_equal(r.to_numpy(), np.maximum(x, 0))
-    s = nact.sigmoid(_up(x))  # an integer input gives a float32 result
-    assert s.dtype is gp.float32
-    assert_close(s, _ref("sigmoid", as64(x)), "float32")
+    xd = _up(x, "rows")
+    if dtype != "bool":
+        assert gp.routing.explain("relu", xd).backend == "native"
+        r = gp.relu(xd)  # integers stay integers
+        assert r.dtype is gp.as_dtype(dtype)
+        np.testing.assert_array_equal(r.to_numpy(), np.maximum(x, 0))
+    for op in ("sigmoid", "silu", "gelu"):  # a float32 result (x converted first)
+        s = getattr(gp, op)(xd)
+        assert s.dtype is gp.float32
+        assert_close(s, _ref(op, as64(x)), "float32", name=op)
 
 
 def test_module_mixed_dtypes_and_broadcast() -> None:
