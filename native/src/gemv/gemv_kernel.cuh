@@ -1,0 +1,368 @@
+// The streaming kernel shared by every weight format of the gemv family (gemv.h): tensor-core
+// mma.sync m16n8k16 (fp32 accumulate) on operands built in registers, W read exactly once.
+//
+// Work split. A block owns kTileN = 16 output columns (two n-tiles of 8) and one 16-row tile of
+// x (grid.y walks M). Its warps split K: W is cut into granules of 16 bytes along each row (8
+// dense, 16 fp8 or 32 four-bit values); a warp-step is 4 consecutive granules of the same rows,
+// one per thread t = lane % 4, and warp w takes super-steps (kUnroll warp-steps) w, w + nwarps,
+// ... The next super-step's W loads are issued before the current one is computed, so each
+// thread keeps 2 * kUnroll * 2 loads of 16 bytes in flight. Partial sums meet in shared memory
+// in a fixed warp order (deterministic), then one rounding at the store.
+//
+// Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds B (= W^T) column
+// n = g of each n-tile and A (= x) rows g and g + 8; its k-slots are {2t, 2t+1} (b0, a0, a1) and
+// {2t+8, 2t+9} (b1, a2, a3); C entries c0..c3 are (row g, col 2t), (g, 2t+1), (g+8, 2t),
+// (g+8, 2t+1). The dot product does not care which k sits in which k-slot as long as A and B
+// agree, so thread t's k-slots are filled from ITS OWN granule (k contiguous in memory, one
+// 16-byte load for W and for each x row) in whatever pairing the dequantizer produces cheaply;
+// each format's step() builds the matching x pairs (byte permutes for the 4-bit formats).
+// Rows of x past M and columns past N are loaded as zeros and never stored.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "gemv/gemv.h"
+#include "pygpukit_native/check.h"
+#include "pygpukit_native/convert.cuh"
+
+namespace pgk {
+namespace gemv_detail {
+
+constexpr int kTiles = 2;           // n-tiles of 8 columns per block
+constexpr int kTileN = 8 * kTiles;  // output columns per block
+constexpr int kTileM = 16;          // rows of x per block
+constexpr int kMaxWarps = 8;
+constexpr std::int64_t kManyBlocks = 1024;  // at least this many blocks: 4 warps each, else 8
+
+struct Params {
+  const void* x;
+  std::int64_t sx;  // x row stride, elements
+  const unsigned char* w;
+  std::int64_t sw;  // W row stride, bytes
+  const void* scales;
+  std::int64_t ss;  // scale row stride, elements
+  const void* bias;
+  void* y;
+  std::int64_t m, n, k;
+  float gscale;
+};
+
+// The thread's view of its block: x rows g and g + 8 of the block's tile (nullptr past M).
+template <typename T>
+struct Ctx {
+  const T* xa;
+  const T* xb;
+  std::int64_t n0;        // first output column of the block
+  std::int64_t granules;  // 16-byte granules per W row
+  int t, g;
+};
+
+// W is read once: no L1 allocation, 256-byte L2 prefetch (each row is walked in >= 64-byte runs).
+__device__ __forceinline__ uint4 ld_w(const unsigned char* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// x is small and read by every block: the default (L1-cached) read-only path.
+template <typename T>
+__device__ __forceinline__ uint4 ld_x(const T* row, std::int64_t k, bool ok) {
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
+  if (ok && row != nullptr) v = __ldg(reinterpret_cast<const uint4*>(row + k));
+  return v;
+}
+
+__device__ __forceinline__ std::uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
+}
+
+constexpr std::uint32_t kNegZero2 = 0x80008000u;  // (-0, -0): the addend of a pure product
+
+template <typename T>
+struct Ops;
+
+template <>
+struct Ops<__nv_bfloat16> {
+  // Two-byte constants, duplicated into both halves.
+  static constexpr std::uint32_t kOne = 0x3F803F80u;
+  static constexpr std::uint32_t kI4Magic = 0x43004300u;  // 128: 128 + u in the mantissa, u < 16
+  static constexpr std::uint32_t kI4Bias = 0xC308C308u;   // -136 = -(128 + 8)
+  static constexpr int kF4Shift = 6;                      // e2m1 bits 14..12 -> bf16 bits 8..6
+  static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
+  static constexpr std::uint32_t kF4Rebias = 0x7E807E80u;  // 2^126 = 2^(127 - 1)
+  static constexpr std::uint32_t kE4M3Rebias = 0x7B807B80u;  // 2^120 = 2^(127 - 7)
+
+  __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+    std::uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+  }
+  __device__ static void mma(float* c, std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
+                             std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  // Two e4m3 codes at bits 15..8 and 31..24 (zeros elsewhere) -> bf16x2, exactly: sign in
+  // place, exponent+mantissa shifted into bf16's low exponent bits, then x 2^120 rebiases the
+  // exponent (subnormal codes land on bf16 subnormals, which the product scales exactly).
+  __device__ static std::uint32_t e4m3_spread(std::uint32_t w) {
+    return fma2((w & 0x80008000u) | ((w >> 4) & 0x07F007F0u), kE4M3Rebias, kNegZero2);
+  }
+  // Codes of bytes 0..3 of q -> (b0, b1) and (b2, b3) as bf16x2.
+  __device__ static void e4m3x4(std::uint32_t q, std::uint32_t& lo, std::uint32_t& hi) {
+    lo = e4m3_spread(__byte_perm(q, 0u, 0x1404));
+    hi = e4m3_spread(__byte_perm(q, 0u, 0x3424));
+  }
+  // One e4m3 code (low byte of b) in both halves.
+  __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) {
+    return e4m3_spread(b * 0x01000100u);
+  }
+};
+
+template <>
+struct Ops<__half> {
+  static constexpr std::uint32_t kOne = 0x3C003C00u;
+  static constexpr std::uint32_t kI4Magic = 0x64006400u;  // 1024: 1024 + u in the mantissa
+  static constexpr std::uint32_t kI4Bias = 0xE408E408u;   // -1032 = -(1024 + 8)
+  static constexpr int kF4Shift = 3;                      // e2m1 bits 14..12 -> f16 bits 11..9
+  static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
+  static constexpr std::uint32_t kF4Rebias = 0x74007400u;  // 2^14 = 2^(15 - 1)
+
+  __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+    std::uint32_t d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+  }
+  __device__ static void mma(float* c, std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
+                             std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  static constexpr std::uint32_t kE4M3Rebias = 0x5C005C00u;  // 2^8 = 2^(15 - 7)
+
+  // Every e4m3 value is a float16 value. sm_89+: cuda_fp8.h's conversion, one
+  // cvt.rn.f16x2.e4m3x2. Before: the bf16 trick with f16's field widths (codes at bits 15..8
+  // and 31..24, exponent+mantissa shifted into f16's low exponent bits, x 2^8), exact and
+  // without the library's software path (which spills on sm_86).
+  __device__ static std::uint32_t e4m3_spread(std::uint32_t w) {
+    return fma2((w & 0x80008000u) | ((w >> 1) & 0x3F803F80u), kE4M3Rebias, kNegZero2);
+  }
+  __device__ static std::uint32_t e4m3x2(std::uint32_t pair) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+        static_cast<__nv_fp8x2_storage_t>(pair & 0xFFFFu), __NV_E4M3);
+    return static_cast<std::uint32_t>(h.x) | (static_cast<std::uint32_t>(h.y) << 16);
+#else
+    return e4m3_spread(__byte_perm(pair, 0u, 0x1404));
+#endif
+  }
+  __device__ static void e4m3x4(std::uint32_t q, std::uint32_t& lo, std::uint32_t& hi) {
+    lo = e4m3x2(q);
+    hi = e4m3x2(q >> 16);
+  }
+  __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) { return e4m3x2(b * 0x0101u); }
+};
+
+// Eight signed int4 values of q (nibble i = k i, low nibble first) -> four pairs of T:
+// p[i] = (k i, k i + 4). Two's complement u -> offset binary u ^ 8, OR-ed into the mantissa of
+// the magic number, minus (magic + 8): exact.
+template <typename T>
+__device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t (&p)[4]) {
+  q ^= 0x88888888u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    p[i] = Ops<T>::fma2(((q >> (4 * i)) & 0x000F000Fu) | Ops<T>::kI4Magic, Ops<T>::kOne,
+                        Ops<T>::kI4Bias);
+  }
+}
+
+// Eight e2m1 codes of q (nibble i = k i) -> four pairs p[i] = (k i, k i + 4), times scale2 (a
+// pair of equal block scales): shifting nibble i to the top of each 16-bit half puts its sign on
+// T's sign bit; its exponent and mantissa bits move into T's low exponent bits and top mantissa
+// bit, then x 2^(bias - 1) rebiases (the two subnormal codes land on T subnormals, scaled
+// exactly). Value x e4m3 scale has at most 6 significant bits and lies in [2^-10, 2688]: exact
+// in bf16 and f16.
+template <typename T>
+__device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
+                                       std::uint32_t (&p)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::uint32_t v = q << (4 * (3 - i));
+    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Ops<T>::kF4Shift) & Ops<T>::kF4Mask);
+    p[i] = Ops<T>::fma2(Ops<T>::fma2(bits, Ops<T>::kF4Rebias, kNegZero2), scale2, kNegZero2);
+  }
+}
+
+// x pairs for the 4-bit formats: r = 16 bytes of x (k 0..7 of the word) -> (k0,k4), (k1,k5),
+// (k2,k6), (k3,k7), matching int4x8/e2m1x8.
+__device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
+  a[0] = __byte_perm(r.x, r.z, 0x5410);
+  a[1] = __byte_perm(r.x, r.z, 0x7632);
+  a[2] = __byte_perm(r.y, r.w, 0x5410);
+  a[3] = __byte_perm(r.y, r.w, 0x7632);
+}
+
+template <typename T, typename F>
+__device__ __forceinline__ void load_super(const Ctx<T>& c, const unsigned char* const (&wrow)[kTiles],
+                                           const bool (&wok)[kTiles], std::int64_t s,
+                                           uint4 (&buf)[F::kUnroll][kTiles]) {
+#pragma unroll
+  for (int u = 0; u < F::kUnroll; ++u) {
+    const std::int64_t gi = (s * F::kUnroll + u) * 4 + c.t;
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      buf[u][j] = make_uint4(0u, 0u, 0u, 0u);
+      if (wok[j] && gi < c.granules) buf[u][j] = ld_w(wrow[j] + gi * 16);
+    }
+  }
+}
+
+template <typename T, typename F>
+__device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[kTiles][4],
+                                         std::int64_t n0, std::int64_t m0) {
+  __shared__ float red[kMaxWarps][kTiles * 4][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) red[warp][j * 4 + e][lane] = acc[j][e];
+  }
+  __syncthreads();
+  const T* bias = static_cast<const T*>(p.bias);
+  T* y = static_cast<T*>(p.y);
+  for (int idx = threadIdx.x; idx < kTiles * 4 * 32; idx += blockDim.x) {
+    const int r = idx >> 5, l = idx & 31;
+    float v = 0.f;
+    for (int w = 0; w < nwarps; ++w) v += red[w][r][l];
+    const int j = r >> 2, e = r & 3;
+    const std::int64_t m = m0 + (l >> 2) + (e >> 1) * 8;
+    const std::int64_t n = n0 + 8 * j + 2 * (l & 3) + (e & 1);
+    if (m < p.m && n < p.n) {
+      v = F::finish(p, v, n);
+      if (bias != nullptr) v += to_compute(bias[n]);
+      y[m * p.n + n] = from_compute<T>(v);
+    }
+  }
+}
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
+  constexpr int U = F::kUnroll;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * kTileN;
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * kTileM;
+  Ctx<T> c;
+  c.g = lane >> 2;
+  c.t = lane & 3;
+  c.n0 = n0;
+  c.granules = p.k / F::kElems;
+  const T* x = static_cast<const T*>(p.x);
+  c.xa = m0 + c.g < p.m ? x + (m0 + c.g) * p.sx : nullptr;
+  c.xb = m0 + c.g + 8 < p.m ? x + (m0 + c.g + 8) * p.sx : nullptr;
+  const unsigned char* wrow[kTiles];
+  bool wok[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    const std::int64_t n = n0 + 8 * j + c.g;
+    wok[j] = n < p.n;
+    wrow[j] = p.w + (wok[j] ? n : 0) * p.sw;
+  }
+  const std::int64_t steps = (c.granules + 3) / 4;
+  const std::int64_t supers = (steps + U - 1) / U;
+
+  float acc[kTiles][4];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  }
+  uint4 cur[U][kTiles];
+  load_super<T, F>(c, wrow, wok, warp, cur);
+  for (std::int64_t s = warp; s < supers; s += nwarps) {
+    uint4 nxt[U][kTiles];
+    load_super<T, F>(c, wrow, wok, s + nwarps, nxt);  // zeros (no access) past the end
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t step = s * U + u;
+      if (step < steps) F::template step<T>(p, c, cur[u], acc, step);  // warp-uniform
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) cur[u][j] = nxt[u][j];
+    }
+  }
+  epilogue<T, F>(p, acc, n0, m0);
+}
+
+// Argument checks every format repeats (the Python adapter checked them first).
+inline void check_common(const GemvArgs& a, int elems, const char* who) {
+  (void)who;
+  PGK_REQUIRE(a.dtype == DType::bf16 || a.dtype == DType::f16,
+              "x, bias and y must be float16 or bfloat16");
+  PGK_REQUIRE(a.m >= 0 && a.n >= 0 && a.k >= 0, "m, n, k must be >= 0");
+  PGK_REQUIRE(a.k % elems == 0, "k must be a multiple of the 16-byte granule of the format");
+  if (a.m == 0 || a.n == 0) return;
+  PGK_REQUIRE(a.y != 0, "y must be a device pointer");
+  PGK_REQUIRE((a.n + kTileN - 1) / kTileN <= INT_MAX, "n is too large for the grid");
+  PGK_REQUIRE((a.m + kTileM - 1) / kTileM <= 65535, "m is too large (at most 65535 * 16 rows)");
+  if (a.k == 0) return;
+  PGK_REQUIRE(a.x != 0 && a.w != 0, "x and w must be device pointers");
+  PGK_REQUIRE(a.x % 16 == 0 && a.w % 16 == 0, "x and w must be 16-byte aligned");
+  PGK_REQUIRE(a.m == 1 || (a.x_row_stride % 8 == 0 && a.x_row_stride >= a.k),
+              "x's row stride must be a multiple of 8 elements and >= k");
+  PGK_REQUIRE(a.w_row_bytes % 16 == 0 && a.w_row_bytes * elems >= a.k * 16,
+              "w's row stride must be a multiple of 16 bytes and hold k values");
+}
+
+template <typename F>
+inline void dispatch_half(DType dt, F&& f) {
+  if (dt == DType::bf16) {
+    f(__nv_bfloat16{});
+  } else {
+    f(__half{});
+  }
+}
+
+template <typename T, typename F>
+void launch(const GemvArgs& a, const char* name) {
+  if (a.m == 0 || a.n == 0) return;
+  Params p;
+  p.x = reinterpret_cast<const void*>(a.x);
+  p.sx = a.x_row_stride;
+  p.w = ptr<const unsigned char>(a.w);
+  p.sw = a.w_row_bytes;
+  p.scales = reinterpret_cast<const void*>(a.scales);
+  p.ss = a.s_row_stride;
+  p.bias = reinterpret_cast<const void*>(a.bias);
+  p.y = reinterpret_cast<void*>(a.y);
+  p.m = a.m;
+  p.n = a.n;
+  p.k = a.k;
+  p.gscale = a.global_scale;
+  const std::int64_t nblk = (a.n + kTileN - 1) / kTileN;
+  const std::int64_t mblk = (a.m + kTileM - 1) / kTileM;
+  // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.
+  const int warps = nblk * mblk >= kManyBlocks ? 4 : kMaxWarps;
+  use_device(a.device);
+  gemv_kernel<T, F><<<dim3(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk)), warps * 32,
+                      0, as_stream(a.stream)>>>(p);
+  PGK_CHECK_LAUNCH(name);
+}
+
+}  // namespace gemv_detail
+}  // namespace pgk
