@@ -53,6 +53,7 @@ from pygpukit.jit import NvrtcError, get_nvrtc_path, is_nvrtc_available, jit
 from pygpukit.ops import *  # noqa: F403  (the op functions; ops.__all__ lists them)
 from pygpukit.ops import __all__ as _ops_all
 from pygpukit.precision import get_matmul_precision, set_matmul_precision
+from pygpukit.qweight import QuantizedWeight, quantize_weight
 from pygpukit.routing import route, set_route
 from pygpukit.runtime import (
     Context,
@@ -143,5 +144,7 @@ __all__ = [
     "get_nvrtc_path",
     "set_matmul_precision",
     "get_matmul_precision",
+    "QuantizedWeight",
+    "quantize_weight",
     *_ops_all,
 ]

@@ -32,6 +32,7 @@ from pygpukit.ops.elementwise import (
     where,
 )
 from pygpukit.ops.embedding import embedding
+from pygpukit.ops.gemv import gemv, linear_quantized
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
 from pygpukit.ops.norm import layernorm, rmsnorm
 from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
@@ -57,12 +58,14 @@ __all__ = [
     "ge",
     "gelu",
     "gelu_mul",
+    "gemv",
     "gt",
     "kv_cache_write",
     "layernorm",
     "le",
     "linear",
     "linear_bias_gelu",
+    "linear_quantized",
     "log",
     "lt",
     "matmul",

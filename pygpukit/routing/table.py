@@ -57,6 +57,7 @@ def _entry(op: str, family: str, *cands: Candidate, route_params: tuple[str, ...
 _T_FLOAT = Candidate("triton", dtypes=FLOATS)
 _T_NUMERIC = Candidate("triton", dtypes=NUMERIC | {"bool"})
 _T_ANY = Candidate("triton", dtypes=ANY)
+_GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 
 _ROUTES: list[OpRoute] = [
@@ -153,6 +154,23 @@ _ROUTES: list[OpRoute] = [
     _entry("matmul_fp8", "quant", Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)), CPU),
     _entry("quantize_fp8", "quant", Candidate("triton", dtypes=FLOATS - {"float64"}), CPU),
     _entry("dequantize_fp8", "quant", Candidate("triton", dtypes=_FP8_IO), CPU),
+    # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
+    # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the
+    # dtypes of each operand; these sets only admit them).
+    *(
+        _entry(
+            op,
+            "gemv",
+            Candidate("native", dtypes=_GEMV_IO | extra, min_capability=(8, 0)),
+            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+        )
+        for op, extra in (
+            ("gemv", frozenset()),
+            ("gemv_fp8", frozenset({"float8_e4m3fn", "float32"})),
+            ("gemv_int4", frozenset({"int4", "float32"})),
+            ("gemv_nvfp4", frozenset({"uint8", "float8_e4m3fn"})),
+        )
+    ),
 ]
 
 TABLE: dict[str, OpRoute] = {r.op: r for r in _ROUTES}

@@ -33,6 +33,7 @@ from .elementwise import (
     where,
 )
 from .embedding import embedding
+from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4
 from .matmul import linear, linear_bias_gelu, matmul
 from .norm import layernorm, rmsnorm
 from .quant import dequantize_fp8, matmul_fp8, quantize_fp8
@@ -58,6 +59,10 @@ __all__ = [
     "ge",
     "gelu",
     "gelu_mul",
+    "gemv",
+    "gemv_fp8",
+    "gemv_int4",
+    "gemv_nvfp4",
     "gt",
     "kv_cache_write",
     "layernorm",

@@ -1,0 +1,244 @@
+"""Quantized weights for the decode GEMV kernels: quantize once at load, multiply every step.
+
+``gp.quantize_weight(w, "fp8" | "int4" | "nvfp4")`` turns a float weight matrix W [N, K] (the
+torch.nn.Linear layout, out_features x in_features) into a ``QuantizedWeight``, and
+``gp.linear_quantized(x, qw, bias)`` computes x @ dequant(W)^T + bias (pygpukit/ops/gemv.py).
+
+Quantization runs on the host in float64 with NumPy (the reference quantizers of
+pygpukit/backends/cpu/gemv.py) and uploads the result: it happens once per weight at load time,
+so no GPU path is provided. Formats (layouts in native/src/gemv/gemv.h):
+
+======  ==========================  ===================================  ====================
+format  data                        scales                               K
+======  ==========================  ===================================  ====================
+fp8     float8_e4m3fn [N, K]        float32 [N] (block 0, per output     multiple of 16
+                                    channel) or [N, ceil(K/128)]
+                                    (block 128)
+int4    int4 [N, K] (-8..7, packed  float32/bfloat16/float16             multiple of 32
+        two a byte, low nibble =    [N, ceil(K/128)] (block 128)
+        even k)
+nvfp4   uint8 [N, K/2] (e2m1 codes  float8_e4m3fn [N, K/16] (block 16)   multiple of 32
+        two a byte, low nibble =    and one float32 global_scale
+        even k)
+======  ==========================  ===================================  ====================
+
+A QuantizedWeight can also be built from arrays loaded from a checkpoint in these layouts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pygpukit.array import GPUArray
+from pygpukit.backends.cpu.gemv import (
+    FP8_BLOCK,
+    INT4_GROUP,
+    NVFP4_BLOCK,
+    dequantize_fp8_weight,
+    dequantize_int4_weight,
+    dequantize_nvfp4_weight,
+    quantize_fp8_weight,
+    quantize_int4_weight,
+    quantize_nvfp4_weight,
+)
+from pygpukit.dtypes import DataType, as_dtype
+
+__all__ = ["FORMATS", "QuantizedWeight", "quantize_weight"]
+
+FORMATS = ("fp8", "int4", "nvfp4")
+_K_MULTIPLE = {"fp8": 16, "int4": 32, "nvfp4": 32}  # 16-byte rows for the GPU kernels
+_INT4_SCALES = ("float32", "bfloat16", "float16")
+
+
+def _desc(a: GPUArray) -> str:
+    return f"shape {a.shape} and dtype {a.dtype.name}"
+
+
+def _need(cond: bool, msg: str, exc: type[Exception] = ValueError) -> None:
+    if not cond:
+        raise exc(f"QuantizedWeight: {msg}")
+
+
+class QuantizedWeight:
+    """W [N, K] stored quantized: ``data`` and ``scales`` GPUArrays on one device plus
+    ``format``, ``block`` (fp8: 0 per output channel or 128; int4: 128; nvfp4: 16) and
+    ``global_scale`` (nvfp4; 1.0 otherwise, kept as a float32 value). ``shape`` is (N, K).
+
+    The constructor validates the layout (see the module docstring) and raises ValueError or
+    TypeError naming the array at fault; arrays must be contiguous.
+    """
+
+    __slots__ = ("block", "data", "format", "global_scale", "scales", "shape")
+
+    def __init__(
+        self,
+        format: str,
+        data: GPUArray,
+        scales: GPUArray,
+        *,
+        block: int | None = None,
+        global_scale: float = 1.0,
+    ) -> None:
+        _need(format in FORMATS, f"format must be one of {FORMATS}, got {format!r}")
+        for name, a in (("data", data), ("scales", scales)):
+            _need(isinstance(a, GPUArray), f"{name} must be a GPUArray", TypeError)
+            _need(a.is_contiguous(), f"{name} ({_desc(a)}) must be contiguous")
+        _need(data.device == scales.device, f"data is on {data.device}, scales on {scales.device}")
+        _need(data.ndim == 2, f"data must be 2-D [N, ...], got {_desc(data)}")
+        n = data.shape[0]
+        k = 2 * data.shape[1] if format == "nvfp4" else data.shape[1]
+        want_dt = {"fp8": "float8_e4m3fn", "int4": "int4", "nvfp4": "uint8"}[format]
+        _need(
+            data.dtype.name == want_dt,
+            f"{format} data must be {want_dt}, got {_desc(data)}",
+            TypeError,
+        )
+        mult = _K_MULTIPLE[format]
+        _need(
+            k > 0 and k % mult == 0,
+            f"{format} needs K (in_features) a positive multiple of {mult}, got K={k}",
+        )
+        if format == "fp8":
+            per_row = scales.ndim == 1 or scales.shape == (n, 1)
+            block = (0 if per_row else FP8_BLOCK) if block is None else block
+            _need(block in (0, FP8_BLOCK), f"fp8 block must be 0 or 128, got {block!r}")
+            wants = [(n,), (n, 1)] if block == 0 else [(n, -(-k // FP8_BLOCK))]
+            sdt: tuple[str, ...] = ("float32",)
+        elif format == "int4":
+            block = INT4_GROUP if block is None else block
+            _need(block == INT4_GROUP, f"int4 groups are 128 values of K, got {block=}")
+            wants, sdt = [(n, -(-k // block))], _INT4_SCALES
+        else:
+            block = NVFP4_BLOCK if block is None else block
+            _need(block == NVFP4_BLOCK, f"nvfp4 blocks are 16 values of K, got {block=}")
+            wants, sdt = [(n, k // block)], ("float8_e4m3fn",)
+        _need(
+            scales.dtype.name in sdt,
+            f"{format} scales must be {'/'.join(sdt)}, got {_desc(scales)}",
+            TypeError,
+        )
+        _need(
+            scales.shape in wants,
+            f"{format} scales (block {block}) must have shape "
+            f"{' or '.join(map(str, wants))} for W [{n}, {k}], got {_desc(scales)}",
+        )
+        gs = float(np.float32(global_scale))
+        _need(np.isfinite(gs), f"global_scale must be finite, got {global_scale!r}")
+        _need(
+            format == "nvfp4" or gs == 1.0,
+            f"global_scale applies to nvfp4 only, got {global_scale!r}",
+        )
+        self.format = format
+        self.data = data
+        self.scales = scales
+        self.block = int(block)
+        self.global_scale = gs
+        self.shape = (n, k)
+
+    @property
+    def device(self) -> Any:
+        return self.data.device
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data plus scales (what one product streams from memory)."""
+        return int(self.data.nbytes + self.scales.nbytes)
+
+    def dequantize(self) -> np.ndarray:
+        """W as float64 NumPy [N, K] on the host (the reference the kernels are tested with)."""
+        s = self.scales.to_numpy()
+        if self.format == "fp8":
+            return dequantize_fp8_weight(self.data.to_numpy(), s, self.block)
+        if self.format == "int4":
+            return dequantize_int4_weight(self.data.to_numpy(), s, self.block)
+        return dequantize_nvfp4_weight(self.data.to_numpy(), s, self.global_scale)
+
+    def __repr__(self) -> str:
+        extra = f", global_scale={self.global_scale:g}" if self.format == "nvfp4" else ""
+        return (
+            f"QuantizedWeight({self.format}, shape={self.shape}, block={self.block}, "
+            f"scales={self.scales.dtype.name}{extra}, device={self.device})"
+        )
+
+
+def quantize_weight(
+    w: Any,
+    format: str = "fp8",
+    *,
+    block: int | None = None,
+    scale_dtype: Any = None,
+    device: Any = None,
+) -> QuantizedWeight:
+    """Quantize W [N, K] (a GPUArray or NumPy array of floats) for gp.linear_quantized.
+
+    format "fp8": e4m3 codes with float32 scales per output channel (block None or 0) or per
+    block of 128 along K (block=128). "int4": symmetric int4 (scale = amax / 7) per group of 128
+    along K, scales in scale_dtype ("float32" default, "bfloat16", "float16"). "nvfp4": e2m1
+    codes, e4m3 scales per block of 16, float32 global scale. Rounding is round-to-nearest-even
+    with the stored scales (pygpukit/backends/cpu/gemv.py). Runs on the host (NumPy, float64)
+    and uploads to ``device`` (default: w's device, or the default device for NumPy input).
+    """
+    if format not in FORMATS:
+        raise ValueError(f"quantize_weight: format must be one of {FORMATS}, got {format!r}")
+    if isinstance(w, GPUArray):
+        dev = w.device if device is None else device
+        if not w.dtype.is_floating:
+            raise TypeError(f"quantize_weight: w must be a float array, got {_desc(w)}")
+        host = w.to_numpy()
+    elif isinstance(w, np.ndarray):
+        dev = device
+        host = w
+        try:
+            dt: DataType | None = as_dtype(host.dtype)
+        except TypeError:
+            dt = None
+        if dt is None or not dt.is_floating:
+            raise TypeError(f"quantize_weight: w must be a float array, got dtype {host.dtype}")
+    else:
+        raise TypeError(
+            f"quantize_weight: w must be a GPUArray or numpy.ndarray, got {type(w).__name__}"
+        )
+    if host.ndim != 2:
+        raise ValueError(f"quantize_weight: w must be 2-D [N, K], got shape {host.shape}")
+    k = host.shape[1]
+    if k == 0 or k % _K_MULTIPLE[format]:
+        raise ValueError(
+            f"quantize_weight: {format} needs K (w's last dim) > 0 and % {_K_MULTIPLE[format]} "
+            f"== 0, got K={k}"
+        )
+    if scale_dtype is not None and format != "int4":
+        raise ValueError(
+            f"quantize_weight: scale_dtype applies to int4 only ({format} scales are fixed)"
+        )
+    w64 = host.astype(np.float32).astype(np.float64) if host.dtype != np.float64 else host
+    if not np.isfinite(w64).all():
+        raise ValueError("quantize_weight: w has NaN or inf values")
+    from pygpukit.creation import from_numpy
+
+    if format == "fp8":
+        blk = 0 if block is None else block
+        if blk not in (0, FP8_BLOCK):
+            raise ValueError(f"quantize_weight: fp8 block must be None/0 or 128, got {block!r}")
+        codes, scales = quantize_fp8_weight(w64, blk)
+        return QuantizedWeight(
+            "fp8", from_numpy(codes, device=dev), from_numpy(scales, device=dev), block=blk
+        )
+    if format == "int4":
+        if block not in (None, INT4_GROUP):
+            raise ValueError(f"quantize_weight: int4 groups are 128 values, got block={block!r}")
+        sname = as_dtype("float32" if scale_dtype is None else scale_dtype).name
+        if sname not in _INT4_SCALES:
+            raise ValueError(
+                f"quantize_weight: int4 scale_dtype must be one of {_INT4_SCALES}, got {sname}"
+            )
+        vals, scales = quantize_int4_weight(w64, INT4_GROUP, as_dtype(sname).np_dtype)
+        data = from_numpy(vals.astype(as_dtype("int4").np_dtype), device=dev)
+        return QuantizedWeight("int4", data, from_numpy(scales, device=dev))
+    if block not in (None, NVFP4_BLOCK):
+        raise ValueError(f"quantize_weight: nvfp4 blocks are 16 values, got block={block!r}")
+    packed, scales, g = quantize_nvfp4_weight(w64)
+    return QuantizedWeight(
+        "nvfp4", from_numpy(packed, device=dev), from_numpy(scales, device=dev), global_scale=g
+    )

@@ -1,0 +1,273 @@
+"""The gemv family on the GPU (native/src/gemv): gp.gemv and gp.linear_quantized with the route
+forced to native, against the float64 product of x with the DEQUANTIZED weight.
+
+Every result is checked twice: DESIGN.md's bound for its dtype (assert_close), and the bound each
+kernel documents at the top of its .cu file, element by element:
+    |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (|x| @ |W|^T + |bias|)
+with u = 2^-8 (bfloat16) or 2^-11 (float16). Shapes: M = 1, 3, 16 (and 40: tiles of 16 rows);
+K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, a partial last
+scale group); N = 1000 and 4097 (columns past the last 16-column tile).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _assert import assert_close
+from _data import as64, rand, seed
+
+import pygpukit as gp
+
+gpu = pytest.mark.gpu
+HALF = ["bfloat16", "float16"]
+ROUTE = "gemv:native,gemv_fp8:native,gemv_int4:native,gemv_nvfp4:native"
+U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
+# K = 4096 + an odd multiple of the 16-byte granule: 8 (dense), 16 (fp8), 32 (4-bit).
+K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
+QUANT = [
+    ("fp8", {}),
+    ("fp8", {"block": 128}),
+    ("int4", {}),
+    ("int4", {"scale_dtype": "bfloat16"}),
+    ("int4", {"scale_dtype": "float16"}),
+    ("nvfp4", {}),
+]
+
+
+@pytest.fixture
+def _native() -> object:
+    with gp.route(ROUTE):
+        yield
+
+
+def _up(x: np.ndarray, layout: str = "contiguous") -> gp.GPUArray:
+    if layout == "rows":  # every other row: read in place with a row stride
+        tall = np.zeros((2 * x.shape[0], *x.shape[1:]), dtype=x.dtype)
+        tall[::2] = x
+        return gp.from_numpy(tall, device="cuda:0")[::2]
+    if layout == "offset":  # rows start 2 elements into a wider buffer: not 16-byte aligned
+        wide = np.zeros((*x.shape[:-1], x.shape[-1] + 8), dtype=x.dtype)
+        wide[..., 2 : 2 + x.shape[-1]] = x
+        return gp.from_numpy(wide, device="cuda:0")[..., 2 : 2 + x.shape[-1]]
+    if layout == "transposed":
+        t = gp.from_numpy(np.ascontiguousarray(np.swapaxes(x, -1, -2)), device="cuda:0")
+        return t.swapaxes(-1, -2)
+    return gp.from_numpy(np.ascontiguousarray(x), device="cuda:0")
+
+
+def _poison(shape: tuple[int, ...], dtype: str) -> gp.GPUArray:
+    return gp.full(shape, float("nan"), dtype=dtype, device="cuda:0")
+
+
+def _check(
+    y: gp.GPUArray, x: np.ndarray, w64: np.ndarray, b: np.ndarray | None, dtype: str
+) -> None:
+    x64 = as64(x)
+    b64 = None if b is None else as64(b)
+    ref = x64 @ w64.T + (0.0 if b64 is None else b64)
+    assert_close(y, ref, dtype)
+    k = w64.shape[1]
+    mag = np.abs(x64) @ np.abs(w64).T + (0.0 if b64 is None else np.abs(b64))
+    bound = U[dtype] * np.abs(ref) + (k / 4 + 32) * 2.0**-24 * mag
+    err = np.abs(as64(y.to_numpy()) - ref)
+    bad = np.argwhere(~(err <= bound))
+    assert not bad.size, (
+        f"{len(bad)} elements beyond the documented bound, first at {tuple(bad[0])}: "
+        f"err {err[tuple(bad[0])]:.3e} > bound {bound[tuple(bad[0])]:.3e}"
+    )
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("layout", ["contiguous", "rows", "offset"])
+@pytest.mark.parametrize("kn", [(128, 1000), (K_ODD["dense"], 4097)], ids=str)
+@pytest.mark.parametrize("m", [1, 3, 16])
+@pytest.mark.parametrize("dtype", HALF)
+def test_gemv_dense(dtype: str, m: int, kn: tuple[int, int], layout: str) -> None:
+    k, n = kn
+    rng = np.random.default_rng(seed("ngemv", dtype, m, kn, layout))
+    x, w, b = rand(rng, (m, k), dtype), rand(rng, (n, k), dtype), rand(rng, n, dtype)
+    out = _poison((m, n), dtype)
+    y = gp.gemv(_up(x, layout), _up(w), _up(b), out=out)
+    assert y is out
+    assert gp.routing.explain("gemv", _up(x), _up(w)).backend == "native"
+    _check(y, x, as64(w), b, dtype)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("wlayout", ["rows", "offset", "transposed"])
+def test_gemv_dense_weight_views(wlayout: str) -> None:
+    """A weight with a row stride is read in place; misaligned or transposed ones are copied."""
+    rng = np.random.default_rng(seed("ngemv_w", wlayout))
+    x, w = rand(rng, (5, 256), "bfloat16"), rand(rng, (77, 256), "bfloat16")
+    y = gp.gemv(_up(x, "transposed"), _up(w, wlayout))
+    assert y.shape == (5, 77)
+    _check(y, x, as64(w), None, "bfloat16")
+
+
+def _quantized(fmt: str, kw: dict, n: int, k: int, tag: object) -> gp.QuantizedWeight:
+    rng = np.random.default_rng(seed("nqw", fmt, str(kw), n, k, tag))
+    w = as64(rand(rng, (n, k), "float32")) * np.exp(rng.uniform(-2, 2, (n, 1)))
+    return gp.quantize_weight(w, fmt, device="cuda:0", **kw)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("kn", ["small", "odd"])
+@pytest.mark.parametrize("m", [1, 3, 16])
+@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
+@pytest.mark.parametrize("dtype", HALF)
+def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
+    k, n = (128, 1000) if kn == "small" else (K_ODD[fmt], 4097)
+    qw = _quantized(fmt, kw, n, k, kn)
+    rng = np.random.default_rng(seed("nlq", dtype, fmt, str(kw), m, kn))
+    x, b = rand(rng, (m, k), dtype), rand(rng, n, dtype)
+    out = _poison((m, n), dtype)
+    y = gp.linear_quantized(_up(x, "rows"), qw, _up(b), out=out)
+    assert y is out
+    _check(y, x, qw.dequantize(), b, dtype)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
+def test_linear_quantized_many_rows_and_lead_dims(fmt: str, kw: dict) -> None:
+    """40 rows: three 16-row tiles, the last partial; x [2, 20, K] seen as 40 rows."""
+    k = K_ODD[fmt]
+    qw = _quantized(fmt, kw, 333, k, "rows")
+    rng = np.random.default_rng(seed("nlq_rows", fmt, str(kw)))
+    x = rand(rng, (2, 20, k), "bfloat16")
+    y = gp.linear_quantized(_up(x, "offset"), qw)
+    assert y.shape == (2, 20, 333)
+    _check(y, x.reshape(40, k), qw.dequantize(), None, "bfloat16")  # type: ignore[arg-type]
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+def test_results_are_deterministic_and_zero_rows_are_fine() -> None:
+    rng = np.random.default_rng(9)
+    x, w = _up(rand(rng, (7, 4104), "bfloat16")), _up(rand(rng, (2049, 4104), "bfloat16"))
+    a, b = gp.gemv(x, w).to_numpy(), gp.gemv(x, w).to_numpy()
+    np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16))
+    qw = _quantized("int4", {}, 64, 256, "zero")
+    y = gp.linear_quantized(_up(np.zeros((0, 256), rand(rng, 1, "bfloat16").dtype)), qw)
+    assert y.shape == (0, 64)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+def test_extreme_fp8_and_nvfp4_codes_are_exact() -> None:
+    """Every fp8 code (subnormals, +-448) and every e2m1 code under the smallest subnormal, the
+    smallest normal, 1 and the largest e4m3 scale: one-hot rows of x pick single weights, so y
+    holds the dequantized weights themselves (exact in bf16 and fp16)."""
+    k = 256
+    onehot = np.zeros((16, k), np.float32)
+    onehot[np.arange(16), np.arange(16) * 17] = 1.0
+    codes = np.arange(256, dtype=np.uint8)
+    codes[codes == 0x7F], codes[codes == 0xFF] = 0x7E, 0xFE  # no NaN codes
+    data8 = np.tile(codes.reshape(256, 1), (1, k)).view(ml_dtypes.float8_e4m3fn)
+    ones = gp.from_numpy(np.ones(256, np.float32), device="cuda:0")
+    qw8 = gp.QuantizedWeight("fp8", gp.from_numpy(data8, device="cuda:0"), ones)
+    data4 = ((np.arange(64 * 128) % 256).astype(np.uint8)).reshape(64, 128)  # every byte
+    scales = np.tile(np.array([0x01, 0x08, 0x38, 0x7E], np.uint8), (64, 4))  # 2^-9 .. 448
+    qw4 = gp.QuantizedWeight(
+        "nvfp4",
+        gp.from_numpy(data4, device="cuda:0"),
+        gp.from_numpy(scales.view(ml_dtypes.float8_e4m3fn), device="cuda:0"),
+        global_scale=0.75,
+    )
+    for dtype in HALF:
+        x = onehot.astype(rand(np.random.default_rng(0), 1, dtype).dtype)
+        for qw in (qw8, qw4):
+            y = gp.linear_quantized(_up(x), qw)
+            want = qw.dequantize()[:, np.arange(16) * 17].T
+            np.testing.assert_array_equal(as64(y.to_numpy()), want)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("dtype", HALF)
+def test_linear_takes_the_gemv_kernel_when_the_crossover_says_so(dtype: str) -> None:
+    """native.set_gemv_max_m(16, 16): gp.linear's small-M products run on the GEMV kernel (the
+    bias fused), with an activation still on cuBLASLt; results hold the kernel's bound."""
+    from pygpukit.backends import native
+
+    rng = np.random.default_rng(seed("ncross", dtype))
+    w, b = rand(rng, (1000, 4104), dtype), rand(rng, 1000, dtype)
+    saved = dict(native.GEMV_MAX_M)
+    native.set_gemv_max_m(small=16, large=16)
+    try:
+        with gp.route("linear:native"):
+            for m in (1, 5, 16):
+                x = rand(rng, (m, 4104), dtype)
+                _check(gp.linear(_up(x), _up(w), _up(b)), x, as64(w), b, dtype)
+            y = gp.linear(_up(x), _up(w), _up(b), activation="relu")
+            ref = np.maximum(as64(x) @ as64(w).T + as64(b), 0.0)
+            assert_close(y, ref, dtype)
+    finally:
+        native.set_gemv_max_m(**saved)
+
+
+# ----- the extension's own checks, without a GPU -------------------------------------------------
+
+
+def _ext() -> object:
+    ext = pytest.importorskip("_pygpukit_native", reason="native/ is not built")
+    if "gemv" not in ext.families:
+        pytest.skip("the gemv family is not in this build")
+    return ext
+
+
+def _args(**kw: object) -> dict[str, object]:
+    """Valid arguments of ext.gemv (int4, bf16, M 2, N 5, K 64), with overrides."""
+    a: dict[str, object] = dict(
+        device=0, stream=0, format="int4", dtype="bfloat16", sdtype="float32", m=2, n=5, k=64,
+        x=4096, x_row_stride=64, w=8192, w_row_bytes=32, scales=16384, s_row_stride=1,
+        block=128, global_scale=1.0, bias=0, y=32768,
+    )  # fmt: skip
+    a.update(kw)
+    return a
+
+
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ({"format": "int8"}, "unknown weight format 'int8'"),
+        ({"dtype": "float32"}, "x, bias and y must be float16 or bfloat16"),
+        ({"k": 48}, "k must be a multiple of the 16-byte granule"),
+        ({"x": 4098}, "x and w must be 16-byte aligned"),
+        ({"x_row_stride": 68}, "row stride must be a multiple of 8 elements"),
+        ({"w_row_bytes": 16}, "hold k values"),
+        ({"sdtype": "float64"}, "int4 scales must be float32, bfloat16 or float16"),
+        ({"block": 64}, "int4 scales are per group of 128"),
+        ({"format": "fp8", "w_row_bytes": 64, "block": 64}, "per block of 128 along K"),
+        ({"format": "fp8", "w_row_bytes": 64, "sdtype": "bfloat16"}, "float32 scales"),
+        ({"format": "nvfp4", "sdtype": "float8_e4m3fn", "block": 16, "s_row_stride": 3},
+         "even row stride"),
+        ({"format": "dense", "w_row_bytes": 128, "y": 0}, "y must be a device pointer"),
+    ],
+    ids=lambda v: str(v) if isinstance(v, str) else "",
+)  # fmt: skip
+def test_extension_rejects_bad_arguments(bad: dict, msg: str) -> None:
+    ext = _ext()
+    with pytest.raises(ValueError, match=msg):
+        ext.gemv(**_args(**bad))  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(gp.is_cuda_available(), reason="checks the no-driver path")
+def test_extension_without_a_driver_raises_cuda_error() -> None:
+    ext = _ext()
+    with pytest.raises(gp.CudaError, match="cudaGetDevice"):
+        ext.gemv(**_args())  # type: ignore[attr-defined]
+    ext.gemv(**_args(m=0))  # type: ignore[attr-defined]  # nothing to do: no launch, no error
+
+
+def test_lookup_finds_the_gemv_adapters() -> None:
+    from pygpukit.backends import native
+
+    _ext()
+    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
+        fn, why = native.lookup(op)
+        assert why == "" and fn is not None and fn.__module__.endswith("native_kernels.gemv")

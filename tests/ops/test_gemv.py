@@ -1,0 +1,190 @@
+"""Public gemv and linear_quantized on the CPU device: argument checks (errors naming the
+problem, before anything runs) and results against an independent float64 reference."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _data import as64, rand, seed
+
+import pygpukit as gp
+from ops._helpers import poisoned, up, view
+from pygpukit.backends.cpu.gemv import E2M1_VALUES, round_to
+
+HALF = ["bfloat16", "float16"]
+
+
+def _fsum_product(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """x [..., K] @ w[N, K]^T (+ bias) with exactly rounded sums (math.fsum), float64."""
+    rows = x.reshape(-1, x.shape[-1])
+    y = np.array([[math.fsum(r * c) for c in w] for r in rows]).reshape((*x.shape[:-1], -1))
+    return y if bias is None else y + bias
+
+
+# ----- results ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("shape", [(1, 8), (3, 136), (2, 3, 40)], ids=str)
+@pytest.mark.parametrize("dtype", HALF)
+def test_gemv_cpu_is_the_rounded_float64_product(dtype: str, shape: tuple, layout: str) -> None:
+    rng = np.random.default_rng(seed("gemv_cpu", dtype, shape, layout))
+    k = shape[-1]
+    x, w, b = rand(rng, shape, dtype), rand(rng, (13, k), dtype), rand(rng, 13, dtype)
+    out = poisoned((*shape[:-1], 13), dtype)
+    y = gp.gemv(view(x, layout), up(w), up(b), out=out)
+    assert y is out
+    want = round_to(_fsum_product(as64(x), as64(w), as64(b)), x.dtype)
+    np.testing.assert_array_equal(y.to_numpy().astype(np.float64), want.astype(np.float64))
+
+
+def _ref_dequant(qw: gp.QuantizedWeight) -> np.ndarray:
+    """Dequantize from the raw layout, independently of pygpukit's dequantizers."""
+    n, k = qw.shape
+    s = as64(qw.scales.to_numpy())
+    if qw.format == "nvfp4":
+        raw = qw.data.to_numpy()
+        codes = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(n, k)  # low nibble = even k
+        blk = np.arange(k) // 16
+        return E2M1_VALUES[codes] * s[:, blk] * qw.global_scale
+    vals = as64(qw.data.to_numpy())
+    if qw.format == "fp8" and qw.block == 0:
+        return vals * s.reshape(n, 1)
+    return vals * s[:, np.arange(k) // 128]
+
+
+@pytest.mark.parametrize(
+    "fmt,kw",
+    [
+        ("fp8", {}),
+        ("fp8", {"block": 128}),
+        ("int4", {}),
+        ("int4", {"scale_dtype": "bfloat16"}),
+        ("int4", {"scale_dtype": "float16"}),
+        ("nvfp4", {}),
+    ],
+    ids=lambda v: str(v),
+)
+@pytest.mark.parametrize("dtype", HALF)
+def test_linear_quantized_cpu(dtype: str, fmt: str, kw: dict) -> None:
+    rng = np.random.default_rng(seed("lq_cpu", dtype, fmt, str(kw)))
+    k = 160  # a partial last group/block of 128
+    w = rand(rng, (11, k), "float32")
+    qw = gp.quantize_weight(w, fmt, **kw)
+    assert qw.shape == (11, k) and qw.device == gp.device("cpu")
+    x, b = rand(rng, (2, 3, k), dtype), rand(rng, 11, dtype)
+    out = poisoned((2, 3, 11), dtype)
+    y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
+    assert y is out
+    want = round_to(_fsum_product(as64(x), _ref_dequant(qw), as64(b)), x.dtype)
+    np.testing.assert_array_equal(y.to_numpy().astype(np.float64), want.astype(np.float64))
+    np.testing.assert_array_equal(qw.dequantize(), _ref_dequant(qw))
+
+
+def test_round_to_is_one_correct_rounding() -> None:
+    # 1 + 2^-8 + 2^-30 lies just above the midpoint of 1 and 1 + 2^-7: one rounding goes up,
+    # float64 -> float32 -> bfloat16 (ml_dtypes' cast) lands on the tie and goes to 1.
+    v = np.array([1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-30), 1 + 2**-8, 3.5e38, np.nan, -0.0])
+    got = round_to(v, ml_dtypes.bfloat16).astype(np.float64)
+    assert got[0] == 1 + 2**-7 and got[1] == -(1 + 2**-7) and got[2] == 1.0
+    assert np.isinf(got[3]) and np.isnan(got[4]) and np.signbit(got[5])
+    assert v[:1].astype(ml_dtypes.bfloat16).astype(np.float64)[0] == 1.0  # the double rounding
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(20000) * np.exp(rng.uniform(-20, 20, 20000))
+    for dt in (ml_dtypes.bfloat16, np.float16):
+        r = round_to(y, dt)
+        bits = r.view(np.uint16).astype(np.int64)
+        for step in (1, -1):  # no neighbour of the result is closer to y
+            nb = (bits + step).astype(np.uint16).view(np.dtype(dt)).astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                closer = np.abs(nb - y) < np.abs(r.astype(np.float64) - y)
+            assert not closer[np.isfinite(r.astype(np.float64))].any()
+
+
+# ----- argument checks -------------------------------------------------------------------------
+
+
+def _xw(dtype: str = "bfloat16", m: int = 2, k: int = 16, n: int = 5) -> tuple:
+    rng = np.random.default_rng(0)
+    return up(rand(rng, (m, k), dtype)), up(rand(rng, (n, k), dtype))
+
+
+def test_gemv_rejects_bad_arguments() -> None:
+    x, w = _xw()
+    with pytest.raises(TypeError, match="gemv: x must be a GPUArray"):
+        gp.gemv(np.zeros((2, 16)), w)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"gemv: x must be a float16 or bfloat16.*float32"):
+        gp.gemv(up(np.zeros((2, 16), np.float32)), w)
+    with pytest.raises(TypeError, match=r"gemv: weight has .*float16 but x has dtype bfloat16"):
+        gp.gemv(x, w.astype("float16"))
+    with pytest.raises(ValueError, match=r"gemv: weight must be 2-D"):
+        gp.gemv(x, up(np.zeros(16, ml_dtypes.bfloat16)))
+    with pytest.raises(ValueError, match=r"gemv: x has shape \(2, 16\).*must be \[\.\.\., 24\]"):
+        gp.gemv(x, _xw(k=24)[1])
+    xs, ws = _xw(k=12)
+    with pytest.raises(ValueError, match="K=12 must be a positive multiple of 8"):
+        gp.gemv(xs, ws)
+    with pytest.raises(ValueError, match=r"17 rows.*at most 16 \(use gp.linear"):
+        gp.gemv(_xw(m=17)[0], w)
+    with pytest.raises(ValueError, match="17 rows"):
+        gp.gemv(up(np.zeros((1, 17, 16), ml_dtypes.bfloat16)), w)
+    with pytest.raises(TypeError, match=r"gemv: bias has .*float32 but x has dtype bfloat16"):
+        gp.gemv(x, w, up(np.zeros(5, np.float32)))
+    with pytest.raises(ValueError, match=r"gemv: bias has shape \(4,\).*must have shape \(5,\)"):
+        gp.gemv(x, w, up(np.zeros(4, ml_dtypes.bfloat16)))
+    with pytest.raises(ValueError, match=r"gemv: out has shape \(2, 4\)"):
+        gp.gemv(x, w, out=poisoned((2, 4), "bfloat16"))
+    with pytest.raises(
+        TypeError, match=r"gemv: out has .*float16 but the result dtype is bfloat16"
+    ):
+        gp.gemv(x, w, out=poisoned((2, 5), "float16"))
+    assert gp.gemv(_xw(m=16)[0], w).shape == (16, 5)  # 16 rows are fine
+    assert gp.gemv(up(np.ones(16, ml_dtypes.bfloat16)), w).shape == (5,)  # a 1-D x is one row
+
+
+def test_linear_quantized_rejects_bad_arguments() -> None:
+    x, w = _xw(k=32)
+    qw = gp.quantize_weight(w, "int4")
+    with pytest.raises(TypeError, match="qw must be a QuantizedWeight"):
+        gp.linear_quantized(x, w)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="linear_quantized: x must be a float16 or bfloat16"):
+        gp.linear_quantized(up(np.zeros((2, 32), np.float32)), qw)
+    with pytest.raises(ValueError, match=r"x has shape \(2, 64\).*must be \[\.\.\., 32\]"):
+        gp.linear_quantized(_xw(k=64)[0], qw)
+    with pytest.raises(TypeError, match=r"linear_quantized: bias has .*float16"):
+        gp.linear_quantized(x, qw, up(np.zeros(5, np.float16)))
+    with pytest.raises(TypeError, match=r"out has .*float16 but the result dtype is bfloat16"):
+        gp.linear_quantized(x, qw, out=poisoned((2, 5), "float16"))
+    # many rows are served (the kernel walks x in tiles of 16 rows)
+    assert gp.linear_quantized(_xw(m=40, k=32)[0], qw).shape == (40, 5)
+
+
+def test_native_adapters_match_the_reference_signatures() -> None:
+    """The routing table calls native and cpu candidates the same way: same parameters (the
+    native ones add out=)."""
+    from pygpukit.backends import cpu
+    from pygpukit.backends.native_kernels import gemv as nat
+    from pygpukit.routing.table import TABLE
+
+    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
+        want = list(inspect.signature(getattr(cpu, op)).parameters)
+        got = [p for p in inspect.signature(getattr(nat, op)).parameters if p != "out"]
+        assert got == want, op
+        route = TABLE[op]
+        assert [c.backend for c in route.candidates] == ["native", "cpu"]
+        assert route.family == "gemv"
+
+
+def test_linear_keeps_cublaslt_by_default() -> None:
+    """Until the crossover is measured, gp.linear never takes the GEMV kernel (issue 4)."""
+    import os
+
+    from pygpukit.backends import native
+
+    assert native.GEMV_MAX_M == {"small": 0, "large": 0}
+    if "PYGPUKIT_GEMV_MAX_M" not in os.environ:
+        assert native._gemv_top[0] == 0
