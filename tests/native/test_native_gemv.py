@@ -107,27 +107,36 @@ def test_gemv_dense_weight_views(wlayout: str) -> None:
     _check(y, x, as64(w), None, "bfloat16")
 
 
-def _quantized(fmt: str, kw: dict, n: int, k: int, tag: object) -> gp.QuantizedWeight:
-    rng = np.random.default_rng(seed("nqw", fmt, str(kw), n, k, tag))
-    w = as64(rand(rng, (n, k), "float32")) * np.exp(rng.uniform(-2, 2, (n, 1)))
-    return gp.quantize_weight(w, fmt, device="cuda:0", **kw)
+_QW: dict[tuple, tuple[gp.QuantizedWeight, np.ndarray]] = {}
+
+
+def _quantized(fmt: str, kw: dict, n: int, k: int) -> tuple[gp.QuantizedWeight, np.ndarray]:
+    """(weight quantized on the host, its float64 dequantization), cached across tests."""
+    key = (fmt, str(kw), n, k)
+    if key not in _QW:
+        _QW.clear()  # keep one large weight alive at a time
+        rng = np.random.default_rng(seed("nqw", *key))
+        w = as64(rand(rng, (n, k), "float32")) * np.exp(rng.uniform(-2, 2, (n, 1)))
+        qw = gp.quantize_weight(w, fmt, device="cuda:0", **kw)
+        _QW[key] = (qw, qw.dequantize())
+    return _QW[key]
 
 
 @gpu
 @pytest.mark.usefixtures("_native")
-@pytest.mark.parametrize("kn", ["small", "odd"])
-@pytest.mark.parametrize("m", [1, 3, 16])
-@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 @pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("m", [1, 3, 16])
+@pytest.mark.parametrize("kn", ["small", "odd"])
+@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
     k, n = (128, 1000) if kn == "small" else (K_ODD[fmt], 4097)
-    qw = _quantized(fmt, kw, n, k, kn)
+    qw, w64 = _quantized(fmt, kw, n, k)
     rng = np.random.default_rng(seed("nlq", dtype, fmt, str(kw), m, kn))
     x, b = rand(rng, (m, k), dtype), rand(rng, n, dtype)
     out = _poison((m, n), dtype)
     y = gp.linear_quantized(_up(x, "rows"), qw, _up(b), out=out)
     assert y is out
-    _check(y, x, qw.dequantize(), b, dtype)
+    _check(y, x, w64, b, dtype)
 
 
 @gpu
@@ -136,12 +145,12 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> No
 def test_linear_quantized_many_rows_and_lead_dims(fmt: str, kw: dict) -> None:
     """40 rows: three 16-row tiles, the last partial; x [2, 20, K] seen as 40 rows."""
     k = K_ODD[fmt]
-    qw = _quantized(fmt, kw, 333, k, "rows")
+    qw, w64 = _quantized(fmt, kw, 333, k)
     rng = np.random.default_rng(seed("nlq_rows", fmt, str(kw)))
     x = rand(rng, (2, 20, k), "bfloat16")
     y = gp.linear_quantized(_up(x, "offset"), qw)
     assert y.shape == (2, 20, 333)
-    _check(y, x.reshape(40, k), qw.dequantize(), None, "bfloat16")  # type: ignore[arg-type]
+    _check(y.reshape(40, 333), x.reshape(40, k), w64, None, "bfloat16")
 
 
 @gpu
@@ -151,7 +160,7 @@ def test_results_are_deterministic_and_zero_rows_are_fine() -> None:
     x, w = _up(rand(rng, (7, 4104), "bfloat16")), _up(rand(rng, (2049, 4104), "bfloat16"))
     a, b = gp.gemv(x, w).to_numpy(), gp.gemv(x, w).to_numpy()
     np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16))
-    qw = _quantized("int4", {}, 64, 256, "zero")
+    qw, _ = _quantized("int4", {}, 64, 256)
     y = gp.linear_quantized(_up(np.zeros((0, 256), rand(rng, 1, "bfloat16").dtype)), qw)
     assert y.shape == (0, 64)
 
@@ -191,23 +200,35 @@ def test_extreme_fp8_and_nvfp4_codes_are_exact() -> None:
 @pytest.mark.parametrize("dtype", HALF)
 def test_linear_takes_the_gemv_kernel_when_the_crossover_says_so(dtype: str) -> None:
     """native.set_gemv_max_m(16, 16): gp.linear's small-M products run on the GEMV kernel (the
-    bias fused), with an activation still on cuBLASLt; results hold the kernel's bound."""
+    bias fused; counted through a spy on the kernel's entry), an activation or M = 17 still on
+    cuBLASLt; results hold the kernel's bound."""
     from pygpukit.backends import native
+    from pygpukit.backends.native_kernels.gemv import linear_rows
+
+    calls: list[int] = []
+
+    def spy(x: gp.GPUArray, w: gp.GPUArray, y: gp.GPUArray, m: int, *rest: object) -> None:
+        calls.append(m)
+        linear_rows(x, w, y, m, *rest)  # type: ignore[arg-type]
 
     rng = np.random.default_rng(seed("ncross", dtype))
     w, b = rand(rng, (1000, 4104), dtype), rand(rng, 1000, dtype)
-    saved = dict(native.GEMV_MAX_M)
+    saved, saved_fn = dict(native.GEMV_MAX_M), list(native._gemv_rows_fn)
     native.set_gemv_max_m(small=16, large=16)
+    native._gemv_rows_fn[:] = [spy]
     try:
         with gp.route("linear:native"):
-            for m in (1, 5, 16):
+            for m in (1, 5, 16, 17):
                 x = rand(rng, (m, 4104), dtype)
                 _check(gp.linear(_up(x), _up(w), _up(b)), x, as64(w), b, dtype)
-            y = gp.linear(_up(x), _up(w), _up(b), activation="relu")
-            ref = np.maximum(as64(x) @ as64(w).T + as64(b), 0.0)
+            assert calls == [1, 5, 16]
+            y = gp.linear(_up(x[:3]), _up(w), _up(b), activation="relu")
+            assert calls == [1, 5, 16]
+            ref = np.maximum(as64(x[:3]) @ as64(w).T + as64(b), 0.0)
             assert_close(y, ref, dtype)
     finally:
         native.set_gemv_max_m(**saved)
+        native._gemv_rows_fn[:] = saved_fn
 
 
 # ----- the extension's own checks, without a GPU -------------------------------------------------

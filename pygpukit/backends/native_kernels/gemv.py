@@ -12,6 +12,8 @@ W per call: keep weights contiguous). Quantized data and scales are contiguous b
 
 from __future__ import annotations
 
+from typing import Any
+
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import (
@@ -23,6 +25,19 @@ from pygpukit.backends.native_kernels._common import (
 )
 
 __all__ = ["gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "linear_rows"]
+
+
+def _ext() -> Any:
+    """The extension, which must have been built with the gemv family."""
+    ext = extension()
+    if not hasattr(ext, "gemv"):
+        from pygpukit.errors import BackendUnavailableError
+
+        raise BackendUnavailableError(
+            f"_pygpukit_native was built without the gemv family (it has {ext.families}); "
+            "rebuild with scripts/build_native.sh"
+        )
+    return ext
 
 
 def _aligned_rows(x: GPUArray) -> tuple[GPUArray, int, int, int]:
@@ -59,7 +74,7 @@ def _run(
     y = target(out, (*lead, n), x._dtype, x)
     bias, scales = _ready(bias), _ready(scales)
     # fmt: off
-    extension().gemv(
+    _ext().gemv(
         x._device.index, stream_of(x), fmt, x._dtype.name,
         "float32" if scales is None else scales._dtype.name, m, n, k,
         x.data_ptr(), sx, w.data_ptr(), w_row_bytes,
@@ -147,7 +162,7 @@ def linear_rows(
     """y[m, n] = x[m, k] @ w[n, k]^T (+ bias) for contiguous, 16-byte aligned x, w, y and bias
     of one half dtype, k % 8 == 0 (the caller, native._gemm_rows, checked all of it)."""
     # fmt: off
-    extension().gemv(
+    _ext().gemv(
         y._device.index, stream_of(y), "dense", y._dtype.name, "float32", m, n, k,
         x.data_ptr(), k, w.data_ptr(), 2 * k, 0, 1, 0, 1.0,
         0 if bias is None else bias.data_ptr(), y.data_ptr(),
