@@ -5,9 +5,9 @@
 // x (grid.y walks M). Its warps split K: W is cut into granules of 16 bytes along each row (8
 // dense, 16 fp8 or 32 four-bit values); a warp-step is 4 consecutive granules of the same rows,
 // one per thread t = lane % 4, and warp w takes super-steps (kUnroll warp-steps) w, w + nwarps,
-// ... The next super-step's W loads are issued before the current one is computed, so each
-// thread keeps 2 * kUnroll * 2 loads of 16 bytes in flight. Partial sums meet in shared memory
-// in a fixed warp order (deterministic), then one rounding at the store.
+// ... The next super-step's W loads (kUnroll * kTiles of 16 bytes a thread) are issued before
+// the current one is computed, so they are in flight during the math. Partial sums meet in
+// shared memory in a fixed warp order (deterministic), then one rounding at the store.
 //
 // Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds B (= W^T) column
 // n = g of each n-tile and A (= x) rows g and g + 8; its k-slots are {2t, 2t+1} (b0, a0, a1) and
