@@ -216,7 +216,8 @@ __device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
 }
 
 template <typename T, typename F>
-__device__ __forceinline__ void load_super(const Ctx<T>& c, const unsigned char* const (&wrow)[kTiles],
+__device__ __forceinline__ void load_super(const Ctx<T>& c,
+                                           const unsigned char* const (&wrow)[kTiles],
                                            const bool (&wok)[kTiles], std::int64_t s,
                                            uint4 (&buf)[F::kUnroll][kTiles]) {
 #pragma unroll
