@@ -5,7 +5,8 @@ Groups (read with scripts/gpu_summary.py, which adds GB/s, % of the copy ceiling
 same run - the "copy 1 GiB" row below - and the ratio to the torch row of each group):
 - "gemv bf16 K.. N.. M..": the native GEMV kernel (gp.gemv) against gp.linear's cuBLASLt path
   (the GEMV crossover held off) and torch.nn.functional.linear, M in 1, 2, 4, 8, 16: the
-  crossover table of pygpukit/backends/native.py (GEMV_MAX_M) is read off these rows.
+  crossover table of pygpukit/backends/native.py (GEMV_MAX_M) is read off these rows (K2048
+  N2048 for its "small" class, the two large shapes for "large").
 - "gemv quant K.. N.. M..": gp.linear_quantized for each weight format against the bf16 GEMV
   and torch bf16 at M = 1, 4, 16; bytes are each format's own (codes + scales).
 Shapes: K8192 N29568 (the issue's target: bf16 >= 3.4 TB/s, W8A16 >= 1.7x and W4A16 >= 2.8x
@@ -26,6 +27,9 @@ from pygpukit import _core
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(8192, 29568), (4096, 14336)]  # (K, N)
+# + one weight of the crossover table's "small" class (< 2^24 elements: a 1B model's attention
+# projection), where launch latency rather than bandwidth decides
+BF16_SHAPES = [*SHAPES, (2048, 2048)]
 BF16_MS = [1, 2, 4, 8, 16]
 QUANT_MS = [1, 4, 16]
 QUANT_IMPLS = [
@@ -111,7 +115,7 @@ def _call(impl: str, torch: Any, wts: dict[str, Any], m: int, k: int, n: int) ->
 
 @pytest.mark.parametrize("impl", ["torch", "gemv", "cublaslt"])
 @pytest.mark.parametrize("m", BF16_MS)
-@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("shape", BF16_SHAPES, ids=_shape_id)
 def test_gemv_bf16(bench: Any, monkeypatch: Any, shape: tuple[int, int], m: int, impl: str) -> None:
     torch = pytest.importorskip("torch")
     from pygpukit.backends import native
