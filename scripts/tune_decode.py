@@ -3,6 +3,7 @@
     python scripts/tune_decode.py                 # both stages, all shapes and layouts
     python scripts/tune_decode.py --stage kernel  # BLOCK_N x NUM_WARPS x NUM_STAGES only
     python scripts/tune_decode.py --stage split --shapes 1x4096,1x32768 --json out.json
+    python scripts/tune_decode.py --stage split --set BLOCK_N=128,NUM_STAGES=2  # stage 1's pick
 
 Shapes: bf16, 32 query / 8 KV heads, D128, one query token, every sequence at the full context
 (batch x context from --shapes), layouts contiguous / paged16 / paged64 (random block tables).
@@ -167,10 +168,15 @@ def main() -> int:
     p.add_argument("--layouts", default=",".join(LAYOUTS))
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--json", default="")
+    p.add_argument("--set", default="", help="knobs to start from, e.g. BLOCK_N=128,NUM_WARPS=8")
     a = p.parse_args()
     if not gp.is_cuda_available():
         print("tune_decode: no CUDA device")
         return 1
+    for kv in filter(None, a.set.split(",")):
+        name, value = kv.split("=")
+        old = getattr(ad, name)  # AttributeError names a knob that does not exist
+        setattr(ad, name, value == "True" if isinstance(old, bool) else type(old)(value))
     timer = DeviceTimer(0)
     shapes = [Shape(*(int(x) for x in s.split("x"))) for s in a.shapes.split(",")]
     layouts = a.layouts.split(",")
