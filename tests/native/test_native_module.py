@@ -14,7 +14,7 @@ ext = pytest.importorskip("_pygpukit_native", reason="native/ is not built")
 def test_build_facts() -> None:
     assert ext.__version__
     assert "norm" in ext.families
-    assert all(a for a in ext.cuda_archs.split(";"))
+    assert all(a for a in ext.cuda_archs.split(","))
     assert native_kernels.status() == (True, "")
 
 
