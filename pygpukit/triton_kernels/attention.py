@@ -75,13 +75,14 @@ class AttnConfig:
 
 # Prefill configuration per (BLOCK_D, element bits, causal): BLOCK_D is the head dim rounded up
 # to a power of two (at least 64; 80 and 96 run as 128 with masked loads), element bits 16 for
-# fp16/bf16 and 32 for fp32. These are the first kernel's H200 settings (B1 H32 S4096 D128
-# causal: 385 TFLOP/s, 0.73x of torch's flash SDPA); scripts/tune_attention.py sweeps the
-# candidates on the GPU next to torch and prints the entries to put here.
+# fp16/bf16 and 32 for fp32. The causal 16-bit D64/D128 rows are scripts/tune_attention.py's
+# winners on an H200 (2026-11-21, bf16, torch 2.11 in the same run): B1 H32 S4096 D128 441
+# TFLOP/s (torch flash backend 272, cuDNN 532), B4 H16 S4096 D64 372 (flash 264, cuDNN 414).
+# The other rows are the first kernel's settings, not yet swept.
 CONFIGS: dict[tuple[int, int, bool], AttnConfig] = {
-    (64, 16, True): AttnConfig(128, 64, 8, 3),
+    (64, 16, True): AttnConfig(128, 64, 8, 3, "ptr", False, 64),
     (64, 16, False): AttnConfig(128, 64, 8, 3),
-    (128, 16, True): AttnConfig(128, 64, 8, 3),
+    (128, 16, True): AttnConfig(64, 64, 4, 3, "desc", False, 4),
     (128, 16, False): AttnConfig(128, 64, 8, 3),
     (256, 16, True): AttnConfig(64, 32, 8, 2),
     (256, 16, False): AttnConfig(64, 32, 8, 2),
@@ -305,7 +306,9 @@ def _attn_combine(
 
 def pick_config(rows: int, bd: int, bits: int, causal: bool) -> AttnConfig:
     """The CONFIGS entry, with a smaller tile when there are fewer packed rows than it holds
-    (decode, short prompts): 16/32/64 rows, 4 warps unless D=256 needs 8 for a 64-row tile."""
+    (decode, short prompts): 16/32/64 rows, 4 warps unless D=256 needs 8 for a 64-row tile,
+    pointer loads (descriptor loads take Triton's slower host launch path: small calls are
+    launch-bound)."""
     c = CONFIGS[(max(64, bd), bits, causal)]
     if rows >= c.block_m:
         return c
@@ -316,7 +319,7 @@ def pick_config(rows: int, bd: int, bits: int, causal: bool) -> AttnConfig:
 def _small_tile(c: AttnConfig, rows: int, bd: int) -> AttnConfig:
     bm = max(16, next_pow2(rows))
     warps = c.num_warps if bm >= 64 and bd > 128 else min(c.num_warps, 4)
-    return AttnConfig(bm, c.block_n, warps, c.num_stages, c.loads, c.warp_specialize, 0)
+    return AttnConfig(bm, c.block_n, warps, c.num_stages, "ptr", c.warp_specialize, 0)
 
 
 def _dims(a: GPUArray) -> tuple[int, ...]:
