@@ -13,11 +13,20 @@ from _assert import assert_close
 from _data import seed
 
 import pygpukit as gp
-from ops._helpers import poisoned, up
+from ops._helpers import DEVICE, poisoned, up
 
 FP8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 FMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+def _rtol(out_dtype: str) -> float | None:
+    """The NumPy backend is exact to DESIGN.md's bounds; on a GPU the cuBLASLt FP8 product's
+    documented bounds apply (tests/native/test_fp8_matmul.py: Hopper's FP8 MMA accumulates in
+    reduced precision, measured 1.1e-4 relative for e5m2 x e4m3 with a float32 result)."""
+    if DEVICE == "cpu":
+        return None
+    return {"float32": 2e-3, "bfloat16": 1e-2, "float16": 3e-3}[out_dtype]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -100,7 +109,7 @@ def test_matmul_fp8_reference(kind_a: str, kind_b: str, ta: str, tb: str, out_dt
         out=out,
     )
     assert r is out and r.dtype.name == out_dtype
-    assert_close(r, ref, out_dtype)
+    assert_close(r, ref, out_dtype, rtol=_rtol(out_dtype))
 
 
 def test_matmul_fp8_scale_shapes_and_defaults() -> None:
@@ -115,7 +124,7 @@ def test_matmul_fp8_scale_shapes_and_defaults() -> None:
     # (M,) and (N,) per-row vectors; zero-sized M gives an empty result.
     sa, sb = np.float32([1, 2, 3]), np.full(n, 0.25, np.float32)
     r = gp.matmul_fp8(up(a), up(b), scale_a=up(sa), scale_b=up(sb), out_dtype="float32")
-    assert_close(r, ref * sa[:, None] * 0.25, "float32")
+    assert_close(r, ref * sa[:, None] * 0.25, "float32", rtol=_rtol("float32"))
     e = gp.matmul_fp8(
         up(a[:0]), up(b), scale_a=up(np.float32([1])), scale_b=up(sb), out_dtype="float32"
     )
