@@ -83,13 +83,16 @@ PYGPUKIT_TEST_BLOCK_TORCH=1 "$PY" -m pytest tests/triton_kernels tests/routing -
 tail -n 5 "$OUT/tests_no_torch.log"
 fi
 if [ "$PHASE" != tests ]; then
-"$PY" -m pytest benchmarks --ignore=benchmarks/host -q -p no:cacheprovider --benchmark-enable \
+# BENCH_FILES: a subset of the device benchmark files (default: all of them).
+"$PY" -m pytest ${BENCH_FILES:-benchmarks} --ignore=benchmarks/host -q -p no:cacheprovider --benchmark-enable \
   --benchmark-timer pygpukit.benchmark.clock.device --benchmark-json="$OUT/bench_device.json" \
   > "$OUT/bench_device.log" 2>&1
 tail -n 3 "$OUT/bench_device.log"
+if [ "${HOST_BENCH:-1}" = 1 ]; then
 "$PY" -m pytest benchmarks/host -q -p no:cacheprovider --benchmark-enable \
   --benchmark-json="$OUT/bench_host.json" > "$OUT/bench_host.log" 2>&1
 tail -n 3 "$OUT/bench_host.log"
+fi
 fi
 echo "rust device tests: $rust_status"
 echo "native build: $native_status"
