@@ -406,8 +406,13 @@ def _check_dtype(op: str, dt: DataType) -> None:
 def matmul(
     a: GPUArray, b: GPUArray, *, out: GPUArray | None = None, out_dtype: Any = None
 ) -> GPUArray:
-    """a @ b with np.matmul's rules, on cuBLASLt."""
+    """a @ b with np.matmul's rules, on cuBLASLt (integer results: the matmul_int kernel)."""
     dt = _result_dtype(out_dtype, a, b)
+    if dt.kind in ("i", "u"):
+        # cuBLASLt has no wraparound integer GEMM: native/src/matmul_int (NumPy's semantics).
+        from pygpukit.backends.native_kernels.matmul_int import matmul as matmul_int
+
+        return matmul_int(a, b, out=out, out_dtype=dt)
     _check_dtype("matmul", dt)
     a, b = _cast(a, dt), _cast(b, dt)
     a2 = a.unsqueeze(0) if a.ndim == 1 else a

@@ -115,15 +115,17 @@ _ROUTES: list[OpRoute] = [
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
     # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native.py).
-    # sdpa: Triton flash attention (fp16/bf16/fp32, head dim <= 256; float64 only on NumPy).
-    _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS), CPU),
+    # sdpa: Triton flash attention (fp16/bf16/fp32, head dim <= 256), then the native twin
+    # (native/src/attention: every float dtype, so float64 on CUDA runs there; D <= 256).
+    # Integer results: native/src/matmul_int (wraparound as NumPy), reached through native.matmul.
+    _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS | INTS), CPU),
     _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),
     _entry(
         "sdpa",
         "attention",
         Candidate("triton", dtypes=FLOATS - {"float64"}, max_last_dim=256),
-        Candidate("native", dtypes=FLOATS),
+        Candidate("native", dtypes=FLOATS, max_last_dim=256),
         CPU,
     ),
     # Packed variable-length attention: the int32 cu_seqlens are inputs too; D <= 256 as sdpa.
@@ -131,7 +133,7 @@ _ROUTES: list[OpRoute] = [
         "sdpa_varlen",
         "attention",
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
-        Candidate("native", dtypes=FLOATS | {"int32"}),
+        Candidate("native", dtypes=FLOATS | {"int32"}, max_last_dim=256),
         CPU,
     ),
     # Decode attention over a (paged) KV cache and the cache write: int32 lengths, positions and
@@ -140,7 +142,7 @@ _ROUTES: list[OpRoute] = [
         "sdpa_decode",
         "attention_decode",
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
-        Candidate("native", dtypes=FLOATS | {"int32"}),
+        Candidate("native", dtypes=FLOATS | {"int32"}, max_last_dim=256),
         CPU,
     ),
     _entry(
@@ -150,10 +152,22 @@ _ROUTES: list[OpRoute] = [
     ),
     # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
     # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize
-    # in Triton (pygpukit/triton_kernels/quant.py).
+    # in Triton (pygpukit/triton_kernels/quant.py), their native twins next (native/src/quant).
     _entry("matmul_fp8", "quant", Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)), CPU),
-    _entry("quantize_fp8", "quant", Candidate("triton", dtypes=FLOATS - {"float64"}), CPU),
-    _entry("dequantize_fp8", "quant", Candidate("triton", dtypes=_FP8_IO), CPU),
+    _entry(
+        "quantize_fp8",
+        "quant",
+        Candidate("triton", dtypes=FLOATS - {"float64"}),
+        Candidate("native", dtypes=FLOATS - {"float64"}),
+        CPU,
+    ),
+    _entry(
+        "dequantize_fp8",
+        "quant",
+        Candidate("triton", dtypes=_FP8_IO),
+        Candidate("native", dtypes=_FP8_IO),
+        CPU,
+    ),
     # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
     # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the
     # dtypes of each operand; these sets only admit them).
