@@ -41,5 +41,7 @@ def test_no_driver_raises_cuda_error() -> None:
 def test_lookup_finds_family_module() -> None:
     fn, why = native.lookup("rmsnorm")
     assert why == "" and fn is not None and fn.__module__.endswith("native_kernels.norm")
-    fn, why = native.lookup("sdpa")
-    assert fn is None and "no kernel for sdpa" in why
+    fn, why = native.lookup("no_such_op")
+    assert fn is None and "no kernel for no_such_op" in why
+    fn, why = native.lookup("sdpa")  # native_kernels/attention.py; "not built" in a partial build
+    assert (why == "" and fn.__module__.endswith("native_kernels.attention")) or "not built" in why

@@ -1,0 +1,137 @@
+"""sdpa_decode and kv_cache_write on the native backend: the twins of
+pygpukit/triton_kernels/attention_decode.py, same signatures and numerics
+(pygpukit/backends/cpu/attention_decode.py); kernels in native/src/attention_decode/ (decode
+runs the attention row kernel of native/src/attention/attn_rows.cuh in its decode mode).
+
+Lengths, write positions and block tables are int32 device arrays read by the kernels, so the
+launch depends on shapes only (graph-replayable, no host sync). As on the Triton path, a length
+outside [0, capacity] or a block id outside the cache turns that sequence's rows into NaN in
+sdpa_decode, and kv_cache_write skips a token whose slot is outside the cache. Every array is
+addressed through its element strides (q as a token-major view, caches as views of larger
+buffers); out= is written in place whatever its layout. float16, bfloat16, float32, float64.
+"""
+
+from __future__ import annotations
+
+from pygpukit.array import GPUArray
+from pygpukit.backends.native_kernels import extension
+from pygpukit.backends.native_kernels._common import stream_of
+from pygpukit.backends.native_kernels.attention import _dims, _scale, check_operands
+from pygpukit.creation import empty
+
+__all__ = ["kv_cache_write", "sdpa_decode"]
+
+_FLOATS = ("float32", "float16", "bfloat16", "float64")
+
+
+def _int32(op: str, name: str, t: GPUArray) -> None:
+    if t.dtype.name != "int32":
+        raise TypeError(f"{op} (native): {name} must be an int32 array, got {t.dtype.name}")
+
+
+def _paging(
+    op: str, cache: GPUArray, block_table: GPUArray | None
+) -> tuple[int, int, int, int, int, int]:
+    """(block_table pointer, its two strides, page, num_blocks, capacity per sequence)."""
+    if block_table is None:
+        return 0, 0, 0, 0, 0, cache.shape[2]
+    _int32(op, "block_table", block_table)
+    s0, s1 = block_table.element_strides
+    page = cache.shape[2]
+    return block_table.data_ptr(), s0, s1, page, cache.shape[0], page * block_table.shape[1]
+
+
+def sdpa_decode(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    cache_seqlens: GPUArray,
+    block_table: GPUArray | None = None,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """q [B, H, Sq, D] over a contiguous [B, Hkv, S_max, D] or paged [num_blocks, Hkv,
+    block_size, D] cache (with block_table) -> [B, H, Sq, D], written into out= when given."""
+    op = "sdpa_decode"
+    check_operands(op, q, k_cache, v_cache)
+    _int32(op, "cache_seqlens", cache_seqlens)
+    o = out if out is not None else empty(q.shape, q.dtype, q.device)
+    batch, h, sq, d = q.shape
+    hkv = k_cache.shape[1]
+    if batch * h * sq * d == 0:
+        return o
+    bt, s0, s1, page, nblocks, cap = _paging(op, k_cache, block_table)
+    # fmt: off
+    extension().sdpa_decode(
+        q.device.index, stream_of(q), q.dtype.name, batch, h, hkv, sq, d,
+        q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), o.data_ptr(),
+        _dims(q), _dims(k_cache), _dims(v_cache), _dims(o),
+        cache_seqlens.data_ptr(), cache_seqlens.element_strides[0], bt, s0, s1, page, nblocks,
+        cap, _scale(d, scale), bool(causal),
+    )
+    # fmt: on
+    return o
+
+
+def kv_cache_write(
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    positions: GPUArray,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    *,
+    rope_style: str = "neox",
+    out: GPUArray | None = None,
+) -> None:
+    """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
+    are given), in place; returns None. ``out`` is the dispatcher's and must be None.
+
+    The rotation reads cos/sin in the compute type (float32; float64 for float64 caches):
+    tables of another dtype are converted first, which is what the reference does before use."""
+    op = "kv_cache_write"
+    if out is not None:
+        raise ValueError("kv_cache_write writes the caches in place; it takes no out=")
+    if rope_style not in ("neox", "gptj"):
+        raise ValueError(f"{op} (native): rope_style must be 'neox' or 'gptj', got {rope_style!r}")
+    if k_cache.dtype.name not in _FLOATS:
+        raise TypeError(f"{op} (native): dtype {k_cache.dtype.name} is not supported")
+    for name, t in (("v_cache", v_cache), ("k", k), ("v", v)):
+        if t.dtype is not k_cache.dtype:
+            raise TypeError(
+                f"{op} (native): {name} is {t.dtype.name} but k_cache is {k_cache.dtype.name}"
+            )
+    _int32(op, "positions", positions)
+    if (cos is None) != (sin is None):
+        raise ValueError(f"{op} (native): pass both cos and sin or neither")
+    batch, hkv, sq, d = k.shape
+    if batch * hkv * sq * d == 0:
+        return
+    bt, s0, s1, page, nblocks, cap = _paging(op, k_cache, block_table)
+    ct = "float64" if k.dtype.name == "float64" else "float32"
+    half, max_pos, cptr, sptr = 0, 0, 0, 0
+    scos, ssin = (0, 0), (0, 0)
+    if cos is not None and sin is not None:
+        if cos.dtype.name != ct:
+            cos = cos.astype(ct)
+        if sin.dtype.name != ct:
+            sin = sin.astype(ct)
+        half, max_pos = cos.shape[1], cos.shape[0]
+        if 2 * half > d or sin.shape != cos.shape:
+            raise ValueError(f"{op} (native): cos/sin must be [max_pos, rotary_dim // 2 <= D / 2]")
+        cptr, sptr = cos.data_ptr(), sin.data_ptr()
+        scos = (cos.element_strides[0], cos.element_strides[1])
+        ssin = (sin.element_strides[0], sin.element_strides[1])
+    # fmt: off
+    extension().kv_cache_write(
+        k.device.index, stream_of(k), k.dtype.name, ct, batch, hkv, sq, d, half,
+        rope_style == "gptj", k_cache.data_ptr(), v_cache.data_ptr(), k.data_ptr(), v.data_ptr(),
+        _dims(k_cache), _dims(v_cache), _dims(k), _dims(v),
+        positions.data_ptr(), positions.element_strides[0], bt, s0, s1, page, nblocks, cap,
+        cptr, sptr, max_pos, scos, ssin,
+    )
+    # fmt: on
