@@ -120,7 +120,7 @@ def test_gemv_bf16(bench: Any, monkeypatch: Any, shape: tuple[int, int], m: int,
     torch = pytest.importorskip("torch")
     from pygpukit.backends import native
 
-    monkeypatch.setitem(native._gemv_top, 0, 0)  # gp.linear stays on cuBLASLt (the peer row)
+    monkeypatch.setattr(native, "_gemv_top", [0])  # gp.linear stays on cuBLASLt (the peer row)
     k, n = shape
     fn = _call(impl, torch, _weights(torch, k, n), m, k, n)
     bench(fn, group=f"gemv bf16 K{k} N{n} M{m}", bytes=n * k * 2)
