@@ -121,12 +121,12 @@ void matmul_int(const MatmulIntArgs& a) {
   const std::int64_t tiles_n = (a.n + kTN - 1) / kTN;
   const std::int64_t tiles = ((a.m + kTM - 1) / kTM) * tiles_n;
   PGK_REQUIRE(tiles <= INT_MAX, "the product has too many 64 x 64 tiles for one launch");
-  use_device(a.device);
   const dim3 grid(static_cast<unsigned>(tiles),
                   static_cast<unsigned>(std::min<std::int64_t>(a.batch, 65535)));
   const cudaStream_t st = as_stream(a.stream);
   dispatch_int(a.dtype, [&](auto tag) {
     using T = decltype(tag);
+    use_device(a.device);  // after the dtype check: bad arguments never touch the driver
     matmul_int_kernel<T><<<grid, kThreads, 0, st>>>(
         ptr<const T>(a.a), ptr<const T>(a.b), ptr<T>(a.d), a.batch, a.m, a.n, a.k,
         a.a_batch_stride, a.sam, a.sak, a.b_batch_stride, a.sbk, a.sbn, tiles_n);

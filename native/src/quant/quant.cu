@@ -223,13 +223,13 @@ std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 void quantize_fp8(const QuantizeArgs& a) {
   PGK_REQUIRE(a.rows >= 1 && a.cols >= 1, "x must have at least one element");
   PGK_REQUIRE(a.gr >= 1 && a.gc >= 1, "group sizes must be >= 1");
-  use_device(a.device);
   const cudaStream_t st = as_stream(a.stream);
   const std::int64_t nr = cdiv(a.rows, a.gr), nc = cdiv(a.cols, a.gc);
   dispatch_half_float(a.src, "quantize_fp8", [&](auto tx) {
     using T = decltype(tx);
     dispatch_fp8(a.dst, "quantize_fp8", [&](auto dx) {
       using D = decltype(dx);
+      use_device(a.device);  // after the dtype checks: bad arguments never touch the driver
       const T* x = ptr<const T>(a.x);
       D* q = ptr<D>(a.q);
       float* s = ptr<float>(a.scale);
@@ -266,7 +266,6 @@ void quantize_fp8(const QuantizeArgs& a) {
 void dequantize_fp8(const DequantizeArgs& a) {
   PGK_REQUIRE(a.rows >= 1 && a.cols >= 1, "q must have at least one element");
   PGK_REQUIRE(a.gr >= 1 && a.gc >= 1, "group sizes must be >= 1");
-  use_device(a.device);
   const cudaStream_t st = as_stream(a.stream);
   const std::int64_t bx = cdiv(a.cols, 128);
   PGK_REQUIRE(bx <= INT_MAX, "q has too many columns for one launch");
@@ -276,6 +275,7 @@ void dequantize_fp8(const DequantizeArgs& a) {
     using D = decltype(dx);
     dispatch_half_float(a.dst, "dequantize_fp8", [&](auto yx) {
       using Y = decltype(yx);
+      use_device(a.device);
       dequant_kernel<D, Y><<<grid, dim3(32, 8), 0, st>>>(
           ptr<const D>(a.q), ptr<const float>(a.scale), ptr<Y>(a.y), a.rows, a.cols, a.sr, a.sc,
           a.ssr, a.ssc, a.gr, a.gc);
