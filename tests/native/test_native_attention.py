@@ -356,3 +356,105 @@ def test_cpp_rechecks_raise_value_error_before_any_cuda_call() -> None:
     with pytest.raises(ValueError, match="paged: page and nblocks > 0"):
         ext.sdpa_decode(0, 0, "float32", 1, 2, 1, 1, 8, 1, 1, 1, 1, (0, 0, 0, 1), (0, 0, 0, 1),
                         (0, 0, 0, 1), (0, 0, 0, 1), 1, 1, 1, 1, 1, 0, 0, 8, 1.0, True)  # fmt: skip
+
+
+class _FakeExt:
+    """The kernels' documented addressing (native/src/attention/attention.h) in NumPy over
+    host memory: a wrong stride or offset in the adapters reads the wrong elements."""
+
+    families = ("attention", "attention_decode")
+
+    @staticmethod
+    def _row(addr: int, dt: Any, n: int, stride: int, off: int) -> np.ndarray:
+        from test_native_twins_adapters import _mem
+
+        return as64(_mem(int(addr + off * np.dtype(dt).itemsize), dt, (n,), (stride,)))
+
+    def _run(self, a: dict[str, Any], lens: Any = None) -> None:
+        dt = gp.as_dtype(a["dtype"]).np_dtype
+        g = a["heads"] // a["kv_heads"]
+        sq_s, sk_s, sv_s, so_s = a["sq_s"], a["sk_s"], a["sv_s"], a["so_s"]
+        for b, h, i in np.ndindex(a["units"], a["heads"], a["sq"]):
+            hk, qoff, koff, lq, lk = h // g, 0, 0, a["sq"], a["sk"]
+            if lens is not None:
+                lq, lk, qoff, koff = lens(b)
+            if i >= lq:
+                continue
+            kend = min(lk, i + lk - lq + 1) if a["causal"] else lk
+            q = self._row(
+                a["q"], dt, a["d"], sq_s[3], b * sq_s[0] + h * sq_s[1] + (qoff + i) * sq_s[2]
+            )
+            out = np.zeros(a["dv"])
+            if kend > 0:
+                ks = np.stack(
+                    [
+                        self._row(
+                            a["k"],
+                            dt,
+                            a["d"],
+                            sk_s[3],
+                            b * sk_s[0] + hk * sk_s[1] + (koff + j) * sk_s[2],
+                        )
+                        for j in range(kend)
+                    ]
+                )
+                vs = np.stack(
+                    [
+                        self._row(
+                            a["v"],
+                            dt,
+                            a["dv"],
+                            sv_s[3],
+                            b * sv_s[0] + hk * sv_s[1] + (koff + j) * sv_s[2],
+                        )
+                        for j in range(kend)
+                    ]
+                )
+                s = ks @ q * a["scale"]
+                p = np.exp(s - s.max())
+                out = p @ vs / p.sum()
+            from test_native_twins_adapters import _mem
+
+            o = _mem(
+                int(a["out"])
+                + (b * so_s[0] + h * so_s[1] + (qoff + i) * so_s[2]) * np.dtype(dt).itemsize,
+                dt,
+                (a["dv"],),
+                (so_s[3],),
+            )
+            o[...] = out
+
+    def sdpa(self, **a: Any) -> None:
+        if a["mode"] == "dense":
+            return self._run(a)
+        n = a["units"] + 1
+        cq = _FakeExt._row(a["cu_q"], np.int32, n, a["cu_q_stride"], 0).astype(int).tolist()
+        n = a["units"] + 1
+        ck = _FakeExt._row(a["cu_k"], np.int32, n, a["cu_k_stride"], 0).astype(int).tolist()
+        return self._run(a, lambda b: (cq[b + 1] - cq[b], ck[b + 1] - ck[b], cq[b], ck[b]))
+
+
+def _kw(fn: Any) -> Any:
+    order = ["device", "stream", "dtype", "mode", "units", "heads", "kv_heads", "sq", "sk", "d",
+             "dv", "q", "k", "v", "out", "sq_s", "sk_s", "sv_s", "so_s", "cu_q", "cu_q_stride",
+             "cu_k", "cu_k_stride", "scale", "causal"]  # fmt: skip
+    return lambda *args: fn(**dict(zip(order, args, strict=True)))
+
+
+def test_adapter_strides_through_a_numpy_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _FakeExt()
+    monkeypatch.setattr(
+        nat, "extension", lambda: type("E", (), {"sdpa": staticmethod(_kw(fake.sdpa))})()
+    )
+    rng = np.random.default_rng(21)
+    b, h, hkv, sq, sk, d, dv = 2, 4, 2, 5, 7, 8, 6
+    q, k = rand(rng, (b, sq, h, d), "float32"), rand(rng, (b, sk, hkv, d), "float32")
+    v = rand(rng, (b, sk, hkv, dv), "float32")
+    qv, kv, vv = (_h(t).transpose(0, 2, 1, 3) for t in (q, k, v))
+    out = _h(np.full((b, sq, h, dv), np.nan, np.float32)).transpose(0, 2, 1, 3)
+    r = nat.sdpa(qv, kv, vv, causal=True, scale=0.4, out=out)
+    ref = sdpa_ref(*(np.swapaxes(t, 1, 2) for t in (q, k, v)), True, 0.4)
+    assert_close(r.to_numpy(), ref, "float32")
+    qp, kp, vp, cu_q, cu_k = packed(rng, [3, 1, 4], [5, 0, 4], h, hkv, d, "float32", dv=dv)
+    r = nat.sdpa_varlen(_h(qp), _h(kp), _h(vp), _h(cu_q), _h(cu_k), max_seqlen_q=4, max_seqlen_k=5)
+    assert_close(r.to_numpy(), varlen_ref(qp, kp, vp, cu_q, cu_k, True), "float32")
