@@ -23,10 +23,11 @@ namespace {
 struct Dense {
   static constexpr int kElems = 8;
   static constexpr int kUnroll = 4;
+  using Side = NoSide;
 
   template <typename T>
   __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              float (&acc)[kTiles][4], std::int64_t step) {
+                              const Side&, float (&acc)[kTiles][4], std::int64_t step) {
     (void)p;
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;

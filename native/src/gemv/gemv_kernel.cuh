@@ -59,6 +59,7 @@ struct Ctx {
   const T* xb;
   std::int64_t n0;        // first output column of the block
   std::int64_t granules;  // 16-byte granules per W row
+  std::int64_t steps;     // warp-steps (4 granules each) per W row
   int t, g;
 };
 
@@ -215,11 +216,21 @@ __device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
   a[3] = __byte_perm(r.y, r.w, 0x7632);
 }
 
+// Per-step side data of a format without scales inside the loop (dense, per-channel fp8).
+struct NoSide {
+  template <typename T>
+  __device__ void load(const Params&, const Ctx<T>&, std::int64_t) {}
+};
+
+// Loads super-step s: W granules and each step's side data (scales), so that the scales are in
+// flight with W one super-step ahead instead of stalling the step that multiplies by them.
+// Steps past the end load zeros without touching memory.
 template <typename T, typename F>
-__device__ __forceinline__ void load_super(const Ctx<T>& c,
+__device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
                                            const unsigned char* const (&wrow)[kTiles],
                                            const bool (&wok)[kTiles], std::int64_t s,
-                                           uint4 (&buf)[F::kUnroll][kTiles]) {
+                                           uint4 (&buf)[F::kUnroll][kTiles],
+                                           typename F::Side (&side)[F::kUnroll]) {
 #pragma unroll
   for (int u = 0; u < F::kUnroll; ++u) {
     const std::int64_t gi = (s * F::kUnroll + u) * 4 + c.t;
@@ -228,6 +239,7 @@ __device__ __forceinline__ void load_super(const Ctx<T>& c,
       buf[u][j] = make_uint4(0u, 0u, 0u, 0u);
       if (wok[j] && gi < c.granules) buf[u][j] = ld_w(wrow[j] + gi * 16);
     }
+    side[u].load(p, c, s * F::kUnroll + u);
   }
 }
 
@@ -282,7 +294,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
     wok[j] = n < p.n;
     wrow[j] = p.w + (wok[j] ? n : 0) * p.sw;
   }
-  const std::int64_t steps = (c.granules + 3) / 4;
+  c.steps = (c.granules + 3) / 4;
+  const std::int64_t steps = c.steps;
   const std::int64_t supers = (steps + U - 1) / U;
 
   float acc[kTiles][4];
@@ -292,19 +305,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
   }
   uint4 cur[U][kTiles];
-  load_super<T, F>(c, wrow, wok, warp, cur);
+  typename F::Side cside[U];
+  load_super<T, F>(p, c, wrow, wok, warp, cur, cside);
   for (std::int64_t s = warp; s < supers; s += nwarps) {
     uint4 nxt[U][kTiles];
-    load_super<T, F>(c, wrow, wok, s + nwarps, nxt);  // zeros (no access) past the end
+    typename F::Side nside[U];
+    load_super<T, F>(p, c, wrow, wok, s + nwarps, nxt, nside);  // zeros (no access) past the end
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t step = s * U + u;
-      if (step < steps) F::template step<T>(p, c, cur[u], acc, step);  // warp-uniform
+      if (step < steps) F::template step<T>(p, c, cur[u], cside[u], acc, step);  // warp-uniform
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) cur[u][j] = nxt[u][j];
+      cside[u] = nside[u];
     }
   }
   epilogue<T, F>(p, acc, n0, m0);

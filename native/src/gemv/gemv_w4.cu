@@ -35,14 +35,36 @@ __device__ __forceinline__ void x_pairs(const Ctx<T>& c, std::int64_t k, bool ok
   pairs04(ld_x(c.xb, k, ok), b);
 }
 
+// Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
+// C columns 2t and 2t + 1 of each n-tile, in fp32. Loaded a super-step ahead (load_super).
+template <typename S>
+struct Int4Side {
+  float s[kTiles][2];
+
+  template <typename T>
+  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
+    const S* sc = static_cast<const S*>(p.scales);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
+        s[j][e] = n < p.n && step < c.steps ? to_compute(sc[n * p.ss + step]) : 0.f;
+      }
+    }
+  }
+};
+
 template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
   static constexpr int kUnroll = 2;
+  using Side = Int4Side<S>;
 
   template <typename T>
   __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              float (&acc)[kTiles][4], std::int64_t step) {
+                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
+    (void)p;
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
     float part[kTiles][4];
@@ -63,17 +85,12 @@ struct Int4 {
         Ops<T>::mma(part[j], a[2], b[2], a[3], b[3], v[2], v[3]);
       }
     }
-    // The step's 128 values of K are scale group `step`; the thread's C columns are 2t and
-    // 2t + 1 of each n-tile.
-    const S* sc = static_cast<const S*>(p.scales);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
-        const float s = n < p.n ? to_compute(sc[n * p.ss + step]) : 0.f;
-        acc[j][e] = fmaf(part[j][e], s, acc[j][e]);
-        acc[j][e + 2] = fmaf(part[j][e + 2], s, acc[j][e + 2]);
+        acc[j][e] = fmaf(part[j][e], side.s[j][e], acc[j][e]);
+        acc[j][e + 2] = fmaf(part[j][e + 2], side.s[j][e], acc[j][e + 2]);
       }
     }
   }
@@ -81,27 +98,42 @@ struct Int4 {
   __device__ static float finish(const Params&, float v, std::int64_t) { return v; }
 };
 
-struct Nvfp4 {
-  static constexpr int kElems = 32;
-  static constexpr int kUnroll = 2;
+// The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's own W rows, one
+// 2-byte load a row, a super-step ahead (load_super).
+struct Nvfp4Side {
+  std::uint32_t pair[kTiles];
 
   template <typename T>
-  __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              float (&acc)[kTiles][4], std::int64_t step) {
+  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
     const std::int64_t gi = step * 4 + c.t;
-    const bool ok = gi < c.granules;
-    // Blocks 2 gi and 2 gi + 1 (16 values each) of the thread's own W rows: one 2-byte load.
     const unsigned char* sc = static_cast<const unsigned char*>(p.scales);
-    std::uint32_t s2[kTiles][2];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const std::int64_t n = c.n0 + 8 * j + c.g;
-      std::uint32_t pair = 0;
-      if (ok && n < p.n) {
-        pair = __ldg(reinterpret_cast<const unsigned short*>(sc + n * p.ss + 2 * gi));
+      pair[j] = 0;
+      if (gi < c.granules && n < p.n) {
+        pair[j] = __ldg(reinterpret_cast<const unsigned short*>(sc + n * p.ss + 2 * gi));
       }
-      s2[j][0] = Ops<T>::e4m3_bcast(pair & 0xFFu);
-      s2[j][1] = Ops<T>::e4m3_bcast(pair >> 8);
+    }
+  }
+};
+
+struct Nvfp4 {
+  static constexpr int kElems = 32;
+  static constexpr int kUnroll = 2;
+  using Side = Nvfp4Side;
+
+  template <typename T>
+  __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
+                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
+    (void)p;
+    const std::int64_t gi = step * 4 + c.t;
+    const bool ok = gi < c.granules;
+    std::uint32_t s2[kTiles][2];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      s2[j][0] = Ops<T>::e4m3_bcast(side.pair[j] & 0xFFu);
+      s2[j][1] = Ops<T>::e4m3_bcast(side.pair[j] >> 8);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -12,25 +12,51 @@
 // rescale; for fp16 on sm_89+ the hardware cvt of cuda_fp8.h), so the tensor cores multiply the
 // exact weights. Per-channel scales multiply each column's fp32 sum once at the end; block scales
 // multiply the fp32 partial sum of each warp-step (64 values of K, always inside one block)
-// before it joins the accumulator. Error bound against the float64 product x @ (s * W)^T of the
-// dequantized weights (checked by tests/native/test_native_gemv.py):
+// before it joins the accumulator (the scales are loaded a super-step ahead, with W). Error
+// bound against the float64 product x @ (s * W)^T of the dequantized weights (checked by
+// tests/native/test_native_gemv.py):
 //   |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (sum_k |x_k s w_k| + |bias|)
 // with u = 2^-8 (bfloat16) or 2^-11 (float16). NaN codes (0x7F, 0xFF) in W are not supported
 // (pygpukit's quantizer never writes them).
+#include <type_traits>
+
 #include "gemv/gemv_kernel.cuh"
 
 namespace pgk {
 namespace gemv_detail {
 namespace {
 
+// Block scales of one warp-step for the thread's C columns 2t and 2t + 1 of each n-tile: the
+// step's 64 values of K lie in block (64 * step) / 128. Loaded a super-step ahead (load_super).
+struct Fp8BlockSide {
+  float s[kTiles][2];
+
+  template <typename T>
+  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
+    const float* sc = static_cast<const float*>(p.scales);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
+        s[j][e] = n < p.n && step < c.steps ? __ldg(sc + n * p.ss + (step >> 1)) : 0.f;
+      }
+    }
+  }
+};
+
 template <bool kBlock>
 struct Fp8 {
   static constexpr int kElems = 16;
   static constexpr int kUnroll = 2;
+  using Side = std::conditional_t<kBlock, Fp8BlockSide, NoSide>;
 
   template <typename T>
   __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              float (&acc)[kTiles][4], std::int64_t step) {
+                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
+    (void)p;
+    (void)side;
+    (void)step;
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
     const std::int64_t k0 = gi * kElems;
@@ -56,18 +82,12 @@ struct Fp8 {
       }
     }
     if constexpr (kBlock) {
-      // The thread's C columns are 2t and 2t + 1 of each n-tile; this step's 64 values of K
-      // lie in block (64 * step) / 128.
-      const float* sc = static_cast<const float*>(p.scales);
-      const std::int64_t blk = step >> 1;
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
-          const float s = n < p.n ? __ldg(sc + n * p.ss + blk) : 0.f;
-          acc[j][e] = fmaf(part[j][e], s, acc[j][e]);
-          acc[j][e + 2] = fmaf(part[j][e + 2], s, acc[j][e + 2]);
+          acc[j][e] = fmaf(part[j][e], side.s[j][e], acc[j][e]);
+          acc[j][e + 2] = fmaf(part[j][e + 2], side.s[j][e], acc[j][e + 2]);
         }
       }
     }
