@@ -302,9 +302,12 @@ def _gemm(
 # to the native GEMV kernel (native/src/gemv, the op gp.gemv; same numerics: fp32 accumulation,
 # bias in fp32, one rounding) instead of cuBLASLt, for float16/bfloat16 without an activation,
 # K % 8 == 0 and 16-byte aligned operands, when the extension has the gemv family. Class by
-# weight size: "small" below 2^24 elements (32 MiB of bf16), else "large". 0 = always cuBLASLt:
-# the values come from benchmarks/test_gemv.py (GEMV vs cuBLASLt at M = 1..16) and stay 0 until
-# measured. PYGPUKIT_GEMV_MAX_M=<rows> overrides both classes (read once, at import).
+# weight size: "small" below 2^24 elements (32 MiB of bf16), else "large". 0 = always cuBLASLt.
+# Measured with benchmarks/test_gemv.py on an H200 (2026-11-21, device time, L2 flushed):
+# cuBLASLt is as fast or faster at every M = 1..16 (K8192 N29568 M1: GEMV 141 us, cuBLASLt
+# 131 us; K4096 N14336: 43.9 vs 40.6; K2048 N2048: 9.8 vs 9.5), so both classes stay 0 and
+# the dense GEMV serves gp.gemv only. PYGPUKIT_GEMV_MAX_M=<rows> overrides both classes (read
+# once, at import).
 GEMV_MAX_M: dict[str, int] = {"small": 0, "large": 0}
 _GEMV_ENV = os.environ.get("PYGPUKIT_GEMV_MAX_M")
 _GEMV_ENV_M = int(_GEMV_ENV) if _GEMV_ENV else None
