@@ -71,7 +71,8 @@ def _native_entry(driver_ok: bool, driver_reason: str) -> dict[str, Any]:
     parts = [
         f"cuBLASLt {'at ' + blas if blas_ok else 'absent: ' + blas}",
         f"NVRTC {'at ' + nvrtc_where if nvrtc_ok else 'absent: ' + nvrtc_where}",
-        f"C++ kernels {'version ' + kernels if kernels else 'not built (' + why + ')'}",
+        "C++ kernels "
+        + (f"version {kernels}{_native_archs()}" if kernels else f"not built ({why})"),
     ]
     entry: dict[str, Any] = {"available": driver_ok and blas_ok, "parts": parts}
     if not driver_ok:
@@ -81,6 +82,15 @@ def _native_entry(driver_ok: bool, driver_reason: str) -> dict[str, Any]:
     else:
         entry["version"] = "cuBLASLt + NVRTC"
     return entry
+
+
+def _native_archs() -> str:
+    """' for sm_90a, ...' from the built extension (its CUDA architectures)."""
+    try:
+        archs = str(importlib.import_module("_pygpukit_native").cuda_archs)
+    except Exception:
+        return ""
+    return " for " + ", ".join("sm_" + a for a in archs.split(",") if a)
 
 
 def _gib(n: int) -> str:
