@@ -368,31 +368,8 @@ pub unsafe fn matmul(device: i32, stream: usize, g: &Gemm, p: &Ptrs) -> Result<(
             &zero32 as *const f32 as *const c_void,
         )
     };
-    let [la, lb, ld] = plan.layouts.map(|h| h as *mut c_void);
-    let d = p.d as *mut c_void;
-    // SAFETY: upheld by the caller (pointers, stream) and by the plan (live descriptors whose
-    // algorithm was chosen for this workspace size and these alignments).
-    let s = unsafe {
-        (lt.api.matmul)(
-            h as *mut c_void,
-            plan.desc as *mut c_void,
-            alpha,
-            p.b as *const c_void,
-            la,
-            p.a as *const c_void,
-            lb,
-            beta,
-            d,
-            ld,
-            d,
-            ld,
-            &plan.algo,
-            p.workspace as *mut c_void,
-            p.workspace_size,
-            stream as *mut c_void,
-        )
-    };
-    check(lt, "cublasLtMatmul", s)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { plan::enqueue(lt, h, &plan, alpha, beta, p, stream) }
 }
 
 #[cfg(test)]

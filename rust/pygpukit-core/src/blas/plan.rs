@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::fp8::Fp8Gemm;
-use super::{check, loaded, sys, to_col_major, CublasLt, DType, Gemm, Layout};
+use super::{check, loaded, sys, to_col_major, CublasLt, DType, Gemm, Layout, Ptrs};
 use crate::deferred::record_if_err;
 use crate::error::{Error, Result};
 
@@ -296,4 +296,48 @@ pub(super) fn plan_for(
         map.clear();
     }
     Ok(Arc::clone(map.entry(key).or_insert(plan)))
+}
+
+/// Enqueue one cublasLtMatmul of `plan` (D = alpha * product + beta * D, D in place of C) on
+/// `stream`, operands in cuBLASLt's column-major order: our B first, then our A (row-major
+/// D = A B is column-major D^T = B^T A^T). Shared by the float and the FP8 products.
+///
+/// # Safety
+/// alpha/beta point to scalars of the plan's scale type; the pointers of `p` are device
+/// addresses valid for the plan's layouts and stay valid until the work on `stream` completes;
+/// `stream` is a live stream of the device whose handle `h` is.
+pub(super) unsafe fn enqueue(
+    lt: &CublasLt,
+    h: usize,
+    plan: &Plan,
+    alpha: *const c_void,
+    beta: *const c_void,
+    p: &Ptrs,
+    stream: usize,
+) -> Result<()> {
+    let [la, lb, ld] = plan.layouts.map(|h| h as *mut c_void);
+    let d = p.d as *mut c_void;
+    // SAFETY: upheld by the caller (pointers, stream) and by the plan (live descriptors whose
+    // algorithm was chosen for this workspace size and these alignments).
+    let s = unsafe {
+        (lt.api.matmul)(
+            h as *mut c_void,
+            plan.desc as *mut c_void,
+            alpha,
+            p.b as *const c_void,
+            la,
+            p.a as *const c_void,
+            lb,
+            beta,
+            d,
+            ld,
+            d,
+            ld,
+            &plan.algo,
+            p.workspace as *mut c_void,
+            p.workspace_size,
+            stream as *mut c_void,
+        )
+    };
+    check(lt, "cublasLtMatmul", s)
 }
