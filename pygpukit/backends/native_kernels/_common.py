@@ -6,6 +6,7 @@ from typing import Any
 
 from pygpukit import runtime
 from pygpukit.array import GPUArray
+from pygpukit.backends.native_kernels._rowio import deliver, row_stride
 from pygpukit.creation import empty
 
 __all__ = ["stream_of", "rows_of", "as_rows", "target", "deliver"]
@@ -18,26 +19,17 @@ def stream_of(x: GPUArray) -> int:
 
 
 def rows_of(x: GPUArray) -> tuple[int, int, int] | None:
-    """(rows, n, row_stride) when x reads as rows of its last dim, the last dim contiguous and
-    the leading dims stepping with one stride (in elements); None otherwise."""
+    """(rows, n, row_stride) when x reads as distinct rows of its last dim (last dim contiguous,
+    leading dims stepping with one stride, rows that neither overlap nor repeat); None
+    otherwise. The scan itself is _rowio.row_stride, shared with the row kernels' adapters."""
+    s = row_stride(x)
+    if s is None:
+        return None
     n = x._shape[-1] if x._shape else 1
     rows = x.size // n if n else 0
-    if x.ndim <= 1:  # one row: readable in place only when it is contiguous
-        return (rows, n, n) if n <= 1 or x._estrides[-1] == 1 else None
-    if n > 1 and x._estrides[-1] != 1:
+    if any(d != 1 for d in x._shape[:-1]) and (s < n or s <= 0):
         return None
-    lead = [(d, s) for d, s in zip(x._shape[:-1], x._estrides[:-1], strict=True) if d != 1]
-    if not lead:
-        return rows, n, n
-    step = lead[-1][1]
-    acc = step
-    for d, s in reversed(lead):
-        if s != acc:
-            return None
-        acc = s * d
-    if step < n or step <= 0:
-        return None
-    return rows, n, step
+    return rows, n, s
 
 
 def as_rows(x: GPUArray) -> tuple[GPUArray, int, int, int]:
@@ -55,11 +47,3 @@ def target(out: GPUArray | None, shape: tuple[int, ...], dt: Any, like: GPUArray
     if out is not None and out.is_contiguous():
         return out
     return empty(shape, dt, like._device)
-
-
-def deliver(y: GPUArray, out: GPUArray | None) -> GPUArray:
-    """y, or out after copying y into it (out= of a non-contiguous layout)."""
-    if out is None or y is out:
-        return y
-    out[...] = y
-    return out
