@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 import pygpukit as gp
-
-FLUSH_BYTES = 256 << 20  # larger than any Hopper L2 (50-60 MiB)
+from pygpukit.benchmark.timing import L2Flush
 
 
 @pytest.fixture(scope="session")
@@ -35,12 +34,9 @@ def shared_stream() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def flush(shared_stream: Any) -> Callable[[], None]:
-    buf = gp.empty((FLUSH_BYTES // 4,), gp.int32, device="cuda:0")
-
-    def run() -> None:
-        buf.fill_(0)  # cuMemsetD32Async on the shared stream: evicts L2, keeps the device busy
-
-    return run
+    # A read of 256 MiB on the shared stream: evicts L2 without leaving dirty lines whose
+    # write-back would be charged to the timed call (L2Flush), and keeps the device busy.
+    return L2Flush(gp.device("cuda:0"))
 
 
 @pytest.fixture

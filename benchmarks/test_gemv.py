@@ -1,5 +1,5 @@
 """Decode GEMV (issue 4): y[M, N] = x[M, K] @ W^T for M = 1..16, bf16 activations, L2 flushed
-before every round (256 MiB memset, benchmarks/conftest.py), weight bytes as the bytes moved.
+before every round (a 256 MiB read, benchmarks/conftest.py), weight bytes as the bytes moved.
 
 Groups (read with scripts/gpu_summary.py, which adds GB/s, % of the copy ceiling measured in the
 same run - the "copy 1 GiB" row below - and the ratio to the torch row of each group):
