@@ -4,6 +4,7 @@
     python scripts/tune_decode.py --stage kernel  # BLOCK_N x NUM_WARPS x NUM_STAGES only
     python scripts/tune_decode.py --stage split --shapes 1x4096,1x32768 --json out.json
     python scripts/tune_decode.py --stage split --set BLOCK_N=128,NUM_STAGES=2  # stage 1's pick
+    python scripts/tune_decode.py --stage few --shapes 1x4096,1x16384,1x32768,16x4096
 
 Shapes: bf16, 32 query / 8 KV heads, D128, one query token, every sequence at the full context
 (batch x context from --shapes), layouts contiguous / paged16 / paged64 (random block tables).
@@ -13,7 +14,10 @@ the same run (CUDA events, L2 flushed before every round, median; pygpukit.bench
 Stage "kernel" sweeps the kernel shape (BLOCK_N, NUM_WARPS, NUM_STAGES) with the default split
 policy; stage "split" then sweeps the split policy (PROGRAMS_PER_SM, MIN_SPLIT_KEYS,
 FUSED_COMBINE, COMBINE_ELEMS) with the best kernel shape of stage 1 (geometric mean over all
-columns). Every configuration is checked against the default configuration's output (a broken
+columns). Stages "few-kernel" and "few-split" ("few": both) do the same for the few-programs
+class's knobs (FEW_*: contiguous caches at batch 1-4, see attention_decode.py), ranked by the
+geometric mean over the columns that class serves (the plan line of each shape says which).
+Every configuration is checked against the default configuration's output (a broken
 combination shows as "BAD"); one that does not compile (shared memory) shows as "n/a". The knobs
 are the module constants of pygpukit/triton_kernels/attention_decode.py: copy the winners there.
 """
@@ -43,6 +47,18 @@ SPLIT_GRID = {
     "FUSED_COMBINE": (True, False),
     "COMBINE_ELEMS": (2048, 4096, 8192),
 }
+FEW_KERNEL_GRID = {
+    "FEW_BLOCK_N": (32, 64, 128),
+    "FEW_NUM_WARPS": (4, 8),
+    "FEW_NUM_STAGES": (2, 3, 4),
+}
+FEW_SPLIT_GRID = {
+    "FEW_PROGRAMS_PER_SM": (1, 2, 3),
+    "FEW_MIN_SPLIT_KEYS": (64, 128, 256, 512),
+    "FEW_FUSED_COMBINE": (True, False),
+    "FEW_PAGED": (False, True),
+}
+ALL_GRIDS = (KERNEL_GRID, SPLIT_GRID, FEW_KERNEL_GRID, FEW_SPLIT_GRID)
 
 
 def _rand(shape: tuple[int, ...], seed: int) -> gp.GPUArray:
@@ -116,25 +132,29 @@ def _run_config(
     return row
 
 
-def _geomean(row: dict[str, float | str]) -> float:
-    vals = [v for v in row.values() if isinstance(v, float)]
-    if len(vals) < len(row) or not vals:
+def _geomean(row: dict[str, float | str], cols: list[str] | None = None) -> float:
+    vals = [v for c, v in row.items() if isinstance(v, float) and (cols is None or c in cols)]
+    if len(vals) < (len(row) if cols is None else len(cols)) or not vals:
         return 0.0
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-def _table(title: str, rows: list[tuple[str, dict[str, float | str]]], ceiling: float) -> None:
+def _table(
+    title: str, rows: list[tuple[str, dict[str, float | str]]], ceiling: float,
+    rank: list[str] | None = None,
+) -> None:  # fmt: skip
+    """Rows sorted by the geometric mean over the columns in rank (all when None)."""
     cols = list(rows[0][1])
     width = max(len(name) for name, _ in rows) + 2
     print(f"\n== {title} (GB/s of KV bytes, % of the {ceiling:.0f} GB/s copy) ==")
     print(" " * width + "".join(f"{c:>26}" for c in cols) + f"{'geomean':>10}")
-    for name, row in sorted(rows, key=lambda r: -_geomean(r[1])):
+    for name, row in sorted(rows, key=lambda r: -_geomean(r[1], rank)):
         cells = []
         for c in cols:
             v = row[c]
             pct = f"({100 * v / ceiling:3.0f}%)" if isinstance(v, float) else ""
             cells.append(f"{v:>26}" if isinstance(v, str) else f"{v:>19.0f} {pct}")
-        print(f"{name:<{width}}" + "".join(cells) + f"{_geomean(row):>10.0f}")
+        print(f"{name:<{width}}" + "".join(cells) + f"{_geomean(row, rank):>10.0f}")
 
 
 def _copy_ceiling(timer: DeviceTimer) -> float:
@@ -163,7 +183,10 @@ def _peers(timer: DeviceTimer, shapes: list[Shape], rounds: int) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--stage", choices=("kernel", "split", "all"), default="all")
+    p.add_argument(
+        "--stage", choices=("kernel", "split", "few-kernel", "few-split", "few", "all"),
+        default="all",
+    )  # fmt: skip
     p.add_argument("--shapes", default="1x4096,1x16384,1x32768,16x4096,16x16384,16x32768")
     p.add_argument("--layouts", default=",".join(LAYOUTS))
     p.add_argument("--rounds", type=int, default=15)
@@ -182,38 +205,72 @@ def main() -> int:
     layouts = a.layouts.split(",")
     ceiling = _copy_ceiling(timer)
     print(f"device: {gp.get_device_properties(0).get('name')}; copy 1 GiB: {ceiling:.0f} GB/s")
-    default = {k: getattr(ad, k) for k in (*KERNEL_GRID, *SPLIT_GRID)}
+    default = {k: getattr(ad, k) for grid in ALL_GRIDS for k in grid}
     print(f"defaults: {default}")
     for sh in shapes:
-        pl = ad.decode_plan(sh.b, H, HKV, 1, D, sh.s, True, ad.sm_count(sh.q))
-        print(f"  B{sh.b} S{sh.s}: {pl.splits} splits of {pl.chunk} keys")
+        for layout in layouts:
+            page = 0 if layout == "contiguous" else int(layout.removeprefix("paged"))
+            pl = ad.decode_plan(sh.b, H, HKV, 1, D, sh.s, True, ad.sm_count(sh.q), page=page)
+            print(
+                f"  B{sh.b} S{sh.s} {layout}: {pl.splits} splits of {pl.chunk} keys, "
+                f"{'few-programs' if pl.few else 'default'} class"
+            )
     _peers(timer, shapes, a.rounds)
     refs: dict[tuple[int, int, str], np.ndarray] = {}
     results: dict[str, Any] = {"ceiling_gbs": ceiling, "defaults": default}
     base = _run_config(timer, shapes, layouts, {}, refs, a.rounds)  # the reference outputs
+    few_cols = [
+        f"B{sh.b} S{sh.s} {layout}"
+        for sh in shapes
+        for layout in layouts
+        if layout == "contiguous"
+        and ad.decode_plan(sh.b, H, HKV, 1, D, sh.s, True, ad.sm_count(sh.q)).few
+    ]
+    if a.stage.startswith("few") and not few_cols:
+        print("tune_decode: no shape is in the few-programs class (try --shapes 1x4096,...)")
+        return 1
+    stages = {
+        "few": ("few-kernel", "few-split"),
+        "all": ("kernel", "split", "few-kernel", "few-split"),
+    }.get(a.stage, (a.stage,))
     best: dict[str, Any] = {}
-    if a.stage in ("kernel", "all"):
+    few_best: dict[str, Any] = {}
+    for stage in stages:
+        few = stage.startswith("few")
+        grid = {
+            "kernel": KERNEL_GRID,
+            "split": SPLIT_GRID,
+            "few-kernel": FEW_KERNEL_GRID,
+            "few-split": FEW_SPLIT_GRID,
+        }[stage]
+        start = (few_best if few else best) if stage.endswith("split") else {}
+        rank = few_cols if few else None
         rows = [("default", base)]
         tried = []
-        for values in itertools.product(*KERNEL_GRID.values()):
-            knobs = dict(zip(KERNEL_GRID, values, strict=True))
+        for values in itertools.product(*grid.values()):
+            knobs = dict(zip(grid, values, strict=True))
             name = " ".join(f"{k}={v}" for k, v in knobs.items())
             print(f"  {name}")
-            rows.append((name, _run_config(timer, shapes, layouts, knobs, refs, a.rounds)))
+            row = _run_config(timer, shapes, layouts, start | knobs, refs, a.rounds)
+            rows.append((name, row))
             tried.append(knobs)
-        _table("kernel shape", rows, ceiling)
-        results["kernel"] = rows
-        best = max(zip(tried, rows[1:], strict=True), key=lambda t: _geomean(t[1][1]))[0]
-        print(f"best kernel shape: {best}")
-    if a.stage in ("split", "all"):
-        rows = [("default", base)]
-        for values in itertools.product(*SPLIT_GRID.values()):
-            knobs = dict(zip(SPLIT_GRID, values, strict=True))
-            name = " ".join(f"{k}={v}" for k, v in knobs.items())
-            print(f"  {name}")
-            rows.append((name, _run_config(timer, shapes, layouts, best | knobs, refs, a.rounds)))
-        _table(f"split policy with {best or 'default kernel shape'}", rows, ceiling)
-        results["split"] = rows
+        title = {
+            "kernel": "kernel shape",
+            "split": f"split policy with {best or 'default kernel shape'}",
+            "few-kernel": "few-programs class kernel shape",
+            "few-split": f"few-programs class split policy with {few_best or 'default shape'}",
+        }[stage]
+        if few:
+            title += f", ranked on {', '.join(few_cols)}"
+        _table(title, rows, ceiling, rank)
+        results[stage] = rows
+        if stage.endswith("kernel"):
+            pick = max(zip(tried, rows[1:], strict=True), key=lambda t: _geomean(t[1][1], rank))
+            if few:
+                few_best = pick[0]
+            else:
+                best = pick[0]
+            print(f"best {'few-programs class ' if few else ''}kernel shape: {pick[0]}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -14,12 +14,15 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   block_size for a paged cache), and a split that starts past its sequence's length exits at
   once. The same launch therefore replays under a CUDA graph with new lengths.
 - Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
-  fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. Each split writes its normalised
-  partial output and log2-sum-exp (fp32) to a workspace; a sequence that fits one chunk writes
-  its output directly. With FUSED_COMBINE the last split of a (sequence, head, tile) to finish
-  (an atomic counter per tile, acq_rel at GPU scope after a CTA barrier, the CUTLASS semaphore
-  pattern) combines the partials and resets its counter to 0, so no second kernel is launched and
-  the counter is ready for the next launch or graph replay; otherwise a small combine kernel runs.
+  fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. Launches with few (sequence, kv head)
+  programs on a contiguous cache (batch 1-4) form their own class with their own knobs (FEW_*):
+  there the splits carry all the parallelism and a single wave of short-buffered programs wins.
+  Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
+  sequence that fits one chunk writes its output directly. With FUSED_COMBINE the last split of
+  a (sequence, head, tile) to finish (an atomic counter per tile, acq_rel at GPU scope after a
+  CTA barrier, the CUTLASS semaphore pattern) combines the partials and resets its counter to 0,
+  so no second kernel is launched and the counter is ready for the next launch or graph
+  replay; otherwise a small combine kernel runs.
 - Paged caches gather each key block's pages through the block table (one scalar lookup per
   block when a page holds whole key blocks), the table entries loaded one block ahead so the
   K/V loads pipeline as deeply as the contiguous cache's. Keys stream through shared memory
@@ -63,6 +66,22 @@ MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs
 MAX_SPLITS = 64
 MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
+# The few-programs class: a contiguous cache whose (sequence, kv head, row tile) programs number
+# at most sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), so the splits carry the
+# parallelism; the knobs above serve every other launch and the paged caches. Defaults: gp.sdpa's
+# Sq=1 split path (attention.py), 20-30% faster than the knobs above at batch 1 on an H200: 64-key
+# blocks in 3 stages (96 KB of K/V buffers at D128 bf16, where 128 keys in 2 stages take 128 KB
+# and leave room for one program per SM), one program per SM in a single wave (the knobs above
+# give batch 1 32 splits = 256 programs, two waves at one resident program per SM, so every SM
+# pays a program's fixed cost twice: the length load, pipeline fill, partial store, counter).
+FEW_SPLITS_NEEDED = 4  # 0: no launch is in the class
+FEW_BLOCK_N = 64
+FEW_NUM_WARPS = 4
+FEW_NUM_STAGES = 3  # fp16/bf16; fp32 uses 2
+FEW_PROGRAMS_PER_SM = 1
+FEW_MIN_SPLIT_KEYS = 128
+FEW_FUSED_COMBINE = True
+FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
 # Partial-output elements one combine step holds in registers. The fused combine shares the
 # kernel's register budget: at D128, GROUP 4 (sm_90, Triton 3.6) 8192 needs 168 registers per
 # thread (3 programs per SM), 4096 needs 118.
@@ -324,6 +343,8 @@ class DecodePlan(NamedTuple):
     block_s: int  # splits per combine step
     num_warps: int
     num_stages: int
+    fused: bool  # the last split combines (else a combine kernel runs)
+    few: bool  # the few-programs class (FEW_* knobs)
 
 
 def decode_plan(
@@ -337,20 +358,32 @@ def decode_plan(
     sms: int,
     *,
     num_splits: int | None = None,
+    page: int = 0,
+    few: bool | None = None,
 ) -> DecodePlan:
     """The launch shape for q [batch, heads, sq, head_dim] over ``capacity`` cache slots per
-    sequence on a device with ``sms`` multiprocessors (num_splits forces the split count)."""
+    sequence on a device with ``sms`` multiprocessors; page: slots per page of a paged cache (0:
+    contiguous). num_splits forces the split count, few the knob class (tests, tuning)."""
     rows = heads // kv_heads * sq
     bm = max(16, min(next_pow2(rows), MAX_BLOCK_M))
     tiles = cdiv(rows, bm)
-    bn = BLOCK_N
+    progs = batch * kv_heads * tiles
+    if few is None:
+        few = 0 < FEW_SPLITS_NEEDED and progs * FEW_SPLITS_NEEDED <= sms
+        few = few and (page == 0 or (FEW_PAGED and page % FEW_BLOCK_N == 0))
+    if few:
+        bn, warps, stages, per_sm = FEW_BLOCK_N, FEW_NUM_WARPS, FEW_NUM_STAGES, FEW_PROGRAMS_PER_SM
+        min_keys, fused = FEW_MIN_SPLIT_KEYS, FEW_FUSED_COMBINE
+    else:
+        bn, warps, stages, per_sm = BLOCK_N, NUM_WARPS, NUM_STAGES, PROGRAMS_PER_SM
+        min_keys, fused = MIN_SPLIT_KEYS, FUSED_COMBINE
     bd = max(16, next_pow2(head_dim))
     nkb = max(1, cdiv(capacity, bn))
     if num_splits is None:
-        # Fill PROGRAMS_PER_SM slots per SM in one wave (floor: a partial second wave costs a
-        # whole program's time), with chunks of at least MIN_SPLIT_KEYS.
-        ns = (PROGRAMS_PER_SM * sms) // max(1, batch * kv_heads * tiles)
-        ns = min(ns, MAX_SPLITS, capacity // MIN_SPLIT_KEYS)
+        # Fill per_sm slots per SM in one wave (floor: a partial second wave costs a whole
+        # program's time), with chunks of at least min_keys.
+        ns = (per_sm * sms) // max(1, progs)
+        ns = min(ns, MAX_SPLITS, capacity // max(1, min_keys))
     else:
         ns = int(num_splits)
     ns = max(1, min(ns, nkb))
@@ -358,7 +391,8 @@ def decode_plan(
     ns = cdiv(nkb * bn, chunk)
     br = bm if tiles > 1 else max(2, next_pow2(rows))
     bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
-    return DecodePlan(bm, tiles, bn, ns, chunk, br, bs, NUM_WARPS, NUM_STAGES if half else 2)
+    stages = stages if half else 2
+    return DecodePlan(bm, tiles, bn, ns, chunk, br, bs, warps, stages, bool(fused), bool(few))
 
 
 class _Scratch:
@@ -426,8 +460,9 @@ def _sdpa_decode(
     *,
     num_splits: int | None = None,
     fused: bool | None = None,
+    few: bool | None = None,
 ) -> GPUArray:
-    """sdpa_decode with the split count and the combine forced (tests, tuning)."""
+    """sdpa_decode with the split count, the combine and the knob class forced (tests, tuning)."""
     if q.dtype.name not in ("float32", "float16", "bfloat16"):
         raise TypeError(
             f"sdpa_decode (triton): dtype {q.dtype.name} is not supported "
@@ -441,8 +476,11 @@ def _sdpa_decode(
     paged = bt is not None
     cap = k.shape[2] * (bt.shape[1] if bt is not None else 1)
     half = q.dtype.name != "float32"
-    pl = decode_plan(batch, h, hkv, sq, d, cap, half, sm_count(q), num_splits=num_splits)
-    fuse = FUSED_COMBINE if fused is None else fused
+    pl = decode_plan(
+        batch, h, hkv, sq, d, cap, half, sm_count(q), num_splits=num_splits,
+        page=k.shape[2] if paged else 0, few=few,
+    )  # fmt: skip
+    fuse = pl.fused if fused is None else fused
     nbh = batch * hkv * pl.tiles
     bd = max(16, next_pow2(d))
     wo = wl = cnt = o

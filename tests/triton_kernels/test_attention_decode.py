@@ -168,11 +168,87 @@ def test_plan_fills_the_gpu() -> None:
     """Split heuristics on an H200-sized GPU (132 SMs): batch 1 with a long context gets one
     program per SM or more; splits cover the capacity; large batches do not split."""
     for cap in (4096, 16384, 32768):
-        p = ad.decode_plan(1, 32, 8, 1, 128, cap, True, 132)
-        assert p.splits * 8 >= 128 and p.splits * p.chunk >= cap > (p.splits - 1) * p.chunk
-        assert p.chunk % p.block_n == 0 and p.chunk >= ad.MIN_SPLIT_KEYS
+        for page in (0, 16, 64):
+            p = ad.decode_plan(1, 32, 8, 1, 128, cap, True, 132, page=page)
+            assert p.splits * 8 >= 128 and p.splits * p.chunk >= cap > (p.splits - 1) * p.chunk
+            least = ad.FEW_MIN_SPLIT_KEYS if p.few else ad.MIN_SPLIT_KEYS
+            assert p.chunk % p.block_n == 0 and p.chunk >= least
     assert ad.decode_plan(64, 32, 8, 1, 128, 4096, True, 132).splits == 1
     assert ad.decode_plan(1, 32, 8, 1, 128, 100, True, 132).splits == 1
+
+
+def test_plan_classes() -> None:
+    """On 132 SMs, batch 1-4 over a contiguous cache take the FEW_* knobs in one wave of
+    FEW_PROGRAMS_PER_SM programs per SM; batch 16 and the paged caches keep the other knobs;
+    FEW_PAGED admits pages that hold whole FEW_BLOCK_N blocks; forcing the class works."""
+    few = (ad.FEW_BLOCK_N, ad.FEW_NUM_WARPS, ad.FEW_NUM_STAGES, ad.FEW_FUSED_COMBINE)
+    many = (ad.BLOCK_N, ad.NUM_WARPS, ad.NUM_STAGES, ad.FUSED_COMBINE)
+    for batch in (1, 2, 4):
+        p = ad.decode_plan(batch, 32, 8, 1, 128, 32768, True, 132)
+        assert p.few and (p.block_n, p.num_warps, p.num_stages, p.fused) == few
+        assert batch * 8 * p.splits <= 132 * ad.FEW_PROGRAMS_PER_SM < batch * 8 * (p.splits + 1)
+    for batch, page in [(8, 0), (16, 0), (1, 16), (1, 64), (16, 64)]:
+        p = ad.decode_plan(batch, 32, 8, 1, 128, 4096, True, 132, page=page)
+        assert not p.few and (p.block_n, p.num_warps, p.num_stages, p.fused) == many
+    assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, few=False).block_n == ad.BLOCK_N
+    assert ad.decode_plan(16, 32, 8, 1, 128, 4096, True, 132, few=True).few
+    # fp32 tiles are twice the bytes: two stages in either class
+    assert ad.decode_plan(1, 32, 8, 1, 128, 4096, False, 132).num_stages == 2
+
+
+def test_plan_class_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ad, "FEW_PAGED", True)
+    assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=2 * ad.FEW_BLOCK_N).few
+    assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=16).few
+    monkeypatch.setattr(ad, "FEW_SPLITS_NEEDED", 0)  # the class is off
+    assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132).few
+
+
+# Odd lengths over a 1000-slot cache: one key, part of one block, and 15 blocks plus 40 keys.
+FEW_LENS = np.array([1, 17, 1000], np.int32)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "combine-kernel"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("group", [1, 4, 8])
+def test_few_class(device: str, group: int, causal: bool, fused: bool,
+                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The few-programs class with its own knobs (forced: the interpreter's 2 SMs never pick
+    it): FEW_BLOCK_N-key blocks, 4 splits of 256 keys, lengths read from the device and
+    rewritten in place between two identical calls."""
+    monkeypatch.setattr(ad, "FEW_FUSED_COMBINE", fused)
+    q, kc, vc, _ = _caches(("few", group, causal), "float32", 3, 2 * group, 2, 1, 1000, 32,
+                           None)  # fmt: skip
+    dq, dk, dv = up(q, device), up(kc, device), up(vc, device)
+    lens = up(FEW_LENS, device)
+    plan = ad.decode_plan(3, 2 * group, 2, 1, 32, 1000, False, 2, num_splits=5, few=True)
+    assert plan.few and plan.block_n == ad.FEW_BLOCK_N and plan.fused == fused
+    assert plan.splits == 4 and plan.chunk == 4 * ad.FEW_BLOCK_N
+    out = poisoned(q.shape, "float32", device)
+    ad._sdpa_decode(dq, dk, dv, lens, None, causal, None, out, num_splits=5, few=True)
+    assert_close(out, ref_decode(q, kc, vc, FEW_LENS, None, causal), "float32")
+    new = np.array([1000, 999, 64], np.int32)
+    lens[:] = new
+    ad._sdpa_decode(dq, dk, dv, lens, None, causal, None, out, num_splits=5, few=True)
+    assert_close(out, ref_decode(q, kc, vc, new, None, causal), "float32", name="new lengths")
+
+
+@pytest.mark.parametrize("page", [None, 32], ids=["contiguous", "paged32"])
+def test_few_class_from_the_plan(device: str, page: int | None,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The class chosen by the plan itself (a 64-SM device, FEW_PAGED on, 16-key blocks, chunks
+    of 32 keys): 5 splits over 160 slots, Sq 3 (a causal tile)."""
+    monkeypatch.setattr(ad, "sm_count", lambda x: 64)
+    monkeypatch.setattr(ad, "FEW_PAGED", True)
+    monkeypatch.setattr(ad, "FEW_BLOCK_N", 16)
+    monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 32)
+    q, kc, vc, table = _caches(("few-plan", page), "float32", 4, 8, 2, 3, 160, 32, page)
+    plan = ad.decode_plan(4, 8, 2, 3, 32, 160, False, 64, page=page or 0)
+    assert plan.few and plan.splits == 5 and plan.block_n == 16
+    lens = np.array([1, 17, 100, 160], np.int32)
+    out = poisoned(q.shape, "float32", device)
+    o = _run(device, q, kc, vc, lens, table, out=out)
+    assert_close(o, ref_decode(q, kc, vc, lens, table, True), "float32")
 
 
 # ----- kv_cache_write -----------------------------------------------------------------------
@@ -279,12 +355,18 @@ def test_gpu_groups_paged_vs_contiguous(device: str, dtype: str, group: int) -> 
 
 
 @GPU
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "combine-kernel"])
-def test_gpu_new_lengths_same_buffers(device: str, fused: bool) -> None:
-    """Batch 1 with a long cache (many splits): rewriting the device lengths in place changes
-    the result of the identical call, including lengths that leave splits idle."""
-    q, kc, vc, table = _caches(("gpu-len", fused), "bfloat16", 1, 32, 8, 1, 32768, 128, 16)
-    dq, dk, dv, bt = (up(t, device) for t in (q, kc, vc, table))
+def test_gpu_new_lengths_same_buffers(device: str, fused: bool, page: int | None) -> None:
+    """Batch 1 with a long cache (many splits; the contiguous one in the few-programs class):
+    rewriting the device lengths in place changes the result of the identical call, including
+    lengths that leave splits idle."""
+    q, kc, vc, table = _caches(("gpu-len", fused, page), "bfloat16", 1, 32, 8, 1, 32768, 128,
+                               page)  # fmt: skip
+    dq, dk, dv = (up(t, device) for t in (q, kc, vc))
+    bt = None if table is None else up(table, device)
+    pl = ad.decode_plan(1, 32, 8, 1, 128, 32768, True, ad.sm_count(dq), page=page or 0)
+    assert pl.few == (page is None and ad.sm_count(dq) >= 8 * ad.FEW_SPLITS_NEEDED)
     lens = up(np.array([32768], np.int32), device)
     out = poisoned(q.shape, "bfloat16", device)
     for n in (32768, 5, 20000, 1):
