@@ -125,7 +125,7 @@ def _quantized(fmt: str, kw: dict, n: int, k: int) -> tuple[gp.QuantizedWeight, 
 @gpu
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize("m", [1, 3, 16])
+@pytest.mark.parametrize("m", [1, 3, 8, 9, 16])  # 8 | 9: the 4-bit kernels' x tiles of 8
 @pytest.mark.parametrize("kn", ["small", "odd"])
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:

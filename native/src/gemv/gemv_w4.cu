@@ -10,8 +10,9 @@
 //        0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives); scales float8_e4m3fn [N, K/16]
 //        (row stride even); dequant(W)[n, k] = global * s[n, k / 16] * e2m1(W[n, k]).
 //
-// Granule: 32 values (16 bytes); word i (values 8i..8i+7) feeds two mma: the dequantizers
-// produce pairs (8i+j, 8i+j+4), so x is regrouped the same way with byte permutes (pairs04).
+// Kernel: gemv_wa.cuh (W as the A operand of the mma). Granule: 32 values (16 bytes); word i
+// (values 8i..8i+7) of two W rows feeds two mma: the dequantizers produce pairs (8i+j, 8i+j+4),
+// so x is regrouped the same way with byte permutes (pairs04).
 //
 // Numerics: int4 values are exact in bf16/f16; the fp32 partial sum of each warp-step (128
 // values of K = one scale group) is multiplied by its group scale before it joins the
@@ -21,76 +22,78 @@
 // the float64 product x @ dequant(W)^T (checked by tests/native/test_native_gemv.py):
 //   |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (sum_k |x_k dequant(W)_k| + |bias|)
 // with u = 2^-8 (bfloat16) or 2^-11 (float16).
-#include "gemv/gemv_kernel.cuh"
+#include "gemv/gemv_wa.cuh"
 
 namespace pgk {
 namespace gemv_detail {
 namespace {
 
-// x pairs of one word (8 values of K) for rows g and g + 8.
-template <typename T>
-__device__ __forceinline__ void x_pairs(const Ctx<T>& c, std::int64_t k, bool ok,
-                                        std::uint32_t (&a)[4], std::uint32_t (&b)[4]) {
-  pairs04(ld_x(c.xa, k, ok), a);
-  pairs04(ld_x(c.xb, k, ok), b);
-}
-
-// Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
-// C columns 2t and 2t + 1 of each n-tile, in fp32. Loaded a super-step ahead (load_super).
-template <typename S>
-struct Int4Side {
-  float s[kTiles][2];
-
-  template <typename T>
-  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
-    const S* sc = static_cast<const S*>(p.scales);
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
-        s[j][e] = n < p.n && step < c.steps ? to_compute(sc[n * p.ss + step]) : 0.f;
-      }
-    }
-  }
-};
+using wa::Ctx;
 
 template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
-  static constexpr int kUnroll = 2;
-  using Side = Int4Side<S>;
+  static constexpr int kUnroll = 1;
+  static constexpr int kScaleBytes = sizeof(S);
 
-  template <typename T>
-  __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
-    (void)p;
+  // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
+  // W rows g and g + 8 of each row tile, in fp32. Loaded a super-step ahead (load_super).
+  template <int RT>
+  struct Side {
+    float s[RT][2];
+
+    template <typename T, int MT>
+    __device__ void load(const Params&, const Ctx<T, RT, MT>& c, std::int64_t step) {
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const S* row = reinterpret_cast<const S*>(c.srow[r][h]);
+          s[r][h] = c.wok[r][h] && step < c.steps ? to_compute(row[step]) : 0.f;
+        }
+      }
+    }
+  };
+
+  template <typename T, int RT, int MT>
+  __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
+                              const Side<RT>& side, float (&acc)[RT][MT][4], std::int64_t step) {
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
-    float part[kTiles][4];
+    float part[RT][MT][4];
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
+    for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
-    }
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      std::uint32_t a[4], b[4];
-      x_pairs(c, gi * kElems + 8 * i, ok, a, b);
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        std::uint32_t v[4];
-        int4x8<T>(word(w[j], i), v);
-        Ops<T>::mma(part[j], a[0], b[0], a[1], b[1], v[0], v[1]);
-        Ops<T>::mma(part[j], a[2], b[2], a[3], b[3], v[2], v[3]);
+        for (int e = 0; e < 4; ++e) part[r][mt][e] = 0.f;
       }
     }
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
+    for (int i = 0; i < 4; ++i) {
+      std::uint32_t b[MT][4];
+      wa::x_pairs<T, MT>(c.xrow, gi * kElems + 8 * i, ok, b);
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        acc[j][e] = fmaf(part[j][e], side.s[j][e], acc[j][e]);
-        acc[j][e + 2] = fmaf(part[j][e + 2], side.s[j][e], acc[j][e + 2]);
+      for (int r = 0; r < RT; ++r) {
+        std::uint32_t va[4], vb[4];
+        wa::int4x8<T>(word(w[r][0], i), c.i4mask, va);
+        wa::int4x8<T>(word(w[r][1], i), c.i4mask, vb);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Ops<T>::mma(part[r][mt], va[0], vb[0], va[1], vb[1], b[mt][0], b[mt][1]);
+          Ops<T>::mma(part[r][mt], va[2], vb[2], va[3], vb[3], b[mt][2], b[mt][3]);
+        }
+      }
+    }
+    // c0, c1 belong to W row g, c2, c3 to row g + 8.
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[r][mt][e] = fmaf(part[r][mt][e], side.s[r][e >> 1], acc[r][mt][e]);
+        }
       }
     }
   }
@@ -98,58 +101,68 @@ struct Int4 {
   __device__ static float finish(const Params&, float v, std::int64_t) { return v; }
 };
 
-// The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's own W rows, one
-// 2-byte load a row, a super-step ahead (load_super).
-struct Nvfp4Side {
-  std::uint32_t pair[kTiles];
-
-  template <typename T>
-  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
-    const std::int64_t gi = step * 4 + c.t;
-    const unsigned char* sc = static_cast<const unsigned char*>(p.scales);
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      const std::int64_t n = c.n0 + 8 * j + c.g;
-      pair[j] = 0;
-      if (gi < c.granules && n < p.n) {
-        pair[j] = __ldg(reinterpret_cast<const unsigned short*>(sc + n * p.ss + 2 * gi));
-      }
-    }
-  }
-};
-
 struct Nvfp4 {
   static constexpr int kElems = 32;
-  static constexpr int kUnroll = 2;
-  using Side = Nvfp4Side;
+  static constexpr int kUnroll = 1;
+  static constexpr int kScaleBytes = 1;
 
-  template <typename T>
-  __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
-    (void)p;
+  // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
+  // g + 8 of each row tile, one 2-byte load a row, a super-step ahead (load_super).
+  template <int RT>
+  struct Side {
+    std::uint32_t pair[RT][2];
+
+    template <typename T, int MT>
+    __device__ void load(const Params&, const Ctx<T, RT, MT>& c, std::int64_t step) {
+      const std::int64_t gi = step * 4 + c.t;
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          pair[r][h] = 0;
+          if (gi < c.granules && c.wok[r][h]) {
+            pair[r][h] = __ldg(reinterpret_cast<const unsigned short*>(c.srow[r][h] + 2 * gi));
+          }
+        }
+      }
+    }
+  };
+
+  template <typename T, int RT, int MT>
+  __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
+                              const Side<RT>& side, float (&acc)[RT][MT][4], std::int64_t step) {
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
-    std::uint32_t s2[kTiles][2];
+    std::uint32_t s2[RT][2][2];  // [row tile][row g / g + 8][block of 16]
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      s2[j][0] = Ops<T>::e4m3_bcast(side.pair[j] & 0xFFu);
-      s2[j][1] = Ops<T>::e4m3_bcast(side.pair[j] >> 8);
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        s2[r][h][0] = wa::f4_scale<T>(side.pair[r][h] & 0xFFu);
+        s2[r][h][1] = wa::f4_scale<T>(side.pair[r][h] >> 8);
+      }
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      std::uint32_t a[4], b[4];
-      x_pairs(c, gi * kElems + 8 * i, ok, a, b);
+      std::uint32_t b[MT][4];
+      wa::x_pairs<T, MT>(c.xrow, gi * kElems + 8 * i, ok, b);
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        std::uint32_t v[4];
-        e2m1x8<T>(word(w[j], i), s2[j][i >> 1], v);
-        Ops<T>::mma(acc[j], a[0], b[0], a[1], b[1], v[0], v[1]);
-        Ops<T>::mma(acc[j], a[2], b[2], a[3], b[3], v[2], v[3]);
+      for (int r = 0; r < RT; ++r) {
+        std::uint32_t va[4], vb[4];
+        wa::e2m1x8<T>(word(w[r][0], i), s2[r][0][i >> 1], va);
+        wa::e2m1x8<T>(word(w[r][1], i), s2[r][1][i >> 1], vb);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Ops<T>::mma(acc[r][mt], va[0], vb[0], va[1], vb[1], b[mt][0], b[mt][1]);
+          Ops<T>::mma(acc[r][mt], va[2], vb[2], va[3], vb[3], b[mt][2], b[mt][3]);
+        }
       }
     }
   }
 
-  __device__ static float finish(const Params& p, float v, std::int64_t) { return v * p.gscale; }
+  __device__ static float finish(const Params& p, float v, std::int64_t) {
+    return v * wa::kF4Unfold * p.gscale;
+  }
 };
 
 }  // namespace
@@ -165,11 +178,11 @@ void gemv_int4(const GemvArgs& a) {
   gemv_detail::dispatch_half(a.dtype, [&](auto t) {
     using T = decltype(t);
     if (a.sdtype == DType::f32) {
-      gemv_detail::launch<T, gemv_detail::Int4<float>>(a, "gemv_int4_kernel");
+      gemv_detail::wa::launch<T, gemv_detail::Int4<float>>(a, "gemv_int4_kernel");
     } else if (a.sdtype == DType::bf16) {
-      gemv_detail::launch<T, gemv_detail::Int4<__nv_bfloat16>>(a, "gemv_int4_kernel");
+      gemv_detail::wa::launch<T, gemv_detail::Int4<__nv_bfloat16>>(a, "gemv_int4_kernel");
     } else {
-      gemv_detail::launch<T, gemv_detail::Int4<__half>>(a, "gemv_int4_kernel");
+      gemv_detail::wa::launch<T, gemv_detail::Int4<__half>>(a, "gemv_int4_kernel");
     }
   });
 }
@@ -183,7 +196,7 @@ void gemv_nvfp4(const GemvArgs& a) {
               "nvfp4 scales need k / 16 per row, an even row stride and a 2-byte aligned start");
   gemv_detail::dispatch_half(a.dtype, [&](auto t) {
     using T = decltype(t);
-    gemv_detail::launch<T, gemv_detail::Nvfp4>(a, "gemv_nvfp4_kernel");
+    gemv_detail::wa::launch<T, gemv_detail::Nvfp4>(a, "gemv_nvfp4_kernel");
   });
 }
 

@@ -1,0 +1,273 @@
+// The streaming kernel of the 4-bit formats (gemv_w4.cu): W is the A operand of mma.sync
+// m16n8k16 (16 rows of W x 16 values of K) and x the B operand (8 rows of x), so one mma
+// consumes 256 dequantized weights and serves up to 8 rows of x. The other formats use
+// gemv_kernel.cuh, where W is the B operand (128 weights an mma, up to 16 rows of x): for
+// decoding (M <= 8) this layout halves the mma count and the x work per weight, which is what
+// bounds the 4-bit formats (their dequantization is the costly part of the loop).
+//
+// Work split. A block owns RT row tiles of 16 rows of W (16 RT output columns) and MT tiles of 8
+// rows of x (grid.y walks M in steps of 8 MT). Its warps split K as gemv_kernel.cuh does: W is
+// cut into granules of 16 bytes along each row (32 four-bit values), a warp-step is 4
+// consecutive granules of the same rows (one per thread t = lane % 4, 128 values of K), and warp
+// w takes super-steps w, w + nwarps, ... with the next super-step's W and scales in flight
+// during the current one's math. Partial sums meet in shared memory in a fixed warp order
+// (deterministic), then one rounding at the store.
+//
+// Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds A (= W) rows g and
+// g + 8 of the row tile and B (= x^T) column g (= x row g of the x tile); its k-slots are
+// {2t, 2t+1} (a0 row g, a1 row g+8, b0) and {2t+8, 2t+9} (a2, a3, b1). C entries c0..c3 are
+// (W row g, x row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). As in gemv_kernel.cuh, thread t fills
+// its k-slots from ITS OWN granule in the pairing its dequantizer produces: one 32-bit word of
+// W (8 values) decodes to pairs (k0,k4), (k1,k5), (k2,k6), (k3,k7) and feeds two mma, with x
+// regrouped the same way (pairs04). Rows of x past M and rows of W past N are zeros, never
+// stored.
+#pragma once
+
+#include "gemv/gemv_kernel.cuh"
+
+namespace pgk {
+namespace gemv_detail {
+namespace wa {
+
+constexpr int kRowTile = 16;  // rows of W per mma (A operand)
+constexpr int kXTile = 8;     // rows of x per mma (B operand)
+constexpr int kWarps = 8;
+
+// The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
+template <typename T, int RT, int MT>
+struct Ctx {
+  const unsigned char* wrow[RT][2];
+  const unsigned char* srow[RT][2];  // the same rows of the scales (F::kScaleBytes a value)
+  bool wok[RT][2];
+  const T* xrow[MT];  // x row g of each x tile, nullptr past M
+  std::uint32_t i4mask;  // 0x000F000F, in a register (see kernel)
+  std::int64_t n0;
+  std::int64_t granules;  // 16-byte granules per W row
+  std::int64_t steps;     // warp-steps (4 granules each) per W row
+  int t, g;
+};
+
+// x pairs of one word (8 values of K starting at k) for each x tile.
+template <typename T, int MT>
+__device__ __forceinline__ void x_pairs(const T* const (&xrow)[MT], std::int64_t k, bool ok,
+                                        std::uint32_t (&b)[MT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) pairs04(ld_x(xrow[mt], k, ok), b[mt]);
+}
+
+// (a & b) | c in one LOP3.
+__device__ __forceinline__ std::uint32_t and_or(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  std::uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// int4x8 of gemv_kernel.cuh with the nibble mask in a register.
+template <typename T>
+__device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t mask, std::uint32_t (&p)[4]) {
+  q ^= 0x88888888u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    p[i] = Ops<T>::fma2(and_or(q >> (4 * i), mask, Ops<T>::kI4Magic), Ops<T>::kOne,
+                        Ops<T>::kI4Bias);
+  }
+}
+
+// e2m1 codes -> T with the block scale folded in: the rebias 2^(bias - 1) of e2m1x8 is split
+// into kF4Fold (multiplied into the scale pair once per block, see f4_scale) and 2^7 (kF4Unfold,
+// applied to the fp32 sums at the end), so each pair costs one multiply instead of two. With
+// the fold, scale * kF4Fold <= 448 * 2^119 (bf16) or 448 * 2^7 (f16) stays finite, and each
+// weight e2m1 * scale * 2^-7 (at most 6 significant bits, magnitude >= 2^-17) is exact in bf16
+// and in f16 (a subnormal there, but with 2^-22 >= 2^-24 as its last bit).
+template <typename T>
+struct F4Fold;
+template <>
+struct F4Fold<__nv_bfloat16> {
+  static constexpr std::uint32_t kPair = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
+};
+template <>
+struct F4Fold<__half> {
+  static constexpr std::uint32_t kPair = 0x58005800u;  // 2^7 = 2^14 / 2^7
+};
+constexpr float kF4Unfold = 128.f;  // 2^7
+
+// A pair of equal e4m3 block scales (one code, low byte of b) times kF4Fold.
+template <typename T>
+__device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t b) {
+  return Ops<T>::fma2(Ops<T>::e4m3_bcast(b), F4Fold<T>::kPair, kNegZero2);
+}
+
+// e2m1x8 of gemv_kernel.cuh with scale2 from f4_scale: one multiply a pair.
+template <typename T>
+__device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
+                                       std::uint32_t (&p)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::uint32_t v = q << (4 * (3 - i));
+    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Ops<T>::kF4Shift) & Ops<T>::kF4Mask);
+    p[i] = Ops<T>::fma2(bits, scale2, kNegZero2);
+  }
+}
+
+template <typename T, typename F, int RT, int MT>
+__device__ __forceinline__ void load_super(const Params& p, const Ctx<T, RT, MT>& c,
+                                           std::int64_t s, uint4 (&buf)[F::kUnroll][RT][2],
+                                           typename F::template Side<RT> (&side)[F::kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < F::kUnroll; ++u) {
+    const std::int64_t gi = (s * F::kUnroll + u) * 4 + c.t;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        buf[u][r][h] = make_uint4(0u, 0u, 0u, 0u);
+        if (c.wok[r][h] && gi < c.granules) buf[u][r][h] = ld_w(c.wrow[r][h] + gi * 16);
+      }
+    }
+    side[u].load(p, c, s * F::kUnroll + u);
+  }
+}
+
+template <typename T, typename F, int RT, int MT>
+__device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[RT][MT][4],
+                                         std::int64_t n0, std::int64_t m0) {
+  constexpr int kVals = RT * MT * 4;
+  __shared__ float red[kWarps][kVals][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[warp][(r * MT + mt) * 4 + e][lane] = acc[r][mt][e];
+    }
+  }
+  __syncthreads();
+  const T* bias = static_cast<const T*>(p.bias);
+  T* y = static_cast<T*>(p.y);
+  for (int idx = threadIdx.x; idx < kVals * 32; idx += blockDim.x) {
+    const int v_i = idx >> 5, l = idx & 31;
+    float v = 0.f;
+    for (int w = 0; w < nwarps; ++w) v += red[w][v_i][l];
+    const int e = v_i & 3, mt = (v_i >> 2) % MT, r = (v_i >> 2) / MT;
+    const std::int64_t n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
+    const std::int64_t m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
+    if (m < p.m && n < p.n) {
+      v = F::finish(p, v, n);
+      if (bias != nullptr) v += to_compute(bias[n]);
+      y[m * p.n + n] = from_compute<T>(v);
+    }
+  }
+}
+
+template <typename T, typename F, int RT, int MT>
+__device__ __forceinline__ void compute(const Ctx<T, RT, MT>& c,
+                                        const uint4 (&w)[F::kUnroll][RT][2],
+                                        const typename F::template Side<RT> (&side)[F::kUnroll],
+                                        float (&acc)[RT][MT][4], std::int64_t s,
+                                        std::int64_t steps) {
+#pragma unroll
+  for (int u = 0; u < F::kUnroll; ++u) {
+    const std::int64_t step = s * F::kUnroll + u;
+    if (step < steps) F::template step<T, RT, MT>(c, w[u], side[u], acc, step);  // warp-uniform
+  }
+}
+
+template <typename T, typename F, int RT, int MT>
+__global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
+  constexpr int U = F::kUnroll;
+  using Side = typename F::template Side<RT>;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * (kRowTile * RT);
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * (kXTile * MT);
+  Ctx<T, RT, MT> c;
+  c.g = lane >> 2;
+  c.t = lane & 3;
+  c.n0 = n0;
+  // 0x000F000F that ptxas cannot see as a constant (p.k >= 0): kept in one register instead of
+  // being re-materialized before every nibble-decoding LOP3 (measured: one IMAD.MOV per LOP3).
+  c.i4mask = 0x000F000Fu | static_cast<std::uint32_t>(p.k < 0 ? p.k : 0);
+  c.granules = p.k / F::kElems;
+  c.steps = (c.granules + 3) / 4;
+  const T* x = static_cast<const T*>(p.x);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const std::int64_t m = m0 + kXTile * mt + c.g;
+    c.xrow[mt] = m < p.m ? x + m * p.sx : nullptr;
+  }
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t n = n0 + kRowTile * r + 8 * h + c.g;
+      c.wok[r][h] = n < p.n;
+      const std::int64_t row = c.wok[r][h] ? n : 0;
+      c.wrow[r][h] = p.w + row * p.sw;
+      c.srow[r][h] = static_cast<const unsigned char*>(p.scales) + row * p.ss * F::kScaleBytes;
+    }
+  }
+  const std::int64_t steps = c.steps;
+  const std::int64_t supers = (steps + U - 1) / U;
+
+  float acc[RT][MT][4];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[r][mt][e] = 0.f;
+    }
+  }
+  // Two buffers used in turn (no register copies between super-steps): the loads of the next
+  // super-step are issued before the current one is computed.
+  uint4 wa_[U][RT][2], wb_[U][RT][2];
+  Side sa[U], sb[U];
+  load_super<T, F, RT, MT>(p, c, warp, wa_, sa);
+  for (std::int64_t s = warp; s < supers; s += 2 * nwarps) {
+    load_super<T, F, RT, MT>(p, c, s + nwarps, wb_, sb);  // zeros (no access) past the end
+    compute<T, F, RT, MT>(c, wa_, sa, acc, s, steps);
+    if (s + nwarps >= supers) break;
+    load_super<T, F, RT, MT>(p, c, s + 2 * nwarps, wa_, sa);
+    compute<T, F, RT, MT>(c, wb_, sb, acc, s + nwarps, steps);
+  }
+  epilogue<T, F, RT, MT>(p, acc, n0, m0);
+}
+
+// Two row tiles (32 output columns) a block; one x tile up to 8 rows of x, two beyond (W is read
+// once per 16 rows of x, as in gemv_kernel.cuh).
+template <typename T, typename F>
+void launch(const GemvArgs& a, const char* name) {
+  if (a.m == 0 || a.n == 0) return;
+  constexpr int RT = 2;
+  Params p;
+  p.x = reinterpret_cast<const void*>(a.x);
+  p.sx = a.x_row_stride;
+  p.w = ptr<const unsigned char>(a.w);
+  p.sw = a.w_row_bytes;
+  p.scales = reinterpret_cast<const void*>(a.scales);
+  p.ss = a.s_row_stride;
+  p.bias = reinterpret_cast<const void*>(a.bias);
+  p.y = reinterpret_cast<void*>(a.y);
+  p.m = a.m;
+  p.n = a.n;
+  p.k = a.k;
+  p.gscale = a.global_scale;
+  const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
+  const bool one = a.m <= kXTile;
+  const std::int64_t mblk = one ? 1 : (a.m + 2 * kXTile - 1) / (2 * kXTile);
+  // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.
+  const int warps = nblk * mblk >= kManyBlocks ? 4 : kWarps;
+  const dim3 grid(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk));
+  use_device(a.device);
+  if (one) {
+    gemv_wa_kernel<T, F, RT, 1><<<grid, warps * 32, 0, as_stream(a.stream)>>>(p);
+  } else {
+    gemv_wa_kernel<T, F, RT, 2><<<grid, warps * 32, 0, as_stream(a.stream)>>>(p);
+  }
+  PGK_CHECK_LAUNCH(name);
+}
+
+}  // namespace wa
+}  // namespace gemv_detail
+}  // namespace pgk
