@@ -74,14 +74,17 @@ FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate 
 # and leave room for one program per SM), one program per SM in a single wave (the knobs above
 # give batch 1 32 splits = 256 programs, two waves at one resident program per SM, so every SM
 # pays a program's fixed cost twice: the length load, pipeline fill, partial store, counter).
+# H200 sweep (scripts/tune_decode.py --stage few, 2026-11-21, bf16 Hq32/Hkv8 D128, L2 flushed by
+# a read): 4 stages beat 3 (B1 S32768 3236 vs 3071 GB/s, B4 S8192 3396 vs 3235), and paged caches
+# with 64-slot pages in the class trail the contiguous cache by 1-6% at batch 1 instead of 19-25%.
 FEW_SPLITS_NEEDED = 4  # 0: no launch is in the class
 FEW_BLOCK_N = 64
 FEW_NUM_WARPS = 4
-FEW_NUM_STAGES = 3  # fp16/bf16; fp32 uses 2
+FEW_NUM_STAGES = 4  # fp16/bf16; fp32 uses 2
 FEW_PROGRAMS_PER_SM = 1
 FEW_MIN_SPLIT_KEYS = 128
 FEW_FUSED_COMBINE = True
-FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
+FEW_PAGED = True  # paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
 # Partial-output elements one combine step holds in registers. The fused combine shares the
 # kernel's register budget: at D128, GROUP 4 (sm_90, Triton 3.6) 8192 needs 168 registers per
 # thread (3 programs per SM), 4096 needs 118.

@@ -179,17 +179,19 @@ def test_plan_fills_the_gpu() -> None:
 
 def test_plan_classes() -> None:
     """On 132 SMs, batch 1-4 over a contiguous cache take the FEW_* knobs in one wave of
-    FEW_PROGRAMS_PER_SM programs per SM; batch 16 and the paged caches keep the other knobs;
-    FEW_PAGED admits pages that hold whole FEW_BLOCK_N blocks; forcing the class works."""
+    FEW_PROGRAMS_PER_SM programs per SM; batch 8/16 and pages smaller than FEW_BLOCK_N keep the
+    other knobs; FEW_PAGED (on by default) admits pages that hold whole FEW_BLOCK_N blocks;
+    forcing the class works."""
     few = (ad.FEW_BLOCK_N, ad.FEW_NUM_WARPS, ad.FEW_NUM_STAGES, ad.FEW_FUSED_COMBINE)
     many = (ad.BLOCK_N, ad.NUM_WARPS, ad.NUM_STAGES, ad.FUSED_COMBINE)
     for batch in (1, 2, 4):
         p = ad.decode_plan(batch, 32, 8, 1, 128, 32768, True, 132)
         assert p.few and (p.block_n, p.num_warps, p.num_stages, p.fused) == few
         assert batch * 8 * p.splits <= 132 * ad.FEW_PROGRAMS_PER_SM < batch * 8 * (p.splits + 1)
-    for batch, page in [(8, 0), (16, 0), (1, 16), (1, 64), (16, 64)]:
+    for batch, page in [(8, 0), (16, 0), (1, 16), (16, 64)]:
         p = ad.decode_plan(batch, 32, 8, 1, 128, 4096, True, 132, page=page)
         assert not p.few and (p.block_n, p.num_warps, p.num_stages, p.fused) == many
+    assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=64).few == ad.FEW_PAGED
     assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, few=False).block_n == ad.BLOCK_N
     assert ad.decode_plan(16, 32, 8, 1, 128, 4096, True, 132, few=True).few
     # fp32 tiles are twice the bytes: two stages in either class
@@ -200,6 +202,8 @@ def test_plan_class_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ad, "FEW_PAGED", True)
     assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=2 * ad.FEW_BLOCK_N).few
     assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=16).few
+    monkeypatch.setattr(ad, "FEW_PAGED", False)
+    assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=2 * ad.FEW_BLOCK_N).few
     monkeypatch.setattr(ad, "FEW_SPLITS_NEEDED", 0)  # the class is off
     assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132).few
 
