@@ -9,9 +9,10 @@
 // rows of x (grid.y walks M in steps of 8 MT). Its warps split K as gemv_kernel.cuh does: W is
 // cut into granules of 16 bytes along each row (32 four-bit values), a warp-step is 4
 // consecutive granules of the same rows (one per thread t = lane % 4, 128 values of K), and warp
-// w takes super-steps w, w + nwarps, ... with the next super-step's W and scales in flight
-// during the current one's math. Partial sums meet in shared memory in a fixed warp order
-// (deterministic), then one rounding at the store.
+// w takes steps w, w + nwarps, ... Each lane copies its granules of the next step into its own
+// slots of a shared-memory ring with cp.async while it decodes the current one (registers stay
+// free for occupancy), the scales one step ahead in registers. Partial sums meet in shared
+// memory in a fixed warp order (deterministic), then one rounding at the store.
 //
 // Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds A (= W) rows g and
 // g + 8 of the row tile and B (= x^T) column g (= x row g of the x tile); its k-slots are
@@ -32,6 +33,29 @@ namespace wa {
 constexpr int kRowTile = 16;  // rows of W per mma (A operand)
 constexpr int kXTile = 8;     // rows of x per mma (B operand)
 constexpr int kWarps = 8;
+// Warp-steps of W in a lane's cp.async ring in shared memory (one in flight while one is
+// computed). H200, int4 M=1 K8192 N29568, 4 warps a block: 2 stages 46.7 us, 3 stages 53.4, 4
+// stages 54.2; holding the next step in registers instead (no ring) 56.1.
+constexpr int kStages = 2;
+// Blocks from which 4 warps a block beat 8 (more blocks resident, each warp a longer K loop):
+// 46.7 vs 52.2 us at N29568 (924 blocks), 17.2 vs 18.8 us at N14336 (448 blocks).
+constexpr std::int64_t kManyBlocksWA = 256;
+
+// 16 bytes global -> shared, bypassing L1, 256-byte L2 prefetch; zero-filled without a read when
+// !pred (steps past the end, rows past N).
+__device__ __forceinline__ void cp_async16(uint4* smem, const unsigned char* gmem, bool pred) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(pred ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
 template <typename T, int RT, int MT>
@@ -110,25 +134,6 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
 }
 
 template <typename T, typename F, int RT, int MT>
-__device__ __forceinline__ void load_super(const Params& p, const Ctx<T, RT, MT>& c,
-                                           std::int64_t s, uint4 (&buf)[F::kUnroll][RT][2],
-                                           typename F::template Side<RT> (&side)[F::kUnroll]) {
-#pragma unroll
-  for (int u = 0; u < F::kUnroll; ++u) {
-    const std::int64_t gi = (s * F::kUnroll + u) * 4 + c.t;
-#pragma unroll
-    for (int r = 0; r < RT; ++r) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        buf[u][r][h] = make_uint4(0u, 0u, 0u, 0u);
-        if (c.wok[r][h] && gi < c.granules) buf[u][r][h] = ld_w(c.wrow[r][h] + gi * 16);
-      }
-    }
-    side[u].load(p, c, s * F::kUnroll + u);
-  }
-}
-
-template <typename T, typename F, int RT, int MT>
 __device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[RT][MT][4],
                                          std::int64_t n0, std::int64_t m0) {
   constexpr int kVals = RT * MT * 4;
@@ -161,21 +166,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[RT]
 }
 
 template <typename T, typename F, int RT, int MT>
-__device__ __forceinline__ void compute(const Ctx<T, RT, MT>& c,
-                                        const uint4 (&w)[F::kUnroll][RT][2],
-                                        const typename F::template Side<RT> (&side)[F::kUnroll],
-                                        float (&acc)[RT][MT][4], std::int64_t s,
-                                        std::int64_t steps) {
-#pragma unroll
-  for (int u = 0; u < F::kUnroll; ++u) {
-    const std::int64_t step = s * F::kUnroll + u;
-    if (step < steps) F::template step<T, RT, MT>(c, w[u], side[u], acc, step);  // warp-uniform
-  }
-}
-
-template <typename T, typename F, int RT, int MT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
-  constexpr int U = F::kUnroll;
   using Side = typename F::template Side<RT>;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -208,7 +199,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
     }
   }
   const std::int64_t steps = c.steps;
-  const std::int64_t supers = (steps + U - 1) / U;
 
   float acc[RT][MT][4];
 #pragma unroll
@@ -219,18 +209,48 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
       for (int e = 0; e < 4; ++e) acc[r][mt][e] = 0.f;
     }
   }
-  // Two buffers used in turn (no register copies between super-steps): the loads of the next
-  // super-step are issued before the current one is computed.
-  uint4 wa_[U][RT][2], wb_[U][RT][2];
-  Side sa[U], sb[U];
-  load_super<T, F, RT, MT>(p, c, warp, wa_, sa);
-  for (std::int64_t s = warp; s < supers; s += 2 * nwarps) {
-    load_super<T, F, RT, MT>(p, c, s + nwarps, wb_, sb);  // zeros (no access) past the end
-    compute<T, F, RT, MT>(c, wa_, sa, acc, s, steps);
-    if (s + nwarps >= supers) break;
-    load_super<T, F, RT, MT>(p, c, s + 2 * nwarps, wa_, sa);
-    compute<T, F, RT, MT>(c, wb_, sb, acc, s + nwarps, steps);
+  // Each lane streams its own granules through a private ring slot ([stage][granule][lane],
+  // 16 bytes: conflict-free), kStages - 1 warp-steps ahead of the math, with no registers
+  // held for them; the scales are prefetched one step ahead in registers.
+  static_assert(F::kUnroll == 1, "the ring holds one warp-step a stage");
+  __shared__ uint4 ring[kWarps][kStages][RT * 2][32];
+  uint4(*const mine)[RT * 2][32] = ring[warp];
+  const auto issue = [&](uint4(*slot)[32], std::int64_t step) {
+    const std::int64_t gi = step * 4 + c.t;
+    const bool ok = gi < c.granules;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        cp_async16(&slot[r * 2 + h][lane], c.wrow[r][h] + (ok ? gi * 16 : 0), ok && c.wok[r][h]);
+      }
+    }
+  };
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    issue(mine[j], warp + static_cast<std::int64_t>(j) * nwarps);
+    cp_async_commit();
   }
+  Side side, nside;
+  side.load(p, c, warp);
+  int stage = 0;
+  for (std::int64_t s = warp; s < steps; s += nwarps) {
+    nside.load(p, c, s + nwarps);  // zeros past the end
+    const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // the slot read last step
+    issue(mine[ahead], s + static_cast<std::int64_t>(kStages - 1) * nwarps);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this step's group has landed
+    uint4 w[1][RT][2];
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) w[0][r][h] = mine[stage][r * 2 + h][lane];
+    }
+    F::template step<T, RT, MT>(c, w[0], side, acc, s);
+    side = nside;
+    stage = stage == kStages - 1 ? 0 : stage + 1;
+  }
+  cp_async_wait<0>();
   epilogue<T, F, RT, MT>(p, acc, n0, m0);
 }
 
@@ -239,7 +259,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
 template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
-  constexpr int RT = 2;
+  constexpr int RT = 2;  // 16-row tiles a block (RT = 1: 51.9 us at the shape above)
   Params p;
   p.x = reinterpret_cast<const void*>(a.x);
   p.sx = a.x_row_stride;
@@ -257,7 +277,7 @@ void launch(const GemvArgs& a, const char* name) {
   const bool one = a.m <= kXTile;
   const std::int64_t mblk = one ? 1 : (a.m + 2 * kXTile - 1) / (2 * kXTile);
   // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.
-  const int warps = nblk * mblk >= kManyBlocks ? 4 : kWarps;
+  const int warps = nblk * mblk >= kManyBlocksWA ? 4 : kWarps;
   const dim3 grid(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk));
   use_device(a.device);
   if (one) {
