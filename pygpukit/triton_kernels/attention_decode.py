@@ -54,13 +54,14 @@ __all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
 LOG2E = 1.4426950408889634
 
 # Tuning knobs, read at every call (scripts/tune_decode.py sweeps them on the GPU). H200 sweep
-# (2026-11-21, bf16 H32/Hkv8 D128): BLOCK_N 128 / 4 warps / 2 stages has the best geometric mean
-# over batch 1 and 16, contexts 4096-32768, contiguous and paged (16/64-slot pages), and brings
-# the paged caches within 4-6% of the contiguous one (BLOCK_N 64 left 16-slot pages 15-25%
-# behind); batch 1 at 4096 keys drops from 1046 to 943 GB/s.
-BLOCK_N = 128  # keys per loop iteration
+# (2026-11-21, bf16 H32/Hkv8 D128, batch 16, contexts 4096-32768, L2 evicted by a read): BLOCK_N
+# 64 / 4 warps / 3 stages has the best geometric mean over the contiguous cache and paged caches
+# of 16- and 64-slot pages, which it keeps within 0-5% of the contiguous one; BLOCK_N 128 / 2
+# stages (chosen earlier, under a memset flush) matches it on the contiguous cache but leaves the
+# pages 9-17% behind (a 128-key block spans pages: one table lookup a key instead of a block).
+BLOCK_N = 64  # keys per loop iteration
 NUM_WARPS = 4
-NUM_STAGES = 2  # fp16/bf16; fp32 tiles are twice the bytes and use 2
+NUM_STAGES = 3  # fp16/bf16; fp32 tiles are twice the bytes and use 2
 PROGRAMS_PER_SM = 2  # split target: about this many programs per multiprocessor
 MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs bytes to hide)
 MAX_SPLITS = 64
