@@ -97,7 +97,6 @@ struct Ops<__nv_bfloat16> {
   static constexpr std::uint32_t kI4Bias = 0xC308C308u;   // -136 = -(128 + 8)
   static constexpr int kF4Shift = 6;                      // e2m1 bits 14..12 -> bf16 bits 8..6
   static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
-  static constexpr std::uint32_t kF4Rebias = 0x7E807E80u;  // 2^126 = 2^(127 - 1)
   static constexpr std::uint32_t kE4M3Rebias = 0x7B807B80u;  // 2^120 = 2^(127 - 7)
 
   __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
@@ -137,7 +136,6 @@ struct Ops<__half> {
   static constexpr std::uint32_t kI4Bias = 0xE408E408u;   // -1032 = -(1024 + 8)
   static constexpr int kF4Shift = 3;                      // e2m1 bits 14..12 -> f16 bits 11..9
   static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
-  static constexpr std::uint32_t kF4Rebias = 0x74007400u;  // 2^14 = 2^(15 - 1)
 
   __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
     std::uint32_t d;
@@ -176,45 +174,6 @@ struct Ops<__half> {
   }
   __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) { return e4m3x2(b * 0x0101u); }
 };
-
-// Eight signed int4 values of q (nibble i = k i, low nibble first) -> four pairs of T:
-// p[i] = (k i, k i + 4). Two's complement u -> offset binary u ^ 8, OR-ed into the mantissa of
-// the magic number, minus (magic + 8): exact.
-template <typename T>
-__device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t (&p)[4]) {
-  q ^= 0x88888888u;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    p[i] = Ops<T>::fma2(((q >> (4 * i)) & 0x000F000Fu) | Ops<T>::kI4Magic, Ops<T>::kOne,
-                        Ops<T>::kI4Bias);
-  }
-}
-
-// Eight e2m1 codes of q (nibble i = k i) -> four pairs p[i] = (k i, k i + 4), times scale2 (a
-// pair of equal block scales): shifting nibble i to the top of each 16-bit half puts its sign on
-// T's sign bit; its exponent and mantissa bits move into T's low exponent bits and top mantissa
-// bit, then x 2^(bias - 1) rebiases (the two subnormal codes land on T subnormals, scaled
-// exactly). Value x e4m3 scale has at most 6 significant bits and lies in [2^-10, 2688]: exact
-// in bf16 and f16.
-template <typename T>
-__device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
-                                       std::uint32_t (&p)[4]) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::uint32_t v = q << (4 * (3 - i));
-    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Ops<T>::kF4Shift) & Ops<T>::kF4Mask);
-    p[i] = Ops<T>::fma2(Ops<T>::fma2(bits, Ops<T>::kF4Rebias, kNegZero2), scale2, kNegZero2);
-  }
-}
-
-// x pairs for the 4-bit formats: r = 16 bytes of x (k 0..7 of the word) -> (k0,k4), (k1,k5),
-// (k2,k6), (k3,k7), matching int4x8/e2m1x8.
-__device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
-  a[0] = __byte_perm(r.x, r.z, 0x5410);
-  a[1] = __byte_perm(r.x, r.z, 0x7632);
-  a[2] = __byte_perm(r.y, r.w, 0x5410);
-  a[3] = __byte_perm(r.y, r.w, 0x7632);
-}
 
 // Per-step side data of a format without scales inside the loop (dense, per-channel fp8).
 struct NoSide {

@@ -71,14 +71,6 @@ struct Ctx {
   int t, g;
 };
 
-// x pairs of one word (8 values of K starting at k) for each x tile.
-template <typename T, int MT>
-__device__ __forceinline__ void x_pairs(const T* const (&xrow)[MT], std::int64_t k, bool ok,
-                                        std::uint32_t (&b)[MT][4]) {
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) pairs04(ld_x(xrow[mt], k, ok), b[mt]);
-}
-
 // (a & b) | c in one LOP3.
 __device__ __forceinline__ std::uint32_t and_or(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
   std::uint32_t d;
@@ -86,7 +78,18 @@ __device__ __forceinline__ std::uint32_t and_or(std::uint32_t a, std::uint32_t b
   return d;
 }
 
-// int4x8 of gemv_kernel.cuh with the nibble mask in a register.
+// x pairs for the 4-bit formats: r = 16 bytes of x (k 0..7 of the word) -> (k0,k4), (k1,k5),
+// (k2,k6), (k3,k7), matching int4x8/e2m1x8.
+__device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
+  a[0] = __byte_perm(r.x, r.z, 0x5410);
+  a[1] = __byte_perm(r.x, r.z, 0x7632);
+  a[2] = __byte_perm(r.y, r.w, 0x5410);
+  a[3] = __byte_perm(r.y, r.w, 0x7632);
+}
+
+// Eight signed int4 values of q (nibble i = k i, low nibble first) -> four pairs of T:
+// p[i] = (k i, k i + 4). Two's complement u -> offset binary u ^ 8, OR-ed into the mantissa of
+// the magic number, minus (magic + 8): exact. mask = 0x000F000F in a register (see Ctx::i4mask).
 template <typename T>
 __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t mask, std::uint32_t (&p)[4]) {
   q ^= 0x88888888u;
@@ -97,7 +100,15 @@ __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t mask, std:
   }
 }
 
-// e2m1 codes -> T with the block scale folded in: the rebias 2^(bias - 1) of e2m1x8 is split
+// x pairs of one word (8 values of K starting at k) for each x tile.
+template <typename T, int MT>
+__device__ __forceinline__ void x_pairs(const T* const (&xrow)[MT], std::int64_t k, bool ok,
+                                        std::uint32_t (&b)[MT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) pairs04(ld_x(xrow[mt], k, ok), b[mt]);
+}
+
+// e2m1 codes -> T with the block scale folded in: the rebias 2^(bias - 1) of the codes is split
 // into kF4Fold (multiplied into the scale pair once per block, see f4_scale) and 2^7 (kF4Unfold,
 // applied to the fp32 sums at the end), so each pair costs one multiply instead of two. With
 // the fold, scale * kF4Fold <= 448 * 2^119 (bf16) or 448 * 2^7 (f16) stays finite, and each
@@ -121,7 +132,12 @@ __device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t b) {
   return Ops<T>::fma2(Ops<T>::e4m3_bcast(b), F4Fold<T>::kPair, kNegZero2);
 }
 
-// e2m1x8 of gemv_kernel.cuh with scale2 from f4_scale: one multiply a pair.
+// Eight e2m1 codes of q (nibble i = k i) -> four pairs p[i] = (k i, k i + 4), times scale2 (a
+// pair of equal block scales from f4_scale): shifting nibble i to the top of each 16-bit half
+// puts its sign on T's sign bit; its exponent and mantissa bits move into T's low exponent bits
+// and top mantissa bit, so the code reads as e2m1 * 2^-(bias - 1) (the two subnormal codes land
+// on T subnormals) and one multiply by scale2 = scale * kF4Fold gives e2m1 * scale * 2^-7,
+// exactly (see F4Fold).
 template <typename T>
 __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
                                        std::uint32_t (&p)[4]) {
