@@ -31,6 +31,10 @@ from pygpukit.runtime import Device
 
 __all__ = ["CausalTransformerModel"]
 
+# New tokens per row up to which a forward step reads the cache with sdpa_decode and writes it
+# with kv_cache_write (RoPE on k fused into the write); longer steps (prefill) use flash sdpa.
+DECODE_TOKENS = 16
+
 
 class CausalTransformerModel:
     """A loaded model: weights on one device plus the forward pass over a static KV cache.
@@ -128,6 +132,12 @@ class CausalTransformerModel:
         starts = [int(n) for n in cache.lengths[row0 : row0 + b]]
         self._ensure_tables(cache.max_seq_len)
         pos = self._position_ids(starts, s)
+        # Decode-sized steps read the cache through sdpa_decode: each row's start and length on
+        # the device (int32), one small copy per forward shared by every layer.
+        marks = None
+        if s <= DECODE_TOKENS:
+            se = np.asarray([starts, [st + s for st in starts]], dtype=np.int32)
+            marks = from_numpy(se, device=self.device)
         w = self.weights
         x = ops.embedding(ids, w.embed_tokens)
         if w.pos_embed is not None:
@@ -135,7 +145,7 @@ class CausalTransformerModel:
         delta: GPUArray | None = None
         for i, lw in enumerate(w.layers):
             h, x = self._add_norm(x, delta, lw.attn_norm, lw.attn_norm_bias)
-            attn = self._attention(i, lw, h, pos, cache, row0, starts)
+            attn = self._attention(i, lw, h, pos, cache, row0, starts, marks)
             h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
             delta = self._mlp(lw, h)
         h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
@@ -179,6 +189,7 @@ class CausalTransformerModel:
         cache: StaticKVCache,
         row0: int,
         starts: list[int],
+        marks: GPUArray | None,
     ) -> GPUArray:
         c = self.config
         b, s, _ = h.shape
@@ -191,6 +202,20 @@ class CausalTransformerModel:
             # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE.
             q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
+        scale = c.layer_attn_scale(layer)
+        if marks is not None:
+            # Decode: k is rotated while kv_cache_write stores it (fused, one launch for k and
+            # v), then sdpa_decode attends over each row's own length (rows may differ).
+            if self._rope is not None:
+                q = ops.rope(q, self._rope[0], self._rope[1], pos)
+            kc = cache.k[layer, row0 : row0 + b]  # [B, Hkv, S_max, D] views
+            vc = cache.v[layer, row0 : row0 + b]
+            cos, sin = self._rope if self._rope is not None else (None, None)
+            kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+            ops.kv_cache_write(kc, vc, kt, vt, marks[0], cos=cos, sin=sin)
+            o = ops.sdpa_decode(q.transpose(0, 2, 1, 3), kc, vc, marks[1], scale=scale)
+            o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
+            return ops.linear(o, lw.wo, lw.bo)
         if self._rope is not None:
             cos, sin = self._rope
             q = ops.rope(q, cos, sin, pos)
@@ -198,7 +223,6 @@ class CausalTransformerModel:
         qt = q.transpose(0, 2, 1, 3)  # [B, H, S, D]: sdpa's head-major layout (a view)
         kt = k.transpose(0, 2, 1, 3)
         vt = v.transpose(0, 2, 1, 3)
-        scale = c.layer_attn_scale(layer)
         if all(st == starts[0] for st in starts):
             cache.write(layer, row0, starts[0], kt, vt)
             kc, vc = cache.view(layer, row0, b, starts[0] + s)
