@@ -1,13 +1,14 @@
-// The streaming kernel shared by every weight format of the gemv family (gemv.h): tensor-core
-// mma.sync m16n8k16 (fp32 accumulate) on operands built in registers, W read exactly once.
+// The streaming kernel of the dense and fp8 weight formats (gemv_bf16.cu, gemv_w8.cu; the 4-bit
+// formats use gemv_wa.cuh): tensor-core mma.sync m16n8k16 (fp32 accumulate) on operands built in
+// registers, W read exactly once.
 //
 // Work split. A block owns kTileN = 16 output columns (two n-tiles of 8) and one 16-row tile of
 // x (grid.y walks M). Its warps split K: W is cut into granules of 16 bytes along each row (8
-// dense, 16 fp8 or 32 four-bit values); a warp-step is 4 consecutive granules of the same rows,
-// one per thread t = lane % 4, and warp w takes super-steps (kUnroll warp-steps) w, w + nwarps,
-// ... The next super-step's W loads (kUnroll * kTiles of 16 bytes a thread) are issued before
-// the current one is computed, so they are in flight during the math. Partial sums meet in
-// shared memory in a fixed warp order (deterministic), then one rounding at the store.
+// dense or 16 fp8 values); a warp-step is 4 consecutive granules of the same rows, one per
+// thread t = lane % 4, and warp w takes super-steps (kUnroll warp-steps) w, w + nwarps, ... The
+// next super-step's W loads (kUnroll * kTiles of 16 bytes a thread) are issued before the
+// current one is computed, so they are in flight during the math. Partial sums meet in shared
+// memory in a fixed warp order (deterministic), then one rounding at the store.
 //
 // Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds B (= W^T) column
 // n = g of each n-tile and A (= x) rows g and g + 8; its k-slots are {2t, 2t+1} (b0, a0, a1) and
@@ -15,8 +16,8 @@
 // (g+8, 2t+1). The dot product does not care which k sits in which k-slot as long as A and B
 // agree, so thread t's k-slots are filled from ITS OWN granule (k contiguous in memory, one
 // 16-byte load for W and for each x row) in whatever pairing the dequantizer produces cheaply;
-// each format's step() builds the matching x pairs (byte permutes for the 4-bit formats).
-// Rows of x past M and columns past N are loaded as zeros and never stored.
+// each format's step() builds the matching x pairs. Rows of x past M and columns past N are
+// loaded as zeros and never stored.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -91,12 +92,6 @@ struct Ops;
 
 template <>
 struct Ops<__nv_bfloat16> {
-  // Two-byte constants, duplicated into both halves.
-  static constexpr std::uint32_t kOne = 0x3F803F80u;
-  static constexpr std::uint32_t kI4Magic = 0x43004300u;  // 128: 128 + u in the mantissa, u < 16
-  static constexpr std::uint32_t kI4Bias = 0xC308C308u;   // -136 = -(128 + 8)
-  static constexpr int kF4Shift = 6;                      // e2m1 bits 14..12 -> bf16 bits 8..6
-  static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
   static constexpr std::uint32_t kE4M3Rebias = 0x7B807B80u;  // 2^120 = 2^(127 - 7)
 
   __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
@@ -131,11 +126,6 @@ struct Ops<__nv_bfloat16> {
 
 template <>
 struct Ops<__half> {
-  static constexpr std::uint32_t kOne = 0x3C003C00u;
-  static constexpr std::uint32_t kI4Magic = 0x64006400u;  // 1024: 1024 + u in the mantissa
-  static constexpr std::uint32_t kI4Bias = 0xE408E408u;   // -1032 = -(1024 + 8)
-  static constexpr int kF4Shift = 3;                      // e2m1 bits 14..12 -> f16 bits 11..9
-  static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
 
   __device__ static std::uint32_t fma2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
     std::uint32_t d;
@@ -305,18 +295,8 @@ inline void check_common(const GemvArgs& a, int elems, const char* who) {
               "w's row stride must be a multiple of 16 bytes and hold k values");
 }
 
-template <typename F>
-inline void dispatch_half(DType dt, F&& f) {
-  if (dt == DType::bf16) {
-    f(__nv_bfloat16{});
-  } else {
-    f(__half{});
-  }
-}
-
-template <typename T, typename F>
-void launch(const GemvArgs& a, const char* name) {
-  if (a.m == 0 || a.n == 0) return;
+// The kernels' view of the arguments (both kernel headers launch with it).
+inline Params make_params(const GemvArgs& a) {
   Params p;
   p.x = reinterpret_cast<const void*>(a.x);
   p.sx = a.x_row_stride;
@@ -330,6 +310,22 @@ void launch(const GemvArgs& a, const char* name) {
   p.n = a.n;
   p.k = a.k;
   p.gscale = a.global_scale;
+  return p;
+}
+
+template <typename F>
+inline void dispatch_half(DType dt, F&& f) {
+  if (dt == DType::bf16) {
+    f(__nv_bfloat16{});
+  } else {
+    f(__half{});
+  }
+}
+
+template <typename T, typename F>
+void launch(const GemvArgs& a, const char* name) {
+  if (a.m == 0 || a.n == 0) return;
+  const Params p = make_params(a);
   const std::int64_t nblk = (a.n + kTileN - 1) / kTileN;
   const std::int64_t mblk = (a.m + kTileM - 1) / kTileM;
   // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.

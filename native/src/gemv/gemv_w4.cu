@@ -33,7 +33,6 @@ using wa::Ctx;
 template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
-  static constexpr int kUnroll = 1;
   static constexpr int kScaleBytes = sizeof(S);
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
@@ -103,7 +102,6 @@ struct Int4 {
 
 struct Nvfp4 {
   static constexpr int kElems = 32;
-  static constexpr int kUnroll = 1;
   static constexpr int kScaleBytes = 1;
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and

@@ -52,11 +52,8 @@ struct Fp8 {
   using Side = std::conditional_t<kBlock, Fp8BlockSide, NoSide>;
 
   template <typename T>
-  __device__ static void step(const Params& p, const Ctx<T>& c, const uint4 (&w)[kTiles],
+  __device__ static void step(const Params&, const Ctx<T>& c, const uint4 (&w)[kTiles],
                               const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
-    (void)p;
-    (void)side;
-    (void)step;
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
     const std::int64_t k0 = gi * kElems;

@@ -65,7 +65,6 @@ struct Ctx {
   bool wok[RT][2];
   const T* xrow[MT];  // x row g of each x tile, nullptr past M
   std::uint32_t i4mask;  // 0x000F000F, in a register (see kernel)
-  std::int64_t n0;
   std::int64_t granules;  // 16-byte granules per W row
   std::int64_t steps;     // warp-steps (4 granules each) per W row
   int t, g;
@@ -77,6 +76,30 @@ __device__ __forceinline__ std::uint32_t and_or(std::uint32_t a, std::uint32_t b
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 }
+
+// Two-byte constants of the 4-bit decoders (duplicated into both halves of a word): the int4
+// magic number and bias (int4x8), the e2m1 field shift and mask (e2m1x8), the rebias fold
+// (f4_scale, see the note above kF4Unfold).
+template <typename T>
+struct Bits4;
+template <>
+struct Bits4<__nv_bfloat16> {  // two-byte constants, duplicated into both halves
+  static constexpr std::uint32_t kOne = 0x3F803F80u;
+  static constexpr std::uint32_t kI4Magic = 0x43004300u;  // 128: 128 + u in the mantissa, u < 16
+  static constexpr std::uint32_t kI4Bias = 0xC308C308u;   // -136 = -(128 + 8)
+  static constexpr int kF4Shift = 6;                      // e2m1 bits 14..12 -> bf16 bits 8..6
+  static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
+  static constexpr std::uint32_t kF4Fold = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
+};
+template <>
+struct Bits4<__half> {
+  static constexpr std::uint32_t kOne = 0x3C003C00u;
+  static constexpr std::uint32_t kI4Magic = 0x64006400u;  // 1024: 1024 + u in the mantissa
+  static constexpr std::uint32_t kI4Bias = 0xE408E408u;   // -1032 = -(1024 + 8)
+  static constexpr int kF4Shift = 3;                      // e2m1 bits 14..12 -> f16 bits 11..9
+  static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
+  static constexpr std::uint32_t kF4Fold = 0x58005800u;  // 2^7 = 2^14 / 2^7
+};
 
 // x pairs for the 4-bit formats: r = 16 bytes of x (k 0..7 of the word) -> (k0,k4), (k1,k5),
 // (k2,k6), (k3,k7), matching int4x8/e2m1x8.
@@ -95,8 +118,8 @@ __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t mask, std:
   q ^= 0x88888888u;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    p[i] = Ops<T>::fma2(and_or(q >> (4 * i), mask, Ops<T>::kI4Magic), Ops<T>::kOne,
-                        Ops<T>::kI4Bias);
+    p[i] = Ops<T>::fma2(and_or(q >> (4 * i), mask, Bits4<T>::kI4Magic), Bits4<T>::kOne,
+                        Bits4<T>::kI4Bias);
   }
 }
 
@@ -114,22 +137,12 @@ __device__ __forceinline__ void x_pairs(const T* const (&xrow)[MT], std::int64_t
 // the fold, scale * kF4Fold <= 448 * 2^119 (bf16) or 448 * 2^7 (f16) stays finite, and each
 // weight e2m1 * scale * 2^-7 (at most 6 significant bits, magnitude >= 2^-17) is exact in bf16
 // and in f16 (a subnormal there, but with 2^-22 >= 2^-24 as its last bit).
-template <typename T>
-struct F4Fold;
-template <>
-struct F4Fold<__nv_bfloat16> {
-  static constexpr std::uint32_t kPair = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
-};
-template <>
-struct F4Fold<__half> {
-  static constexpr std::uint32_t kPair = 0x58005800u;  // 2^7 = 2^14 / 2^7
-};
 constexpr float kF4Unfold = 128.f;  // 2^7
 
 // A pair of equal e4m3 block scales (one code, low byte of b) times kF4Fold.
 template <typename T>
 __device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t b) {
-  return Ops<T>::fma2(Ops<T>::e4m3_bcast(b), F4Fold<T>::kPair, kNegZero2);
+  return Ops<T>::fma2(Ops<T>::e4m3_bcast(b), Bits4<T>::kF4Fold, kNegZero2);
 }
 
 // Eight e2m1 codes of q (nibble i = k i) -> four pairs p[i] = (k i, k i + 4), times scale2 (a
@@ -137,14 +150,14 @@ __device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t b) {
 // puts its sign on T's sign bit; its exponent and mantissa bits move into T's low exponent bits
 // and top mantissa bit, so the code reads as e2m1 * 2^-(bias - 1) (the two subnormal codes land
 // on T subnormals) and one multiply by scale2 = scale * kF4Fold gives e2m1 * scale * 2^-7,
-// exactly (see F4Fold).
+// exactly (see Bits4::kF4Fold).
 template <typename T>
 __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
                                        std::uint32_t (&p)[4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const std::uint32_t v = q << (4 * (3 - i));
-    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Ops<T>::kF4Shift) & Ops<T>::kF4Mask);
+    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Bits4<T>::kF4Shift) & Bits4<T>::kF4Mask);
     p[i] = Ops<T>::fma2(bits, scale2, kNegZero2);
   }
 }
@@ -191,7 +204,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
   Ctx<T, RT, MT> c;
   c.g = lane >> 2;
   c.t = lane & 3;
-  c.n0 = n0;
   // 0x000F000F that ptxas cannot see as a constant (p.k >= 0): kept in one register instead of
   // being re-materialized before every nibble-decoding LOP3 (measured: one IMAD.MOV per LOP3).
   c.i4mask = 0x000F000Fu | static_cast<std::uint32_t>(p.k < 0 ? p.k : 0);
@@ -228,7 +240,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
   // Each lane streams its own granules through a private ring slot ([stage][granule][lane],
   // 16 bytes: conflict-free), kStages - 1 warp-steps ahead of the math, with no registers
   // held for them; the scales are prefetched one step ahead in registers.
-  static_assert(F::kUnroll == 1, "the ring holds one warp-step a stage");
   __shared__ uint4 ring[kWarps][kStages][RT * 2][32];
   uint4(*const mine)[RT * 2][32] = ring[warp];
   const auto issue = [&](uint4(*slot)[32], std::int64_t step) {
@@ -256,13 +267,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
     issue(mine[ahead], s + static_cast<std::int64_t>(kStages - 1) * nwarps);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this step's group has landed
-    uint4 w[1][RT][2];
+    uint4 w[RT][2];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) w[0][r][h] = mine[stage][r * 2 + h][lane];
+      for (int h = 0; h < 2; ++h) w[r][h] = mine[stage][r * 2 + h][lane];
     }
-    F::template step<T, RT, MT>(c, w[0], side, acc, s);
+    F::template step<T, RT, MT>(c, w, side, acc, s);
     side = nside;
     stage = stage == kStages - 1 ? 0 : stage + 1;
   }
@@ -276,19 +287,7 @@ template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
   constexpr int RT = 2;  // 16-row tiles a block (RT = 1: 51.9 us at the shape above)
-  Params p;
-  p.x = reinterpret_cast<const void*>(a.x);
-  p.sx = a.x_row_stride;
-  p.w = ptr<const unsigned char>(a.w);
-  p.sw = a.w_row_bytes;
-  p.scales = reinterpret_cast<const void*>(a.scales);
-  p.ss = a.s_row_stride;
-  p.bias = reinterpret_cast<const void*>(a.bias);
-  p.y = reinterpret_cast<void*>(a.y);
-  p.m = a.m;
-  p.n = a.n;
-  p.k = a.k;
-  p.gscale = a.global_scale;
+  const Params p = make_params(a);
   const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
   const bool one = a.m <= kXTile;
   const std::int64_t mblk = one ? 1 : (a.m + 2 * kXTile - 1) / (2 * kXTile);
