@@ -4,7 +4,8 @@ K and V are each one array [layers, batch, num_kv_heads, max_seq, head_dim] (gpt
 cache): with grouped-query attention only the num_kv_heads heads are stored, and query head h
 reads kv head h // (num_heads // num_kv_heads) inside sdpa. Each batch row has its own length, so
 prompts of different lengths share one cache; positions past a row's length hold stale values
-that attention never reads (it is given the view [:length]).
+that attention never reads (prefill sdpa is given the view [:length], decode's sdpa_decode the
+rows' lengths on the device).
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ class StaticKVCache:
         n, s = k.shape[0], k.shape[2]
         self.k[layer, row0 : row0 + n, :, start : start + s, :] = k
         self.v[layer, row0 : row0 + n, :, start : start + s, :] = v
+
+    def rows(self, layer: int, row0: int, n_rows: int) -> tuple[GPUArray, GPUArray]:
+        """Rows row0..row0+n_rows-1 of one layer, all max_seq_len positions: [n, Hkv, S_max, D]
+        views (kv_cache_write / sdpa_decode take lengths and positions on the device)."""
+        rows = slice(row0, row0 + n_rows)
+        return self.k[layer, rows], self.v[layer, rows]
 
     def view(self, layer: int, row0: int, n_rows: int, length: int) -> tuple[GPUArray, GPUArray]:
         """The first ``length`` positions of rows row0..row0+n_rows-1: views, no copy."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from pygpukit import ops
 from pygpukit.array import GPUArray
-from pygpukit.creation import arange, from_numpy
+from pygpukit.creation import arange, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
 from pygpukit.models.config import ModelConfig, ModelSpec
 from pygpukit.models.errors import ContextLengthError
@@ -132,12 +132,13 @@ class CausalTransformerModel:
         starts = [int(n) for n in cache.lengths[row0 : row0 + b]]
         self._ensure_tables(cache.max_seq_len)
         pos = self._position_ids(starts, s)
-        # Decode-sized steps read the cache through sdpa_decode: each row's start and length on
-        # the device (int32), one small copy per forward shared by every layer.
-        marks = None
+        # Decode-sized steps read the cache through sdpa_decode: each row's write position and
+        # new length on the device (int32), one small copy per forward shared by every layer.
+        decode: tuple[GPUArray, GPUArray] | None = None
         if s <= DECODE_TOKENS:
             se = np.asarray([starts, [st + s for st in starts]], dtype=np.int32)
             marks = from_numpy(se, device=self.device)
+            decode = (marks[0], marks[1])
         w = self.weights
         x = ops.embedding(ids, w.embed_tokens)
         if w.pos_embed is not None:
@@ -145,7 +146,7 @@ class CausalTransformerModel:
         delta: GPUArray | None = None
         for i, lw in enumerate(w.layers):
             h, x = self._add_norm(x, delta, lw.attn_norm, lw.attn_norm_bias)
-            attn = self._attention(i, lw, h, pos, cache, row0, starts, marks)
+            attn = self._attention(i, lw, h, pos, cache, row0, starts, decode)
             h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
             delta = self._mlp(lw, h)
         h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
@@ -189,8 +190,9 @@ class CausalTransformerModel:
         cache: StaticKVCache,
         row0: int,
         starts: list[int],
-        marks: GPUArray | None,
+        decode: tuple[GPUArray, GPUArray] | None,
     ) -> GPUArray:
+        """decode: (write positions, lengths) on the device for a decode-sized step, else None."""
         c = self.config
         b, s, _ = h.shape
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
@@ -202,41 +204,51 @@ class CausalTransformerModel:
             # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE.
             q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
-        scale = c.layer_attn_scale(layer)
-        if marks is not None:
-            # Decode: k is rotated while kv_cache_write stores it (fused, one launch for k and
-            # v), then sdpa_decode attends over each row's own length (rows may differ).
-            if self._rope is not None:
-                q = ops.rope(q, self._rope[0], self._rope[1], pos)
-            kc = cache.k[layer, row0 : row0 + b]  # [B, Hkv, S_max, D] views
-            vc = cache.v[layer, row0 : row0 + b]
-            cos, sin = self._rope if self._rope is not None else (None, None)
-            kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
-            ops.kv_cache_write(kc, vc, kt, vt, marks[0], cos=cos, sin=sin)
-            o = ops.sdpa_decode(q.transpose(0, 2, 1, 3), kc, vc, marks[1], scale=scale)
-            o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
-            return ops.linear(o, lw.wo, lw.bo)
-        if self._rope is not None:
-            cos, sin = self._rope
+        cos, sin = self._rope if self._rope is not None else (None, None)
+        if cos is not None and sin is not None:
             q = ops.rope(q, cos, sin, pos)
-            k = ops.rope(k, cos, sin, pos)
-        qt = q.transpose(0, 2, 1, 3)  # [B, H, S, D]: sdpa's head-major layout (a view)
-        kt = k.transpose(0, 2, 1, 3)
+        scale = c.layer_attn_scale(layer)
+        qt = q.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
         vt = v.transpose(0, 2, 1, 3)
+        if decode is not None:
+            # k is rotated while kv_cache_write stores it (one launch for k and v), then
+            # sdpa_decode attends over each row's own length (rows may differ).
+            kc, vc = cache.rows(layer, row0, b)
+            ops.kv_cache_write(kc, vc, k.transpose(0, 2, 1, 3), vt, decode[0], cos=cos, sin=sin)
+            o = ops.sdpa_decode(qt, kc, vc, decode[1], scale=scale)
+        else:
+            if cos is not None and sin is not None:
+                k = ops.rope(k, cos, sin, pos)
+            o = self._prefill(layer, qt, k.transpose(0, 2, 1, 3), vt, cache, row0, starts, scale)
+        o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
+        return ops.linear(o, lw.wo, lw.bo)
+
+    @staticmethod
+    def _prefill(
+        layer: int,
+        qt: GPUArray,
+        kt: GPUArray,
+        vt: GPUArray,
+        cache: StaticKVCache,
+        row0: int,
+        starts: list[int],
+        scale: float | None,
+    ) -> GPUArray:
+        """Store kt, vt [B, Hkv, S, D] and run flash sdpa over each row's cached prefix."""
+        b, _, s, _ = qt.shape
         if all(st == starts[0] for st in starts):
             cache.write(layer, row0, starts[0], kt, vt)
             kc, vc = cache.view(layer, row0, b, starts[0] + s)
-            o = ops.sdpa(qt, kc, vc, causal=True, scale=scale)
-        else:
-            # Rows of different lengths: each row attends over its own prefix. (A varlen sdpa
-            # with per-row lengths would make this one call.)
-            o = _empty_like(qt)
-            for r in range(b):
-                cache.write(layer, row0 + r, starts[r], kt[r : r + 1], vt[r : r + 1])
-                kc, vc = cache.view(layer, row0 + r, 1, starts[r] + s)
-                ops.sdpa(qt[r : r + 1], kc, vc, causal=True, scale=scale, out=o[r : r + 1])
-        o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
-        return ops.linear(o, lw.wo, lw.bo)
+            return ops.sdpa(qt, kc, vc, causal=True, scale=scale)
+        # Rows of different lengths (a direct forward of more than DECODE_TOKENS tokens; the
+        # generation loop prefills rows of equal length together): each row attends over its own
+        # prefix.
+        o = empty_like(qt)
+        for r in range(b):
+            cache.write(layer, row0 + r, starts[r], kt[r : r + 1], vt[r : r + 1])
+            kc, vc = cache.view(layer, row0 + r, 1, starts[r] + s)
+            ops.sdpa(qt[r : r + 1], kc, vc, causal=True, scale=scale, out=o[r : r + 1])
+        return o
 
     def _mlp(self, lw: LayerWeights, h: GPUArray) -> GPUArray:
         mlp = self.spec.mlp
@@ -302,9 +314,3 @@ def _factor_tables(
         from_numpy(np.cos(ang).astype(np.float32), device=device),
         from_numpy(np.sin(ang).astype(np.float32), device=device),
     )
-
-
-def _empty_like(x: GPUArray) -> GPUArray:
-    from pygpukit.creation import empty
-
-    return empty(x.shape, x.dtype, x.device)
