@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import pygpukit as gp
+from pygpukit import _core
 from pygpukit.benchmark.timing import L2Flush
 
 
@@ -68,5 +69,22 @@ def bench(benchmark: Any, flush: Callable[[], None]) -> Callable[..., Any]:
             iterations=iterations,
             warmup_rounds=1,
         )
+
+    return run
+
+
+@pytest.fixture
+def copy_ceiling(bench: Callable[..., Any]) -> Callable[[], None]:
+    """copy_ceiling() times the 1 GiB device-to-device copy in group "copy 1 GiB", the ceiling
+    that scripts/gpu_summary.py's %copy column divides by. Every bandwidth file runs it, so each
+    file also stands alone (the summary keeps the best of the run)."""
+
+    def run() -> None:
+        n = 1 << 30
+        a = gp.empty((n,), gp.uint8, device="cuda:0")
+        b = gp.empty((n,), gp.uint8, device="cuda:0")
+        s = gp.current_stream("cuda:0")
+        copy = lambda: _core.memcpy_dtod(b.data_ptr(), a.data_ptr(), n, s)  # noqa: E731
+        bench(copy, group="copy 1 GiB", bytes=2 * n, rounds=20)
 
     return run

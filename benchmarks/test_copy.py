@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-import pygpukit as gp
-from pygpukit import _core
 
 pytestmark = pytest.mark.gpu
 N = 1 << 30
 GROUP = "copy 1 GiB"
 
 
-def test_copy_ceiling_pygpukit(bench: Any) -> None:
-    a = gp.empty((N,), gp.uint8, device="cuda:0")
-    b = gp.empty((N,), gp.uint8, device="cuda:0")
-    s = gp.current_stream("cuda:0")
-    bench(
-        lambda: _core.memcpy_dtod(b.data_ptr(), a.data_ptr(), N, s),
-        group=GROUP,
-        bytes=2 * N,
-        rounds=20,
-    )
+def test_copy_ceiling_pygpukit(copy_ceiling: Callable[[], None]) -> None:
+    copy_ceiling()
 
 
 def test_copy_ceiling_torch(bench: Any) -> None:

@@ -138,11 +138,6 @@ def test_gemv_quant(bench: Any, shape: tuple[int, int], m: int, impl: str) -> No
     bench(fn, group=f"gemv quant K{k} N{n} M{m}", bytes=nbytes)
 
 
-def test_copy_ceiling(bench: Any) -> None:
+def test_copy_ceiling(copy_ceiling: Callable[[], None]) -> None:
     """The bandwidth ceiling of this run (the summary's "%copy" column divides by it)."""
-    nb = 1 << 30
-    a = gp.empty((nb,), gp.uint8, device="cuda:0")
-    b = gp.empty((nb,), gp.uint8, device="cuda:0")
-    s = gp.current_stream("cuda:0")
-    bench(lambda: _core.memcpy_dtod(b.data_ptr(), a.data_ptr(), nb, s), group="copy 1 GiB",
-          bytes=2 * nb, rounds=20)  # fmt: skip
+    copy_ceiling()

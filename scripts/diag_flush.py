@@ -5,7 +5,6 @@ python scripts/diag_flush.py
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -14,39 +13,25 @@ import numpy as np
 import torch
 
 import pygpukit as gp
-from pygpukit import _core, runtime
+from pygpukit import _core
+from pygpukit.benchmark.timing import DeviceTimer, L2Flush
 
 FLUSH = 256 << 20
 
 
 def main() -> None:
-    dev = runtime.Device("cuda", 0)
-    stream = runtime.Stream(device=0)
-    runtime.set_stream(stream)
-    torch.cuda.set_stream(torch.cuda.ExternalStream(stream.handle))
+    timer = DeviceTimer(0)  # one stream for pygpukit and torch, events, median
+    dev, stream = timer.device, timer.stream
     wbuf = gp.empty((FLUSH // 4,), gp.int32, dev)
-    rbuf = gp.zeros((FLUSH // 4,), gp.int32, dev)
-    sink = gp.empty((), gp.int32, dev)
+    rflush = L2Flush(dev)  # the benchmarks' flush: a read of 256 MiB
     modes: dict[str, Callable[[], Any]] = {
         "memset": lambda: wbuf.fill_(0),
-        "read": lambda: gp.max(rbuf, out=sink),
-        "memset+read": lambda: (wbuf.fill_(0), gp.max(rbuf, out=sink)),
+        "read": rflush,
+        "memset+read": lambda: (wbuf.fill_(0), rflush()),
     }
 
-    def med(fn: Callable[[], Any], flush: Callable[[], Any], rounds: int = 30) -> float:
-        for _ in range(3):
-            fn()
-        ts = []
-        for _ in range(rounds):
-            flush()
-            a = runtime.Event(device=0, enable_timing=True)
-            b = runtime.Event(device=0, enable_timing=True)
-            a.record(stream)
-            fn()
-            b.record(stream)
-            b.synchronize()
-            ts.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(ts)
+    def med(fn: Callable[[], Any], flush: Callable[[], Any]) -> float:
+        return timer.median_seconds(fn, flush=flush) * 1e6
 
     cases: list[tuple[str, Callable[[], Any], float]] = []
     for nbytes in (1 << 30, 64 << 20, 16 << 20):

@@ -26,7 +26,6 @@ import argparse
 import itertools
 import json
 import multiprocessing as mp
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -34,6 +33,7 @@ from typing import Any
 
 import pygpukit as gp
 from pygpukit import runtime
+from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.triton_kernels import attention as attn
 from pygpukit.triton_kernels.attention import AttnConfig
 
@@ -143,28 +143,8 @@ def precompile(work: list[tuple[Shape, bool, str, str, AttnConfig]], jobs: int) 
 # ----- timing -----------------------------------------------------------------------------------
 
 
-class Timer:
-    def __init__(self, reps: int) -> None:
-        self.reps = reps
-        self.dev = runtime.device("cuda:0")
-        self.flush_buf = gp.empty(((256 << 20) // 4,), gp.int32, device=self.dev)
-
-    def __call__(self, fn: Callable[[], Any]) -> float:
-        """Median device milliseconds of fn over self.reps calls, L2 flushed before each."""
-        for _ in range(3):
-            fn()
-        times = []
-        stream = runtime.current_stream(self.dev)
-        for _ in range(self.reps):
-            self.flush_buf.fill_(0)
-            e0 = runtime.Event(device=self.dev.index, enable_timing=True)
-            e1 = runtime.Event(device=self.dev.index, enable_timing=True)
-            e0.record(stream)
-            fn()
-            e1.record(stream)
-            e1.synchronize()
-            times.append(float(e0.elapsed_time(e1)))
-        return statistics.median(times)
+# Times fn: median device milliseconds over the sweep's reps (pygpukit.benchmark.timing).
+Timer = Callable[[Callable[[], Any]], float]
 
 
 def torch_inputs(torch: Any, shape: Shape, dtype: str, layout: str) -> tuple[Any, ...]:
@@ -327,10 +307,12 @@ def main() -> None:
     print(f"{len(work)} kernel variants; compiling in {args.jobs} processes", flush=True)
     precompile(work, args.jobs)
 
-    stream = gp.Stream(device=0)
-    gp.set_stream(stream)
-    torch.cuda.set_stream(torch.cuda.ExternalStream(stream.handle))
-    timer = Timer(args.reps)
+    device_timer = DeviceTimer(0)  # one stream for pygpukit and torch, the L2 flush, events
+    reps = args.reps
+
+    def timer(fn: Callable[[], Any]) -> float:
+        return device_timer.median_seconds(fn, rounds=reps) * 1e3
+
     props = runtime.device("cuda:0").properties
     print(f"device: {props.get('name', '?')}, torch {torch.__version__}")
     all_rows: list[dict[str, Any]] = []

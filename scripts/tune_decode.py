@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
-from pygpukit import _core
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.triton_kernels import attention_decode as ad
 
@@ -157,14 +156,6 @@ def _table(
         print(f"{name:<{width}}" + "".join(cells) + f"{_geomean(row, rank):>10.0f}")
 
 
-def _copy_ceiling(timer: DeviceTimer) -> float:
-    n = 1 << 30
-    a = gp.empty((n,), gp.uint8, device="cuda:0")
-    b = gp.empty((n,), gp.uint8, device="cuda:0")
-    t = timer.median_seconds(lambda: _core.memcpy_dtod(b.data_ptr(), a.data_ptr(), n, timer.stream))
-    return 2 * n / t / 1e9
-
-
 def _peers(timer: DeviceTimer, shapes: list[Shape], rounds: int) -> None:
     try:
         import torch
@@ -203,7 +194,7 @@ def main() -> int:
     timer = DeviceTimer(0)
     shapes = [Shape(*(int(x) for x in s.split("x"))) for s in a.shapes.split(",")]
     layouts = a.layouts.split(",")
-    ceiling = _copy_ceiling(timer)
+    ceiling = timer.copy_rate()
     print(f"device: {gp.get_device_properties(0).get('name')}; copy 1 GiB: {ceiling:.0f} GB/s")
     default = {k: getattr(ad, k) for grid in ALL_GRIDS for k in grid}
     print(f"defaults: {default}")

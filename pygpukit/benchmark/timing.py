@@ -12,10 +12,10 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from pygpukit import runtime
+from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
-from pygpukit.dtypes import int32
+from pygpukit.dtypes import int32, uint8
 from pygpukit.ops import reduce as _reduce
 
 __all__ = ["DeviceTimer", "L2Flush"]
@@ -61,12 +61,21 @@ class DeviceTimer:
         except Exception:  # no torch, or a torch without CUDA: the peer columns stay empty
             self.torch = None
 
-    def median_seconds(self, fn: Callable[[], Any], *, rounds: int = 30, warmup: int = 3) -> float:
+    def median_seconds(
+        self,
+        fn: Callable[[], Any],
+        *,
+        rounds: int = 30,
+        warmup: int = 3,
+        flush: Callable[[], Any] | None = None,
+    ) -> float:
+        """Median device seconds of fn; flush (default: the L2Flush) runs before each round."""
+        evict = self._flush if flush is None else flush
         for _ in range(warmup):
             fn()
         times = []
         for _ in range(rounds):
-            self._flush()
+            evict()
             start = runtime.Event(device=self.device.index, enable_timing=True)
             end = runtime.Event(device=self.device.index, enable_timing=True)
             start.record(self.stream)
@@ -75,3 +84,13 @@ class DeviceTimer:
             end.synchronize()
             times.append(start.elapsed_time(end) / 1000.0)
         return statistics.median(times)
+
+    def copy_rate(self, nbytes: int = 1 << 30) -> float:
+        """Device-to-device copy bandwidth in GB/s (bytes read + written), the ceiling the
+        bandwidth-bound benchmarks are reported against."""
+        src = empty((nbytes,), uint8, self.device)
+        dst = empty((nbytes,), uint8, self.device)
+        t = self.median_seconds(
+            lambda: _core.memcpy_dtod(dst.data_ptr(), src.data_ptr(), nbytes, self.stream)
+        )
+        return 2 * nbytes / t / 1e9
