@@ -90,7 +90,7 @@ _cublaslt: tuple[bool, str] | None = None
 
 def cublaslt_status() -> tuple[bool, str]:
     """(True, path) when cuBLASLt loads, else (False, the message naming every place searched).
-    Computed once per process (``_reset_status`` forgets it, for tests)."""
+    Computed once per process."""
     global _cublaslt
     got = _cublaslt
     if got is None:
@@ -104,12 +104,6 @@ def cublaslt_status() -> tuple[bool, str]:
                     got = (False, str(exc))
                 _cublaslt = got
     return got
-
-
-def _reset_status() -> None:
-    global _cublaslt
-    with _status_lock:
-        _cublaslt = None
 
 
 # ----- routing -----------------------------------------------------------------------------------

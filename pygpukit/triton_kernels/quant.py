@@ -206,13 +206,6 @@ def _as2d(x: GPUArray) -> tuple[GPUArray, int, int, int, int]:
     return x, rows, c, sr, x.element_strides[-1]
 
 
-def _tile(rows: int, cols: int) -> tuple[int, int]:
-    """A [TR, TC] tile of up to 4096 elements, up to 1024 contiguous columns."""
-    tc = min(next_pow2(cols), 1024)
-    tr = min(next_pow2(rows), max(1, 4096 // tc))
-    return tr, tc
-
-
 def quantize_fp8(
     x: GPUArray,
     *,
@@ -234,17 +227,14 @@ def quantize_fp8(
     if gr >= rows and gc >= cols:
         _quantize_tensor(x2, q, scale, rows, cols, sxr, sxc, fmax, dst)
     elif gr == 1:
-        tc = min(next_pow2(gc), 1024)
-        tr = min(next_pow2(rows), max(1, 4096 // tc))
-        warps = 8 if tr * tc >= 4096 else 4
+        tr, tc, warps = nd_tile(rows, gc)
         launch(
             _quant_rows_kernel, (cdiv(rows, tr), nc),
             x2, q, scale, rows, cols, sxr, sxc, cols, nc, 1, gc,
             FMAX=fmax, DST=dst, TR=tr, TC=tc, num_warps=warps,
         )  # fmt: skip
     else:
-        tr, tc = _tile(gr, gc)
-        warps = 8 if tr * tc >= 4096 else 4
+        tr, tc, warps = nd_tile(gr, gc)
         launch(
             _quant_tiles_kernel, (nr, nc),
             x2, q, scale, rows, cols, sxr, sxc, cols, nc, 1, gr, gc,
@@ -257,14 +247,13 @@ def _quantize_tensor(
     x: GPUArray, q: GPUArray, scale: GPUArray, rows: int, cols: int, sxr: int, sxc: int,
     fmax: float, dst: Any,
 ) -> None:  # fmt: skip
-    tr, tc = _tile(rows, cols)
+    tr, tc, warps = nd_tile(rows, cols)
     n_tc = cdiv(cols, tc)
     n_tiles = cdiv(rows, tr) * n_tc
     progs = min(n_tiles, 4 * sm_count(x))
     per_prog = cdiv(n_tiles, progs)
     progs = cdiv(n_tiles, per_prog)
     partial = empty((progs,), "float32", x.device)
-    warps = 8 if tr * tc >= 4096 else 4
     launch(
         _amax_partial_kernel, (progs,), x, partial, rows, cols, sxr, sxc, n_tc, n_tiles,
         per_prog, TR=tr, TC=tc, num_warps=warps,

@@ -37,7 +37,6 @@ from pygpukit.triton_kernels.driver import launch
 __all__ = ["argmax", "max", "mean", "min", "sum"]
 
 _bmin, _bmax = builtins.min, builtins.max  # this module defines min/max
-_BIG = 2**62  # "no index yet" sentinel above any real index
 
 
 @triton.jit
