@@ -171,3 +171,17 @@ def positive_float(op: str, name: str, value: Any, allow_none: bool = False) -> 
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{op}: {name} must be a positive number, got {value!r}")
+
+
+def scale_arg(op: str, scale: Any) -> None:
+    """An attention/softmax scale: a Python int or float, or None for the op's default."""
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+
+
+def int32_array(op: str, name: str, t: Any) -> GPUArray:
+    """t itself when it is an int32 GPUArray (lengths, offsets, positions, block tables)."""
+    x = array(op, name, t)
+    if x.dtype.name != "int32":
+        raise TypeError(f"{op}: {name} must be an int32 array, got {desc(x)}")
+    return x

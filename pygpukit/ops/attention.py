@@ -61,8 +61,7 @@ def sdpa(
         )
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"{op}: v has {v.shape[-2]} keys but k has {k.shape[-2]} ({chk.desc(v)})")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
-        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+    chk.scale_arg(op, scale)
     shape = (*q.shape[:-1], v.shape[-1])
     chk.out_arg(op, out, shape, q.dtype)
     params = {"causal": bool(causal), "scale": None if scale is None else float(scale)}

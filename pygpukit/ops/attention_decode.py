@@ -44,9 +44,7 @@ def _caches(op: str, k_cache: GPUArray, v_cache: GPUArray) -> None:
 
 
 def _int32_vector(op: str, name: str, t: Any, batch: int, like: GPUArray) -> None:
-    chk.array(op, name, t)
-    if t.dtype.name != "int32":
-        raise TypeError(f"{op}: {name} must be an int32 array, got {chk.desc(t)}")
+    chk.int32_array(op, name, t)
     if t.shape != (batch,):
         raise ValueError(f"{op}: {name} has {chk.desc(t)} but must have shape ({batch},)")
     if t.device != like.device:
@@ -62,9 +60,7 @@ def _block_table(op: str, block_table: Any, batch: int, k_cache: GPUArray) -> in
                 f"from {batch} (pass block_table= for a paged cache)"
             )
         return int(k_cache.shape[2])
-    chk.array(op, "block_table", block_table)
-    if block_table.dtype.name != "int32":
-        raise TypeError(f"{op}: block_table must be an int32 array, got {chk.desc(block_table)}")
+    chk.int32_array(op, "block_table", block_table)
     if block_table.ndim != 2 or block_table.shape[0] != batch or block_table.shape[1] == 0:
         raise ValueError(
             f"{op}: block_table has {chk.desc(block_table)} but must be "
@@ -124,8 +120,7 @@ def sdpa_decode(
         )
     _block_table(op, block_table, batch, k_cache)
     _int32_vector(op, "cache_seqlens", cache_seqlens, batch, k_cache)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
-        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+    chk.scale_arg(op, scale)
     chk.out_arg(op, out, q.shape, q.dtype)
     params = {"causal": bool(causal), "scale": None if scale is None else float(scale)}
     return run(op, (q, k_cache, v_cache, cache_seqlens, block_table), params, out=out)

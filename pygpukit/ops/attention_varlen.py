@@ -80,9 +80,7 @@ def sdpa_varlen(
     if v.shape[0] != k.shape[0]:
         raise ValueError(f"{op}: v has {v.shape[0]} tokens but k has {k.shape[0]} ({chk.desc(v)})")
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        chk.array(op, name, cu)
-        if cu.dtype.name != "int32":
-            raise TypeError(f"{op}: {name} must be an int32 array, got {chk.desc(cu)}")
+        chk.int32_array(op, name, cu)
         if cu.ndim != 1 or cu.shape[0] < 1:
             raise ValueError(f"{op}: {name} must be 1-D with B + 1 offsets, got {chk.desc(cu)}")
     if cu_seqlens_k.shape != cu_seqlens_q.shape:
@@ -92,8 +90,7 @@ def sdpa_varlen(
         )
     mq = _max_seqlen(op, "max_seqlen_q", max_seqlen_q)
     mk = _max_seqlen(op, "max_seqlen_k", max_seqlen_k)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
-        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+    chk.scale_arg(op, scale)
     shape = (q.shape[0], h, v.shape[2])
     chk.out_arg(op, out, shape, q.dtype)
     params = {

@@ -30,8 +30,7 @@ def softmax(
     if x.ndim == 0:
         raise ValueError(f"{op}: x must have at least 1 dim, got {chk.desc(x)}")
     ax = chk.axis_arg(op, axis, x.ndim)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
-        raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
+    chk.scale_arg(op, scale)
     if causal:
         if x.ndim < 2:
             raise ValueError(
