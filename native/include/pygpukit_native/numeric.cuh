@@ -64,9 +64,15 @@ inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T,
 template <typename T>
 inline constexpr bool is_floating_v =
     std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T> || is_fp8_v<T>;
-// Integer storage types (not Bool, which is a struct; C++ bool counts as an integer source).
+// Numeric storage types (arithmetic is defined on them; fp8 is a storage format only), the same
+// with Bool, and the floating ones: the ok() predicates of the map-engine and reduce functors.
 template <typename T>
-inline constexpr bool is_integer_v = std::is_integral_v<T>;
+inline constexpr bool kNumeric =
+    (is_floating_v<T> && !is_fp8_v<T>) || (std::is_integral_v<T> && !std::is_same_v<T, bool>);
+template <typename T>
+inline constexpr bool kNumericOrBool = kNumeric<T> || std::is_same_v<T, Bool>;
+template <typename T>
+inline constexpr bool kFloat = kNumeric<T> && is_floating_v<T>;
 
 // The type arithmetic on T runs in (pygpukit/backends/cpu/_common.py compute_dtype; bool
 // arithmetic runs in int32 and is turned back into bool by != 0).

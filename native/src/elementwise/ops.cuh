@@ -11,24 +11,6 @@
 namespace pgk {
 namespace ew {
 
-// Numeric storage types (arithmetic is defined on them; fp8 is a storage format only).
-template <typename T>
-inline constexpr bool kNumeric =
-    (is_floating_v<T> && !is_fp8_v<T>) || (std::is_integral_v<T> && !std::is_same_v<T, bool>);
-template <typename T>
-inline constexpr bool kNumericOrBool = kNumeric<T> || std::is_same_v<T, Bool>;
-template <typename T>
-inline constexpr bool kFloat = kNumeric<T> && is_floating_v<T>;
-
-template <typename C>
-__device__ __forceinline__ bool isnan_c(C v) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return v != v;
-  } else {
-    return false;
-  }
-}
-
 // max/min propagating NaN (torch.maximum / np.maximum); fmax's +0 > -0 as Triton's max.NaN.
 template <typename C>
 __device__ __forceinline__ C max_nan(C a, C b) {

@@ -9,7 +9,7 @@ bool reduce_extreme(const std::string& op, DType in, const RedParams& p, const R
   dispatch_any(in, op.c_str(), [&](auto t) {
     using T = decltype(t);
     using C = compute_t<T>;
-    if constexpr (!red::kNumericOrBool<T>) {
+    if constexpr (!kNumericOrBool<T>) {
       fail("reduce", std::string(dtype_name(in)) + " is a storage type; cast it first");
     } else if (arg) {
       red::launch<red::ArgMaxOp<C>, T, C>(p, l, "reduce_argmax");

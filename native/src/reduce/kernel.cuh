@@ -165,10 +165,5 @@ void launch(const RedParams& p, const RedLaunch& l, const char* name) {
   PGK_CHECK_LAUNCH(name);
 }
 
-template <typename T>
-inline constexpr bool kNumericOrBool =
-    (is_floating_v<T> && !is_fp8_v<T>) || (std::is_integral_v<T> && !std::is_same_v<T, bool>) ||
-    std::is_same_v<T, Bool>;
-
 }  // namespace red
 }  // namespace pgk

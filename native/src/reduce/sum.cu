@@ -9,7 +9,7 @@ bool reduce_sum(const std::string& op, DType in, const RedParams& p, const RedLa
   if (!mean && op != "sum") return false;
   dispatch_any(in, op.c_str(), [&](auto t) {
     using T = decltype(t);
-    if constexpr (!red::kNumericOrBool<T>) {
+    if constexpr (!kNumericOrBool<T>) {
       fail("reduce", std::string(dtype_name(in)) + " is a storage type; cast it first");
     } else if constexpr (is_floating_v<T>) {
       red::launch<red::SumOp<compute_t<T>>, T, compute_t<T>>(p, l, "reduce_sum");

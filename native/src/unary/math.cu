@@ -9,7 +9,7 @@ namespace {
 #define PGK_UNARY_MATH(Name, f32_expr, f64_expr)         \
   struct Name {                                          \
     template <typename T>                                \
-    static constexpr bool ok() { return un::kFloat<T>; } \
+    static constexpr bool ok() { return kFloat<T>; } \
     template <typename C>                                \
     __device__ C operator()(C x, C, C) const {           \
       if constexpr (std::is_same_v<C, float>) {          \

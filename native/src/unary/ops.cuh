@@ -9,12 +9,6 @@
 namespace pgk {
 namespace un {
 
-template <typename T>
-inline constexpr bool kNumeric =
-    (is_floating_v<T> && !is_fp8_v<T>) || (std::is_integral_v<T> && !std::is_same_v<T, bool>);
-template <typename T>
-inline constexpr bool kFloat = kNumeric<T> && is_floating_v<T>;
-
 [[noreturn]] inline void unsupported(const char* op, DType in, DType out) {
   fail(op, std::string("no kernel for input dtype ") + dtype_name(in) + " and output " +
                dtype_name(out));

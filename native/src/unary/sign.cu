@@ -8,7 +8,7 @@ namespace {
 
 struct Neg {
   template <typename T>
-  static constexpr bool ok() { return un::kNumeric<T>; }
+  static constexpr bool ok() { return kNumeric<T>; }
   template <typename C>
   __device__ C operator()(C x, C, C) const {
     if constexpr (std::is_integral_v<C>) {
@@ -21,7 +21,7 @@ struct Neg {
 
 struct Abs {
   template <typename T>
-  static constexpr bool ok() { return un::kNumeric<T>; }
+  static constexpr bool ok() { return kNumeric<T>; }
   template <typename C>
   __device__ C operator()(C x, C, C) const {
     if constexpr (std::is_same_v<C, float>) {
