@@ -16,15 +16,16 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   once. The same launch therefore replays under a CUDA graph with new lengths.
 - Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
   fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. Launches with few (sequence, kv head)
-  programs (batch 1-4) on a contiguous cache, or a paged one whose pages hold whole FEW_BLOCK_N
-  blocks, form their own class with their own knobs (FEW_*):
-  there the splits carry all the parallelism and a single wave of short-buffered programs wins.
+  programs (batch 1-4) on a contiguous cache form their own class with their own knobs (FEW_*):
+  there the splits carry all the parallelism and a single wave of one program per SM wins.
   Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
   sequence that fits one chunk writes its output directly. With FUSED_COMBINE the last split of
   a (sequence, head, tile) to finish (an atomic counter per tile, acq_rel at GPU scope after a
   CTA barrier, the CUTLASS semaphore pattern) combines the partials and resets its counter to 0,
   so no second kernel is launched and the counter is ready for the next launch or graph
-  replay; otherwise a small combine kernel runs.
+  replay; otherwise a small combine kernel runs. The combine works on a flat row * D axis with
+  the split axis inside each thread (no barrier per reduction): at batch 1 that tail fell from
+  4.6 to 1.4 us.
 - Paged caches gather each key block's pages through the block table (one scalar lookup per
   block when a page holds whole key blocks), the table entries loaded one block ahead so the
   K/V loads pipeline as deeply as the contiguous cache's. Keys stream through shared memory
@@ -71,14 +72,15 @@ MAX_SPLITS = 64
 MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
-# sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache or on pages
-# that hold whole FEW_BLOCK_N blocks, so the splits carry the parallelism; the knobs above serve
-# every other launch. One program per SM in a single wave: with PROGRAMS_PER_SM programs a wave
-# would pay a program's fixed cost (the length load, pipeline fill, partial store, counter) on
-# each SM twice. H200 sweep (scripts/tune_decode.py --stage few, 2026-11-21, bf16 Hq32/Hkv8
-# D128, L2 flushed by a read): 64-key blocks, 4 stages beat 3 (B1 S32768 3236 vs 3071 GB/s, B4
-# S8192 3396 vs 3235), and 64-slot pages in the class trail the contiguous cache by 1-6% at
-# batch 1 instead of 19-25%.
+# sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
+# FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
+# the knobs above serve every other launch. One program per SM in a single wave: with
+# PROGRAMS_PER_SM programs a wave would pay a program's fixed cost (the length load, pipeline
+# fill, partial store, counter) on each SM twice. H200 sweeps (scripts/tune_decode.py --stage
+# few, 2026-11-21, bf16 Hq32/Hkv8 D128, L2 flushed by a read): 64-key blocks, 4 stages beat 3
+# (B1 S32768 3236 vs 3071 GB/s, B4 S8192 3396 vs 3235). With the flat combine (_combine) the
+# 64-slot pages are 2-5% faster in the default class than in this one (B1 S32768 3303 vs 3161
+# GB/s, B4 S8192 3393 vs 3226), so FEW_PAGED is off.
 FEW_SPLITS_NEEDED = 4  # 0: no launch is in the class
 FEW_BLOCK_N = 64
 FEW_NUM_WARPS = 4
@@ -86,10 +88,10 @@ FEW_NUM_STAGES = 4  # fp16/bf16; fp32 uses 2
 FEW_PROGRAMS_PER_SM = 1
 FEW_MIN_SPLIT_KEYS = 128
 FEW_FUSED_COMBINE = True
-FEW_PAGED = True  # paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
-# Partial-output elements one combine step holds in registers. The fused combine shares the
-# kernel's register budget: at D128, GROUP 4 (sm_90, Triton 3.6) 8192 needs 168 registers per
-# thread (3 programs per SM), 4096 needs 118.
+FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
+# Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
+# batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
+# 1.4 us, 16384 (one step) in 2.1 us.
 COMBINE_ELEMS = 4096
 
 
@@ -172,42 +174,74 @@ def _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP:
 
 
 @triton.jit
+def _flat(x, S: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """[S, BLOCK_R] (or [BLOCK_R] when S == 1) -> each value repeated over its row's BLOCK_D
+    columns of the flat c = row * BLOCK_D + d axis: [S, BLOCK_R * BLOCK_D] (or [BLOCK_R *
+    BLOCK_D])."""
+    if S == 1:
+        y = tl.reshape(tl.broadcast_to(x[:, None], [BLOCK_R, BLOCK_D]), [BLOCK_R * BLOCK_D])
+    else:
+        y = tl.reshape(
+            tl.broadcast_to(x[:, :, None], [S, BLOCK_R, BLOCK_D]), [S, BLOCK_R * BLOCK_D]
+        )
+    return y
+
+
+@triton.jit
 def _combine(
     Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
     GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     # out = sum_s w_s o_s / sum_s w_s with w_s = l_s 2^(m_s - m) = 2^(lse_s - m), BLOCK_S splits
-    # at a time ([BLOCK_S, BLOCK_R, BLOCK_D] partials per load, one L2 round trip each).
-    r = tl.arange(0, BLOCK_R)
+    # at a time. A split's partial output is BLOCK_R x BLOCK_D contiguous floats, combined here
+    # as one flat axis c = row * BLOCK_D + d: the [BLOCK_S, BLOCK_R * BLOCK_D] tiles spread the
+    # long contiguous axis over the threads and keep the split axis inside each thread, so the
+    # max and the sums over splits need no shared memory or barrier, and each thread gathers the
+    # lse of its own columns' row. H200 (scripts/diag_decode.py, 2026-11-21, batch 1, 16 splits):
+    # the combine tail of the last split took 2.8-4.6 us with [BLOCK_S, BLOCK_R, BLOCK_D] tiles.
+    c = tl.arange(0, BLOCK_R * BLOCK_D)
+    r = c // BLOCK_D
+    d = c - r * BLOCK_D
     rows = tile * BLOCK_M + r
-    rmask = rows < R
-    d = tl.arange(0, BLOCK_D)
+    cmask = (rows < R) & (d < D)
+    rr = tl.arange(0, BLOCK_R)
     m = tl.full([BLOCK_R], float("-inf"), tl.float32)
     den = tl.zeros([BLOCK_R], tl.float32)
-    acc = tl.zeros([BLOCK_R, BLOCK_D], tl.float32)
+    acc = tl.zeros([BLOCK_R * BLOCK_D], tl.float32)
     base = pid.to(tl.int64) * NS
     for s0 in range(0, n_act, BLOCK_S):
         s = s0 + tl.arange(0, BLOCK_S)
-        prow = (base + s)[:, None] * BLOCK_R + r[None, :]  # [BLOCK_S, BLOCK_R]
-        pmask = (s < n_act)[:, None] & rmask[None, :]
+        srow = (base + s)[:, None]
         # .cg: read from L2, where the other programs' partials are (never a stale L1 line).
-        lse = tl.load(WL + prow, mask=pmask, other=float("-inf"), cache_modifier=".cg")
+        lse = tl.load(
+            WL + srow * BLOCK_R + rr[None, :],
+            mask=(s < n_act)[:, None] & (tile * BLOCK_M + rr < R)[None, :],
+            other=float("-inf"),
+            cache_modifier=".cg",
+        )
         o = tl.load(
-            WO + prow[:, :, None] * BLOCK_D + d[None, None, :],
-            mask=pmask[:, :, None] & (d < D)[None, None, :],
+            WO + srow * (BLOCK_R * BLOCK_D) + c[None, :],
+            mask=(s < n_act)[:, None] & cmask[None, :],
             other=0.0,
             cache_modifier=".cg",
         )
         m_new = tl.maximum(m, tl.max(lse, axis=0))
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        w = tl.math.exp2(lse - m_use[None, :])
+        w = tl.math.exp2(lse - m_use[None, :])  # [BLOCK_S, BLOCK_R]
         alpha = tl.math.exp2(m - m_use)
         den = den * alpha + tl.sum(w, axis=0)
-        acc = acc * alpha[:, None] + tl.sum(o * w[:, :, None], axis=0)
+        acc = acc * _flat(alpha, 1, BLOCK_R, BLOCK_D) + tl.sum(
+            o * _flat(w, BLOCK_S, BLOCK_R, BLOCK_D), axis=0
+        )
         m = m_new
-    o = acc / tl.where(den > 0.0, den, 1.0)[:, None]  # rows that saw no key: zeros
-    _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+    den = _flat(den, 1, BLOCK_R, BLOCK_D)
+    o = acc / tl.where(den > 0.0, den, 1.0)  # rows that saw no key: zeros
+    g = rows // Sq
+    qi = rows - g * Sq
+    head = (hk * GROUP + g).to(tl.int64)
+    op = Out + b.to(tl.int64) * so0 + head * so1 + qi.to(tl.int64) * so2 + d * so3
+    tl.store(op, o.to(Out.dtype.element_ty), mask=cmask)
 
 
 @triton.jit

@@ -180,7 +180,7 @@ def test_plan_fills_the_gpu() -> None:
 def test_plan_classes() -> None:
     """On 132 SMs, batch 1-4 over a contiguous cache take the FEW_* knobs in one wave of
     FEW_PROGRAMS_PER_SM programs per SM; batch 8/16 and pages smaller than FEW_BLOCK_N keep the
-    other knobs; FEW_PAGED (on by default) admits pages that hold whole FEW_BLOCK_N blocks;
+    other knobs; FEW_PAGED (off by default) admits pages that hold whole FEW_BLOCK_N blocks;
     forcing the class works."""
     few = (ad.FEW_BLOCK_N, ad.FEW_NUM_WARPS, ad.FEW_NUM_STAGES, ad.FEW_FUSED_COMBINE)
     many = (ad.BLOCK_N, ad.NUM_WARPS, ad.NUM_STAGES, ad.FUSED_COMBINE)
