@@ -397,3 +397,64 @@ def test_gpu_write_routed(device: str, page: int | None, rope: str | None) -> No
         knew = ref_rope_k(k, pos, cos.to_numpy(), sin.to_numpy(), rope)
     np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
     assert_close(dk, ref_write(kc, knew, start, table), "bfloat16")
+
+
+@GPU
+@pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
+def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> None:
+    """One decode step (kv_cache_write with RoPE on k, then sdpa_decode over lengths held on the
+    device) captured once in a CUDA graph and replayed with new tokens, positions and lengths
+    written into the same device arrays: every replay equals the eager step on a twin cache, bit
+    for bit, and the float64 reference. pygpukit has no capture API yet, so torch's captures the
+    stream; the calls were warmed up on that stream first (the split workspace and the combine
+    counters exist before capture, and the counters reset themselves)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    s_max, rng = 4096, np.random.default_rng(seed("graph", page))
+    q, kc, vc, table = _caches(("graph", page), "bfloat16", 1, 32, 8, 1, s_max, 128, page)
+    knew, vnew = rand(rng, (1, 8, 1, 128), "bfloat16"), rand(rng, (1, 8, 1, 128), "bfloat16")
+    cos, sin = gp.rope_tables(s_max, 128, device=device)
+    dq, dkn, dvn = up(q, device), up(knew, device), up(vnew, device)
+    bt = None if table is None else up(table, device)
+    lens, pos = up(np.array([1], np.int32), device), up(np.array([0], np.int32), device)
+    graph_kv = (up(kc, device), up(vc, device))
+    eager_kv = (up(kc, device), up(vc, device))
+    outs = [poisoned(q.shape, "bfloat16", device) for _ in range(2)]
+
+    def step(kv: tuple, out: gp.GPUArray) -> None:
+        ad.kv_cache_write(kv[0], kv[1], dkn, dvn, pos, bt, cos, sin)
+        ad._sdpa_decode(dq, kv[0], kv[1], lens, bt, True, None, out)
+
+    ts = torch.cuda.Stream()
+    ours = gp.Stream.external(ts.cuda_stream, gp.device(device).index)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(ts), gp.stream(ours):
+        step(graph_kv, outs[0])  # warm-up: compiles, allocates the workspace of this stream
+        step(eager_kv, outs[1])
+        with torch.cuda.graph(g, stream=ts):
+            step(graph_kv, outs[0])
+        ref_kv = [as64(kc), as64(vc)]
+
+        def ref_step(n: int) -> np.ndarray:  # the float64 step at length n on the host caches
+            at = np.array([n - 1], np.int32)
+            krot = ref_rope_k(knew, at[:, None], cos.to_numpy(), sin.to_numpy(), "neox")
+            ref_kv[0] = ref_write(ref_kv[0], krot, at, table)
+            ref_kv[1] = ref_write(ref_kv[1], vnew, at, table)
+            return ref_decode(q, ref_kv[0], ref_kv[1], np.array([n]), table, True)
+
+        ref_step(1)  # the warm-up wrote position 0
+        for n in (17, 1000, 4096, 300, 1):
+            q = rand(rng, q.shape, "bfloat16")
+            knew, vnew = rand(rng, knew.shape, "bfloat16"), rand(rng, vnew.shape, "bfloat16")
+            for dst, src in ((dq, q), (dkn, knew), (dvn, vnew)):
+                dst[:] = src
+            lens[:] = np.array([n], np.int32)
+            pos[:] = np.array([n - 1], np.int32)
+            g.replay()
+            step(eager_kv, outs[1])
+            got = [o.to_numpy() for o in outs]  # synchronizes the stream
+            np.testing.assert_array_equal(got[0], got[1], err_msg=f"length {n}")
+            for a, b in zip(graph_kv, eager_kv, strict=True):
+                np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+            assert_close(outs[0], ref_step(n), "bfloat16", name=f"graph replay, length {n}")
