@@ -48,6 +48,7 @@ from pygpukit.errors import (
     QuotaExceededError,
     RouteError,
 )
+from pygpukit.graphs import CUDAGraph
 from pygpukit.interop import from_dlpack
 from pygpukit.jit import NvrtcError, get_nvrtc_path, is_nvrtc_available, jit
 from pygpukit.ops import *  # noqa: F403  (the op functions; ops.__all__ lists them)
@@ -116,6 +117,7 @@ __all__ = [
     "Device",
     "Stream",
     "Event",
+    "CUDAGraph",
     "Pool",
     "Context",
     "device",

@@ -236,6 +236,9 @@ class _ThreadState(threading.local):
         # (pool, stream) per device for this thread's current contexts and streams: the
         # allocation and launch hot paths read this one dict; any change above clears it.
         self.targets: dict[Device, tuple[Any, Any]] = {}
+        # Per device while this thread captures a CUDA graph (pygpukit.graphs): (allocation
+        # target, the stream entry the capture replaced).
+        self.captures: dict[Device, tuple[Any, Any]] = {}
 
 
 _tls = _ThreadState()
@@ -245,9 +248,35 @@ def alloc_target(dev: Device) -> tuple[Any, Any]:
     """(pool, stream) that allocations and launches on ``dev`` use on this thread."""
     t = _tls.targets.get(dev)
     if t is None:
-        t = (_pool_for(dev), current_stream(dev))
+        cap = _tls.captures.get(dev)
+        # Capturing: the pool is graphs._CapturePool (memory must exist outside the graph; it
+        # allocates on its side stream), the stream stays the capturing one for launches.
+        t = (_pool_for(dev) if cap is None else cap[0], current_stream(dev))
         _tls.targets[dev] = t
     return t
+
+
+def capture_pool(dev: Device) -> Any:
+    """The allocation target of this thread's CUDA graph capture on ``dev``, or None."""
+    cap = _tls.captures.get(dev)
+    return None if cap is None else cap[0]
+
+
+def begin_capture(dev: Device, s: Any, pool: Any) -> None:
+    """Make ``s`` (already capturing) the current stream of ``dev`` and ``pool`` its allocation
+    target on this thread, until end_capture (pygpukit.graphs.CUDAGraph.capture)."""
+    _tls.captures[dev] = (pool, _tls.streams.get(dev))
+    _tls.streams[dev] = s
+    _tls.targets.clear()
+
+
+def end_capture(dev: Device) -> None:
+    _pool, prev = _tls.captures.pop(dev)
+    if prev is None:
+        _tls.streams.pop(dev, None)
+    else:
+        _tls.streams[dev] = prev
+    _tls.targets.clear()
 
 
 def current_context(dev: Device | None = None) -> Context:

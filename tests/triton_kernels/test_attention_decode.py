@@ -403,14 +403,11 @@ def test_gpu_write_routed(device: str, page: int | None, rope: str | None) -> No
 @pytest.mark.parametrize("page", [None, 16], ids=["contiguous", "paged16"])
 def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> None:
     """One decode step (kv_cache_write with RoPE on k, then sdpa_decode over lengths held on the
-    device) captured once in a CUDA graph and replayed with new tokens, positions and lengths
+    device) captured once with gp.CUDAGraph and replayed with new tokens, positions and lengths
     written into the same device arrays: every replay equals the eager step on a twin cache, bit
-    for bit, and the float64 reference. pygpukit has no capture API yet, so torch's captures the
-    stream; the calls were warmed up on that stream first (the split workspace and the combine
-    counters exist before capture, and the counters reset themselves)."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
+    for bit, and the float64 reference. The calls were warmed up on the capture stream first, so
+    the split workspace and the combine counters exist before capture (the counters reset
+    themselves at the end of every launch)."""
     s_max, rng = 4096, np.random.default_rng(seed("graph", page))
     q, kc, vc, table = _caches(("graph", page), "bfloat16", 1, 32, 8, 1, s_max, 128, page)
     knew, vnew = rand(rng, (1, 8, 1, 128), "bfloat16"), rand(rng, (1, 8, 1, 128), "bfloat16")
@@ -426,14 +423,14 @@ def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> No
         ad.kv_cache_write(kv[0], kv[1], dkn, dvn, pos, bt, cos, sin)
         ad._sdpa_decode(dq, kv[0], kv[1], lens, bt, True, None, out)
 
-    ts = torch.cuda.Stream()
-    ours = gp.Stream.external(ts.cuda_stream, gp.device(device).index)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(ts), gp.stream(ours):
+    ours = gp.Stream(device=gp.device(device).index)
+    g = gp.CUDAGraph(device)
+    with gp.stream(ours):
         step(graph_kv, outs[0])  # warm-up: compiles, allocates the workspace of this stream
         step(eager_kv, outs[1])
-        with torch.cuda.graph(g, stream=ts):
+        with g.capture(ours):
             step(graph_kv, outs[0])
+        assert g.kept_bytes == 0  # nothing allocated while capturing
         ref_kv = [as64(kc), as64(vc)]
 
         def ref_step(n: int) -> np.ndarray:  # the float64 step at length n on the host caches

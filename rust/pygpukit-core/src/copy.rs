@@ -11,6 +11,7 @@ use cudarc::driver::sys;
 
 use crate::context::ensure_current;
 use crate::error::{check, Error, Result};
+use crate::graph;
 use crate::staging::{self, Block};
 use crate::stream::Stream;
 
@@ -43,6 +44,7 @@ pub unsafe fn memcpy_htod(dst: u64, src: *const u8, nbytes: usize, stream: &Stre
         ptr::copy(src, dst as *mut u8, nbytes);
         return Ok(());
     }
+    graph::refuse_host_copy(stream, "a host-to-device copy")?;
     ensure_current(stream.device())?;
     check(
         "cuMemcpyHtoDAsync_v2",
@@ -63,6 +65,7 @@ pub unsafe fn memcpy_dtoh(dst: *mut u8, src: u64, nbytes: usize, stream: &Stream
         ptr::copy(src as *const u8, dst, nbytes);
         return Ok(());
     }
+    graph::refuse_host_copy(stream, "a device-to-host copy")?;
     ensure_current(stream.device())?;
     check(
         "cuMemcpyDtoHAsync_v2",
@@ -243,6 +246,7 @@ pub unsafe fn copy_htod_async(
     if nbytes == 0 {
         return Ok(());
     }
+    graph::refuse_host_copy(stream, "a host-to-device copy")?;
     let block = staging::acquire(stream.device(), nbytes)?;
     ptr::copy_nonoverlapping(src, block.ptr(), nbytes);
     let r = issue(&block, stream, |s| {
@@ -346,6 +350,7 @@ pub unsafe fn copy_dtoh_async(src: u64, nbytes: usize, stream: &Stream) -> Resul
             nbytes,
         });
     }
+    graph::refuse_host_copy(stream, "a device-to-host copy")?;
     let block = staging::acquire(stream.device(), nbytes)?;
     let r = issue(&block, stream, |s| {
         check(

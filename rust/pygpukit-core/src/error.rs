@@ -45,6 +45,8 @@ pub enum Error {
         current: u64,
     },
     InvalidArgument(String),
+    /// The call is not allowed in the current state (e.g. a host copy on a capturing stream).
+    InvalidState(String),
     /// Errors recorded in destructors (Drop cannot return them), reported at the next
     /// `MemoryPool::allocate`. `omitted` counts errors beyond the kept list's cap.
     Deferred {
@@ -108,6 +110,7 @@ impl fmt::Display for Error {
                  its quota of {quota} bytes (currently allocated: {current} bytes)"
             ),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::InvalidState(msg) => f.write_str(msg),
             Error::Deferred { errors, omitted } => {
                 write!(f, "{} error(s) recorded in destructors:", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

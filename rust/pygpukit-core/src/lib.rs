@@ -1,5 +1,5 @@
 //! PyGPUkit core: the CUDA driver (loaded at run time), the device's primary context, streams,
-//! events, the memory pool (quotas, statistics, OOM ladder), copies and DLPack structs, plus
+//! events, CUDA graph capture, the memory pool (quotas, statistics, OOM ladder), copies and DLPack structs, plus
 //! cuBLASLt matrix products (`blas`) and NVRTC run-time compilation (`nvrtc`), both loaded at
 //! run time too.
 //!
@@ -18,6 +18,7 @@ pub mod driver;
 pub mod dynlib;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod launch;
 pub mod nvrtc;
 pub mod pool;
@@ -31,5 +32,6 @@ pub use device::{device_properties, mem_get_info, DeviceProperties};
 pub use driver::{device_count, driver_status, driver_version};
 pub use error::{check, Error, Result};
 pub use event::Event;
+pub use graph::Graph;
 pub use pool::{MemoryPool, PoolStats, RawAllocator, RawError};
 pub use stream::{priority_range, Stream};

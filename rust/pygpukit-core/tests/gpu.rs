@@ -183,3 +183,50 @@ fn events_streams_and_threads() {
     assert_eq!(pool.stats().unwrap().current_bytes, 64 << 20);
     assert!(pygpukit_core::take_deferred_errors().is_empty());
 }
+
+#[test]
+#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+fn graph_capture_replays_and_refuses_host_copies() {
+    use pygpukit_core::graph::{begin_capture, end_capture, is_capturing};
+    let Some(_serial) = gpu() else { return };
+    let pool = MemoryPool::new(0, "graph", None, true).unwrap();
+    let s = Stream::new(0, 0, true).unwrap();
+    let n = 1 << 16;
+    let a = pool.allocate(4 * n, Some(&s)).unwrap();
+    let b = pool.allocate(4 * n, Some(&s)).unwrap();
+    let mut out = vec![0u32; n];
+    unsafe { memset_d32(a.ptr(), 0, n, &s).unwrap() };
+    begin_capture(&s).unwrap();
+    assert!(is_capturing(&s).unwrap());
+    unsafe {
+        memset_d32(a.ptr(), 7, n, &s).unwrap();
+        memcpy_dtod(b.ptr(), a.ptr(), 4 * n, &s).unwrap();
+        // A host copy would be replayed from a buffer that no longer holds these bytes.
+        let err = memcpy_dtoh(out.as_mut_ptr() as *mut u8, b.ptr(), 4 * n, &s).unwrap_err();
+        assert!(err.to_string().contains("capturing a CUDA graph"), "{err}");
+        assert!(copy_htod_async(a.ptr(), out.as_ptr() as *const u8, 4, &s).is_err());
+    }
+    let g = end_capture(&s).unwrap();
+    assert!(!is_capturing(&s).unwrap());
+    unsafe { memcpy_dtoh(out.as_mut_ptr() as *mut u8, a.ptr(), 4 * n, &s).unwrap() };
+    assert!(
+        out.iter().all(|&x| x == 0),
+        "captured work must not run at capture"
+    );
+    let other = Stream::new(0, 0, true).unwrap();
+    g.launch(&other).unwrap();
+    other.synchronize().unwrap();
+    unsafe { memcpy_dtoh(out.as_mut_ptr() as *mut u8, b.ptr(), 4 * n, &s).unwrap() };
+    assert!(out.iter().all(|&x| x == 7));
+    // Ending a capture that never began fails and leaves the stream usable.
+    assert!(end_capture(&s).is_err());
+    let legacy = Stream::external(1, 0).unwrap();
+    assert!(matches!(
+        begin_capture(&legacy),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(g);
+    drop((a, b));
+    s.synchronize().unwrap();
+    assert!(pygpukit_core::take_deferred_errors().is_empty());
+}

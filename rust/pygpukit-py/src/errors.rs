@@ -68,6 +68,7 @@ fn build(py: Python<'_>, e: Error) -> PyResult<PyErr> {
     Ok(match e {
         Error::NoDriver { .. } => NoDeviceError::new_err(msg),
         Error::InvalidArgument(_) => PyValueError::new_err(msg),
+        Error::InvalidState(_) => PyRuntimeError::new_err(msg),
         Error::Cuda {
             call, code, name, ..
         } => {

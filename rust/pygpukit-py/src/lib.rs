@@ -33,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
     m.add_class::<streams::PyStream>()?;
     m.add_class::<streams::PyEvent>()?;
+    m.add_class::<streams::PyGraph>()?;
     m.add_class::<pool::PyPool>()?;
     m.add_class::<pool::PyBuffer>()?;
     // 0.2.x name: MemoryPool(quota=..., enable_eviction=True).allocate(4096).

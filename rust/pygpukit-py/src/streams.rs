@@ -2,7 +2,8 @@
 
 use pyo3::prelude::*;
 
-use pygpukit_core::{priority_range, Event, Stream};
+use pygpukit_core::graph::{begin_capture, end_capture, is_capturing};
+use pygpukit_core::{priority_range, Event, Graph, Stream};
 
 use crate::errors::IntoPyResult;
 
@@ -54,6 +55,23 @@ impl PyStream {
     #[getter]
     fn priority(&self) -> i32 {
         self.inner.priority()
+    }
+
+    /// Start recording this stream's work into a CUDA graph instead of running it (relaxed
+    /// capture mode; host copies on the stream are refused until end_capture).
+    fn begin_capture(&self) -> PyResult<()> {
+        begin_capture(&self.inner).py()
+    }
+
+    /// Stop recording and instantiate the graph; the stream leaves capture mode even on error.
+    fn end_capture(&self, py: Python<'_>) -> PyResult<PyGraph> {
+        let inner = py.detach(|| end_capture(&self.inner)).py()?;
+        Ok(PyGraph { inner })
+    }
+
+    /// True while the stream is capturing (also when an illegal call invalidated the capture).
+    fn is_capturing(&self) -> PyResult<bool> {
+        is_capturing(&self.inner).py()
     }
 
     /// Wait until all work queued on the stream is done (GIL released).
@@ -178,5 +196,28 @@ impl PyEvent {
             self.inner.handle(),
             self.inner.timing_enabled()
         )
+    }
+}
+
+/// An instantiated CUDA graph (from Stream.end_capture); destroyed with the last reference.
+#[pyclass(name = "Graph", module = "pygpukit._core", frozen)]
+pub struct PyGraph {
+    pub inner: Graph,
+}
+
+#[pymethods]
+impl PyGraph {
+    /// Replay the captured work on `stream` (a stream of the graph's device).
+    fn launch(&self, stream: &Bound<'_, PyStream>) -> PyResult<()> {
+        self.inner.launch(&stream.get().inner).py()
+    }
+
+    #[getter]
+    fn device(&self) -> i32 {
+        self.inner.device()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Graph(device={})", self.inner.device())
     }
 }

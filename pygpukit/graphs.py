@@ -1,0 +1,145 @@
+"""CUDA graphs: record the work pygpukit queues on one stream once, replay it with one launch.
+
+    g = gp.CUDAGraph()
+    with g.capture():            # a new stream of the default device (or stream=...)
+        out = step(x)            # ops are recorded, not run
+    x[:] = next_input            # inputs: written into the same device arrays, outside capture
+    g.replay()                   # on the current stream; out holds the result afterwards
+
+What a replay does: exactly the launches and device copies recorded, on the same addresses with
+the same Python-level arguments (shapes, scalars, routing decisions, launch grids). Values that
+change between replays must live in device memory that the captured kernels read (token ids,
+positions, lengths: the decode kernels read lengths from device memory for this reason).
+
+Rules (each one raises with its reason):
+- Capture records instead of running: arrays computed inside the block hold nothing until
+  replay(), and host copies (from_numpy, to_numpy, x[:] = numpy) on the capturing stream are
+  refused, since a replay would reread a host buffer that no longer holds those bytes.
+- Warm up first: a call's first run compiles kernels and sizes workspaces; run the step once
+  outside capture so the recording is the steady state.
+- Arrays allocated inside the block get real memory (on a side stream, allocated at capture
+  time) that the graph keeps until reset() or collection, whatever happens to the arrays: every
+  replay writes to the same addresses. Outputs allocated there may be kept and read after each
+  replay. Memory freed inside the block is not reused within it.
+- One capture per stream at a time, on a created stream (never the default stream). Capture is
+  in relaxed mode: other threads and streams keep working normally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pygpukit import runtime
+
+__all__ = ["CUDAGraph", "is_capturing"]
+
+
+class _CapturePool:
+    """Allocation target while a stream captures: real memory from the context's pool, allocated
+    on a side stream and synchronized at once (a captured allocation would only exist during a
+    replay), kept alive by the graph."""
+
+    __slots__ = ("kept", "pool", "side")
+
+    def __init__(self, pool: Any, side: Any, kept: list[Any]) -> None:
+        self.pool, self.side, self.kept = pool, side, kept
+
+    def allocate(self, nbytes: int, stream: Any = None) -> Any:
+        buf = self.pool.allocate(nbytes, self.side)
+        self.side.synchronize()  # capture time only: the memory exists before any replay
+        self.kept.append(buf)
+        return buf
+
+
+def is_capturing(device: Any = None) -> bool:
+    """True while this thread is inside ``CUDAGraph.capture()`` for ``device``."""
+    dev = runtime.default_device() if device is None else runtime.device(device)
+    return runtime.capture_pool(dev) is not None
+
+
+class CUDAGraph:
+    """One captured sequence of pygpukit work on a device, replayed with ``replay()``."""
+
+    def __init__(self, device: Any = None) -> None:
+        dev = runtime.default_device() if device is None else runtime.device(device)
+        if dev.type != "cuda":
+            raise RuntimeError(f"CUDA graphs need a CUDA device, got {dev}")
+        self.device = dev
+        self._graph: Any = None
+        self._kept: list[Any] = []  # buffers allocated during capture (see _CapturePool)
+        self._side: Any = None
+        self._replayed: dict[int, Any] = {}  # streams that replayed, by handle
+
+    @property
+    def captured(self) -> bool:
+        return self._graph is not None
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of device memory allocated during capture that the graph keeps alive."""
+        return sum(int(b.nbytes) for b in self._kept)
+
+    @contextmanager
+    def capture(self, stream: Any = None) -> Iterator[CUDAGraph]:
+        """Record the pygpukit work of the block on ``stream`` (default: a new stream)."""
+        if self._graph is not None:
+            raise RuntimeError("this CUDAGraph already holds a capture: call reset() first")
+        dev = self.device
+        if runtime.capture_pool(dev) is not None:
+            raise RuntimeError(f"this thread is already capturing a CUDA graph on {dev}")
+        s = runtime.Stream(device=dev.index) if stream is None else stream
+        if not isinstance(s, runtime.Stream) or s.device != dev.index:
+            raise ValueError(f"capture needs a pygpukit Stream of {dev}, got {s!r}")
+        pool = runtime.alloc_target(dev)[0]
+        self._side = runtime.Stream(device=dev.index)
+        s.begin_capture()
+        runtime.begin_capture(dev, s, _CapturePool(pool, self._side, self._kept))
+        done = False
+        try:
+            yield self
+            done = True
+        finally:
+            runtime.end_capture(dev)
+            try:
+                graph = s.end_capture()
+            except Exception:
+                if done:  # the body succeeded but the capture did not (e.g. it was invalidated)
+                    self._kept.clear()
+                    raise
+                graph = None  # the body's own error is the one to report
+            if done:
+                self._graph = graph
+            else:
+                self._kept.clear()  # nothing ran: the memory can go at once
+
+    def replay(self, stream: Any = None) -> None:
+        """Launch the captured work on ``stream`` (default: the current stream of the device)."""
+        if self._graph is None:
+            raise RuntimeError("nothing captured: use `with graph.capture(): ...` first")
+        s = runtime.current_stream(self.device) if stream is None else stream
+        self._graph.launch(s)
+        self._replayed[s.handle] = s
+
+    def reset(self) -> None:
+        """Drop the capture and release the memory it kept, once the replays queued so far are
+        done (the side stream waits for them; nothing blocks the host)."""
+        if self._kept and self._side is not None:
+            for s in self._replayed.values():
+                ev = runtime.Event(device=self.device.index)
+                ev.record(s)
+                self._side.wait_event(ev)
+        self._graph = None
+        self._kept.clear()
+        self._replayed.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.reset()
+        except Exception:  # interpreter shutdown: the driver may be gone already
+            pass
+
+    def __repr__(self) -> str:
+        state = "captured" if self._graph is not None else "empty"
+        return f"CUDAGraph({self.device}, {state}, kept {self.kept_bytes} bytes)"

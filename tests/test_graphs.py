@@ -1,0 +1,93 @@
+"""CUDA graph capture and replay (pygpukit.graphs): refusals everywhere, replays on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pygpukit as gp
+from pygpukit import _core, graphs
+
+GPU = pytest.mark.gpu
+
+
+def test_no_cuda_device_no_graph() -> None:
+    with pytest.raises(RuntimeError, match="CUDA graphs need a CUDA device, got cpu"):
+        gp.CUDAGraph(device="cpu")
+    with pytest.raises(ValueError, match="host pseudo-stream"):
+        _core.Stream(device=-1).begin_capture()
+    with pytest.raises(ValueError, match="host pseudo-stream"):
+        _core.Stream(device=-1).end_capture()
+    assert not graphs.is_capturing("cpu")
+
+
+def _xy(cuda: str) -> tuple[np.ndarray, np.ndarray, gp.GPUArray, gp.GPUArray]:
+    rng = np.random.default_rng(3)
+    x, y = (
+        rng.standard_normal(4099).astype(np.float32),
+        rng.standard_normal(4099).astype(np.float32),
+    )
+    return x, y, gp.from_numpy(x, device=cuda), gp.from_numpy(y, device=cuda)
+
+
+@GPU
+def test_replay_reads_new_inputs_and_keeps_outputs(cuda: str) -> None:
+    x, y, dx, dy = _xy(cuda)
+    g = gp.CUDAGraph(cuda)
+    assert (dx + dy * 2.0).shape == x.shape  # warm-up: compiles before capture
+    with g.capture() as same:
+        assert same is g and graphs.is_capturing(cuda)
+        z = gp.exp(dx + dy * 2.0)  # allocations inside: kept by the graph
+    assert g.captured and not graphs.is_capturing(cuda)
+    assert g.kept_bytes >= 3 * x.nbytes
+    for _ in range(3):
+        x = x + 1.0
+        dx[:] = x
+        g.replay()
+        np.testing.assert_allclose(z.to_numpy(), np.exp(x + y * 2.0), rtol=1e-6)
+    del z  # the graph still owns the memory: replays stay valid
+    g.replay()
+    gp.synchronize()
+    g.reset()
+    assert not g.captured and g.kept_bytes == 0
+    with pytest.raises(RuntimeError, match="nothing captured"):
+        g.replay()
+
+
+@GPU
+def test_host_copy_inside_capture_is_refused_and_runtime_stays_usable(cuda: str) -> None:
+    x, y, dx, dy = _xy(cuda)
+    g = gp.CUDAGraph(cuda)
+    with pytest.raises(RuntimeError, match="capturing a CUDA graph"), g.capture():
+        (dx + dy).to_numpy()
+    assert not g.captured and not graphs.is_capturing(cuda)
+    with pytest.raises(RuntimeError, match="capturing a CUDA graph"), g.capture():
+        dx[:] = x
+    np.testing.assert_allclose((dx + dy).to_numpy(), x + y, rtol=1e-6)  # eager again
+    with pytest.raises(ZeroDivisionError), g.capture():
+        _ = dx + dy
+        _ = 1 / 0  # the body's own error propagates, the capture is dropped
+    assert not g.captured and g.kept_bytes == 0
+    with g.capture():
+        out = dx - dy
+    g.replay()
+    np.testing.assert_allclose(out.to_numpy(), x - y, rtol=1e-6)
+
+
+@GPU
+def test_capture_misuse_names_the_problem(cuda: str) -> None:
+    _, _, dx, dy = _xy(cuda)
+    g = gp.CUDAGraph(cuda)
+    with g.capture():
+        _ = dx * dy
+        with pytest.raises(RuntimeError, match="already capturing"), gp.CUDAGraph(cuda).capture():
+            pass
+    with pytest.raises(RuntimeError, match="already holds a capture"), g.capture():
+        pass
+    legacy = gp.Stream.external(1, gp.device(cuda).index)
+    with pytest.raises(ValueError, match="default stream"), gp.CUDAGraph(cuda).capture(legacy):
+        pass
+    with pytest.raises(ValueError, match="pygpukit Stream"), gp.CUDAGraph(cuda).capture("s"):
+        pass
+    assert not graphs.is_capturing(cuda)
+    np.testing.assert_allclose((dx * dy).to_numpy(), dx.to_numpy() * dy.to_numpy(), rtol=1e-6)
