@@ -1,9 +1,9 @@
 """Decode strategies of the 0.2.x API: ``strategy.bind(model)``, then prefill/step or generate.
 
 - DecodeM1: one sequence, one token per forward (the baseline).
-- DecodeM1Graph: DecodeM1 plus CUDA-graph replay of the decode step. CUDA graphs are not
-  implemented yet in this version: ``init_graph`` allocates the static buffers and records why no
-  graph was captured (``graph_reason``), and every step runs exactly as DecodeM1 does.
+- DecodeM1Graph: DecodeM1 with the decode step captured once in a CUDA graph (gp.CUDAGraph) and
+  replayed per token: the token id, position and lengths are written into device arrays the
+  captured kernels read, so one graph launch replaces the step's hundreds of kernel launches.
 - DecodeBatch(batch_size): several prompts decoded together (``generate_batch``), and the 0.2.x
   ``step_batch`` that runs several consecutive tokens of one sequence in one forward.
 - DecodeJacobi: Jacobi fixed-point decoding (Santilli et al. 2023, "Accelerating Transformer
@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops
+from pygpukit import ops, runtime
 from pygpukit.array import GPUArray
+from pygpukit.creation import from_numpy, zeros
+from pygpukit.graphs import CUDAGraph
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.generation import default_stop_ids, stream_batch
 from pygpukit.models.sampling import Sampler, SamplingParams
@@ -123,12 +125,19 @@ class DecodeM1(DecodeStrategy):
 
 
 class DecodeM1Graph(DecodeM1):
-    """DecodeM1 with CUDA-graph replay of the decode step - NOT implemented in this version.
+    """DecodeM1 with the decode step replayed from a CUDA graph.
 
-    CUDA graph capture belongs to the later decode-speed work. Here ``init_graph`` allocates
-    the static cache for ``max_seq_len`` tokens, captures nothing, and sets ``graph_ready`` to
-    False with the reason in ``graph_reason`` (also on a GPU). ``step_graph`` is ``step``: the
-    results are exactly those of DecodeM1, at DecodeM1's speed.
+    ``init_graph(max_seq_len)`` sizes the static cache, puts the step's inputs on the device (the
+    token id, its position, and its write position and new length, which the embedding, RoPE,
+    kv_cache_write and sdpa_decode read there), runs the step once on a private stream (the
+    warm-up: kernels compile, workspaces are sized; it writes slot 0, which prefill overwrites)
+    and captures it. ``step_graph`` (and ``step``, so ``generate`` too) then writes the inputs and
+    replays the graph on the current stream. The logits a replayed step returns live in the
+    graph's output array: the next step overwrites them.
+
+    Without a graph (the CPU device, or a step that could not be captured; ``graph_reason`` says
+    why) steps run exactly as DecodeM1's. A prefill that needs a larger cache than init_graph's
+    allocates a new one, which drops the graph (call init_graph again).
     """
 
     def __init__(self) -> None:
@@ -136,23 +145,98 @@ class DecodeM1Graph(DecodeM1):
         self.graph_ready = False
         self.graph_reason = "init_graph() has not been called"
         self.max_seq_len = 0
+        self._graph: CUDAGraph | None = None
+        self._inputs: tuple[GPUArray, GPUArray, GPUArray] | None = None  # ids, positions, marks
+        self._logits: GPUArray | None = None
+
+    def bind(self, model: CausalTransformerModel) -> DecodeM1Graph:
+        super().bind(model)
+        self._drop_graph("init_graph() has not been called")
+        return self
+
+    def _drop_graph(self, reason: str) -> None:
+        if self._graph is not None:
+            self._graph.reset()
+        self._graph, self._inputs, self._logits = None, None, None
+        self.graph_ready, self.graph_reason = False, reason
+
+    def _cache(self, max_seq_len: int | None, batch_size: int = 1) -> StaticKVCache:
+        old = self.cache
+        c = super()._cache(max_seq_len, batch_size)
+        if c is not old and self._graph is not None:
+            self._drop_graph(
+                f"prefill needed a cache of {c.max_seq_len} tokens, more than init_graph's: the "
+                "graph pointed at the old cache; call init_graph again"
+            )
+        return c
 
     def init_graph(self, max_seq_len: int = 512) -> None:
         m = self._m()
+        self._drop_graph("init_graph() is capturing")
         self.max_seq_len = int(max_seq_len)
-        self._cache(self.max_seq_len)
-        self.graph_ready = False
-        where = "on the CPU device" if m.device.type == "cpu" else "in this version"
+        cache = self._cache(self.max_seq_len)
+        if m.device.type != "cuda":
+            self.graph_reason = (
+                f"CUDA graphs are not available on the {m.device.type.upper()} device: decode "
+                "steps run eagerly, as DecodeM1"
+            )
+            return
+        dev = m.device
+        ids, pos = zeros((1, 1), "int64", dev), zeros((1,), "int64", dev)
+        marks = from_numpy(np.array([[0], [1]], np.int32), device=dev)
+        side = runtime.Stream(device=dev.index)
+        caller = runtime.current_stream(dev)
+        ready = runtime.Event(device=dev.index)
+        ready.record(caller)
+        side.wait_event(ready)  # the weights and the cache were written on the caller's stream
+        graph = CUDAGraph(dev)
+        try:
+            with runtime.stream(side):
+                m.forward_device_step(ids, pos, marks, cache)  # the warm-up (writes slot 0)
+                with graph.capture(side):
+                    logits = m.forward_device_step(ids, pos, marks, cache)
+        except Exception as exc:  # a step that cannot be captured: say why, run eagerly
+            graph.reset()
+            self.graph_reason = f"the decode step could not be captured: {exc}"
+            return
+        finally:
+            done = runtime.Event(device=dev.index)
+            done.record(side)
+            caller.wait_event(done)
+        self._graph, self._inputs, self._logits = graph, (ids, pos, marks), logits
+        self.graph_ready = True
         self.graph_reason = (
-            f"CUDA graphs are not available {where}: decode steps run eagerly, as DecodeM1"
+            f"captured: one launch per step, {graph.kept_bytes} bytes of activations kept"
         )
 
     def has_graph(self) -> bool:
         return self.graph_ready
 
+    def step(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
+        return self.step_graph(token_id, position, context_len)
+
     def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
-        """Same as step() (no graph is captured in this version; see the class docstring)."""
-        return self.step(token_id, position, context_len)
+        """step() by graph replay (as DecodeM1.step when no graph is captured)."""
+        if self._graph is None or self._inputs is None or self._logits is None:
+            return super().step(token_id, position, context_len)
+        cache = self.cache
+        if cache is None:
+            raise RuntimeError("DecodeM1Graph: call prefill() before step()")
+        if context_len is not None and context_len != position + 1:
+            raise ValueError(f"context_len must be position + 1, got {context_len} and {position}")
+        if not 0 <= position <= int(cache.lengths[0]):
+            raise ValueError(
+                f"position {position} is past the {int(cache.lengths[0])} cached tokens"
+            )
+        cache.lengths[0] = position  # stepping back re-uses the cache up to position
+        cache.check_room(0, 1)
+        ids, pos, marks = self._inputs
+        ids[:] = np.array([[int(token_id)]], np.int64)
+        pos[:] = np.array([position], np.int64)
+        marks[:] = np.array([[position], [position + 1]], np.int32)
+        self._graph.replay()
+        cache.lengths[0] = position + 1
+        return self._logits.reshape(-1)
 
 
 class DecodeBatch(DecodeStrategy):

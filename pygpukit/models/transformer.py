@@ -139,6 +139,39 @@ class CausalTransformerModel:
             se = np.asarray([starts, [st + s for st in starts]], dtype=np.int32)
             marks = from_numpy(se, device=self.device)
             decode = (marks[0], marks[1])
+        logits = self._run(ids, pos, cache, row0, starts, decode, all_logits)
+        cache.lengths[row0 : row0 + b] += s
+        return logits
+
+    def forward_device_step(
+        self, ids: GPUArray, positions: GPUArray, marks: GPUArray, cache: StaticKVCache
+    ) -> GPUArray:
+        """One decode step of cache row 0 whose inputs are already on the device: ids int64
+        [1, 1], positions int64 [1] (the new token's position), marks int32 [2, 1] (its write
+        position and the new length). Nothing here reads host values that change between steps,
+        so the step can be captured in a CUDA graph and replayed with new inputs written into the
+        same arrays (DecodeM1Graph). cache.lengths is left to the caller. Logits [1, 1, vocab]."""
+        if ids.shape != (1, 1) or positions.shape != (1,) or marks.shape != (2, 1):
+            raise ValueError(
+                "forward_device_step: ids [1, 1], positions [1] and marks [2, 1] expected, got "
+                f"{ids.shape}, {positions.shape} and {marks.shape}"
+            )
+        self._ensure_tables(cache.max_seq_len)
+        return self._run(ids, positions, cache, 0, [0], (marks[0], marks[1]), False)
+
+    def _run(
+        self,
+        ids: GPUArray,
+        pos: GPUArray,
+        cache: StaticKVCache,
+        row0: int,
+        starts: list[int],
+        decode: tuple[GPUArray, GPUArray] | None,
+        all_logits: bool,
+    ) -> GPUArray:
+        """The layers: decode (device write positions and lengths) for decode-sized steps, else
+        the prefill path over the host-known starts."""
+        s = ids.shape[1]
         w = self.weights
         x = ops.embedding(ids, w.embed_tokens)
         if w.pos_embed is not None:
@@ -150,7 +183,6 @@ class CausalTransformerModel:
             h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
             delta = self._mlp(lw, h)
         h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
-        cache.lengths[row0 : row0 + b] += s
         if not all_logits:
             h = h[:, s - 1 :, :]
         return ops.linear(h, w.lm_head)
