@@ -41,10 +41,11 @@ class _CapturePool:
     on a side stream and synchronized at once (a captured allocation would only exist during a
     replay), kept alive by the graph."""
 
-    __slots__ = ("kept", "pool", "side")
+    __slots__ = ("kept", "pool", "scratch", "side")
 
     def __init__(self, pool: Any, side: Any, kept: list[Any]) -> None:
         self.pool, self.side, self.kept = pool, side, kept
+        self.scratch: dict[Any, Any] = {}  # per-capture workspaces (backends.native._workspace)
 
     def allocate(self, nbytes: int, stream: Any = None) -> Any:
         buf = self.pool.allocate(nbytes, self.side)

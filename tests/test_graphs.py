@@ -91,3 +91,39 @@ def test_capture_misuse_names_the_problem(cuda: str) -> None:
         pass
     assert not graphs.is_capturing(cuda)
     np.testing.assert_allclose((dx * dy).to_numpy(), dx.to_numpy() * dy.to_numpy(), rtol=1e-6)
+
+
+@GPU
+def test_matmul_captured_without_warm_up_replays(cuda: str) -> None:
+    """The cuBLASLt workspace a first product on the capturing stream needs comes from memory
+    the graph keeps, not from an allocation recorded in the graph."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 96)).astype(np.float32) for _ in range(2))
+    da, db = gp.from_numpy(a, device=cuda), gp.from_numpy(b.T.copy(), device=cuda)
+    g = gp.CUDAGraph(cuda)
+    with g.capture():
+        c = gp.matmul(da, db)
+    g.replay()
+    np.testing.assert_allclose(c.to_numpy(), a @ b.T, rtol=1e-4, atol=1e-4)
+    da[:] = 2 * a
+    g.replay()
+    np.testing.assert_allclose(c.to_numpy(), 2 * a @ b.T, rtol=1e-4, atol=1e-4)
+    assert np.allclose(gp.matmul(da, db).to_numpy(), 2 * a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+@GPU
+def test_decode_attention_needs_its_workspace_before_capture(cuda: str) -> None:
+    rng = np.random.default_rng(6)
+    q = gp.from_numpy(rng.standard_normal((1, 8, 1, 64)).astype(np.float32), device=cuda)
+    k = gp.from_numpy(rng.standard_normal((1, 2, 4096, 64)).astype(np.float32), device=cuda)
+    lens = gp.from_numpy(np.array([4096], np.int32), device=cuda)
+    g, s = gp.CUDAGraph(cuda), gp.Stream(device=gp.device(cuda).index)
+    with pytest.raises(RuntimeError, match="warm-up"), g.capture(s):
+        gp.sdpa_decode(q, k, k, lens)
+    with gp.stream(s):
+        want = gp.sdpa_decode(q, k, k, lens).to_numpy()  # the warm-up on the capture stream
+    with g.capture(s):
+        out = gp.sdpa_decode(q, k, k, lens)
+    with gp.stream(s):
+        g.replay()
+        np.testing.assert_array_equal(out.to_numpy(), want)

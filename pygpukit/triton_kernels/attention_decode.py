@@ -462,6 +462,20 @@ def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GP
 def _workspace(dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
     key = (dev, runtime.current_stream(dev).handle)
     ws = _scratch.get(key)
+    if runtime.capture_pool(dev) is not None and (
+        ws is None
+        or ws.parts is None
+        or ws.parts.shape[0] < n_rows * bd
+        or ws.lse is None
+        or ws.lse.shape[0] < n_rows
+        or (n_cnt and (ws.cnt is None or ws.cnt.shape[0] < n_cnt))
+    ):
+        # Its combine counters must be zero before the first launch, and a memset recorded in
+        # a graph runs only at replay: the workspace has to exist before capture.
+        raise RuntimeError(
+            "sdpa_decode needs a larger split workspace on this stream while a CUDA graph is "
+            "being captured: run the same call once on this stream before capture (warm-up)"
+        )
     if ws is None:
         ws = _scratch[key] = _Scratch()
     ws.parts = _grown(ws.parts, n_rows * bd, "float32", dev, False)
