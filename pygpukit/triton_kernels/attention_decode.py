@@ -98,9 +98,18 @@ COMBINE_ELEMS = 4096
 @triton.jit
 def _table(BT, bt_row, start, end, sbt1, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
     """Block ids of the keys start..start+BLOCK_N-1 (0 past ``end``): one id when a page holds
-    whole key blocks, else one per key."""
+    whole key blocks; a few whole pages per block: one scalar load a page, spread over its keys
+    with selects (a per-key gather would need its values moved into the K tile's layout through
+    shared memory); else one per key."""
     if PAGE % BLOCK_N == 0:
         phys = tl.load(BT + bt_row + (start // PAGE) * sbt1, mask=start < end, other=0)
+    elif BLOCK_N % PAGE == 0 and BLOCK_N // PAGE <= 8:
+        page = tl.arange(0, BLOCK_N) // PAGE
+        phys = tl.zeros([BLOCK_N], tl.int32)
+        for j in tl.static_range(BLOCK_N // PAGE):
+            first = start + j * PAGE
+            pj = tl.load(BT + bt_row + (first // PAGE) * sbt1, mask=first < end, other=0)
+            phys = tl.where(page == j, pj, phys)
     else:
         n = start + tl.arange(0, BLOCK_N)
         phys = tl.load(BT + bt_row + (n // PAGE) * sbt1, mask=n < end, other=0)
