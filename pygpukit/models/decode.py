@@ -74,6 +74,12 @@ class DecodeStrategy:
 
         context_len, if given, must be position + 1 (the 0.2.x call form passed both).
         """
+        cache = self._step_cache(position, context_len)
+        return self._m().forward([[int(token_id)]], cache).reshape(-1)
+
+    def _step_cache(self, position: int, context_len: int | None) -> StaticKVCache:
+        """The cache, checked for a step at ``position`` and cut back to it (stepping back
+        re-uses the cache up to position)."""
         cache = self.cache
         if cache is None:
             raise RuntimeError(f"{type(self).__name__}: call prefill() before step()")
@@ -83,8 +89,8 @@ class DecodeStrategy:
             raise ValueError(
                 f"position {position} is past the {int(cache.lengths[0])} cached tokens"
             )
-        cache.lengths[0] = position  # stepping back re-uses the cache up to position
-        return self._m().forward([[int(token_id)]], cache).reshape(-1)
+        cache.lengths[0] = position
+        return cache
 
     def generate(
         self,
@@ -219,16 +225,7 @@ class DecodeM1Graph(DecodeM1):
         """step() by graph replay (as DecodeM1.step when no graph is captured)."""
         if self._graph is None or self._inputs is None or self._logits is None:
             return super().step(token_id, position, context_len)
-        cache = self.cache
-        if cache is None:
-            raise RuntimeError("DecodeM1Graph: call prefill() before step()")
-        if context_len is not None and context_len != position + 1:
-            raise ValueError(f"context_len must be position + 1, got {context_len} and {position}")
-        if not 0 <= position <= int(cache.lengths[0]):
-            raise ValueError(
-                f"position {position} is past the {int(cache.lengths[0])} cached tokens"
-            )
-        cache.lengths[0] = position  # stepping back re-uses the cache up to position
+        cache = self._step_cache(position, context_len)
         cache.check_room(0, 1)
         ids, pos, marks = self._inputs
         ids[:] = np.array([[int(token_id)]], np.int64)
