@@ -154,3 +154,40 @@ def test_module_table_dtypes() -> None:
     c16, s16 = cos.astype(np.float16), sin.astype(np.float16)
     y = nrope.rope(_up(x), _up(c16), _up(s16), style="gptj")
     assert_close(y, _ref(as64(x), as64(c16), as64(s16), None, "gptj", 16), "bfloat16")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+def test_rotation_bits_match_numpy_and_the_fused_cache_write(dtype: str, style: str) -> None:
+    """Each product rounded on its own (rotate.cuh, no FMA contraction): float32/float64 equal
+    NumPy's a * c - b * s in the same dtype bit for bit, and gp.rope followed by a plain cache
+    write stores the same key bits as kv_cache_write's fused rotation (both native)."""
+    rng = np.random.default_rng(seed("rope-bits", dtype, style))
+    b, hkv, s, d = 2, 4, 9, 128
+    k = rand(rng, (b, s, hkv, d), dtype)  # [B, S, H, D], the rope op's layout
+    tdt = "float64" if dtype == "float64" else "float32"  # the compute type (the fused write's)
+    cos, sin = gp.rope_tables(64, d, dtype=tdt, device="cuda:0")
+    pos = np.array([3, 40], np.int64)[:, None] + np.arange(s)  # [B, S]
+    ct = np_dtype(tdt)
+    got = gp.rope(_up(k), cos, sin, _up(pos), style=style).to_numpy()
+    if dtype != "bfloat16":
+        c, sn = (
+            cos.to_numpy().astype(ct)[pos][:, :, None],
+            sin.to_numpy().astype(ct)[pos][:, :, None],
+        )
+        half = d // 2
+        i = np.arange(half)
+        ia, ib = (2 * i, 2 * i + 1) if style == "gptj" else (i, i + half)
+        want = k.copy()
+        want[..., ia] = k[..., ia] * c - k[..., ib] * sn
+        want[..., ib] = k[..., ib] * c + k[..., ia] * sn
+        np.testing.assert_array_equal(got, want)
+    cache = gp.zeros((b, hkv, 64, d), dtype, device="cuda:0")
+    vcache = gp.zeros((b, hkv, 64, d), dtype, device="cuda:0")
+    kt = _up(k.transpose(0, 2, 1, 3))  # [B, Hkv, S, D]
+    with gp.route("kv_cache_write:native"):
+        gp.kv_cache_write(cache, vcache, kt, kt, _up(np.array([3, 40], np.int32)), cos=cos,
+                          sin=sin, rope_style=style)  # fmt: skip
+    fused = cache.to_numpy()
+    for r, p0 in enumerate((3, 40)):
+        np.testing.assert_array_equal(fused[r, :, p0 : p0 + s], got[r].transpose(1, 0, 2))

@@ -1,8 +1,7 @@
 // sdpa_decode: the decode mode of the shared attention row kernel (attention/attn_rows.cuh).
 // kv_cache_write: one block per (new token, kv head); threads over the head dim. v is copied as
-// is; k is copied, or rotated in the compute type with gp.rope's arithmetic (each product rounded
-// on its own, __fmul_rn/__dmul_rn keep nvcc from contracting them into an FMA, so float32 and
-// float64 results equal NumPy's a * c - b * s bit for bit) and rounded once to the cache dtype.
+// is; k is copied, or rotated in the compute type with gp.rope's arithmetic (rotate.cuh: float32
+// and float64 equal NumPy's bit for bit) and rounded once to the cache dtype.
 #include "attention_decode/attention_decode.h"
 
 #include <limits>
@@ -10,15 +9,13 @@
 
 #include "attention/attn_rows.cuh"
 #include "pygpukit_native/check.h"
+#include "pygpukit_native/rotate.cuh"
 #include "pygpukit_native/convert.cuh"
 
 namespace pgk {
 namespace {
 
 using attn::dptr;
-
-__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 template <typename T>
 __global__ void kv_write_kernel(const KvWriteArgs a) {
@@ -62,7 +59,7 @@ __global__ void kv_write_kernel(const KvWriteArgs a) {
       const C nan = std::numeric_limits<C>::quiet_NaN();
       const C c = in_table ? cs[pos * a.scos[0] + i * a.scos[1]] : nan;
       const C s = in_table ? sn[pos * a.ssin[0] + i * a.ssin[1]] : nan;
-      const C r = first ? mul_rn(xa, c) - mul_rn(xb, s) : mul_rn(xb, c) + mul_rn(xa, s);
+      const C r = first ? rotate_first(xa, xb, c, s) : rotate_second(xa, xb, c, s);
       kd[d * a.skc[3]] = from_compute<T>(r);
     } else {
       kd[d * a.skc[3]] = ks[d * a.sk[3]];

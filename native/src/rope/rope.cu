@@ -4,7 +4,8 @@
 // each half (two 16-byte packs when aligned), gptj its 2P interleaved elements (one pack) and
 // pairs them up in registers. The x loads do not depend on the position, so they are issued
 // before the position -> cos/sin chain resolves. With a partial rotary_dim the remaining dims
-// are copied by the whole block (packs when aligned), unless y is x.
+// are copied by the whole block (packs when aligned), unless y is x. The rotation itself is
+// rotate.cuh's (no FMA contraction: the same bits as kv_cache_write's fused RoPE and NumPy).
 #include "rope/rope.h"
 
 #include <climits>
@@ -12,6 +13,7 @@
 
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/rotate.cuh"
 #include "pygpukit_native/vecio.cuh"
 
 namespace pgk {
@@ -114,8 +116,8 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
 #pragma unroll
         for (int k = 0; k < P; ++k) {
           const C a = as_compute<C>(va.v[2 * k]), bb = as_compute<C>(va.v[2 * k + 1]);
-          o.v[2 * k] = as_stored<T>(a * cs[k] - bb * sn[k]);
-          o.v[2 * k + 1] = as_stored<T>(bb * cs[k] + a * sn[k]);
+          o.v[2 * k] = as_stored<T>(rotate_first(a, bb, cs[k], sn[k]));
+          o.v[2 * k + 1] = as_stored<T>(rotate_second(a, bb, cs[k], sn[k]));
         }
         store_n<NX, VEC>(yh + 2 * i0, o);
       } else {
@@ -123,8 +125,8 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
 #pragma unroll
         for (int k = 0; k < P; ++k) {
           const C a = as_compute<C>(va.v[k]), bb = as_compute<C>(vb.v[k]);
-          oa.v[k] = as_stored<T>(a * cs[k] - bb * sn[k]);
-          ob.v[k] = as_stored<T>(bb * cs[k] + a * sn[k]);
+          oa.v[k] = as_stored<T>(rotate_first(a, bb, cs[k], sn[k]));
+          ob.v[k] = as_stored<T>(rotate_second(a, bb, cs[k], sn[k]));
         }
         store_n<NX, VEC>(yh + i0, oa);
         store_n<NX, VEC>(yh + p.half + i0, ob);
