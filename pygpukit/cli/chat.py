@@ -46,6 +46,11 @@ def add_parser(sub: Any) -> None:
         default="show",
         help="Qwen3-style <think> blocks: show, hide from the output, or turn off",
     )
+    p.add_argument(
+        "--no-graph",
+        action="store_true",
+        help="run every decode step eagerly instead of replaying it from a CUDA graph",
+    )
     p.add_argument("--quiet", action="store_true", help="no load/status lines on stderr")
     p.set_defaults(func=run)
 
@@ -94,6 +99,7 @@ def print_stats(session: Any, out: TextIO) -> None:
         f"(KV cache {_fmt_bytes(session.cache.nbytes)}, {session.cache.max_seq_len} tokens)",
         file=out,
     )
+    print(f"decode steps: {session.graph_reason}", file=out)
 
 
 def _answer(session: Any, text: str, out: TextIO) -> bool:
@@ -175,14 +181,21 @@ def run(args: argparse.Namespace) -> int:
             progress=None if not args.quiet else False,
         )
         session = ChatSession(
-            model, args.system, sampling, args.max_new_tokens, args.context, args.think
+            model,
+            args.system,
+            sampling,
+            args.max_new_tokens,
+            args.context,
+            args.think,
+            graph=not args.no_graph,
         )
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=err)
         return 2
     if not args.quiet:
         print(
-            f"[{model} from {model.source} loaded in {time.perf_counter() - t0:.1f} s]",
+            f"[{model} from {model.source} loaded in {time.perf_counter() - t0:.1f} s; "
+            f"decode steps: {session.graph_reason}]",
             file=err,
         )
     if args.prompt is not None:

@@ -13,9 +13,11 @@ from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
 from pygpukit.models.generation import GenerationStats, default_stop_ids
 from pygpukit.models.sampling import Sampler, SamplingParams
+from pygpukit.models.step_graph import StepGraph
 from pygpukit.models.tokenizer import StreamDecoder
 
 if TYPE_CHECKING:
+    from pygpukit.array import GPUArray
     from pygpukit.models.transformer import CausalTransformerModel
 
 __all__ = ["ChatSession"]
@@ -36,6 +38,7 @@ class ChatSession:
         max_new_tokens: int = 512,
         max_seq_len: int | None = None,
         think: str = "show",
+        graph: bool = True,
     ) -> None:
         tok = model.tokenizer
         if tok is None:
@@ -57,6 +60,16 @@ class ChatSession:
         ThinkFilter(think)  # validates the mode
         n = min(model.config.max_context, max_seq_len or model.config.max_context)
         self.cache = model.new_cache(1, n)
+        # Decode steps replayed from a CUDA graph on a GPU (models.step_graph); otherwise, or when
+        # the step cannot be captured, every step is an eager forward (graph_reason says why).
+        self.step_graph: StepGraph | None = None
+        self.graph_reason = "off (graph=False)"
+        if graph:
+            try:
+                self.step_graph = StepGraph(model, self.cache)
+                self.graph_reason = "CUDA graph replay, one launch per token"
+            except RuntimeError as exc:
+                self.graph_reason = f"eager ({exc})"
         self.stop_ids = default_stop_ids(model)
         self.messages: list[dict[str, str]] = []
         self.cached_ids: list[int] = []
@@ -125,7 +138,7 @@ class ChatSession:
             if len(out) >= max_new:
                 break
             t0 = time.perf_counter()
-            logits = self.model.forward([[tok]], self.cache)
+            logits = self._step(tok)
         tail = think.push(stream.flush()) + think.flush()
         if tail:
             yield tail
@@ -140,6 +153,16 @@ class ChatSession:
         tot.decode_s += st.decode_s
         tot.decode_steps += st.decode_steps
         tot.batch_rows = self.turns = self.turns + 1  # one prefill-made token per turn
+
+    def _step(self, tok: int) -> GPUArray:
+        """One decode step of row 0; logits [1, 1, vocab]."""
+        if self.step_graph is None:
+            return self.model.forward([[tok]], self.cache)
+        p = int(self.cache.lengths[0])
+        self.cache.check_room(0, 1)
+        logits = self.step_graph.step(tok, p)
+        self.cache.lengths[0] = p + 1
+        return logits
 
     def ask(self, text: str) -> str:
         """The whole reply at once."""

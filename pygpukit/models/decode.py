@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops, runtime
+from pygpukit import ops
 from pygpukit.array import GPUArray
-from pygpukit.creation import from_numpy, zeros
-from pygpukit.graphs import CUDAGraph
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.generation import default_stop_ids, stream_batch
 from pygpukit.models.sampling import Sampler, SamplingParams
+from pygpukit.models.step_graph import StepGraph
 
 if TYPE_CHECKING:
     from pygpukit.models.kv_cache import StaticKVCache
@@ -131,15 +130,13 @@ class DecodeM1(DecodeStrategy):
 
 
 class DecodeM1Graph(DecodeM1):
-    """DecodeM1 with the decode step replayed from a CUDA graph.
+    """DecodeM1 with the decode step replayed from a CUDA graph (models.step_graph.StepGraph).
 
-    ``init_graph(max_seq_len)`` sizes the static cache, puts the step's inputs on the device (the
-    token id, its position, and its write position and new length, which the embedding, RoPE,
-    kv_cache_write and sdpa_decode read there), runs the step once on a private stream (the
-    warm-up: kernels compile, workspaces are sized; it writes slot 0, which prefill overwrites)
-    and captures it. ``step_graph`` (and ``step``, so ``generate`` too) then writes the inputs and
-    replays the graph on the current stream. The logits a replayed step returns live in the
-    graph's output array: the next step overwrites them.
+    ``init_graph(max_seq_len)`` sizes the static cache and captures the step (the token id, its
+    position, and its write position and new length are read from device arrays).
+    ``step_graph`` (and ``step``, so ``generate`` too) then writes the inputs and replays the
+    graph on the current stream. The logits a replayed step returns live in the graph's output
+    array: the next step overwrites them.
 
     Without a graph (the CPU device, or a step that could not be captured; ``graph_reason`` says
     why) steps run exactly as DecodeM1's. A prefill that needs a larger cache than init_graph's
@@ -151,9 +148,7 @@ class DecodeM1Graph(DecodeM1):
         self.graph_ready = False
         self.graph_reason = "init_graph() has not been called"
         self.max_seq_len = 0
-        self._graph: CUDAGraph | None = None
-        self._inputs: tuple[GPUArray, GPUArray, GPUArray] | None = None  # ids, positions, marks
-        self._logits: GPUArray | None = None
+        self._step: StepGraph | None = None
 
     def bind(self, model: CausalTransformerModel) -> DecodeM1Graph:
         super().bind(model)
@@ -161,15 +156,15 @@ class DecodeM1Graph(DecodeM1):
         return self
 
     def _drop_graph(self, reason: str) -> None:
-        if self._graph is not None:
-            self._graph.reset()
-        self._graph, self._inputs, self._logits = None, None, None
+        if self._step is not None:
+            self._step.reset()
+        self._step = None
         self.graph_ready, self.graph_reason = False, reason
 
     def _cache(self, max_seq_len: int | None, batch_size: int = 1) -> StaticKVCache:
         old = self.cache
         c = super()._cache(max_seq_len, batch_size)
-        if c is not old and self._graph is not None:
+        if c is not old and self._step is not None:
             self._drop_graph(
                 f"prefill needed a cache of {c.max_seq_len} tokens, more than init_graph's: the "
                 "graph pointed at the old cache; call init_graph again"
@@ -181,38 +176,14 @@ class DecodeM1Graph(DecodeM1):
         self._drop_graph("init_graph() is capturing")
         self.max_seq_len = int(max_seq_len)
         cache = self._cache(self.max_seq_len)
-        if m.device.type != "cuda":
-            self.graph_reason = (
-                f"CUDA graphs are not available on the {m.device.type.upper()} device: decode "
-                "steps run eagerly, as DecodeM1"
-            )
-            return
-        dev = m.device
-        ids, pos = zeros((1, 1), "int64", dev), zeros((1,), "int64", dev)
-        marks = from_numpy(np.array([[0], [1]], np.int32), device=dev)
-        side = runtime.Stream(device=dev.index)
-        caller = runtime.current_stream(dev)
-        ready = runtime.Event(device=dev.index)
-        ready.record(caller)
-        side.wait_event(ready)  # the weights and the cache were written on the caller's stream
-        graph = CUDAGraph(dev)
         try:
-            with runtime.stream(side):
-                m.forward_device_step(ids, pos, marks, cache)  # the warm-up (writes slot 0)
-                with graph.capture(side):
-                    logits = m.forward_device_step(ids, pos, marks, cache)
-        except Exception as exc:  # a step that cannot be captured: say why, run eagerly
-            graph.reset()
-            self.graph_reason = f"the decode step could not be captured: {exc}"
+            self._step = StepGraph(m, cache)
+        except RuntimeError as exc:
+            self.graph_reason = f"{exc}: decode steps run eagerly, as DecodeM1"
             return
-        finally:
-            done = runtime.Event(device=dev.index)
-            done.record(side)
-            caller.wait_event(done)
-        self._graph, self._inputs, self._logits = graph, (ids, pos, marks), logits
         self.graph_ready = True
         self.graph_reason = (
-            f"captured: one launch per step, {graph.kept_bytes} bytes of activations kept"
+            f"captured: one launch per step, {self._step.kept_bytes} bytes of activations kept"
         )
 
     def has_graph(self) -> bool:
@@ -223,17 +194,13 @@ class DecodeM1Graph(DecodeM1):
 
     def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
         """step() by graph replay (as DecodeM1.step when no graph is captured)."""
-        if self._graph is None or self._inputs is None or self._logits is None:
+        if self._step is None:
             return super().step(token_id, position, context_len)
         cache = self._step_cache(position, context_len)
         cache.check_room(0, 1)
-        ids, pos, marks = self._inputs
-        ids[:] = np.array([[int(token_id)]], np.int64)
-        pos[:] = np.array([position], np.int64)
-        marks[:] = np.array([[position], [position + 1]], np.int32)
-        self._graph.replay()
+        logits = self._step.step(token_id, position)
         cache.lengths[0] = position + 1
-        return self._logits.reshape(-1)
+        return logits.reshape(-1)
 
 
 class DecodeBatch(DecodeStrategy):

@@ -48,6 +48,7 @@ def test_repl_from_stdin_with_commands() -> None:
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "tok/s" in out and "memory on cpu" in out
+    assert "decode steps: eager (CUDA graphs are not available on the CPU device)" in out
     assert "rmsnorm" in out and "cpu (" in out and "linear" in out
     assert "unknown command '/nope'" in out
     assert "[conversation reset]" in out

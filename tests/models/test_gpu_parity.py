@@ -90,3 +90,39 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
     if arch != "mixtral":
         graph.prefill(prompt, max_seq_len=len(prompt) + 64)  # a larger cache drops the graph
         assert not graph.has_graph() and "init_graph again" in graph.graph_reason
+
+
+class _ByteTokenizer:
+    """Just enough of a tokenizer for ChatSession: one id per character, modulo the vocab."""
+
+    chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    bos_token, eos_token, stop_ids = None, None, ()
+
+    def __init__(self, vocab: int) -> None:
+        self.vocab = vocab
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [ord(ch) % self.vocab for ch in text]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(chr(32 + i % 90) for i in ids)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_chat_decodes_from_a_cuda_graph(arch: str) -> None:
+    """The chat session's decode steps come from the captured step and give the eager
+    session's greedy reply, over two turns (the second re-uses the cached prefix)."""
+    from pygpukit.models.chat import ChatSession
+    from pygpukit.models.sampling import SamplingParams
+
+    _need_gpu_backends()
+    model = load_model(FIXTURES / arch, dtype="bfloat16", device="cuda")
+    model.tokenizer = _ByteTokenizer(model.config.vocab_size)  # type: ignore[assignment]
+    greedy = SamplingParams(temperature=0.0)
+    sessions = [ChatSession(model, None, greedy, 12, 128, graph=g) for g in (True, False)]
+    assert sessions[0].step_graph is not None, sessions[0].graph_reason
+    assert sessions[1].step_graph is None and sessions[1].graph_reason.startswith("off")
+    for text in ("hello there", "and again"):
+        replies = ["".join(s.send(text)) for s in sessions]
+        assert replies[0] == replies[1]
+        assert sessions[0].last_stats.new_tokens == sessions[1].last_stats.new_tokens > 0
