@@ -20,9 +20,14 @@ Rules (each one raises with its reason):
 - Arrays allocated inside the block get real memory (on a side stream, allocated at capture
   time) that the graph keeps until reset() or collection, whatever happens to the arrays: every
   replay writes to the same addresses. Outputs allocated there may be kept and read after each
-  replay. Memory freed inside the block is not reused within it.
+  replay. Memory released while any capture is in progress (an array made before the capture
+  and replaced inside it, too) is not freed until the graphs being captured are gone (the Rust
+  core holds those frees), so memory freed inside the block is not reused within it.
+- The block runs on one stream: switching the current stream inside it raises (the other
+  stream's work would run at once, on arrays the capture has not filled).
 - One capture per stream at a time, on a created stream (never the default stream). Capture is
-  in relaxed mode: other threads and streams keep working normally.
+  in relaxed mode: other threads keep working, though a device-wide synchronize (theirs, or the
+  allocator's out-of-memory retry) invalidates the capture, which then raises.
 """
 
 from __future__ import annotations
@@ -124,10 +129,19 @@ class CUDAGraph:
         self._replayed[s.handle] = s
 
     def reset(self) -> None:
-        """Drop the capture and release the memory it kept, once the replays queued so far are
-        done (the side stream waits for them; nothing blocks the host)."""
+        """Drop the capture and release the memory it kept, once the work queued so far on the
+        streams that replayed it and on the current stream (which may still read its outputs) is
+        done: the side stream waits for them; nothing blocks the host."""
+        if runtime.capture_pool(self.device) is not None:
+            raise RuntimeError(
+                "reset() while this thread is capturing a CUDA graph: its waits and frees would "
+                "be recorded into that graph; reset after the capture"
+            )
         if self._kept and self._side is not None:
-            for s in self._replayed.values():
+            streams = {**self._replayed}
+            cur = runtime.current_stream(self.device)
+            streams[cur.handle] = cur
+            for s in streams.values():
                 ev = runtime.Event(device=self.device.index)
                 ev.record(s)
                 self._side.wait_event(ev)
@@ -137,6 +151,11 @@ class CUDAGraph:
 
     def __del__(self) -> None:
         try:
+            if runtime.capture_pool(self.device) is not None:
+                # Collected during another capture: keep the memory for the process rather
+                # than record waits and frees into that graph.
+                _orphans.append((self._graph, self._kept))
+                return
             self.reset()
         except Exception:  # interpreter shutdown: the driver may be gone already
             pass
@@ -144,3 +163,7 @@ class CUDAGraph:
     def __repr__(self) -> str:
         state = "captured" if self._graph is not None else "empty"
         return f"CUDAGraph({self.device}, {state}, kept {self.kept_bytes} bytes)"
+
+
+# Graphs collected while this process was capturing another one (CUDAGraph.__del__).
+_orphans: list[tuple[Any, list[Any]]] = []

@@ -237,8 +237,8 @@ class _ThreadState(threading.local):
         # allocation and launch hot paths read this one dict; any change above clears it.
         self.targets: dict[Device, tuple[Any, Any]] = {}
         # Per device while this thread captures a CUDA graph (pygpukit.graphs): (allocation
-        # target, the stream entry the capture replaced).
-        self.captures: dict[Device, tuple[Any, Any]] = {}
+        # target, the stream entry the capture replaced, the capturing stream).
+        self.captures: dict[Device, tuple[Any, Any, Any]] = {}
 
 
 _tls = _ThreadState()
@@ -265,13 +265,13 @@ def capture_pool(dev: Device) -> Any:
 def begin_capture(dev: Device, s: Any, pool: Any) -> None:
     """Make ``s`` (already capturing) the current stream of ``dev`` and ``pool`` its allocation
     target on this thread, until end_capture (pygpukit.graphs.CUDAGraph.capture)."""
-    _tls.captures[dev] = (pool, _tls.streams.get(dev))
+    _tls.captures[dev] = (pool, _tls.streams.get(dev), s)
     _tls.streams[dev] = s
     _tls.targets.clear()
 
 
 def end_capture(dev: Device) -> None:
-    _pool, prev = _tls.captures.pop(dev)
+    _pool, prev, _s = _tls.captures.pop(dev)
     if prev is None:
         _tls.streams.pop(dev, None)
     else:
@@ -311,10 +311,21 @@ def current_stream(dev: Any = None) -> Any:
     return (ctx or _default_context(d)).stream
 
 
+def _refuse_switch_while_capturing(dev: Device, s: Any) -> None:
+    cap = _tls.captures.get(dev)
+    if cap is not None and s != cap[2]:
+        raise RuntimeError(
+            f"this thread is capturing a CUDA graph on {dev}: work sent to another stream would "
+            "run now, outside the graph, on arrays the capture has not filled; switch streams "
+            "after the capture"
+        )
+
+
 def set_stream(s: Any) -> None:
     """Make ``s`` the current stream of its device on this thread (None resets to the context's)."""
     if not isinstance(s, Stream):
         raise TypeError(f"set_stream expects a pygpukit Stream, got {type(s).__name__}")
+    _refuse_switch_while_capturing(_device_of_stream(s), s)
     _tls.streams[_device_of_stream(s)] = s
     _tls.targets.clear()
 
@@ -329,6 +340,7 @@ def stream(s: Any) -> Iterator[Any]:
     if not isinstance(s, Stream):
         raise TypeError(f"gp.stream expects a pygpukit Stream, got {type(s).__name__}")
     dev = _device_of_stream(s)
+    _refuse_switch_while_capturing(dev, s)
     prev = _tls.streams.get(dev)
     _tls.streams[dev] = s
     _tls.targets.clear()

@@ -112,18 +112,51 @@ def test_matmul_captured_without_warm_up_replays(cuda: str) -> None:
 
 
 @GPU
-def test_decode_attention_needs_its_workspace_before_capture(cuda: str) -> None:
+def test_decode_attention_captured_without_warm_up_has_its_own_workspace(cuda: str) -> None:
+    """The graph's split workspace (partials and combine counters) is its own, zeroed at
+    capture time: no warm-up needed, and eager calls on the capture stream do not share it."""
     rng = np.random.default_rng(6)
     q = gp.from_numpy(rng.standard_normal((1, 8, 1, 64)).astype(np.float32), device=cuda)
     k = gp.from_numpy(rng.standard_normal((1, 2, 4096, 64)).astype(np.float32), device=cuda)
     lens = gp.from_numpy(np.array([4096], np.int32), device=cuda)
     g, s = gp.CUDAGraph(cuda), gp.Stream(device=gp.device(cuda).index)
-    with pytest.raises(RuntimeError, match="warm-up"), g.capture(s):
-        gp.sdpa_decode(q, k, k, lens)
-    with gp.stream(s):
-        want = gp.sdpa_decode(q, k, k, lens).to_numpy()  # the warm-up on the capture stream
     with g.capture(s):
         out = gp.sdpa_decode(q, k, k, lens)
-    with gp.stream(s):
+    for n in (4096, 1000, 7):
+        lens[:] = np.array([n], np.int32)
         g.replay()
-        np.testing.assert_array_equal(out.to_numpy(), want)
+        with gp.stream(s):
+            want = gp.sdpa_decode(q, k, k, lens).to_numpy()
+        np.testing.assert_array_equal(out.to_numpy(), want, err_msg=f"length {n}")
+
+
+@GPU
+def test_arrays_released_during_capture_stay_alive_for_the_graph(cuda: str) -> None:
+    x, _, dx, _ = _xy(cuda)
+    g = gp.CUDAGraph(cuda)
+    h = dx * 1.0  # made before the capture; its last reference goes inside it
+    with g.capture():
+        h2 = h * 2.0
+        del h  # the Rust core holds its free until the graph is gone
+        out = h2 + 1.0
+    for _ in range(3):  # a free recorded in the graph would run (twice) here
+        g.replay()
+    np.testing.assert_allclose(out.to_numpy(), x * 2.0 + 1.0, rtol=1e-6)
+
+
+@GPU
+def test_no_stream_switch_or_reset_inside_a_capture(cuda: str) -> None:
+    _, _, dx, dy = _xy(cuda)
+    g, other = gp.CUDAGraph(cuda), gp.Stream(device=gp.device(cuda).index)
+    with pytest.raises(RuntimeError, match="switch streams after the capture"), g.capture():
+        with gp.stream(other):
+            pass
+    assert not graphs.is_capturing(cuda)
+    with g.capture():
+        _ = dx + dy
+        with pytest.raises(RuntimeError, match="reset after the capture"):
+            gp.CUDAGraph(cuda).reset()
+        with pytest.raises(RuntimeError, match="switch streams"):
+            gp.set_stream(other)
+    g.replay()
+    gp.synchronize()

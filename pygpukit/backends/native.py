@@ -153,16 +153,17 @@ _workspaces: dict[tuple[int, int], Any] = {}
 def _workspace(dev: runtime.Device, stream: Any) -> Any:
     """A 32 MiB pool buffer for cuBLASLt, one per (device, stream), reused by every product on
     that stream. Beyond 8 streams the oldest is released (freed in its own stream's order)."""
-    key = (dev.index, stream.handle)
-    buf = _workspaces.get(key)
     cap = runtime.capture_pool(dev)
-    if buf is None and cap is not None:
-        # Capturing a CUDA graph: memory the graph keeps, one buffer per capture (a pool
-        # allocation on the capturing stream would exist only while the graph replays).
+    if cap is not None:
+        # Capturing a CUDA graph: memory the graph keeps, one buffer per capture. Not the
+        # per-stream cache: it may drop (free) a workspace the graph's replays still use, and a
+        # pool allocation on the capturing stream would exist only while the graph replays.
         buf = cap.scratch.get("cublaslt")
         if buf is None:
             buf = cap.scratch["cublaslt"] = cap.allocate(WORKSPACE_BYTES)
         return buf
+    key = (dev.index, stream.handle)
+    buf = _workspaces.get(key)
     if buf is None:
         # The default context's pool: a process-wide scratch area is not charged to the
         # quota of whichever user context happened to run the first product.

@@ -134,9 +134,9 @@ class DecodeM1Graph(DecodeM1):
 
     ``init_graph(max_seq_len)`` sizes the static cache and captures the step (the token id, its
     position, and its write position and new length are read from device arrays).
-    ``step_graph`` (and ``step``, so ``generate`` too) then writes the inputs and replays the
-    graph on the current stream. The logits a replayed step returns live in the graph's output
-    array: the next step overwrites them.
+    ``step`` (so ``generate`` too) and ``step_graph`` then write the inputs and replay the graph
+    on the current stream. ``step_graph`` returns the graph's output array itself (the next step
+    overwrites it); ``step`` returns a copy, as DecodeM1's steps do.
 
     Without a graph (the CPU device, or a step that could not be captured; ``graph_reason`` says
     why) steps run exactly as DecodeM1's. A prefill that needs a larger cache than init_graph's
@@ -190,7 +190,9 @@ class DecodeM1Graph(DecodeM1):
         return self.graph_ready
 
     def step(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
-        return self.step_graph(token_id, position, context_len)
+        if self._step is None:
+            return super().step(token_id, position, context_len)
+        return self.step_graph(token_id, position, context_len).copy()
 
     def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
         """step() by graph replay (as DecodeM1.step when no graph is captured)."""

@@ -10,7 +10,7 @@ use it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,11 +29,12 @@ __all__ = ["StepGraph"]
 class StepGraph:
     """The captured step of ``model`` over ``cache`` (row 0).
 
-    Construction runs the step once on a private stream (the warm-up: kernels compile and
-    workspaces are sized; it writes cache slot 0, which a prefill overwrites) and captures it; it
-    raises RuntimeError with the reason when the step cannot be captured (Mixtral: the expert
-    routing reads the router's output on the host) or the device is not a GPU. ``step`` writes
-    the inputs and replays on the current stream.
+    Construction runs the step once (the warm-up: kernels compile; it writes cache slot 0,
+    which a prefill overwrites) and captures it on a stream of its own; it raises RuntimeError
+    with the reason when the step cannot be captured (Mixtral: the expert routing reads the
+    router's output on the host) or the device is not a GPU. ``step`` writes the inputs and
+    replays on the current stream. The graph reads the model's RoPE tables of capture time:
+    they are kept here, so a model that later builds longer tables does not free them.
     """
 
     def __init__(self, model: CausalTransformerModel, cache: StaticKVCache) -> None:
@@ -42,28 +43,20 @@ class StepGraph:
             raise RuntimeError(f"CUDA graphs are not available on the {dev.type.upper()} device")
         ids, pos = zeros((1, 1), "int64", dev), zeros((1,), "int64", dev)
         marks = from_numpy(np.array([[0], [1]], np.int32), device=dev)
-        side = runtime.Stream(device=dev.index)
-        caller = runtime.current_stream(dev)
-        ready = runtime.Event(device=dev.index)
-        ready.record(caller)
-        side.wait_event(ready)  # the weights and the cache were written on the caller's stream
         graph = CUDAGraph(dev)
         try:
-            with runtime.stream(side):
-                model.forward_device_step(ids, pos, marks, cache)  # the warm-up
-                with graph.capture(side):
-                    logits = model.forward_device_step(ids, pos, marks, cache)
+            model.forward_device_step(ids, pos, marks, cache)  # the warm-up, on the caller's stream
+            with graph.capture():  # a new stream: nothing runs there
+                logits = model.forward_device_step(ids, pos, marks, cache)
         except Exception as exc:
             graph.reset()
             raise RuntimeError(f"the decode step could not be captured: {exc}") from exc
-        finally:
-            done = runtime.Event(device=dev.index)
-            done.record(side)
-            caller.wait_event(done)
         self.cache = cache
         self.graph = graph
         self.logits = logits  # [1, 1, vocab], rewritten by every replay
         self._inputs = (ids, pos, marks)
+        self._tables = (model._rope, model._positions)  # read by the graph: keep them alive
+        self._last: Any = None  # the stream of the last replay
 
     @property
     def kept_bytes(self) -> int:
@@ -77,11 +70,19 @@ class StepGraph:
             raise ValueError(
                 f"position {position} is outside the KV cache's {self.cache.max_seq_len} slots"
             )
+        cur = runtime.current_stream(self.graph.device)
+        if self._last is not None and self._last != cur:
+            # The previous replay ran on another stream: the inputs and logits it used must not
+            # be rewritten before it is done.
+            ev = runtime.Event(device=self.graph.device.index)
+            ev.record(self._last)
+            cur.wait_event(ev)
         ids, pos, marks = self._inputs
         ids[:] = np.array([[int(token_id)]], np.int64)
         pos[:] = np.array([position], np.int64)
         marks[:] = np.array([[position], [position + 1]], np.int32)
-        self.graph.replay()
+        self.graph.replay(cur)
+        self._last = cur
         return self.logits
 
     def reset(self) -> None:

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 import triton
 import triton.language as tl
 
-from pygpukit import runtime
+from pygpukit import _core, runtime
 from pygpukit.creation import empty, zeros
 from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.triton_kernels.driver import launch
@@ -468,23 +468,35 @@ def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GP
     return zeros((n,), dtype, dev) if zero else empty((n,), dtype, dev)
 
 
+def _capture_workspace(cap: Any, dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
+    """A workspace of the CUDA graph being captured (graphs._CapturePool): its own, so eager
+    calls on any stream never share the graph's partials and counters; the counters are zeroed
+    now, on the capture's side stream (a memset recorded in the graph would run only at replay),
+    and reset themselves at the end of every launch, so the captured calls (one stream, in
+    order) share it as eager calls share their stream's."""
+    ws = cap.scratch.get("sdpa_decode")
+    if (
+        ws is not None
+        and ws.parts.shape[0] >= n_rows * bd
+        and ws.lse.shape[0] >= n_rows
+        and ws.cnt.shape[0] >= n_cnt
+    ):
+        return ws
+    ws = cap.scratch["sdpa_decode"] = _Scratch()  # a smaller one stays kept by the graph
+    ws.parts = empty((n_rows * bd,), "float32", dev)
+    ws.lse = empty((n_rows,), "float32", dev)
+    ws.cnt = empty((max(n_cnt, 1),), "int32", dev)
+    _core.memset_d32(ws.cnt.data_ptr(), 0, ws.cnt.shape[0], cap.side)
+    cap.side.synchronize()
+    return ws
+
+
 def _workspace(dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
+    cap = runtime.capture_pool(dev)
+    if cap is not None:
+        return _capture_workspace(cap, dev, n_rows, bd, n_cnt)
     key = (dev, runtime.current_stream(dev).handle)
     ws = _scratch.get(key)
-    if runtime.capture_pool(dev) is not None and (
-        ws is None
-        or ws.parts is None
-        or ws.parts.shape[0] < n_rows * bd
-        or ws.lse is None
-        or ws.lse.shape[0] < n_rows
-        or (n_cnt and (ws.cnt is None or ws.cnt.shape[0] < n_cnt))
-    ):
-        # Its combine counters must be zero before the first launch, and a memset recorded in
-        # a graph runs only at replay: the workspace has to exist before capture.
-        raise RuntimeError(
-            "sdpa_decode needs a larger split workspace on this stream while a CUDA graph is "
-            "being captured: run the same call once on this stream before capture (warm-up)"
-        )
     if ws is None:
         ws = _scratch[key] = _Scratch()
     ws.parts = _grown(ws.parts, n_rows * bd, "float32", dev, False)

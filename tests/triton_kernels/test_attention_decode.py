@@ -405,9 +405,8 @@ def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> No
     """One decode step (kv_cache_write with RoPE on k, then sdpa_decode over lengths held on the
     device) captured once with gp.CUDAGraph and replayed with new tokens, positions and lengths
     written into the same device arrays: every replay equals the eager step on a twin cache, bit
-    for bit, and the float64 reference. The calls were warmed up on the capture stream first, so
-    the split workspace and the combine counters exist before capture (the counters reset
-    themselves at the end of every launch)."""
+    for bit, and the float64 reference. The graph gets a split workspace of its own, zeroed at
+    capture time; its combine counters reset themselves at the end of every launch."""
     s_max, rng = 4096, np.random.default_rng(seed("graph", page))
     q, kc, vc, table = _caches(("graph", page), "bfloat16", 1, 32, 8, 1, s_max, 128, page)
     knew, vnew = rand(rng, (1, 8, 1, 128), "bfloat16"), rand(rng, (1, 8, 1, 128), "bfloat16")
@@ -426,11 +425,11 @@ def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> No
     ours = gp.Stream(device=gp.device(device).index)
     g = gp.CUDAGraph(device)
     with gp.stream(ours):
-        step(graph_kv, outs[0])  # warm-up: compiles, allocates the workspace of this stream
+        step(graph_kv, outs[0])  # warm-up: compiles the kernels
         step(eager_kv, outs[1])
         with g.capture(ours):
             step(graph_kv, outs[0])
-        assert g.kept_bytes == 0  # nothing allocated while capturing
+        assert g.kept_bytes > 0  # the graph's own split workspace
         ref_kv = [as64(kc), as64(vc)]
 
         def ref_step(n: int) -> np.ndarray:  # the float64 step at length n on the host caches

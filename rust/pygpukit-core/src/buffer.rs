@@ -55,6 +55,11 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        // While a CUDA graph is being captured the block may be read by its replays: the free
+        // waits for the graphs being recorded (graph::hold_free).
+        if crate::graph::hold_free(self.ptr, self.nbytes, &self.stream, &self.pool) {
+            return;
+        }
         record_if_err(self.pool.release(self.ptr, self.nbytes, &self.stream));
     }
 }

@@ -5,31 +5,102 @@
 //! Triton compile, allocations on other streams) stay legal while a stream captures. Copies that
 //! touch host memory are refused on a capturing stream (`refuse_host_copy`): a graph would replay
 //! them from a host or staging buffer that no longer holds those bytes.
+//!
+//! Buffers released while any capture is in progress are not freed: the graph being recorded may
+//! read them at every replay (an array made before the capture and replaced inside it), and a
+//! free recorded into the graph would run at each replay. Their frees are held (`hold_free`) by
+//! every capture in progress and run when the last graph holding them is dropped, after that
+//! graph's replays have finished.
 
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::sys;
 
 use crate::context::ensure_current;
 use crate::deferred::record_if_err;
 use crate::error::{check, Error, Result};
+use crate::pool::PoolShared;
 use crate::stream::{Stream, STREAM_LEGACY, STREAM_PER_THREAD};
 
-/// Captures in progress in this process: the host-copy guard asks the driver only when this is
-/// non-zero, so copies outside any capture pay one atomic load.
+/// Number of entries in CAPTURES: Buffer::drop asks the registry only when this is non-zero.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// The captures begun here and not yet ended: (stream handle, the frees they hold).
+static CAPTURES: Mutex<Vec<(usize, Vec<Arc<HeldFree>>)>> = Mutex::new(Vec::new());
+
+fn captures() -> MutexGuard<'static, Vec<(usize, Vec<Arc<HeldFree>>)>> {
+    CAPTURES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A pool block released during a capture; freed (on its own stream) when dropped.
+pub(crate) struct HeldFree {
+    ptr: u64,
+    nbytes: usize,
+    stream: Stream,
+    pool: Arc<PoolShared>,
+}
+
+impl Drop for HeldFree {
+    fn drop(&mut self) {
+        record_if_err(self.pool.release(self.ptr, self.nbytes, &self.stream));
+    }
+}
+
+/// Hold back the free of a device block while captures are in progress (true: held; the caller
+/// must not free it). Each capture in progress keeps a share; the free runs with the last one.
+pub(crate) fn hold_free(ptr: u64, nbytes: usize, stream: &Stream, pool: &Arc<PoolShared>) -> bool {
+    if ACTIVE.load(Ordering::Acquire) == 0 || stream.is_host() || nbytes == 0 {
+        return false;
+    }
+    let mut caps = captures();
+    if caps.is_empty() {
+        return false;
+    }
+    let held = Arc::new(HeldFree {
+        ptr,
+        nbytes,
+        stream: stream.clone(),
+        pool: pool.clone(),
+    });
+    for (_, list) in caps.iter_mut() {
+        list.push(held.clone());
+    }
+    true
+}
 
 /// An instantiated graph (the template and its executable), destroyed on drop.
-#[derive(Debug)]
 pub struct Graph {
     graph: usize,
     exec: usize,
     device: i32,
+    /// Frees held back during its capture, and the streams it was launched on.
+    held: Vec<Arc<HeldFree>>,
+    replayed: Mutex<Vec<Stream>>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Graph(device={}, held frees={})",
+            self.device,
+            self.held.len()
+        )
+    }
 }
 
 impl Drop for Graph {
     fn drop(&mut self) {
+        if !self.held.is_empty() {
+            // The held blocks may still be read by a replay in flight: wait for the replays
+            // (only graphs that held frees pay this host sync, once, when dropped).
+            let streams =
+                std::mem::take(&mut *self.replayed.lock().unwrap_or_else(|p| p.into_inner()));
+            for s in streams {
+                record_if_err(s.synchronize());
+            }
+        }
         // SAFETY: both handles were created by end_capture and are destroyed only here; a launch
         // still in flight keeps its own reference inside the driver.
         unsafe {
@@ -57,7 +128,14 @@ impl Graph {
         // SAFETY: a live executable graph and a live stream of the same context.
         check("cuGraphLaunch", unsafe {
             sys::cuGraphLaunch(self.exec as sys::CUgraphExec, stream.raw())
-        })
+        })?;
+        if !self.held.is_empty() {
+            let mut seen = self.replayed.lock().unwrap_or_else(|p| p.into_inner());
+            if !seen.iter().any(|s| s == stream) {
+                seen.push(stream.clone());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -100,7 +178,9 @@ pub fn begin_capture(stream: &Stream) -> Result<()> {
             sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
         )
     })?;
-    ACTIVE.fetch_add(1, Ordering::AcqRel);
+    let mut caps = captures();
+    caps.push((stream.handle(), Vec::new()));
+    ACTIVE.store(caps.len(), Ordering::Release);
     Ok(())
 }
 
@@ -112,10 +192,16 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
     let mut graph: sys::CUgraph = ptr::null_mut();
     // SAFETY: a live stream of the current context and a valid out-pointer.
     let r = unsafe { sys::cuStreamEndCapture(stream.raw(), &mut graph) };
-    if r != sys::CUresult::CUDA_ERROR_ILLEGAL_STATE {
-        // ILLEGAL_STATE: the stream was not capturing, so no capture ended.
-        let _ = ACTIVE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-    }
+    // The registry entry goes once the stream no longer captures (whatever the call returned).
+    let held = if is_capturing(stream).unwrap_or(false) {
+        Vec::new()
+    } else {
+        let mut caps = captures();
+        let i = caps.iter().position(|(h, _)| *h == stream.handle());
+        let held = i.map(|i| caps.remove(i).1).unwrap_or_default();
+        ACTIVE.store(caps.len(), Ordering::Release);
+        held
+    };
     if let Err(e) = check("cuStreamEndCapture", r) {
         if !graph.is_null() {
             // SAFETY: the template the failed call still returned; nothing else refers to it.
@@ -139,12 +225,15 @@ pub fn end_capture(stream: &Stream) -> Result<Graph> {
         graph: graph as usize,
         exec: exec as usize,
         device: stream.device(),
+        held,
+        replayed: Mutex::new(Vec::new()),
     })
 }
 
 /// Fail when `stream` is capturing: `what` (a copy from or to host memory) cannot be replayed.
+/// Always asks the driver (a capture begun by another library counts too).
 pub(crate) fn refuse_host_copy(stream: &Stream, what: &str) -> Result<()> {
-    if ACTIVE.load(Ordering::Acquire) == 0 || !is_capturing(stream)? {
+    if !is_capturing(stream)? {
         return Ok(());
     }
     Err(Error::InvalidState(format!(

@@ -218,6 +218,28 @@ fn graph_capture_replays_and_refuses_host_copies() {
     other.synchronize().unwrap();
     unsafe { memcpy_dtoh(out.as_mut_ptr() as *mut u8, b.ptr(), 4 * n, &s).unwrap() };
     assert!(out.iter().all(|&x| x == 7));
+    // A block released while a capture is in progress (here one allocated before it, written
+    // by the captured work) is not freed until the graph that may read it is dropped.
+    let c = pool.allocate(4 * n, Some(&s)).unwrap();
+    begin_capture(&s).unwrap();
+    unsafe { memset_d32(c.ptr(), 9, n, &s).unwrap() };
+    let c_ptr = c.ptr();
+    drop(c);
+    let held = pool.stats().unwrap();
+    assert_eq!(
+        held.current_bytes,
+        12 * n as u64,
+        "the free is held: {held}"
+    );
+    let g2 = end_capture(&s).unwrap();
+    for _ in 0..2 {
+        g2.launch(&s).unwrap(); // would double-free if the free had been recorded
+    }
+    s.synchronize().unwrap();
+    unsafe { memcpy_dtoh(out.as_mut_ptr() as *mut u8, c_ptr, 4 * n, &s).unwrap() };
+    assert!(out.iter().all(|&x| x == 9));
+    drop(g2);
+    assert_eq!(pool.stats().unwrap().current_bytes, 8 * n as u64);
     // Ending a capture that never began fails and leaves the stream usable.
     assert!(end_capture(&s).is_err());
     let legacy = Stream::external(1, 0).unwrap();
