@@ -158,11 +158,7 @@ class ChatSession:
         """One decode step of row 0; logits [1, 1, vocab]."""
         if self.step_graph is None:
             return self.model.forward([[tok]], self.cache)
-        p = int(self.cache.lengths[0])
-        self.cache.check_room(0, 1)
-        logits = self.step_graph.step(tok, p)
-        self.cache.lengths[0] = p + 1
-        return logits
+        return self.step_graph.step(tok)
 
     def ask(self, text: str) -> str:
         """The whole reply at once."""

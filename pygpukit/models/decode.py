@@ -190,19 +190,15 @@ class DecodeM1Graph(DecodeM1):
         return self.graph_ready
 
     def step(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
-        if self._step is None:
-            return super().step(token_id, position, context_len)
-        return self.step_graph(token_id, position, context_len).copy()
+        logits = self.step_graph(token_id, position, context_len)
+        return logits if self._step is None else logits.copy()
 
     def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
         """step() by graph replay (as DecodeM1.step when no graph is captured)."""
         if self._step is None:
             return super().step(token_id, position, context_len)
-        cache = self._step_cache(position, context_len)
-        cache.check_room(0, 1)
-        logits = self._step.step(token_id, position)
-        cache.lengths[0] = position + 1
-        return logits.reshape(-1)
+        self._step_cache(position, context_len)
+        return self._step.step(token_id).reshape(-1)
 
 
 class DecodeBatch(DecodeStrategy):

@@ -32,8 +32,9 @@ class StepGraph:
     Construction runs the step once (the warm-up: kernels compile; it writes cache slot 0,
     which a prefill overwrites) and captures it on a stream of its own; it raises RuntimeError
     with the reason when the step cannot be captured (Mixtral: the expert routing reads the
-    router's output on the host) or the device is not a GPU. ``step`` writes the inputs and
-    replays on the current stream. The graph reads the model's RoPE tables of capture time:
+    router's output on the host) or the device is not a GPU. ``step`` feeds a token at the
+    cached length, as ``model.forward([[token]], cache)`` does, by writing the inputs and
+    replaying on the current stream. The graph reads the model's RoPE tables of capture time:
     they are kept here, so a model that later builds longer tables does not free them.
     """
 
@@ -63,13 +64,11 @@ class StepGraph:
         """Device memory the graph keeps for the step's activations."""
         return self.graph.kept_bytes
 
-    def step(self, token_id: int, position: int) -> GPUArray:
-        """Feed ``token_id`` at ``position`` (the cache holds the tokens before it); the logits
-        [1, 1, vocab], overwritten by the next step. cache.lengths is the caller's."""
-        if not 0 <= position < self.cache.max_seq_len:
-            raise ValueError(
-                f"position {position} is outside the KV cache's {self.cache.max_seq_len} slots"
-            )
+    def step(self, token_id: int) -> GPUArray:
+        """Feed ``token_id`` after the cache's tokens (row 0) and count it there; the logits
+        [1, 1, vocab], overwritten by the next step."""
+        position = int(self.cache.lengths[0])
+        self.cache.check_room(0, 1)
         cur = runtime.current_stream(self.graph.device)
         if self._last is not None and self._last != cur:
             # The previous replay ran on another stream: the inputs and logits it used must not
@@ -83,6 +82,7 @@ class StepGraph:
         marks[:] = np.array([[position], [position + 1]], np.int32)
         self.graph.replay(cur)
         self._last = cur
+        self.cache.lengths[0] = position + 1
         return self.logits
 
     def reset(self) -> None:

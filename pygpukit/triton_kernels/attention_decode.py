@@ -172,14 +172,14 @@ def _decode_block(
 
 
 @triton.jit
-def _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP: tl.constexpr):
+def _store_out(Out, o, b, hk, rows, d, mask, Sq, so0, so1, so2, so3, GROUP: tl.constexpr):
+    # rows / d: the packed query row (head g * Sq + token) and head-dim index of each element of
+    # o, broadcastable to its shape (a [rows, D] tile, or the combine's flat row * D axis).
     g = rows // Sq
     qi = rows - g * Sq
     head = (hk * GROUP + g).to(tl.int64)
-    op = Out + b.to(tl.int64) * so0 + head[:, None] * so1 + qi.to(tl.int64)[:, None] * so2
-    tl.store(
-        op + d[None, :] * so3, o.to(Out.dtype.element_ty), mask=rmask[:, None] & (d < D)[None, :]
-    )
+    op = Out + b.to(tl.int64) * so0 + head * so1 + qi.to(tl.int64) * so2 + d * so3
+    tl.store(op, o.to(Out.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -246,11 +246,7 @@ def _combine(
         m = m_new
     den = _flat(den, 1, BLOCK_R, BLOCK_D)
     o = acc / tl.where(den > 0.0, den, 1.0)  # rows that saw no key: zeros
-    g = rows // Sq
-    qi = rows - g * Sq
-    head = (hk * GROUP + g).to(tl.int64)
-    op = Out + b.to(tl.int64) * so0 + head * so1 + qi.to(tl.int64) * so2 + d * so3
-    tl.store(op, o.to(Out.dtype.element_ty), mask=cmask)
+    _store_out(Out, o, b, hk, rows, d, cmask, Sq, so0, so1, so2, so3, GROUP=GROUP)
 
 
 @triton.jit
@@ -334,10 +330,13 @@ def _decode_fwd(
         o = acc / tl.where(seen, l_i, 1.0)[:, None]  # rows that saw no key: acc is 0 -> zeros
         poison = bad_len | (tl.max(bad.to(tl.int32), axis=0) > 0)
         o = tl.where(poison, float("nan"), o)
+        omask = rmask[:, None] & (d < D)[None, :]
         if not SPLIT:
-            _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+            _store_out(Out, o, b, hk, rows[:, None], d[None, :], omask, Sq, so0, so1, so2, so3,
+                       GROUP=GROUP)  # fmt: skip
         elif n_act == 1:  # the sequence fits one chunk: no partials
-            _store_rows(Out, o, b, hk, rows, rmask, d, Sq, D, so0, so1, so2, so3, GROUP=GROUP)
+            _store_out(Out, o, b, hk, rows[:, None], d[None, :], omask, Sq, so0, so1, so2, so3,
+                       GROUP=GROUP)  # fmt: skip
         else:
             r = tl.arange(0, BLOCK_M)
             prow = (pid.to(tl.int64) * NS + split) * BLOCK_R + r
