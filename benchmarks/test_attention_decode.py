@@ -7,6 +7,8 @@ size; the block table a random permutation, so pages are scattered), the older g
 views, torch SDPA (enable_gqa) on the contiguous cache, and flash-attn's flash_attn_with_kvcache
 when it is installed. Targets (issue 5): >= 80% of the device copy bandwidth (the "copy 1 GiB"
 group of benchmarks/test_copy.py, run in the same session) and paged within 10% of contiguous.
+test_decode_graph times the same calls replayed back to back from a CUDA graph over rotated
+caches, as the engine's graph decode runs them.
 
 kv_cache_write: one new token per sequence; bytes = k and v read and written once. Fused RoPE
 against gp.rope followed by the plain write, and torch eager (rope formula + index_put).
@@ -51,6 +53,29 @@ def _paged(c: gp.GPUArray, page: int) -> tuple[gp.GPUArray, gp.GPUArray]:
     return c.reshape(b * per, HKV, page, D), gp.from_numpy(table, device="cuda:0")
 
 
+def _decode_fn(impl: str, q: Any, kc: Any, vc: Any, lens: Any, out: Any) -> Any:
+    """One decode-attention call of impl over one cache, as a closure."""
+    if impl.startswith("pygpukit-paged"):
+        page = int(impl.removeprefix("pygpukit-paged"))
+        (kp, table), (vp, _) = _paged(kc, page), _paged(vc, page)
+        return lambda: gp.sdpa_decode(q, kp, vp, lens, block_table=table, out=out)
+    if impl == "pygpukit-contiguous":
+        return lambda: gp.sdpa_decode(q, kc, vc, lens, out=out)
+    if impl == "pygpukit-sdpa":  # the prefill kernel's split path over [:length] views
+        return lambda: gp.sdpa(q, kc, vc, False, out=out)
+    torch = pytest.importorskip("torch")
+    tq, tk, tv = (torch.from_dlpack(t) for t in (q, kc, vc))
+    if impl == "torch-sdpa":
+        f = torch.nn.functional.scaled_dot_product_attention
+        return lambda: f(tq, tk, tv, enable_gqa=True)
+    fa = pytest.importorskip("flash_attn")
+    # Token-major views [B, S, Hkv, D] of the same memory (flash-attn needs only the last dim
+    # contiguous).
+    qt, kt, vt = tq.transpose(1, 2), tk.transpose(1, 2), tv.transpose(1, 2)
+    tl_ = torch.from_dlpack(lens)
+    return lambda: fa.flash_attn_with_kvcache(qt, kt, vt, cache_seqlens=tl_)
+
+
 @pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
 @pytest.mark.parametrize(
     "impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["pygpukit-sdpa", "torch-sdpa", "torch+flash_attn"]
@@ -60,32 +85,51 @@ def test_decode(bench: Any, case: tuple[int, int], impl: str) -> None:
     group = f"sdpa_decode B{b} Hq{H} Hkv{HKV} S{s} D{D} bf16"
     nbytes = 2 * b * HKV * s * D * 2
     q = _rand((b, H, 1, D), 2)
-    kc, vc = _cache(b, s, 3), _cache(b, s, 4)
+    lens = gp.from_numpy(np.full(b, s, np.int32), device="cuda:0")
+    fn = _decode_fn(impl, q, _cache(b, s, 3), _cache(b, s, 4), lens, gp.empty_like(q))
+    bench(fn, group=group, bytes=nbytes, rounds=20)
+
+
+ROTATE_BYTES = 256 << 20  # K+V bytes per replay: over 4x any Hopper L2
+
+
+@pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
+@pytest.mark.parametrize("impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["torch-sdpa"])
+def test_decode_graph(bench: Any, case: tuple[int, int], impl: str) -> None:
+    """The same calls back to back in one CUDA graph over n distinct caches (METHOD.md: "for
+    many small launches, capture a graph and time its replays"; rotate inputs that fit in L2).
+
+    This is how the engine runs a decode step (StepGraph): each layer's attention is a graph
+    node behind the previous kernel, so the per-launch host cost and the event floor (2.7 us for
+    an empty kernel, scripts/diag_decode.py) are out of the number, and every call reads its
+    keys from HBM (n caches of over 256 MiB in all, and the L2 flush before each replay).
+    The per-call column of the summary is the time of one attention call."""
+    b, s = case
+    nbytes = 2 * b * HKV * s * D * 2
+    n = max(1, -(-ROTATE_BYTES // nbytes))
+    q = _rand((b, H, 1, D), 2)
     lens = gp.from_numpy(np.full(b, s, np.int32), device="cuda:0")
     out = gp.empty_like(q)
-    if impl.startswith("pygpukit-paged"):
-        page = int(impl.removeprefix("pygpukit-paged"))
-        kp, table = _paged(kc, page)
-        vp, _ = _paged(vc, page)
-        fn = lambda: gp.sdpa_decode(q, kp, vp, lens, block_table=table, out=out)  # noqa: E731
-    elif impl == "pygpukit-contiguous":
-        fn = lambda: gp.sdpa_decode(q, kc, vc, lens, out=out)  # noqa: E731
-    elif impl == "pygpukit-sdpa":  # the prefill kernel's split path over [:length] views
-        fn = lambda: gp.sdpa(q, kc, vc, False, out=out)  # noqa: E731
-    else:
+    k1, v1 = _cache(b, s, 3), _cache(b, s, 4)
+    caches = [(k1, v1)] + [(k1.copy(), v1.copy()) for _ in range(n - 1)]
+    fns = [_decode_fn(impl, q, k, v, lens, out) for k, v in caches]
+    for f in fns:  # warm-up: compilation, autotune and library handles stay out of the capture
+        f()
+    if impl.startswith("torch"):
         torch = pytest.importorskip("torch")
-        tq, tk, tv = (torch.from_dlpack(t) for t in (q, kc, vc))
-        if impl == "torch-sdpa":
-            f = torch.nn.functional.scaled_dot_product_attention
-            fn = lambda: f(tq, tk, tv, enable_gqa=True)  # noqa: E731
-        else:
-            fa = pytest.importorskip("flash_attn")
-            # Token-major views [B, S, Hkv, D] of the same memory (flash-attn needs only the
-            # last dim contiguous).
-            qt, kt, vt = tq.transpose(1, 2), tk.transpose(1, 2), tv.transpose(1, 2)
-            tl_ = torch.from_dlpack(lens)
-            fn = lambda: fa.flash_attn_with_kvcache(qt, kt, vt, cache_seqlens=tl_)  # noqa: E731
-    bench(fn, group=group, bytes=nbytes, rounds=20)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for f in fns:
+                f()
+    else:
+        gp.synchronize()
+        graph = gp.CUDAGraph(device="cuda:0")
+        with graph.capture():
+            for f in fns:
+                f()
+    group = f"sdpa_decode graph x{n} B{b} Hq{H} Hkv{HKV} S{s} D{D} bf16"
+    bench(graph.replay, group=group, bytes=n * nbytes, calls=n, rounds=20)
 
 
 # ----- KV-cache write ---------------------------------------------------------------------------
