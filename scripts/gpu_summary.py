@@ -70,10 +70,14 @@ def bench_rows(paths: list[Path]) -> list[str]:
             )
             if "pygpukit_tok_s" in info:
                 ours, hf = info["pygpukit_tok_s"], info["hf_tok_s"]
-                rows.append(
+                line = (
                     f"    decode: pygpukit {ours:.1f} tok/s, HF eager {hf:.1f} tok/s "
                     f"({ours / hf:.2f}x)"
                 )
+                if "graph_tok_s" in info:
+                    g = info["graph_tok_s"]
+                    line += f", graph {g:.1f} tok/s ({g / hf:.2f}x)"
+                rows.append(line)
     if ceiling:
         rows.append(f"copy ceiling: {ceiling:.0f} GB/s")
     return rows

@@ -23,7 +23,7 @@ import numpy as np
 from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.models.errors import ContextLengthError
-from pygpukit.models.generation import default_stop_ids, stream_batch
+from pygpukit.models.generation import GenerationStats, default_stop_ids, stream_batch
 from pygpukit.models.sampling import Sampler, SamplingParams
 from pygpukit.models.step_graph import StepGraph
 
@@ -209,6 +209,7 @@ class DecodeBatch(DecodeStrategy):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = int(batch_size)
+        self.last_stats = GenerationStats()
 
     def generate_batch(
         self,
@@ -220,15 +221,22 @@ class DecodeBatch(DecodeStrategy):
         repetition_penalty: float = 1.0,
         seed: int | None = None,
         stop_token_ids: Iterable[int] | None = None,
+        graph: bool | None = None,
     ) -> list[list[int]]:
-        """New token ids per prompt; prompts may differ in length; batch_size rows at a time."""
+        """New token ids per prompt; prompts may differ in length; batch_size rows at a time.
+        Decode steps replay a CUDA graph of the batch's step where one can be captured (graph:
+        see generation.stream_batch); ``last_stats`` holds the last chunk's timings."""
         m = self._m()
         params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
         outs: list[list[int]] = []
         for i in range(0, len(prompts), self.batch_size):
             chunk = prompts[i : i + self.batch_size]
             got: list[list[int]] = [[] for _ in chunk]
-            for step in stream_batch(m, chunk, max_new_tokens, params, stop_token_ids):
+            self.last_stats = st = GenerationStats()
+            steps = stream_batch(
+                m, chunk, max_new_tokens, params, stop_token_ids, stats=st, graph=graph
+            )
+            for step in steps:
                 for r, t in step:
                     got[r].append(t)
             outs.extend(got)

@@ -24,6 +24,7 @@ from pygpukit.models.sampling import Sampler, SamplingParams
 
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
+    from pygpukit.models.step_graph import StepGraph
     from pygpukit.models.transformer import CausalTransformerModel
 
 __all__ = ["GenerationStats", "stream_batch", "stream", "generate", "default_stop_ids"]
@@ -43,6 +44,7 @@ class GenerationStats:
     decode_s: float = 0.0
     decode_steps: int = 0
     batch_rows: int = 1
+    decode_mode: str = ""
 
     @property
     def prefill_tokens_per_s(self) -> float:
@@ -128,8 +130,15 @@ def stream_batch(
     stats: GenerationStats | None = None,
     cache: StaticKVCache | None = None,
     use_cache: bool = True,
+    graph: bool | None = None,
 ) -> Iterator[list[tuple[int, int]]]:
-    """Yield, after prefill and after each decode step, the (row, token) pairs of that step."""
+    """Yield, after prefill and after each decode step, the (row, token) pairs of that step.
+
+    graph: decode steps replayed from a CUDA graph of the model's own cache
+    (CausalTransformerModel.step_graph; the same kernels as the eager step, one launch a step).
+    None (default): wherever the step can be captured, else eager; True: raise RuntimeError with
+    the reason when it cannot; False: eager. ``stats.decode_mode`` says which ran and why.
+    """
     batch, _ = _as_batch(prompts)
     max_new = _check_lengths(model, batch, int(max_new_tokens))
     if max_new <= 0:
@@ -147,6 +156,8 @@ def stream_batch(
             )
         cache = model.ensure_cache(len(batch), n)
     st = stats if stats is not None else GenerationStats()
+    # Before the prefill: a first capture runs the step once, writing slot 0 of the rows.
+    step_graph = _decode_graph(model, cache, len(batch), graph, use_cache, max_new, st)
     st.prompt_tokens += sum(len(p) for p in batch)
     st.batch_rows = len(batch)
     history = [list(p) for p in batch]
@@ -166,7 +177,9 @@ def stream_batch(
         if all(done):
             return
         t0 = time.perf_counter()
-        if use_cache:
+        if step_graph is not None:
+            lg = step_graph.step(tokens)
+        elif use_cache:
             lg = model.forward([[t] for t in tokens], cache, row0=0)
         else:
             # No cache reuse: every step recomputes each sequence from scratch (0.2.x
@@ -185,6 +198,39 @@ def stream_batch(
         st.decode_steps += 1
         st.new_tokens += len(step)
         yield step
+
+
+def _decode_graph(
+    model: CausalTransformerModel,
+    cache: StaticKVCache,
+    rows: int,
+    graph: bool | None,
+    use_cache: bool,
+    max_new: int,
+    st: GenerationStats,
+) -> StepGraph | None:
+    """The captured step to decode with, or None for eager steps (st.decode_mode says why)."""
+    if graph is False:
+        st.decode_mode = "eager (graph=False)"
+        return None
+    why = ""
+    if not use_cache:
+        why = "use_cache=False recomputes every step"
+    elif cache is not model.cache:
+        why = "graphs are kept for the model's own cache, not a caller's"
+    elif max_new < 2:
+        why = "no decode steps"
+    if not why:
+        try:
+            g = model.step_graph(rows)
+            st.decode_mode = f"CUDA graph replay, {rows} row(s) a step"
+            return g
+        except RuntimeError as exc:
+            why = str(exc)
+    if graph:
+        raise RuntimeError(f"graph=True but the decode step cannot be replayed: {why}")
+    st.decode_mode = f"eager ({why})"
+    return None
 
 
 def _stack_rows(rows: list[GPUArray]) -> GPUArray:
@@ -223,8 +269,10 @@ def generate(
     max_seq_len: int | None = None,
     use_cache: bool = True,
     stats: GenerationStats | None = None,
+    graph: bool | None = None,
 ) -> list[int] | list[list[int]]:
-    """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch."""
+    """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
+    graph: CUDA-graph decode steps (see stream_batch)."""
     prompts, single = _as_batch(input_ids)
     params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
     outs = [list(p) for p in prompts]
@@ -237,6 +285,7 @@ def generate(
         max_seq_len=max_seq_len,
         stats=stats,
         use_cache=use_cache,
+        graph=graph,
     ):
         for r, t in step:
             outs[r].append(t)

@@ -14,7 +14,7 @@ fused into the next norm (rmsnorm(..., residual=) returns both the sum and its n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.moe import moe_forward
 from pygpukit.models.weights import LayerWeights, ModelWeights
 from pygpukit.runtime import Device
+
+if TYPE_CHECKING:
+    from pygpukit.models.step_graph import StepGraph
 
 __all__ = ["CausalTransformerModel"]
 
@@ -61,6 +64,8 @@ class CausalTransformerModel:
         self._rope: tuple[GPUArray, GPUArray] | None = None
         self._positions: GPUArray | None = None
         self.cache: StaticKVCache | None = None
+        # Captured decode steps of self.cache by row count, or why one could not be captured.
+        self._step_graphs: dict[int, StepGraph | str] = {}
 
     @property
     def spec(self) -> ModelSpec:
@@ -86,10 +91,43 @@ class CausalTransformerModel:
         """The model's own cache, reallocated only when it is too small for the request."""
         c = self.cache
         if c is None or c.batch_size < batch_size or c.max_seq_len < max_seq_len:
+            self.drop_step_graphs()  # they point at the old cache
             self.cache = None  # free the old one before allocating the new one
             c = self.cache = self.new_cache(batch_size, max_seq_len)
         c.reset()
         return c
+
+    def step_graph(self, rows: int) -> StepGraph:
+        """The decode step of rows 0..rows-1 of the model's own cache (``self.cache``) captured
+        in a CUDA graph (models.step_graph), made on first use and kept with the cache: the
+        generation loop replays it for every decode step. Capturing runs the step once, which
+        writes slot 0 of those rows: call it before the prefill. Raises RuntimeError with the
+        reason when the step cannot be captured (remembered, so it is not retried)."""
+        from pygpukit.models.step_graph import StepGraph
+
+        cache = self.cache
+        if cache is None:
+            raise RuntimeError("the model has no cache: ensure_cache() first")
+        if rows < 1 or rows > cache.batch_size:
+            raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
+        got = self._step_graphs.get(rows)
+        if got is None or (isinstance(got, StepGraph) and got.cache is not cache):
+            self.drop_step_graphs()
+            try:
+                got = StepGraph(self, cache, rows)
+            except RuntimeError as exc:
+                got = str(exc)
+            self._step_graphs[rows] = got
+        if isinstance(got, str):
+            raise RuntimeError(got)
+        return got
+
+    def drop_step_graphs(self) -> None:
+        """Release the captured decode steps (after the replays queued so far)."""
+        for g in self._step_graphs.values():
+            if not isinstance(g, str):
+                g.reset()
+        self._step_graphs.clear()
 
     def _ensure_tables(self, n: int) -> None:
         if self._positions is None or self._positions.shape[0] < n:
@@ -146,18 +184,29 @@ class CausalTransformerModel:
     def forward_device_step(
         self, ids: GPUArray, positions: GPUArray, marks: GPUArray, cache: StaticKVCache
     ) -> GPUArray:
-        """One decode step of cache row 0 whose inputs are already on the device: ids int64
-        [1, 1], positions int64 [1] (the new token's position), marks int32 [2, 1] (its write
-        position and the new length). Nothing here reads host values that change between steps,
-        so the step can be captured in a CUDA graph and replayed with new inputs written into the
-        same arrays (DecodeM1Graph). cache.lengths is left to the caller. Logits [1, 1, vocab]."""
-        if ids.shape != (1, 1) or positions.shape != (1,) or marks.shape != (2, 1):
-            raise ValueError(
-                "forward_device_step: ids [1, 1], positions [1] and marks [2, 1] expected, got "
-                f"{ids.shape}, {positions.shape} and {marks.shape}"
-            )
+        """One decode step of cache rows 0..B-1 whose inputs are already on the device: ids
+        int64 [B, 1], positions int64 [B, 1] (each new token's position), marks int32 [2, B]
+        (each row's write position and new length). Nothing here reads host values that change
+        between steps, so the step can be captured in a CUDA graph and replayed with new inputs
+        written into the same arrays (models.step_graph). cache.lengths is left to the caller.
+        Logits [B, 1, vocab]."""
+        b = ids.shape[0] if ids.ndim == 2 else 0
+        want = {
+            "ids": ((b, 1), "int64"),
+            "positions": ((b, 1), "int64"),
+            "marks": ((2, b), "int32"),
+        }
+        for name, a in (("ids", ids), ("positions", positions), ("marks", marks)):
+            shape, dtype = want[name]
+            if b < 1 or a.shape != shape or a.dtype.name != dtype:
+                raise ValueError(
+                    "forward_device_step: ids int64 [B, 1], positions int64 [B, 1] and marks "
+                    f"int32 [2, B] expected; {name} is {a.dtype.name} {a.shape}"
+                )
+        if b > cache.batch_size:
+            raise ValueError(f"forward_device_step: {b} rows but the cache has {cache.batch_size}")
         self._ensure_tables(cache.max_seq_len)
-        return self._run(ids, positions, cache, 0, [0], (marks[0], marks[1]), False)
+        return self._run(ids, positions, cache, 0, [0] * b, (marks[0], marks[1]), False)
 
     def _run(
         self,

@@ -77,6 +77,32 @@ def test_streaming_and_stats(model) -> None:  # type: ignore[no-untyped-def]
     assert steps[0] == [(0, g["greedy"][0][0]), (1, g["greedy"][1][0])]
 
 
+def test_graph_decode_modes_on_the_cpu(model) -> None:  # type: ignore[no-untyped-def]
+    """On the CPU the default decodes eagerly and says why; graph=True refuses by name."""
+    import pygpukit as gp
+
+    prompt = golden("qwen2")["prompts"][0]
+    st = GenerationStats()
+    out = model.generate(prompt, 4, temperature=0, stop_token_ids=(), stats=st)
+    assert out[len(prompt) :] == golden("qwen2")["greedy"][0][:4]
+    assert st.decode_mode.startswith("eager (") and "CPU device" in st.decode_mode
+    with pytest.raises(RuntimeError, match=r"graph=True .* CPU device"):
+        model.generate(prompt, 4, temperature=0, graph=True)
+    model.generate(prompt, 4, temperature=0, graph=False, stats=st)
+    assert st.decode_mode == "eager (graph=False)"
+    cache = model.new_cache(2, 8)
+    ids, pos = gp.zeros((2, 1), "int64"), gp.zeros((2, 1), "int64")
+    marks = gp.zeros((2, 2), "int32")
+    with pytest.raises(ValueError, match="marks is int64"):
+        model.forward_device_step(ids, pos, marks.astype("int64"), cache)
+    with pytest.raises(ValueError, match=r"positions is int64 \(2,\)"):
+        model.forward_device_step(ids, pos.reshape(2), marks, cache)
+    with pytest.raises(ValueError, match="3 rows but the cache has 2"):
+        model.forward_device_step(
+            gp.zeros((3, 1), "int64"), gp.zeros((3, 1), "int64"), gp.zeros((2, 3), "int32"), cache
+        )
+
+
 def test_kv_cache_is_static(model) -> None:  # type: ignore[no-untyped-def]
     c = model.config
     cache = model.new_cache(2, 32)

@@ -92,6 +92,53 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
         assert not graph.has_graph() and "init_graph again" in graph.graph_reason
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
+    """A step of three rows at different lengths replayed from a graph gives the eager batched
+    forward's logits bit for bit; generate() decodes batches from it by default and gives the
+    eager tokens; Mixtral cannot be captured: graph=True raises, the default runs eagerly."""
+    from pygpukit.models.generation import GenerationStats, _prefill
+    from pygpukit.models.step_graph import StepGraph
+
+    _need_gpu_backends()
+    model = load_model(FIXTURES / arch, dtype="bfloat16", device="cuda")
+    g = golden(arch)
+    prompts = [g["prompts"][0], g["prompts"][1][:5], g["prompts"][0][:2]]
+    n = max(len(p) for p in prompts) + 12
+    if arch == "mixtral":
+        with pytest.raises(RuntimeError, match=r"graph=True .*could not be captured"):
+            model.generate(prompts, 6, temperature=0, graph=True)
+        st = GenerationStats()
+        out = model.generate(prompts, 6, temperature=0, stop_token_ids=(), stats=st)
+        assert st.decode_mode.startswith("eager (") and len(out[0]) == len(prompts[0]) + 6
+        return
+    eager, replayed = model.new_cache(3, n), model.new_cache(3, n)
+    sg = StepGraph(model, replayed, rows=3)  # before the prefill: its warm-up writes slot 0
+    a = [lg.to_numpy() for lg in _prefill(model, eager, prompts)]
+    b = [lg.to_numpy() for lg in _prefill(model, replayed, prompts)]
+    np.testing.assert_array_equal(np.stack(a), np.stack(b))
+    tokens = [int(np.argmax(x.astype(np.float32))) for x in a]
+    for i in range(10):
+        la = model.forward([[t] for t in tokens], eager).to_numpy()
+        lb = sg.step(tokens).to_numpy()
+        np.testing.assert_array_equal(la, lb, err_msg=f"{arch}: step {i}")
+        tokens = [int(t) for t in np.argmax(la[:, -1].astype(np.float32), axis=-1)]
+    assert list(replayed.lengths) == list(eager.lengths)
+    with pytest.raises(ValueError, match="outside"):
+        sg.step([0, model.config.vocab_size, 0])
+    with pytest.raises(ValueError, match="3 token ids"):
+        sg.step([0, 1])
+    assert list(replayed.lengths) == list(eager.lengths)  # refused steps changed nothing
+    sg.reset()
+    st_g, st_e = GenerationStats(), GenerationStats()
+    got = model.generate(prompts, 12, temperature=0, stop_token_ids=(), stats=st_g)
+    want = model.generate(prompts, 12, temperature=0, stop_token_ids=(), stats=st_e, graph=False)
+    assert st_g.decode_mode.startswith("CUDA graph replay, 3 row"), st_g.decode_mode
+    assert got == want
+    again = model.generate(prompts, 12, temperature=0, stop_token_ids=(), graph=True)
+    assert again == want  # the kept graph of the model's cache, replayed again
+
+
 class _ByteTokenizer:
     """Just enough of a tokenizer for ChatSession: one id per character, modulo the vocab."""
 
