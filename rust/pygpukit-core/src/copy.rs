@@ -133,6 +133,7 @@ pub unsafe fn memcpy_2d(
         return Ok(());
     }
     ensure_current(stream.device())?;
+    graph::refuse_host_pointers(stream, &[dst, src], "a 2D copy from or to host memory")?;
     let p = sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
         srcY: 0,

@@ -243,6 +243,34 @@ pub(crate) fn refuse_host_copy(stream: &Stream, what: &str) -> Result<()> {
     )))
 }
 
+/// Fail when `stream` is capturing and any of `ptrs` is not device memory (a 2D copy takes
+/// unified addresses, so either side may be a host buffer that a replay would reread or
+/// overwrite). Asks the driver for each pointer's memory type only while capturing.
+pub(crate) fn refuse_host_pointers(stream: &Stream, ptrs: &[u64], what: &str) -> Result<()> {
+    if !is_capturing(stream)? {
+        return Ok(());
+    }
+    if ptrs.iter().all(|&p| is_device_memory(p)) {
+        return Ok(());
+    }
+    refuse_host_copy(stream, what)
+}
+
+/// True when the driver knows `p` as device memory (pageable host memory is unknown to it and
+/// fails the query; pinned host memory reports CU_MEMORYTYPE_HOST).
+fn is_device_memory(p: u64) -> bool {
+    let mut kind: u32 = 0;
+    // SAFETY: the attribute is a 32-bit CUmemorytype written into `kind`.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            &mut kind as *mut u32 as *mut std::ffi::c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p,
+        )
+    };
+    r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,6 +205,12 @@ fn graph_capture_replays_and_refuses_host_copies() {
         let err = memcpy_dtoh(out.as_mut_ptr() as *mut u8, b.ptr(), 4 * n, &s).unwrap_err();
         assert!(err.to_string().contains("capturing a CUDA graph"), "{err}");
         assert!(copy_htod_async(a.ptr(), out.as_ptr() as *const u8, 4, &s).is_err());
+        // 2D copies take unified addresses: a host side is refused, device to device is not.
+        let host = out.as_mut_ptr() as u64;
+        let err = memcpy_2d(host, 8, b.ptr(), 16, 8, 4, &s).unwrap_err();
+        assert!(err.to_string().contains("2D copy from or to host"), "{err}");
+        assert!(memcpy_2d(a.ptr(), 16, host, 8, 8, 4, &s).is_err());
+        memcpy_2d(b.ptr(), 16, a.ptr(), 16, 8, 4, &s).unwrap();
     }
     let g = end_capture(&s).unwrap();
     assert!(!is_capturing(&s).unwrap());
