@@ -228,6 +228,12 @@ class DecodeBatch(DecodeStrategy):
         see generation.stream_batch); ``last_stats`` holds the last chunk's timings."""
         m = self._m()
         params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
+        longest, ctx = max((len(p) for p in prompts), default=0), m.config.max_context
+        if 0 < longest < ctx:
+            # One cache for every chunk (stream_batch's ensure_cache then fits each): a chunk
+            # of longer prompts does not reallocate it, which would drop the captured steps.
+            rows = min(self.batch_size, len(prompts))
+            m.ensure_cache(rows, min(longest + int(max_new_tokens), ctx))
         outs: list[list[int]] = []
         for i in range(0, len(prompts), self.batch_size):
             chunk = prompts[i : i + self.batch_size]

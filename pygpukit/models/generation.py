@@ -155,9 +155,12 @@ def stream_batch(
                 f"{max_new} new tokens"
             )
         cache = model.ensure_cache(len(batch), n)
+        own_cache = True
+    else:
+        own_cache = False
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing slot 0 of the rows.
-    step_graph = _decode_graph(model, cache, len(batch), graph, use_cache, max_new, st)
+    step_graph = _decode_graph(model, len(batch), graph, use_cache, own_cache, max_new, st)
     st.prompt_tokens += sum(len(p) for p in batch)
     st.batch_rows = len(batch)
     history = [list(p) for p in batch]
@@ -202,25 +205,26 @@ def stream_batch(
 
 def _decode_graph(
     model: CausalTransformerModel,
-    cache: StaticKVCache,
     rows: int,
     graph: bool | None,
     use_cache: bool,
+    own_cache: bool,
     max_new: int,
     st: GenerationStats,
 ) -> StepGraph | None:
     """The captured step to decode with, or None for eager steps (st.decode_mode says why)."""
-    if graph is False:
+    if max_new < 2:
+        st.decode_mode = "none (no decode steps)"
+        return None
+    if graph is not None and not graph:
         st.decode_mode = "eager (graph=False)"
         return None
     why = ""
     if not use_cache:
         why = "use_cache=False recomputes every step"
-    elif cache is not model.cache:
+    elif not own_cache:
         why = "graphs are kept for the model's own cache, not a caller's"
-    elif max_new < 2:
-        why = "no decode steps"
-    if not why:
+    else:
         try:
             g = model.step_graph(rows)
             st.decode_mode = f"CUDA graph replay, {rows} row(s) a step"

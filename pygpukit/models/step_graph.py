@@ -73,6 +73,8 @@ class StepGraph:
     def step(self, token_ids: int | Sequence[int]) -> GPUArray:
         """Feed one token per row after that row's cached tokens and count it there; the logits
         [rows, 1, vocab], overwritten by the next step."""
+        if not self.graph.captured:
+            raise RuntimeError("StepGraph.step after reset(): the captured step was released")
         tokens = [int(token_ids)] if isinstance(token_ids, (int, np.integer)) else list(token_ids)
         n = self.rows
         if len(tokens) != n:

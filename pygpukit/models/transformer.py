@@ -63,9 +63,21 @@ class CausalTransformerModel:
         self.source = source
         self._rope: tuple[GPUArray, GPUArray] | None = None
         self._positions: GPUArray | None = None
-        self.cache: StaticKVCache | None = None
-        # Captured decode steps of self.cache by row count, or why one could not be captured.
+        # Captured decode steps of self.cache by row count, or why one cannot be captured; the
+        # cache setter drops them, so they never outlive or point past the model's cache.
         self._step_graphs: dict[int, StepGraph | str] = {}
+        self._cache: StaticKVCache | None = None
+
+    @property
+    def cache(self) -> StaticKVCache | None:
+        """The model's own KV cache (ensure_cache), which generation reuses across calls."""
+        return self._cache
+
+    @cache.setter
+    def cache(self, value: StaticKVCache | None) -> None:
+        if value is not self._cache:
+            self.drop_step_graphs()  # captured against the old cache
+        self._cache = value
 
     @property
     def spec(self) -> ModelSpec:
@@ -91,18 +103,19 @@ class CausalTransformerModel:
         """The model's own cache, reallocated only when it is too small for the request."""
         c = self.cache
         if c is None or c.batch_size < batch_size or c.max_seq_len < max_seq_len:
-            self.drop_step_graphs()  # they point at the old cache
-            self.cache = None  # free the old one before allocating the new one
+            self.cache = None  # free the old one (and its graphs) before allocating the new one
             c = self.cache = self.new_cache(batch_size, max_seq_len)
         c.reset()
         return c
 
     def step_graph(self, rows: int) -> StepGraph:
         """The decode step of rows 0..rows-1 of the model's own cache (``self.cache``) captured
-        in a CUDA graph (models.step_graph), made on first use and kept with the cache: the
-        generation loop replays it for every decode step. Capturing runs the step once, which
-        writes slot 0 of those rows: call it before the prefill. Raises RuntimeError with the
-        reason when the step cannot be captured (remembered, so it is not retried)."""
+        in a CUDA graph (models.step_graph), made on first use and kept until the cache is
+        replaced: the generation loop replays it for every decode step. Capturing runs the step
+        once, which writes slot 0 of those rows, so a first capture needs those rows empty (call
+        it before the prefill). Raises RuntimeError with the reason when the step cannot be
+        captured; a reason that cannot change for this model (not a GPU, a host read inside the
+        step) is remembered, so it is not retried."""
         from pygpukit.models.step_graph import StepGraph
 
         cache = self.cache
@@ -111,22 +124,27 @@ class CausalTransformerModel:
         if rows < 1 or rows > cache.batch_size:
             raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
         got = self._step_graphs.get(rows)
-        if got is None or (isinstance(got, StepGraph) and got.cache is not cache):
-            self.drop_step_graphs()
-            try:
-                got = StepGraph(self, cache, rows)
-            except RuntimeError as exc:
-                got = str(exc)
-            self._step_graphs[rows] = got
         if isinstance(got, str):
             raise RuntimeError(got)
+        if got is not None:
+            return got
+        if any(int(n) for n in cache.lengths[:rows]):
+            raise RuntimeError(
+                f"rows 0..{rows - 1} of the cache hold tokens, and a first capture writes slot 0 "
+                "of each: capture before the prefill"
+            )
+        try:
+            got = StepGraph(self, cache, rows)
+        except RuntimeError as exc:
+            if self.device.type != "cuda" or "capturing a CUDA graph" in str(exc):
+                self._step_graphs[rows] = str(exc)  # fixed for this model
+            raise
+        self._step_graphs[rows] = got
         return got
 
     def drop_step_graphs(self) -> None:
-        """Release the captured decode steps (after the replays queued so far)."""
-        for g in self._step_graphs.values():
-            if not isinstance(g, str):
-                g.reset()
+        """Forget the captured decode steps; each graph's memory goes once nothing holds it (a
+        paused generation loop may still be replaying one against the old cache)."""
         self._step_graphs.clear()
 
     def _ensure_tables(self, n: int) -> None:

@@ -90,6 +90,14 @@ def test_graph_decode_modes_on_the_cpu(model) -> None:  # type: ignore[no-untype
         model.generate(prompt, 4, temperature=0, graph=True)
     model.generate(prompt, 4, temperature=0, graph=False, stats=st)
     assert st.decode_mode == "eager (graph=False)"
+    model.generate(prompt, 1, temperature=0, graph=True, stats=st)  # nothing to replay
+    assert st.decode_mode == "none (no decode steps)"
+    own = model.new_cache(1, 32)
+    list(stream(model, prompt, 3, SamplingParams(0.0), stats=st, cache=own))
+    assert st.decode_mode == "eager (graphs are kept for the model's own cache, not a caller's)"
+    assert "CPU device" in str(model._step_graphs[1])  # a fixed reason is remembered
+    model.cache = None  # replacing the cache forgets what was captured for it
+    assert model._step_graphs == {}
     cache = model.new_cache(2, 8)
     ids, pos = gp.zeros((2, 1), "int64"), gp.zeros((2, 1), "int64")
     marks = gp.zeros((2, 2), "int32")

@@ -130,13 +130,30 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
         sg.step([0, 1])
     assert list(replayed.lengths) == list(eager.lengths)  # refused steps changed nothing
     sg.reset()
+    with pytest.raises(RuntimeError, match="after reset"):
+        sg.step([0, 0, 0])
     st_g, st_e = GenerationStats(), GenerationStats()
     got = model.generate(prompts, 12, temperature=0, stop_token_ids=(), stats=st_g)
     want = model.generate(prompts, 12, temperature=0, stop_token_ids=(), stats=st_e, graph=False)
     assert st_g.decode_mode.startswith("CUDA graph replay, 3 row"), st_g.decode_mode
     assert got == want
-    again = model.generate(prompts, 12, temperature=0, stop_token_ids=(), graph=True)
-    assert again == want  # the kept graph of the model's cache, replayed again
+    kept = model._step_graphs[3]
+    # Another row count gets its own capture and keeps the first; equal-length rows too.
+    pair = [g["prompts"][0], g["prompts"][0][::-1]]
+    kw = {"temperature": 0.9, "top_k": 20, "seed": 5, "stop_token_ids": ()}  # host sampling
+    assert model.generate(pair, 9, graph=True, **kw) == model.generate(pair, 9, graph=False, **kw)
+    assert model.generate(prompts, 12, temperature=0, stop_token_ids=(), graph=True) == want
+    assert model._step_graphs[3] is kept and 2 in model._step_graphs
+    # A longer request reallocates the cache: the graphs go with the old one.
+    longer = model.generate(prompts, 40, temperature=0, stop_token_ids=(), graph=True)
+    assert kept is not model._step_graphs[3] and list(model._step_graphs) == [3]
+    assert longer == model.generate(prompts, 40, temperature=0, stop_token_ids=(), graph=False)
+    # A cache that already holds tokens is not captured (the capture's step would write slot 0).
+    model.cache = None
+    cache = model.ensure_cache(3, n)
+    model.forward([prompts[0]], cache)
+    with pytest.raises(RuntimeError, match="capture before the prefill"):
+        model.step_graph(1)
 
 
 class _ByteTokenizer:
