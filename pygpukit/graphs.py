@@ -28,6 +28,10 @@ Rules (each one raises with its reason):
 - One capture per stream at a time, on a created stream (never the default stream). Capture is
   in relaxed mode: other threads keep working, though a device-wide synchronize (theirs, or the
   allocator's out-of-memory retry) invalidates the capture, which then raises.
+
+Routing statistics (gp.routing.stats) count what ran: the op calls made inside the block are
+taken back out at the end of the capture (they were recorded, not run) and added once per
+replay, by the backend that was chosen at capture.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pygpukit import runtime
+from pygpukit.routing.select import _stats
 
 __all__ = ["CUDAGraph", "is_capturing"]
 
@@ -77,6 +82,7 @@ class CUDAGraph:
         self._kept: list[Any] = []  # buffers allocated during capture (see _CapturePool)
         self._side: Any = None
         self._replayed: dict[int, Any] = {}  # streams that replayed, by handle
+        self._routes: list[tuple[str, str, int]] = []  # (op, backend, calls) of one replay
 
     @property
     def captured(self) -> bool:
@@ -102,12 +108,14 @@ class CUDAGraph:
         self._side = runtime.Stream(device=dev.index)
         s.begin_capture()
         runtime.begin_capture(dev, s, _CapturePool(pool, self._side, self._kept))
+        counted = {op: dict(by) for op, by in _stats.items()}
         done = False
         try:
             yield self
             done = True
         finally:
             runtime.end_capture(dev)
+            self._routes = _take_back(counted)
             try:
                 graph = s.end_capture()
             except Exception:
@@ -127,6 +135,8 @@ class CUDAGraph:
         s = runtime.current_stream(self.device) if stream is None else stream
         self._graph.launch(s)
         self._replayed[s.handle] = s
+        for op, backend, n in self._routes:
+            _stats[op][backend] += n
 
     def reset(self) -> None:
         """Drop the capture and release the memory it kept, once the work queued so far on the
@@ -148,6 +158,7 @@ class CUDAGraph:
         self._graph = None
         self._kept.clear()
         self._replayed.clear()
+        self._routes = []
 
     def __del__(self) -> None:
         try:
@@ -163,6 +174,19 @@ class CUDAGraph:
     def __repr__(self) -> str:
         state = "captured" if self._graph is not None else "empty"
         return f"CUDAGraph({self.device}, {state}, kept {self.kept_bytes} bytes)"
+
+
+def _take_back(before: dict[str, dict[str, int]]) -> list[tuple[str, str, int]]:
+    """The op calls counted since ``before`` (made inside a capture: recorded, not run), taken
+    back out of the routing statistics; each replay adds them again."""
+    calls = []
+    for op, by in _stats.items():
+        for backend, n in by.items():
+            k = n - before.get(op, {}).get(backend, 0)
+            if k > 0:  # (a reset_stats() inside the block leaves nothing to take back)
+                by[backend] = n - k
+                calls.append((op, backend, k))
+    return calls
 
 
 # Graphs collected while this process was capturing another one (CUDAGraph.__del__).

@@ -35,16 +35,21 @@ def test_replay_reads_new_inputs_and_keeps_outputs(cuda: str) -> None:
     x, y, dx, dy = _xy(cuda)
     g = gp.CUDAGraph(cuda)
     assert (dx + dy * 2.0).shape == x.shape  # warm-up: compiles before capture
+    gp.routing.reset_stats()
     with g.capture() as same:
         assert same is g and graphs.is_capturing(cuda)
         z = gp.exp(dx + dy * 2.0)  # allocations inside: kept by the graph
     assert g.captured and not graphs.is_capturing(cuda)
     assert g.kept_bytes >= 3 * x.nbytes
-    for _ in range(3):
+    counted = gp.routing.stats()  # recorded, not run: nothing counted yet
+    assert all(n == 0 for by in counted.values() for n in by.values()), counted
+    for i in range(3):
         x = x + 1.0
         dx[:] = x
         g.replay()
         np.testing.assert_allclose(z.to_numpy(), np.exp(x + y * 2.0), rtol=1e-6)
+        ran = gp.routing.stats()
+        assert sum(ran["exp"].values()) == i + 1 and sum(ran["mul"].values()) == i + 1, ran
     del z  # the graph still owns the memory: replays stay valid
     g.replay()
     gp.synchronize()
