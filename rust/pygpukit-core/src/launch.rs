@@ -50,3 +50,51 @@ pub unsafe fn launch_raw(
         )
     })
 }
+
+/// Kernels with up to this many parameters get their pointer array on the stack (Triton and
+/// NVRTC kernels take far fewer); more fall back to one heap allocation.
+const INLINE_PARAMS: usize = 64;
+
+/// Call `f` with the argument pointer array cuLaunchKernel reads for `slots`: one pointer to
+/// each 8-byte slot, in order (each slot holds one parameter's C value in its low bytes,
+/// little-endian). The one place the launch paths (Triton's fast path, NVRTC) build it; for
+/// the usual parameter counts it costs no allocation.
+pub fn with_slot_pointers<R>(slots: &mut [u64], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+    let as_ptr = |v: &mut u64| v as *mut u64 as *mut c_void;
+    if slots.len() <= INLINE_PARAMS {
+        let mut ptrs = [ptr::null_mut(); INLINE_PARAMS];
+        for (p, v) in ptrs.iter_mut().zip(slots.iter_mut()) {
+            *p = as_ptr(v);
+        }
+        f(&mut ptrs[..slots.len()])
+    } else {
+        let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(as_ptr).collect();
+        f(&mut ptrs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both the stack and the heap array point at each slot in order, and nothing more.
+    #[test]
+    fn slot_pointers_point_at_each_slot_in_order() {
+        for n in [0, 1, 7, INLINE_PARAMS, INLINE_PARAMS + 1, 3 * INLINE_PARAMS] {
+            let mut slots: Vec<u64> = (0..n as u64).map(|i| i * 0x0101 + 5).collect();
+            let base = slots.as_ptr() as usize;
+            let seen = with_slot_pointers(&mut slots, |ptrs| {
+                assert_eq!(ptrs.len(), n);
+                ptrs.iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        assert_eq!(*p as usize, base + 8 * i, "slot {i} of {n}");
+                        // SAFETY: points into `slots`, alive for the closure.
+                        unsafe { *(*p as *const u64) }
+                    })
+                    .collect::<Vec<u64>>()
+            });
+            assert_eq!(seen, slots, "{n} slots");
+        }
+    }
+}

@@ -8,7 +8,6 @@
 //! Python side takes Triton's own path, which also registers the kernel here once compiled.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
@@ -16,7 +15,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 
-use pygpukit_core::launch::{launch_raw, LaunchConfig};
+use pygpukit_core::launch::{launch_raw, with_slot_pointers, LaunchConfig};
 
 use crate::errors::IntoPyResult;
 
@@ -73,11 +72,6 @@ struct Entry {
     types: Vec<Ty>,
     consts: Py<PyTuple>,
 }
-
-/// Raw pointers into the launch's argument storage, moved into the GIL-free section.
-struct Params(Vec<*mut c_void>);
-// SAFETY: the pointers refer to storage owned by the calling frame, which outlives the call.
-unsafe impl Send for Params {}
 
 #[pyclass(module = "pygpukit._core", name = "TritonFastPath", frozen)]
 pub struct PyTritonFastPath {
@@ -228,7 +222,7 @@ impl PyTritonFastPath {
         let Some((key, vals)) = self.key_values(py, kernel_id, device, &args, &consts)? else {
             return Ok(false);
         };
-        let (function, cfg, storage) = {
+        let (function, cfg, mut storage) = {
             let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             let Some(e) = entries.get(&key) else {
                 return Ok(false);
@@ -246,22 +240,18 @@ impl PyTritonFastPath {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Ok(true);
         }
-        let mut storage = storage;
-        let params = Params(
-            storage
-                .iter_mut()
-                .map(|v| v as *mut u64 as *mut c_void)
-                .collect(),
-        );
+        // The slots move into the GIL-free section and outlive the launch there; the pointer
+        // array is built there too, so nothing holding raw pointers crosses threads.
         py.detach(move || {
-            let mut params = params;
-            // SAFETY: `function` was registered from Triton's loaded kernel for this device;
-            // `params` has one 8-byte slot per passed parameter (values stored little-endian
-            // in the slot's low bytes) plus the two scratch pointers Triton kernels take last.
-            unsafe { launch_raw(function, &cfg, stream, &mut params.0) }
+            with_slot_pointers(&mut storage, |params| {
+                // SAFETY: `function` was registered from Triton's loaded kernel for this
+                // device; `params` points at one 8-byte slot per passed parameter (values
+                // stored little-endian in the slot's low bytes) plus the two scratch pointers
+                // Triton kernels take last.
+                unsafe { launch_raw(function, &cfg, stream, params) }
+            })
         })
         .py()?;
-        drop(storage);
         Ok(true)
     }
 

@@ -4,12 +4,11 @@
 //! little-endian slot per parameter, the C value in the low bytes) and picks the launch shape;
 //! this layer only moves bytes and releases the GIL around compiling and launching.
 
-use std::ffi::c_void;
-
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use pygpukit_core::launch::with_slot_pointers;
 use pygpukit_core::nvrtc::{self, module::Module};
 
 use crate::errors::IntoPyResult;
@@ -74,11 +73,6 @@ impl PyCudaModule {
     }
 }
 
-/// Raw pointers into the launch's argument storage, moved into the GIL-free section.
-struct Params(Vec<*mut c_void>);
-// SAFETY: the pointers refer to storage owned by the calling frame, which outlives the call.
-unsafe impl Send for Params {}
-
 /// Launch `function` on `stream` of `device`. `params` holds one 8-byte little-endian slot per
 /// kernel parameter (the caller packs each C value into the low bytes of its slot).
 #[pyfunction]
@@ -103,31 +97,19 @@ pub fn nvrtc_launch(
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
         .collect();
-    let ptrs = Params(
-        slots
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut c_void)
-            .collect(),
-    );
     let grid = [grid.0, grid.1, grid.2];
     let block = [block.0, block.1, block.2];
+    // The slots move into the GIL-free section and outlive the launch there.
     py.detach(move || {
-        let mut ptrs = ptrs;
-        // SAFETY: `function` comes from a CudaModule on `device` (kept alive by the caller's
-        // kernel object); jit.py packed one slot per parameter of the parsed signature.
-        unsafe {
-            nvrtc::module::launch(
-                device,
-                function,
-                grid,
-                block,
-                shared_bytes,
-                stream,
-                &mut ptrs.0,
-            )
-        }
+        with_slot_pointers(&mut slots, |ptrs| {
+            // SAFETY: `function` comes from a CudaModule on `device` (kept alive by the
+            // caller's kernel object); jit.py packed one slot per parameter of the parsed
+            // signature.
+            unsafe {
+                nvrtc::module::launch(device, function, grid, block, shared_bytes, stream, ptrs)
+            }
+        })
     })
     .py()?;
-    drop(slots);
     Ok(())
 }
