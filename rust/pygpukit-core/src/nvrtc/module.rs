@@ -3,7 +3,6 @@
 //! Launches go through `launch::launch_raw`, the one cuLaunchKernel wrapper of the crate.
 
 use std::ffi::{c_void, CString};
-use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
@@ -12,33 +11,11 @@ use crate::deferred::record_if_err;
 use crate::error::{check, Error, Result};
 use crate::launch::{launch_raw, LaunchConfig};
 
-/// Driver entry points used here that `driver::REQUIRED_SYMBOLS` does not check at start-up.
-const SYMBOLS: &[&str] = &[
-    "cuModuleLoadData",
-    "cuModuleGetFunction",
-    "cuModuleUnload",
-    "cuFuncSetAttribute",
-];
-
-/// Ok when libcuda has every symbol above (cudarc would panic on a missing one).
-fn symbols_present() -> Result<()> {
-    static OK: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    crate::driver::state()?;
-    OK.get_or_init(|| {
-        // SAFETY: the driver loaded (state() succeeded), so culib() returns it; `get` only
-        // looks a symbol up.
-        let lib = unsafe { sys::culib() };
-        for name in SYMBOLS {
-            if unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_err() {
-                return Err(format!(
-                    "libcuda lacks {name}: the NVIDIA driver is too old"
-                ));
-            }
-        }
-        Ok(())
-    })
-    .clone()
-    .map_err(|reason| Error::NoDriver { reason })
+/// Every entry point used here is in `driver::REQUIRED_SYMBOLS`, checked once when the driver
+/// loads: `state()` succeeding means cudarc cannot panic on any of them. It is asked here, not
+/// left to `ensure_current`, because that is a no-op for device -1.
+fn driver_loaded() -> Result<()> {
+    crate::driver::state().map(|_| ())
 }
 
 /// A loaded CUmodule (unloaded on drop).
@@ -53,7 +30,7 @@ impl Module {
         if image.is_empty() {
             return Err(Error::invalid("module image is empty"));
         }
-        symbols_present()?;
+        driver_loaded()?;
         ensure_current(device)?;
         let is_elf = image.starts_with(b"\x7fELF");
         let owned;
@@ -127,7 +104,7 @@ pub unsafe fn launch(
             "launch: grid {grid:?} and block {block:?} must be >= 1 in every dim"
         )));
     }
-    symbols_present()?;
+    driver_loaded()?;
     ensure_current(device)?;
     if shared_bytes > DEFAULT_DYNAMIC_SHARED {
         // SAFETY: live function; the attribute takes an int byte count.
