@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import _core, _memory, precision, runtime
+from pygpukit import _core, _layout, _memory, precision, runtime
 from pygpukit.array import GPUArray
 from pygpukit.dtypes import DataType, as_dtype, result_type
 
@@ -193,20 +193,6 @@ def _inner(rows: int, cols: int, sr: int, sc: int) -> tuple[bool, int] | None:
     return None
 
 
-def _uniform(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """The one stride that steps through these batch dims in order, or None (0 = broadcast)."""
-    dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
-    if not dims:
-        return 0
-    step = dims[-1][1]
-    acc = step
-    for n, s in reversed(dims):
-        if s != acc:
-            return None
-        acc = s * n
-    return step
-
-
 def _ready(x: GPUArray) -> GPUArray:
     """x itself when cuBLASLt can read its two inner dims in place, else a contiguous copy."""
     r, c = x._shape[-2], x._shape[-1]
@@ -245,14 +231,15 @@ def _gemm(
     sa, sb, sd = a._estrides[:-2], b._estrides[:-2], d._estrides[:-2]
     # Loop over the fewest outer batch dims that leave both operands one batch stride each.
     p = 0
-    while _uniform(lead[p:], sa[p:]) is None or _uniform(lead[p:], sb[p:]) is None:
+    one = _layout.single_stride  # the one stride of a batch (0 = broadcast), or None
+    while one(lead[p:], sa[p:]) is None or one(lead[p:], sb[p:]) is None:
         p += 1
     inner_lead = lead[p:]
     batch = 1
     for v in inner_lead:
         batch *= v
-    stride_a = _uniform(inner_lead, sa[p:]) or 0
-    stride_b = _uniform(inner_lead, sb[p:]) or 0
+    stride_a = one(inner_lead, sa[p:]) or 0
+    stride_b = one(inner_lead, sb[p:]) or 0
     stride_d = m * n
     mm = m
     if batch > 1 and stride_b == 0 and not a_trans and stride_a > 0:

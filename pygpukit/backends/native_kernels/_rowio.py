@@ -10,6 +10,7 @@ the routed copy op), and an out= of another layout receives a copy of a contiguo
 
 from __future__ import annotations
 
+from pygpukit._layout import single_stride
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty
 from pygpukit.dtypes import DataType
@@ -28,19 +29,8 @@ def row_stride(x: GPUArray) -> int | None:
     n = shape[-1] if shape else 1
     if shape and n > 1 and st[-1] != 1:
         return None
-    step: int | None = None
-    acc = 0
-    for d, s in zip(reversed(shape[:-1]), reversed(st[:-1]), strict=True):
-        if d == 1:
-            continue
-        if step is None:
-            if s < 0:
-                return None
-            step = acc = s
-        elif s != acc:
-            return None
-        acc = s * d
-    return n if step is None else step
+    step = single_stride(shape[:-1], st[:-1], n)
+    return None if step is None or step < 0 else step
 
 
 def in_rows(x: GPUArray) -> tuple[GPUArray, int]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pygpukit._layout import single_stride
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import stream_of
@@ -46,21 +47,6 @@ def _fill_bits(dt: DataType) -> int:
     return int(np.full(1, np.nan, dtype=dt.np_dtype).view(word)[0])
 
 
-def _flat_stride(ids: GPUArray) -> int | None:
-    """The one stride stepping through all of ids in C order (0-d and size-1 give 1)."""
-    step: int | None = None
-    acc = 0
-    for d, s in zip(reversed(ids._shape), reversed(ids._estrides), strict=True):
-        if d == 1:
-            continue
-        if step is None:
-            step = acc = s
-        elif s != acc:
-            return None
-        acc = s * d
-    return 1 if step is None else step
-
-
 def embedding(ids: GPUArray, table: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """table[ids] -> ids.shape + (dim,)."""
     if ids._dtype.name not in _IDS:
@@ -75,7 +61,7 @@ def embedding(ids: GPUArray, table: GPUArray, *, out: GPUArray | None = None) ->
     y, sy = out_rows("embedding", out, shape, tdt, table)
     n = ids.size
     if n and dim:
-        si = _flat_stride(ids)
+        si = single_stride(ids._shape, ids._estrides, 1)  # 0-d and size-1 ids: 1
         if si is None:
             ids = ids.contiguous()
             si = 1

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pygpukit._layout import single_stride
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import deliver, stream_of, target
@@ -43,8 +44,6 @@ def _ext() -> Any:
 
 def _gemm(a: GPUArray, b: GPUArray, d: GPUArray) -> None:
     """d[..., M, N] = a[..., M, K] @ b[..., K, N]; d contiguous, all of d's dtype, M, N, K >= 1."""
-    from pygpukit.backends.native import _uniform  # the cuBLASLt path's batch planning
-
     ext = _ext()
     dt = d._dtype
     lead = d._shape[:-2]
@@ -55,13 +54,13 @@ def _gemm(a: GPUArray, b: GPUArray, d: GPUArray) -> None:
     sa, sb, sd = a._estrides[:-2], b._estrides[:-2], d._estrides[:-2]
     # Loop over the fewest outer batch dims that leave both operands one batch stride each.
     p = 0
-    while _uniform(lead[p:], sa[p:]) is None or _uniform(lead[p:], sb[p:]) is None:
+    while single_stride(lead[p:], sa[p:]) is None or single_stride(lead[p:], sb[p:]) is None:
         p += 1
     batch = 1
     for v in lead[p:]:
         batch *= v
-    stride_a = _uniform(lead[p:], sa[p:]) or 0
-    stride_b = _uniform(lead[p:], sb[p:]) or 0
+    stride_a = single_stride(lead[p:], sa[p:]) or 0
+    stride_b = single_stride(lead[p:], sb[p:]) or 0
     sam, sak = a._estrides[-2], a._estrides[-1]
     sbk, sbn = b._estrides[-2], b._estrides[-1]
     item = dt.itemsize

@@ -47,11 +47,10 @@ def _as2d(x: GPUArray) -> tuple[GPUArray, int, int, int, int]:
         rows *= n
     if not lead:
         return x, 1, c, 0, x._estrides[-1]
-    merged = _layout.merge_dims(lead, x._estrides[:-1])
-    if len(merged) > 1:
+    sr = _layout.single_stride(lead, x._estrides[:-1])
+    if sr is None:
         x = x.contiguous()
         return x, rows, c, c, 1
-    sr = merged[0][1] if merged else 0
     return x, rows, c, sr, x._estrides[-1]
 
 

@@ -13,6 +13,7 @@ round exactly as the Triton kernel's load does).
 
 from __future__ import annotations
 
+from pygpukit._layout import single_stride
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import stream_of
@@ -24,28 +25,13 @@ __all__ = ["rope"]
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 
 
-def _outer(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """The one stride stepping through dims that collapse into one (0 when all are 1)."""
-    step: int | None = None
-    acc = 0
-    for d, s in zip(reversed(shape), reversed(strides), strict=True):
-        if d == 1:
-            continue
-        if step is None:
-            step = acc = s
-        elif s != acc:
-            return None
-        acc = s * d
-    return 0 if step is None else step
-
-
 def _tokens(a: GPUArray) -> tuple[int, int, int] | None:
     """(sb, ss, sh): element strides of the flat leading dims, the S dim and the H dim of an
     [..., S, H, D] array with D contiguous; size-1 dims get stride 0. None otherwise."""
     shape, st = a._shape, a._estrides
     if shape[-1] > 1 and st[-1] != 1:
         return None
-    sb = _outer(shape[:-3], st[:-3])
+    sb = single_stride(shape[:-3], st[:-3])
     if sb is None:
         return None
     ss = st[-3] if shape[-3] > 1 else 0
@@ -57,10 +43,10 @@ def _positions(pos: GPUArray) -> tuple[GPUArray, int, int]:
     """(positions, sb, ss) of positions broadcast to x.shape[:-2], as int32/int64."""
     if pos._dtype.name not in ("int32", "int64"):
         pos = pos.astype("int64")
-    sb = _outer(pos._shape[:-1], pos._estrides[:-1])
+    sb = single_stride(pos._shape[:-1], pos._estrides[:-1])
     if sb is None:
         pos = pos.contiguous()
-        sb = _outer(pos._shape[:-1], pos._estrides[:-1])
+        sb = single_stride(pos._shape[:-1], pos._estrides[:-1])
         assert sb is not None
     ss = pos._estrides[-1] if pos._shape[-1] > 1 else 0
     return pos, sb, ss
