@@ -24,10 +24,12 @@ pub struct LibSpec {
     pub hint: &'static str,
 }
 
-/// A loaded library and the path (or soname) it was loaded from.
-pub struct Loaded {
+/// A loaded library, the path (or soname) it was loaded from, and what the caller's `accept`
+/// made of it (its resolved entry points, valid while `lib` stays loaded).
+pub struct Loaded<T> {
     pub lib: Library,
     pub path: String,
+    pub resolved: T,
 }
 
 /// One place to try, and whether it is a filesystem path (checked for existence first) or a
@@ -89,13 +91,14 @@ pub fn candidates(
     out
 }
 
-/// Try the candidates in order; the first that loads and passes `accept` wins. On failure the
-/// message lists every candidate with the reason it was skipped.
-pub fn load_first(
+/// Try the candidates in order; the first that loads and passes `accept` wins, and what
+/// `accept` returned for it comes back with it (entry points are resolved once, by `accept`).
+/// On failure the message lists every candidate with the reason it was skipped.
+pub fn load_first<T>(
     spec: &LibSpec,
     cands: &[Candidate],
-    accept: impl Fn(&Library) -> std::result::Result<(), String>,
-) -> std::result::Result<Loaded, String> {
+    accept: impl Fn(&Library) -> std::result::Result<T, String>,
+) -> std::result::Result<Loaded<T>, String> {
     let mut tried: Vec<String> = Vec::new();
     for c in cands {
         let (name, is_path) = match c {
@@ -113,10 +116,11 @@ pub fn load_first(
         // SAFETY: loading a CUDA library runs its initialisers, which have no preconditions.
         match unsafe { Library::new(name.as_str()) } {
             Ok(lib) => match accept(&lib) {
-                Ok(()) => {
+                Ok(resolved) => {
                     return Ok(Loaded {
                         lib,
                         path: name.clone(),
+                        resolved,
                     })
                 }
                 Err(why) => tried.push(format!("{name} ({why})")),
@@ -161,11 +165,11 @@ pub fn cuda_homes_from_env() -> Vec<String> {
 }
 
 /// Search with the process environment: the spec's variable, `extra`, then the system.
-pub fn search(
+pub fn search<T>(
     spec: &LibSpec,
     extra: &[String],
-    accept: impl Fn(&Library) -> std::result::Result<(), String>,
-) -> std::result::Result<Loaded, String> {
+    accept: impl Fn(&Library) -> std::result::Result<T, String>,
+) -> std::result::Result<Loaded<T>, String> {
     let env = std::env::var(spec.env_var).ok();
     let cands = candidates(spec, env.as_deref(), extra, &cuda_homes_from_env());
     load_first(spec, &cands, accept)
@@ -251,5 +255,27 @@ mod tests {
             "{err}"
         );
         assert!(err.ends_with("Install foo."));
+    }
+
+    /// The winner's entry points come back from the one `accept` call that resolved them; a
+    /// candidate that loads but lacks a symbol is skipped.
+    #[test]
+    fn accept_resolves_once_and_its_value_comes_back() {
+        let cands = [
+            Candidate::Soname("libc.so.6".into()), // no cos(): rejected
+            Candidate::Soname("libm.so.6".into()),
+        ];
+        let calls = std::cell::Cell::new(0);
+        type Cos = unsafe extern "C" fn(f64) -> f64;
+        let found = load_first(&SPEC, &cands, |lib| {
+            calls.set(calls.get() + 1);
+            // SAFETY: cos has this C signature; the pointer is used while the library is held.
+            unsafe { symbol::<Cos>(lib, "cos") }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found.path, "libm.so.6");
+        assert_eq!(calls.get(), 2);
+        // SAFETY: `found.lib` keeps libm loaded.
+        assert_eq!(unsafe { (found.resolved)(0.0) }, 1.0);
     }
 }

@@ -59,10 +59,10 @@ pub fn load(extra: &[String]) -> Result<&'static CublasLt> {
     if let Some(lt) = LOADED.get() {
         return Ok(lt);
     }
-    let found = dynlib::search(&SPEC, extra, |lib| sys::Api::resolve(lib).map(|_| ()))
+    // The candidate whose entry points all resolve wins; they are resolved this once.
+    let found = dynlib::search(&SPEC, extra, sys::Api::resolve)
         .map_err(|m| dynlib::library_error("load cuBLASLt", m))?;
-    let api =
-        sys::Api::resolve(&found.lib).map_err(|m| dynlib::library_error("load cuBLASLt", m))?;
+    let api = found.resolved;
     // SAFETY: cublasLtGetVersion has no preconditions.
     let version = unsafe { (api.get_version)() };
     let lt = CublasLt {

@@ -79,9 +79,10 @@ pub fn load(extra: &[String]) -> Result<&'static Nvrtc> {
     if let Some(n) = LOADED.get() {
         return Ok(n);
     }
-    let found = dynlib::search(&SPEC, extra, |lib| sys::Api::resolve(lib).map(|_| ()))
+    // The candidate whose entry points all resolve wins; they are resolved this once.
+    let found = dynlib::search(&SPEC, extra, sys::Api::resolve)
         .map_err(|m| dynlib::library_error("load NVRTC", m))?;
-    let api = sys::Api::resolve(&found.lib).map_err(|m| dynlib::library_error("load NVRTC", m))?;
+    let api = found.resolved;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: valid out-pointers.
     let r = unsafe { (api.version)(&mut major, &mut minor) };
