@@ -31,6 +31,7 @@
 //! error cuBLASLt returns. Nothing falls back.
 
 use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
 
 use super::plan::{self, Plan, Problem};
 use super::{alignment, loaded, sys, CublasLt, DType, Layout, Ptrs};
@@ -245,6 +246,16 @@ pub fn validate_fp8(g: &Fp8Gemm) -> Result<()> {
     Ok(())
 }
 
+/// A descriptor that passed [`validate_fp8`]. `build_plan` takes only this, so the plan cache
+/// never holds a plan of an invalid descriptor, and a cache hit may skip validating.
+#[derive(Clone, Copy)]
+struct Validated<'a>(&'a Fp8Gemm);
+
+fn validated(g: &Fp8Gemm) -> Result<Validated<'_>> {
+    validate_fp8(g)?;
+    Ok(Validated(g))
+}
+
 /// Why this library version or device capability cannot run `g`, known before asking
 /// cuBLASLt (None: ask it).
 pub fn unsupported_reason(g: &Fp8Gemm, version: usize, cap: Option<(i32, i32)>) -> Option<String> {
@@ -350,10 +361,11 @@ fn build_plan(
     lt: &CublasLt,
     handle: usize,
     key: &plan::Key,
-    g: &Fp8Gemm,
+    g: Validated<'_>,
     p: &Fp8Ptrs,
     cap: Option<(i32, i32)>,
 ) -> Result<Plan> {
+    let g = g.0;
     if let Some(why) = unsupported_reason(g, lt.version, cap) {
         let st = sys::CUBLAS_STATUS_NOT_SUPPORTED;
         return Err(Error::Cuda {
@@ -413,8 +425,21 @@ fn build_plan(
 /// for `scale_len` fp32 values of its mode, the bias for N values, the workspace for
 /// `workspace_size` bytes; they must stay valid until the work on `stream` completes, and
 /// `stream` must be a live stream of `device`.
+///
+/// `g` is validated when its plan is not cached (first, so the error is the same on every call
+/// of an invalid descriptor, which is never cached); a cached plan was built from a validated
+/// descriptor, so a hit skips it. The pointer checks run on every call.
 pub unsafe fn matmul_fp8(device: i32, stream: usize, g: &Fp8Gemm, p: &Fp8Ptrs) -> Result<()> {
-    validate_fp8(g)?;
+    let key = plan::Key {
+        device,
+        problem: Problem::Fp8(*g),
+        align: [alignment(p.a), alignment(p.b), alignment(p.d)],
+        workspace_size: p.workspace_size,
+    };
+    let lookup = match plan::cached(&key) {
+        Some(plan) => Lookup::Hit(plan),
+        None => Lookup::Miss(validated(g)?),
+    };
     let named = [
         ("a", p.a),
         ("b", p.b),
@@ -439,16 +464,13 @@ pub unsafe fn matmul_fp8(device: i32, stream: usize, g: &Fp8Gemm, p: &Fp8Ptrs) -
     })?;
     ensure_current(device)?;
     let h = plan::handle(lt, device)?;
-    let key = plan::Key {
-        device,
-        problem: Problem::Fp8(*g),
-        align: [alignment(p.a), alignment(p.b), alignment(p.d)],
-        workspace_size: p.workspace_size,
+    let plan = match lookup {
+        Lookup::Hit(plan) => plan,
+        Lookup::Miss(valid) => plan::plan_for(key, |k| {
+            let cap = capability(device);
+            build_plan(lt, h, k, valid, p, cap).map_err(|e| explained(e, g, lt, cap))
+        })?,
     };
-    let plan = plan::plan_for(key, |k| {
-        let cap = capability(device);
-        build_plan(lt, h, k, g, p, cap).map_err(|e| explained(e, g, lt, cap))
-    })?;
     let plan = plan.lock().unwrap_or_else(|p| p.into_inner());
     // Scale and bias pointers change per call; the descriptor is shared, hence the lock.
     set_pointers(lt, &plan, g, p)?;
@@ -466,6 +488,13 @@ pub unsafe fn matmul_fp8(device: i32, stream: usize, g: &Fp8Gemm, p: &Fp8Ptrs) -
     // SAFETY: forwarded from this function's contract.
     unsafe { plan::enqueue(lt, h, &plan, alpha, beta, &ptrs, stream) }
         .map_err(|e| explained(e, g, lt, capability(device)))
+}
+
+/// The plan cache's answer for one call: the plan, or (on a miss) the validated descriptor to
+/// build it from.
+enum Lookup<'a> {
+    Hit(Arc<Mutex<Plan>>),
+    Miss(Validated<'a>),
 }
 
 #[cfg(test)]

@@ -280,13 +280,22 @@ pub(super) fn heuristic(
     Ok(algo)
 }
 
+/// The cached plan of `key`, if one was built.
+pub(super) fn cached(key: &Key) -> Option<Arc<Mutex<Plan>>> {
+    plans()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(key)
+        .map(Arc::clone)
+}
+
 /// The cached plan of `key`, made by `build` on first use.
 pub(super) fn plan_for(
     key: Key,
     build: impl FnOnce(&Key) -> Result<Plan>,
 ) -> Result<Arc<Mutex<Plan>>> {
-    if let Some(p) = plans().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Ok(Arc::clone(p));
+    if let Some(p) = cached(&key) {
+        return Ok(p);
     }
     // Built outside the lock (the heuristic takes tens of microseconds); a race builds twice
     // and keeps one.
