@@ -6,9 +6,10 @@ converts to bytes for NumPy-style callers.
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 Shape = tuple[int, ...]
 
@@ -186,3 +187,34 @@ def single_stride(shape: Shape, strides: Shape, default: int = 0) -> int | None:
             return None
         acc = s * n
     return default if step is None else step
+
+
+class BatchPlan(NamedTuple):
+    """A strided-batched GEMM's cover of batch dims: ``loop`` (the outer dims the host loops
+    over, see loop_offsets) times ``batch`` matrices per call, operand i stepping ``strides[i]``
+    elements from one matrix to the next (0 = broadcast)."""
+
+    loop: Shape
+    batch: int
+    strides: tuple[int, ...]
+
+
+def plan_batches(lead: Shape, *strides: Shape) -> BatchPlan:
+    """Loop over the fewest outer dims of ``lead`` that leave every operand (its batch strides,
+    one set per operand) one stride through the rest (single_stride); those rest dims are the
+    batch. Shared by the cuBLASLt (backends/native.py) and integer (native_kernels/matmul_int.py)
+    products."""
+    p = 0
+    while any(single_stride(lead[p:], s[p:]) is None for s in strides):
+        p += 1
+    inner = lead[p:]
+    return BatchPlan(
+        lead[:p], numel(inner), tuple(single_stride(inner, s[p:]) or 0 for s in strides)
+    )
+
+
+def loop_offsets(loop: Shape, *strides: Shape) -> Iterator[tuple[int, ...]]:
+    """For each index of the looped dims ``loop`` in C order, the element offset of each stride
+    set there (one all-zero tuple when there are no looped dims)."""
+    for idx in itertools.product(*(range(v) for v in loop)):
+        yield tuple(sum(i * s for i, s in zip(idx, st, strict=False)) for st in strides)

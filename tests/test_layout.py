@@ -74,7 +74,10 @@ def _cases(tag: str, n: int = 3000) -> list[Case]:
 
 def _offsets(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
     """Element offsets of every index in C order."""
-    return [int(np.dot(i, strides)) if shape else 0 for i in np.ndindex(*shape)]
+    if not shape:
+        return [0]
+    idx = np.indices(shape).reshape(len(shape), -1)
+    return [int(o) for o in np.asarray(strides, np.int64) @ idx]
 
 
 def _brute_single(shape: tuple[int, ...], strides: tuple[int, ...], default: int) -> int | None:
@@ -119,3 +122,73 @@ def test_single_stride_examples() -> None:
     assert _layout.single_stride((2, 3), (-3, -1)) == -1  # reversed
     with pytest.raises(ValueError):
         _layout.single_stride((2, 3), (1,))
+
+
+def _brute_plan(lead: tuple[int, ...], *strides: tuple[int, ...]) -> _layout.BatchPlan:
+    """The first split p whose inner dims every operand walks with one step (from offsets)."""
+    for p in range(len(lead) + 1):
+        inner = lead[p:]
+        if 0 in inner:  # no offsets to walk: merge_dims' rows decide
+            steps = [_from_merge(inner, s[p:], 0) for s in strides]
+        else:
+            steps = [_brute_single(inner, s[p:], 0) for s in strides]
+        known = tuple(t for t in steps if t is not None)
+        if len(known) == len(steps):
+            return _layout.BatchPlan(lead[:p], int(np.prod(inner)), known)
+    raise AssertionError("unreachable: no inner dims always plan")
+
+
+def _batch_case(rng: np.random.Generator) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Batch dims and 2-3 operands' batch strides over them (views, broadcasts, raw strides)."""
+    shape, first = (_view_case if rng.random() < 0.5 else _raw_case)(rng)
+    sets = [first]
+    for _ in range(int(rng.integers(1, 3))):
+        if rng.random() < 0.5:
+            sets.append(tuple(_layout.contiguous_strides(shape)) if shape else ())
+        else:
+            sets.append(tuple(int(x) for x in rng.integers(-6, 30, len(shape))))
+        if shape and rng.random() < 0.4:  # broadcast along some dims (stride 0)
+            sets[-1] = tuple(0 if rng.random() < 0.5 else s for s in sets[-1])
+    return shape, sets
+
+
+def test_plan_batches_matches_brute_force() -> None:
+    rng = np.random.default_rng(seed("layout", "plan"))
+    looped = multi = 0
+    for _ in range(3000):
+        lead, sets = _batch_case(rng)
+        plan = _layout.plan_batches(lead, *sets)
+        assert plan == _brute_plan(lead, *sets), (lead, sets)
+        looped += bool(plan.loop)
+        multi += len(lead) - len(plan.loop) > 1 and plan.batch > 1  # several dims per call
+        # Every batch matrix, in C order, is met once: outer offsets plus t * stride.
+        inner = lead[len(plan.loop) :]
+        want = [_offsets(lead, s) if 0 not in lead else [] for s in sets]
+        got: list[list[int]] = [[] for _ in sets]
+        for base in _layout.loop_offsets(plan.loop, *sets):
+            assert len(base) == len(sets)
+            for j, b in enumerate(base):
+                got[j] += [b + t * plan.strides[j] for t in range(plan.batch)]
+        if 0 not in lead:
+            assert got == want, (lead, sets, plan)
+        assert plan.batch == int(np.prod(inner))
+    assert looped >= 300 and multi >= 300, (looped, multi)
+
+
+def test_plan_batches_examples() -> None:
+    # Broadcast a over a contiguous b: one call, a stepping 0.
+    assert _layout.plan_batches((4, 3), (0, 0), (3, 1)) == ((), 12, (0, 1))
+    # Both contiguous over [2, 3]: a's matrix of 35 elements, b's of 10.
+    assert _layout.plan_batches((2, 3), (105, 35), (30, 10)) == ((), 6, (35, 10))
+    # a's outer dim padded: the host loops over it, 3 matrices per call.
+    assert _layout.plan_batches((2, 3), (200, 35), (30, 10)) == ((2,), 3, (35, 10))
+    assert list(_layout.loop_offsets((2,), (200, 35), (30, 10), (6, 1))) == [
+        (0, 0, 0),
+        (200, 30, 6),
+    ]
+    # No batch dims, or only size-1 ones: one matrix, one call.
+    assert _layout.plan_batches((), (), ()) == ((), 1, (0, 0))
+    assert _layout.plan_batches((1, 1), (9, 4), (5, 5)) == ((), 1, (0, 0))
+    assert list(_layout.loop_offsets((), (), ())) == [(0, 0)]
+    # A transposed batch (neither order steps uniformly) loops over everything but the last.
+    assert _layout.plan_batches((3, 4), (1, 3), (4, 1)) == ((3,), 4, (3, 1))

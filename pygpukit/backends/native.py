@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import itertools
 import os
 import sys
 import threading
@@ -230,16 +229,9 @@ def _gemm(
     b_trans, ldb = _inner(k, n, b._estrides[-2], b._estrides[-1]) or (False, n)
     sa, sb, sd = a._estrides[:-2], b._estrides[:-2], d._estrides[:-2]
     # Loop over the fewest outer batch dims that leave both operands one batch stride each.
-    p = 0
-    one = _layout.single_stride  # the one stride of a batch (0 = broadcast), or None
-    while one(lead[p:], sa[p:]) is None or one(lead[p:], sb[p:]) is None:
-        p += 1
-    inner_lead = lead[p:]
-    batch = 1
-    for v in inner_lead:
-        batch *= v
-    stride_a = one(inner_lead, sa[p:]) or 0
-    stride_b = one(inner_lead, sb[p:]) or 0
+    plan = _layout.plan_batches(lead, sa, sb)
+    batch = plan.batch
+    stride_a, stride_b = plan.strides
     stride_d = m * n
     mm = m
     if batch > 1 and stride_b == 0 and not a_trans and stride_a > 0:
@@ -257,10 +249,7 @@ def _gemm(
     a0, b0, d0 = a.data_ptr(), b.data_ptr(), d.data_ptr()
     bias_ptr = 0 if bias is None else bias.data_ptr()
     handle = stream.handle
-    for idx in itertools.product(*(range(v) for v in lead[:p])):
-        oa = sum(i * s for i, s in zip(idx, sa, strict=False)) * item
-        ob = sum(i * s for i, s in zip(idx, sb, strict=False)) * item
-        od = sum(i * s for i, s in zip(idx, sd, strict=False)) * item
+    for oa, ob, od in _layout.loop_offsets(plan.loop, sa, sb, sd):
         _core.cublaslt_matmul(
             dev.index,
             handle,
@@ -269,15 +258,15 @@ def _gemm(
             n,
             k,
             batch,
-            a0 + oa,
+            a0 + oa * item,
             a_trans,
             lda,
             stride_a,
-            b0 + ob,
+            b0 + ob * item,
             b_trans,
             ldb,
             stride_b,
-            d0 + od,
+            d0 + od * item,
             n,
             stride_d,
             epilogue,

@@ -6,19 +6,18 @@ pygpukit/backends/native.py's ``matmul`` (the routing table's native candidate o
 cuBLASLt for floats) hands integer result dtypes to ``matmul`` here. Inputs of another dtype are
 cast to the result dtype first (the ``cast`` op), as np.matmul does. The kernel reads any element
 strides of the two inner dims in place (transposed views included); batch dims broadcast with
-stride 0 and are planned as native.py plans cuBLASLt batches: one batch stride per operand, with
-a host loop over the outer dims that cannot be stepped with one stride. The result is written
-contiguous (an out= of another layout receives a copy).
+stride 0 and are planned as native.py plans cuBLASLt batches (the same _layout.plan_batches): one
+batch stride per operand, with a host loop over the outer dims that cannot be stepped with one
+stride. The result is written contiguous (an out= of another layout receives a copy).
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
-from pygpukit._layout import single_stride
+from pygpukit import _layout
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import deliver, stream_of, target
@@ -53,26 +52,18 @@ def _gemm(a: GPUArray, b: GPUArray, d: GPUArray) -> None:
     b = b.broadcast_to((*lead, k, n))
     sa, sb, sd = a._estrides[:-2], b._estrides[:-2], d._estrides[:-2]
     # Loop over the fewest outer batch dims that leave both operands one batch stride each.
-    p = 0
-    while single_stride(lead[p:], sa[p:]) is None or single_stride(lead[p:], sb[p:]) is None:
-        p += 1
-    batch = 1
-    for v in lead[p:]:
-        batch *= v
-    stride_a = single_stride(lead[p:], sa[p:]) or 0
-    stride_b = single_stride(lead[p:], sb[p:]) or 0
+    plan = _layout.plan_batches(lead, sa, sb)
+    batch = plan.batch
+    stride_a, stride_b = plan.strides
     sam, sak = a._estrides[-2], a._estrides[-1]
     sbk, sbn = b._estrides[-2], b._estrides[-1]
     item = dt.itemsize
     dev, stream = d._device.index, stream_of(d)
     a0, b0, d0 = a.data_ptr(), b.data_ptr(), d.data_ptr()
-    for idx in itertools.product(*(range(v) for v in lead[:p])):
-        oa = sum(i * s for i, s in zip(idx, sa, strict=False)) * item
-        ob = sum(i * s for i, s in zip(idx, sb, strict=False)) * item
-        od = sum(i * s for i, s in zip(idx, sd, strict=False)) * item
+    for oa, ob, od in _layout.loop_offsets(plan.loop, sa, sb, sd):
         # fmt: off
-        ext.matmul_int(dev, stream, dt.name, batch, m, n, k, a0 + oa, stride_a, sam, sak,
-                       b0 + ob, stride_b, sbk, sbn, d0 + od)
+        ext.matmul_int(dev, stream, dt.name, batch, m, n, k, a0 + oa * item, stride_a, sam, sak,
+                       b0 + ob * item, stride_b, sbk, sbn, d0 + od * item)
         # fmt: on
 
 
