@@ -334,13 +334,14 @@ def test_cpp_rechecks_raise_value_error_before_any_cuda_call() -> None:
     ext = _ext()
     with pytest.raises(ValueError, match="mode must be 'dense' or 'varlen'"):
         _sdpa_call(ext, mode="decode")
-    with pytest.raises(ValueError, match="kv heads must divide the query heads"):
+    # The shared row launcher names the op it serves (sdpa, sdpa_varlen, sdpa_decode).
+    with pytest.raises(ValueError, match=r"^sdpa: kv heads must divide the query heads$"):
         _sdpa_call(ext, kv_heads=3)
-    with pytest.raises(ValueError, match=r"head dims must lie in \[0, 256\]"):
+    with pytest.raises(ValueError, match=r"^sdpa: head dims must lie in \[0, 256\]"):
         _sdpa_call(ext, d=300)
-    with pytest.raises(ValueError, match="q and out must be device pointers"):
+    with pytest.raises(ValueError, match=r"^sdpa: q and out must be device pointers$"):
         _sdpa_call(ext, q=0)
-    with pytest.raises(ValueError, match="varlen needs cu_seqlens"):
+    with pytest.raises(ValueError, match=r"^sdpa_varlen: varlen needs cu_seqlens$"):
         _sdpa_call(ext, mode="varlen")
     with pytest.raises(ValueError, match="unknown dtype"):
         _sdpa_call(ext, dtype="float17")
@@ -353,7 +354,7 @@ def test_cpp_rechecks_raise_value_error_before_any_cuda_call() -> None:
         ext.kv_cache_write(0, 0, "float16", "float16", 1, 1, 1, 8, 2, False, 1, 1, 1, 1,
                            (0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1), 1, 1, 0, 0, 0,
                            0, 0, 8, 1, 1, 4, (1, 1), (1, 1))  # fmt: skip
-    with pytest.raises(ValueError, match="paged: page and nblocks > 0"):
+    with pytest.raises(ValueError, match=r"^sdpa_decode: paged: page and nblocks > 0$"):
         ext.sdpa_decode(0, 0, "float32", 1, 2, 1, 1, 8, 1, 1, 1, 1, (0, 0, 0, 1), (0, 0, 0, 1),
                         (0, 0, 0, 1), (0, 0, 0, 1), 1, 1, 1, 1, 1, 0, 0, 8, 1.0, True)  # fmt: skip
 

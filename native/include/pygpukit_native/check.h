@@ -39,7 +39,11 @@ inline cudaStream_t as_stream(std::uintptr_t s) { return reinterpret_cast<cudaSt
 #define PGK_CHECK(call) ::pgk::check((call), #call, __FILE__, __LINE__)
 // After a <<<>>> launch: a bad configuration shows up here, not at the next sync.
 #define PGK_CHECK_LAUNCH(name) ::pgk::check(cudaGetLastError(), name, __FILE__, __LINE__)
-#define PGK_REQUIRE(cond, what)                 \
-  do {                                          \
-    if (!(cond)) ::pgk::fail(__func__, (what)); \
+// PGK_REQUIRE names the error after the enclosing function, which is the op only in an op's
+// own entry point; a helper shared by several ops (or a lambda, whose __func__ is "operator()")
+// uses PGK_REQUIRE_AS with the op's name passed down, so the user reads the op they called.
+#define PGK_REQUIRE_AS(who, cond, what)      \
+  do {                                       \
+    if (!(cond)) ::pgk::fail((who), (what)); \
   } while (0)
+#define PGK_REQUIRE(cond, what) PGK_REQUIRE_AS(__func__, cond, what)

@@ -42,8 +42,10 @@ struct RowLaunch {
 };
 
 // tx threads per row (a power of two covering the row's packs `unroll` at a time, at most
-// `threads`), ty = threads / tx rows per block (no more than there are rows).
-inline RowLaunch row_launch(std::int64_t rows, std::int64_t n, int v, int unroll, int threads) {
+// `threads`), ty = threads / tx rows per block (no more than there are rows). `who`: the op, for
+// the error.
+inline RowLaunch row_launch(std::int64_t rows, std::int64_t n, int v, int unroll, int threads,
+                            const char* who) {
   const std::int64_t nvec = ceil_div(n, v);
   int tx = pow2_at_least(ceil_div(nvec, unroll));
   if (tx > threads) tx = threads;
@@ -51,7 +53,7 @@ inline RowLaunch row_launch(std::int64_t rows, std::int64_t n, int v, int unroll
   while (ty > 1 && ty / 2 >= rows) ty >>= 1;
   const std::int64_t col_blocks = ceil_div(nvec, std::int64_t(tx) * unroll);
   const std::int64_t blocks = ceil_div(rows, ty) * col_blocks;
-  PGK_REQUIRE(blocks <= INT_MAX, "more than 2^31-1 blocks");
+  PGK_REQUIRE_AS(who, blocks <= INT_MAX, "more than 2^31-1 blocks");
   return {dim3(unsigned(tx), unsigned(ty)), unsigned(blocks), col_blocks};
 }
 
@@ -114,7 +116,7 @@ void launch_rowmap(const RowMap& m, cudaStream_t stream, const char* name) {
                    (!two || (aligned_to(m.b, V * sizeof(TB)) && stride_ok(m.rows, m.sb, V)));
   auto go = [&](auto width) {
     constexpr int W = decltype(width)::value;
-    const RowLaunch L = row_launch(m.rows, m.n, W, kMapUnroll, kMapThreads);
+    const RowLaunch L = row_launch(m.rows, m.n, W, kMapUnroll, kMapThreads, name);
     rowmap_kernel<F, C, TA, TB, TY, W><<<L.blocks, L.block, 0, stream>>>(
         ptr<const TA>(m.a), m.sa, ptr<const TB>(m.b), m.sb, ptr<TY>(m.y), m.sy, m.rows, m.n,
         L.col_blocks);
@@ -127,11 +129,11 @@ void launch_rowmap(const RowMap& m, cudaStream_t stream, const char* name) {
   PGK_CHECK_LAUNCH(name);
 }
 
-inline void check_rowmap(const RowMap& m, bool binary) {
-  PGK_REQUIRE(m.rows >= 0 && m.n >= 0, "rows and n must be >= 0");
-  PGK_REQUIRE(m.a && m.y, "a and y must be device pointers");
-  PGK_REQUIRE(!binary || m.b, "a binary op needs its second operand");
-  PGK_REQUIRE(m.sa >= 0 && m.sb >= 0 && m.sy >= 0, "row strides must be >= 0");
+inline void check_rowmap(const RowMap& m, bool binary, const char* who) {
+  PGK_REQUIRE_AS(who, m.rows >= 0 && m.n >= 0, "rows and n must be >= 0");
+  PGK_REQUIRE_AS(who, m.a && m.y, "a and y must be device pointers");
+  PGK_REQUIRE_AS(who, !binary || m.b, "a binary op needs its second operand");
+  PGK_REQUIRE_AS(who, m.sa >= 0 && m.sb >= 0 && m.sy >= 0, "row strides must be >= 0");
 }
 
 }  // namespace pgk

@@ -158,7 +158,7 @@ void activation(const std::string& op, const ActivationArgs& a) {
   }
   PGK_REQUIRE(a.rows >= 0 && a.n >= 0, "rows and n must be >= 0");
   if (a.rows == 0 || a.n == 0) return;
-  check_rowmap(m, gated);
+  check_rowmap(m, gated, "activation");
   use_device(a.device);
   if (op == "sigmoid") return run_float<Sigmoid>(a, m, "sigmoid");
   if (op == "relu") return run_relu(a, m);

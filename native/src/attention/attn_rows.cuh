@@ -189,24 +189,24 @@ void with_nper(std::int64_t dmax, F&& f) {
 
 template <AttnMode MODE>
 void launch_rows(const AttnArgs& a, const char* who) {
-  PGK_REQUIRE(a.units >= 0 && a.heads >= 0 && a.sq >= 0 && a.sk >= 0,
-              std::string(who) + ": negative sizes");
-  PGK_REQUIRE(a.kv_heads > 0 && a.heads % a.kv_heads == 0,
-              std::string(who) + ": kv heads must divide the query heads");
-  PGK_REQUIRE(a.d >= 0 && a.d <= kMaxHeadDim && a.dv >= 0 && a.dv <= kMaxHeadDim,
-              std::string(who) + ": head dims must lie in [0, " + std::to_string(kMaxHeadDim) +
-                  "], got " + std::to_string(a.d) + " and " + std::to_string(a.dv));
+  PGK_REQUIRE_AS(who, a.units >= 0 && a.heads >= 0 && a.sq >= 0 && a.sk >= 0, "negative sizes");
+  PGK_REQUIRE_AS(who, a.kv_heads > 0 && a.heads % a.kv_heads == 0,
+                 "kv heads must divide the query heads");
+  PGK_REQUIRE_AS(who, a.d >= 0 && a.d <= kMaxHeadDim && a.dv >= 0 && a.dv <= kMaxHeadDim,
+                 "head dims must lie in [0, " + std::to_string(kMaxHeadDim) + "], got " +
+                     std::to_string(a.d) + " and " + std::to_string(a.dv));
   const std::int64_t rows = a.units * a.heads * a.sq;
   if (rows == 0 || a.dv == 0) return;
   // k and v may be empty (no keys anywhere): only q and out are certainly read/written.
-  PGK_REQUIRE(a.q && a.out, std::string(who) + ": q and out must be device pointers");
-  if (MODE == AttnMode::varlen) PGK_REQUIRE(a.cu_q && a.cu_k, "varlen needs cu_seqlens");
+  PGK_REQUIRE_AS(who, a.q && a.out, "q and out must be device pointers");
+  if (MODE == AttnMode::varlen) PGK_REQUIRE_AS(who, a.cu_q && a.cu_k, "varlen needs cu_seqlens");
   if (MODE == AttnMode::decode) {
-    PGK_REQUIRE(a.lens, "decode needs cache_seqlens");
-    PGK_REQUIRE(!a.block_table || (a.page > 0 && a.nblocks > 0), "paged: page and nblocks > 0");
+    PGK_REQUIRE_AS(who, a.lens, "decode needs cache_seqlens");
+    PGK_REQUIRE_AS(who, !a.block_table || (a.page > 0 && a.nblocks > 0),
+                   "paged: page and nblocks > 0");
   }
   const std::int64_t blocks = (rows + kWarps - 1) / kWarps;
-  PGK_REQUIRE(blocks <= 0x7fffffff, std::string(who) + ": too many query rows for one launch");
+  PGK_REQUIRE_AS(who, blocks <= 0x7fffffff, "too many query rows for one launch");
   use_device(a.device);
   dispatch_float(a.dtype, who, [&](auto t) {
     using T = decltype(t);

@@ -70,7 +70,8 @@ __global__ void kv_write_kernel(const KvWriteArgs a) {
 }  // namespace
 
 void sdpa_decode_rows(const AttnArgs& a) {
-  PGK_REQUIRE(a.mode == AttnMode::decode, "sdpa_decode_rows takes decode-mode arguments");
+  PGK_REQUIRE_AS("sdpa_decode", a.mode == AttnMode::decode,
+                 "sdpa_decode_rows takes decode-mode arguments");
   attn::launch_rows<AttnMode::decode>(a, "sdpa_decode");
 }
 

@@ -80,7 +80,7 @@ void launch_embedding(const EmbeddingArgs& a) {
   const cudaStream_t stream = as_stream(a.stream);
   auto go = [&](auto width) {
     constexpr int W = decltype(width)::value;
-    const RowLaunch L = row_launch(a.n_ids, a.dim, W, kMapUnroll, kMapThreads);
+    const RowLaunch L = row_launch(a.n_ids, a.dim, W, kMapUnroll, kMapThreads, "embedding");
     embedding_kernel<E, W><<<L.blocks, L.block, 0, stream>>>(
         ptr<const void>(a.ids), a.ids_dtype, a.ids_stride, ptr<const E>(a.table), a.num_rows,
         a.dim, a.table_row_stride, a.table_col_stride, ptr<E>(a.y), a.y_row_stride, a.n_ids,
@@ -131,7 +131,7 @@ void bias_add(const BiasAddArgs& a) {
   PGK_REQUIRE(a.rows >= 0 && a.n >= 0, "rows and n must be >= 0");
   if (a.rows == 0 || a.n == 0) return;
   const RowMap m{a.rows, a.n, a.x, a.x_row_stride, a.bias, 0, a.y, a.y_row_stride};
-  check_rowmap(m, true);
+  check_rowmap(m, true, "bias_add");
   use_device(a.device);
   const cudaStream_t stream = as_stream(a.stream);
   dispatch_float(a.dtype, "bias_add", [&](auto t) {
@@ -140,7 +140,8 @@ void bias_add(const BiasAddArgs& a) {
     if (a.bias_dtype == a.dtype) {
       launch_rowmap<Add, C, T, T, T>(m, stream, "bias_add");
     } else if constexpr (!std::is_same<T, C>::value) {
-      PGK_REQUIRE(a.bias_dtype == DType::f32, "bias must be x's dtype or float32");
+      PGK_REQUIRE_AS("bias_add", a.bias_dtype == DType::f32,
+                     "bias must be x's dtype or float32");
       launch_rowmap<Add, C, T, C, T>(m, stream, "bias_add");
     } else {
       fail("bias_add", std::string("bias must be ") + dtype_name(a.dtype) + ", got " +

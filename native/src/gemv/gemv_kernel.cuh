@@ -277,22 +277,23 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
 
 // Argument checks every format repeats (the Python adapter checked them first).
 inline void check_common(const GemvArgs& a, int elems, const char* who) {
-  (void)who;
-  PGK_REQUIRE(a.dtype == DType::bf16 || a.dtype == DType::f16,
-              "x, bias and y must be float16 or bfloat16");
-  PGK_REQUIRE(a.m >= 0 && a.n >= 0 && a.k >= 0, "m, n, k must be >= 0");
-  PGK_REQUIRE(a.k % elems == 0, "k must be a multiple of the 16-byte granule of the format");
+  PGK_REQUIRE_AS(who, a.dtype == DType::bf16 || a.dtype == DType::f16,
+                 "x, bias and y must be float16 or bfloat16");
+  PGK_REQUIRE_AS(who, a.m >= 0 && a.n >= 0 && a.k >= 0, "m, n, k must be >= 0");
+  PGK_REQUIRE_AS(who, a.k % elems == 0,
+                 "k must be a multiple of the 16-byte granule of the format");
   if (a.m == 0 || a.n == 0) return;
-  PGK_REQUIRE(a.y != 0, "y must be a device pointer");
-  PGK_REQUIRE((a.n + kTileN - 1) / kTileN <= INT_MAX, "n is too large for the grid");
-  PGK_REQUIRE((a.m + kTileM - 1) / kTileM <= 65535, "m is too large (at most 65535 * 16 rows)");
+  PGK_REQUIRE_AS(who, a.y != 0, "y must be a device pointer");
+  PGK_REQUIRE_AS(who, (a.n + kTileN - 1) / kTileN <= INT_MAX, "n is too large for the grid");
+  PGK_REQUIRE_AS(who, (a.m + kTileM - 1) / kTileM <= 65535,
+                 "m is too large (at most 65535 * 16 rows)");
   if (a.k == 0) return;
-  PGK_REQUIRE(a.x != 0 && a.w != 0, "x and w must be device pointers");
-  PGK_REQUIRE(a.x % 16 == 0 && a.w % 16 == 0, "x and w must be 16-byte aligned");
-  PGK_REQUIRE(a.m == 1 || (a.x_row_stride % 8 == 0 && a.x_row_stride >= a.k),
-              "x's row stride must be a multiple of 8 elements and >= k");
-  PGK_REQUIRE(a.w_row_bytes % 16 == 0 && a.w_row_bytes * elems >= a.k * 16,
-              "w's row stride must be a multiple of 16 bytes and hold k values");
+  PGK_REQUIRE_AS(who, a.x != 0 && a.w != 0, "x and w must be device pointers");
+  PGK_REQUIRE_AS(who, a.x % 16 == 0 && a.w % 16 == 0, "x and w must be 16-byte aligned");
+  PGK_REQUIRE_AS(who, a.m == 1 || (a.x_row_stride % 8 == 0 && a.x_row_stride >= a.k),
+                 "x's row stride must be a multiple of 8 elements and >= k");
+  PGK_REQUIRE_AS(who, a.w_row_bytes % 16 == 0 && a.w_row_bytes * elems >= a.k * 16,
+                 "w's row stride must be a multiple of 16 bytes and hold k values");
 }
 
 // The kernels' view of the arguments (both kernel headers launch with it).

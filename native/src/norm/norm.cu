@@ -249,9 +249,9 @@ int threads_for(std::int64_t n) {
 }
 
 void check_rows(const char* who, const RowNormArgs& a) {
-  PGK_REQUIRE(a.rows >= 0 && a.n > 0, "rows must be >= 0 and n > 0");
-  PGK_REQUIRE(a.rows <= 0x7fffffff, "more than 2^31-1 rows");
-  PGK_REQUIRE(a.rows == 0 || (a.x && a.y), std::string(who) + ": x and y must be device pointers");
+  PGK_REQUIRE_AS(who, a.rows >= 0 && a.n > 0, "rows must be >= 0 and n > 0");
+  PGK_REQUIRE_AS(who, a.rows <= 0x7fffffff, "more than 2^31-1 rows");
+  PGK_REQUIRE_AS(who, a.rows == 0 || (a.x && a.y), "x and y must be device pointers");
 }
 
 }  // namespace

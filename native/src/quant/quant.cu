@@ -221,25 +221,26 @@ std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 void quantize_fp8(const QuantizeArgs& a) {
+  const char* who = "quantize_fp8";  // __func__ in the lambdas below would read "operator()"
   PGK_REQUIRE(a.rows >= 1 && a.cols >= 1, "x must have at least one element");
   PGK_REQUIRE(a.gr >= 1 && a.gc >= 1, "group sizes must be >= 1");
   const cudaStream_t st = as_stream(a.stream);
   const std::int64_t nr = cdiv(a.rows, a.gr), nc = cdiv(a.cols, a.gc);
-  dispatch_half_float(a.src, "quantize_fp8", [&](auto tx) {
+  dispatch_half_float(a.src, who, [&](auto tx) {
     using T = decltype(tx);
-    dispatch_fp8(a.dst, "quantize_fp8", [&](auto dx) {
+    dispatch_fp8(a.dst, who, [&](auto dx) {
       using D = decltype(dx);
       use_device(a.device);  // after the dtype checks: bad arguments never touch the driver
       const T* x = ptr<const T>(a.x);
       D* q = ptr<D>(a.q);
       float* s = ptr<float>(a.scale);
       if (a.gr >= a.rows && a.gc >= a.cols) {
-        PGK_REQUIRE(a.partial != 0 && a.n_partial >= 1 && a.n_partial <= INT_MAX,
-                    "per-tensor quantization needs a workspace of n_partial >= 1 floats");
+        PGK_REQUIRE_AS(who, a.partial != 0 && a.n_partial >= 1 && a.n_partial <= INT_MAX,
+                       "per-tensor quantization needs a workspace of n_partial >= 1 floats");
         const std::int64_t n = a.rows * a.cols;
         const bool flat = a.sc == 1 && (a.sr == a.cols || a.rows == 1);
         const std::int64_t chunks = cdiv(n, kChunk);
-        PGK_REQUIRE(chunks <= INT_MAX, "x has too many elements for one launch");
+        PGK_REQUIRE_AS(who, chunks <= INT_MAX, "x has too many elements for one launch");
         float* part = ptr<float>(a.partial);
         amax_partial_kernel<T><<<static_cast<unsigned>(a.n_partial), kThreads, 0, st>>>(
             x, part, n, flat, a.cols, a.sr, a.sc);
@@ -249,12 +250,12 @@ void quantize_fp8(const QuantizeArgs& a) {
         PGK_CHECK_LAUNCH("quant_tensor_kernel");
       } else if (a.gr == 1) {
         const std::int64_t blocks = cdiv(a.rows * nc, kThreads / 32);
-        PGK_REQUIRE(blocks <= INT_MAX, "too many groups for one launch");
+        PGK_REQUIRE_AS(who, blocks <= INT_MAX, "too many groups for one launch");
         quant_rows_kernel<T, D><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
             x, q, s, a.rows, a.cols, a.sr, a.sc, a.gc, nc);
         PGK_CHECK_LAUNCH("quant_rows_kernel");
       } else {
-        PGK_REQUIRE(nr * nc <= INT_MAX, "too many groups for one launch");
+        PGK_REQUIRE_AS(who, nr * nc <= INT_MAX, "too many groups for one launch");
         quant_tiles_kernel<T, D><<<static_cast<unsigned>(nr * nc), dim3(32, 8), 0, st>>>(
             x, q, s, a.rows, a.cols, a.sr, a.sc, a.gr, a.gc, nc);
         PGK_CHECK_LAUNCH("quant_tiles_kernel");

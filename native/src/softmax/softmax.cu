@@ -254,7 +254,7 @@ void launch_rows(const SoftmaxArgs& a, cudaStream_t stream) {
   int tpr = 0;
   const int vpt = pick_vpt<V>(a.n, kMaxVpt, &tpr);
   if (vpt == 0) {
-    PGK_REQUIRE(a.rows <= INT_MAX, "more than 2^31-1 rows");
+    PGK_REQUIRE_AS("softmax", a.rows <= INT_MAX, "more than 2^31-1 rows");
     softmax_long_kernel<T, V><<<unsigned(a.rows), kLongThreads, 0, stream>>>(
         ptr<const T>(a.x), a.x_row_stride, ptr<T>(a.y), a.y_row_stride, a.n, scale, a.causal,
         a.sq);
@@ -263,7 +263,7 @@ void launch_rows(const SoftmaxArgs& a, cudaStream_t stream) {
   }
   const int threads = tpr <= 32 ? 128 : tpr;
   const std::int64_t blocks = ceil_div(a.rows, threads / tpr);
-  PGK_REQUIRE(blocks <= INT_MAX, "more than 2^31-1 blocks");
+  PGK_REQUIRE_AS("softmax", blocks <= INT_MAX, "more than 2^31-1 blocks");
   auto go = [&](auto per) {
     constexpr int P = decltype(per)::value;
     if constexpr (P <= kMaxVpt) {
