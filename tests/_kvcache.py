@@ -2,6 +2,7 @@
 
 Written from the definitions with plain loops over sequences (no shared code with the NumPy
 backend): key j of sequence b in a paged cache is cache[block_table[b, j // page], :, j % page].
+The attention of one head is _attention_ref.head_ref, the reference of the sdpa tests.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from _attention_ref import head_ref
 from _data import as64
 
 
@@ -65,15 +67,9 @@ def ref_decode(
         k, v = gather(k_cache, b, n, table), gather(v_cache, b, n, table)
         for hi in range(h):
             kh = hi // (h // hkv)
-            s = q64[b, hi] @ k[kh].T * sc  # [Sq, n]
-            vis = np.ones((sq, n), bool)
-            if causal:
-                vis = np.arange(n)[None, :] <= np.arange(sq)[:, None] + n - sq
-            for i in range(sq):
-                if vis[i].any():
-                    si = s[i][vis[i]]
-                    p = np.exp(si - si.max())
-                    out[b, hi, i] = p @ v[kh][vis[i]] / math.fsum(p)
+            # gather gave the sequence's n keys, so head_ref's causal end-alignment
+            # (j <= i + Sk - Sq) is the one above with Sk = n.
+            out[b, hi] = head_ref(q64[b, hi], k[kh], v[kh], causal, sc)
     return out
 
 
