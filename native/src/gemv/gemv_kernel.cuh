@@ -26,6 +26,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "gemv/gemv.h"
 #include "pygpukit_native/check.h"
@@ -192,26 +193,33 @@ __device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
   }
 }
 
-template <typename T, typename F>
-__device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[kTiles][4],
-                                         std::int64_t n0, std::int64_t m0) {
-  __shared__ float red[kMaxWarps][kTiles * 4][32];
+// The end of every gemv kernel (this one and gemv_wa.cuh's): each warp's accumulators go to
+// shared memory, then one thread per output value adds the warps' partial sums in a fixed warp
+// order (deterministic), applies the format's finish (scales that do not vary along K), adds
+// the bias in fp32 and rounds once at the store. What differs between the kernels is only the
+// shape of acc (its values, flattened row-major, are value i of each lane) and where value i of
+// lane l lands in y: at(i, l, m, n) sets its row m and column n (W is the B operand of the mma
+// here, the A operand in gemv_wa.cuh, so C's rows are x rows in one and W rows in the other).
+// kWarps: the most warps a block of the kernel has (sizes the reduction buffer). The kernels'
+// at captures m0 and n0 by value: capturing them by reference changed gemv_kernel's SASS.
+template <typename T, typename F, int kWarps, typename Acc, typename At>
+__device__ __forceinline__ void epilogue(const Params& p, const Acc& acc, At at) {
+  static_assert(std::is_same_v<std::remove_all_extents_t<Acc>, float>, "fp32 accumulators");
+  constexpr int kVals = sizeof(Acc) / sizeof(float);
+  const float* vals = reinterpret_cast<const float*>(&acc);
+  __shared__ float red[kWarps][kVals][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) red[warp][j * 4 + e][lane] = acc[j][e];
-  }
+  for (int i = 0; i < kVals; ++i) red[warp][i][lane] = vals[i];
   __syncthreads();
   const T* bias = static_cast<const T*>(p.bias);
   T* y = static_cast<T*>(p.y);
-  for (int idx = threadIdx.x; idx < kTiles * 4 * 32; idx += blockDim.x) {
-    const int r = idx >> 5, l = idx & 31;
+  for (int idx = threadIdx.x; idx < kVals * 32; idx += blockDim.x) {
+    const int i = idx >> 5, l = idx & 31;
     float v = 0.f;
-    for (int w = 0; w < nwarps; ++w) v += red[w][r][l];
-    const int j = r >> 2, e = r & 3;
-    const std::int64_t m = m0 + (l >> 2) + (e >> 1) * 8;
-    const std::int64_t n = n0 + 8 * j + 2 * (l & 3) + (e & 1);
+    for (int w = 0; w < nwarps; ++w) v += red[w][i][l];
+    std::int64_t m, n;
+    at(i, l, m, n);
     if (m < p.m && n < p.n) {
       v = F::finish(p, v, n);
       if (bias != nullptr) v += to_compute(bias[n]);
@@ -272,7 +280,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
       cside[u] = nside[u];
     }
   }
-  epilogue<T, F>(p, acc, n0, m0);
+  // C value e of n-tile j: x row g or g + 8 (e >> 1), W row (output column) 2t or 2t + 1 (e & 1).
+  epilogue<T, F, kMaxWarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
+    const int j = i >> 2, e = i & 3;
+    m = m0 + (l >> 2) + (e >> 1) * 8;
+    n = n0 + 8 * j + 2 * (l & 3) + (e & 1);
+  });
 }
 
 // Argument checks every format repeats (the Python adapter checked them first).

@@ -163,38 +163,6 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
 }
 
 template <typename T, typename F, int RT, int MT>
-__device__ __forceinline__ void epilogue(const Params& p, const float (&acc)[RT][MT][4],
-                                         std::int64_t n0, std::int64_t m0) {
-  constexpr int kVals = RT * MT * 4;
-  __shared__ float red[kWarps][kVals][32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll
-  for (int r = 0; r < RT; ++r) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) red[warp][(r * MT + mt) * 4 + e][lane] = acc[r][mt][e];
-    }
-  }
-  __syncthreads();
-  const T* bias = static_cast<const T*>(p.bias);
-  T* y = static_cast<T*>(p.y);
-  for (int idx = threadIdx.x; idx < kVals * 32; idx += blockDim.x) {
-    const int v_i = idx >> 5, l = idx & 31;
-    float v = 0.f;
-    for (int w = 0; w < nwarps; ++w) v += red[w][v_i][l];
-    const int e = v_i & 3, mt = (v_i >> 2) % MT, r = (v_i >> 2) / MT;
-    const std::int64_t n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
-    const std::int64_t m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
-    if (m < p.m && n < p.n) {
-      v = F::finish(p, v, n);
-      if (bias != nullptr) v += to_compute(bias[n]);
-      y[m * p.n + n] = from_compute<T>(v);
-    }
-  }
-}
-
-template <typename T, typename F, int RT, int MT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
   using Side = typename F::template Side<RT>;
   const int lane = threadIdx.x & 31;
@@ -278,7 +246,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
     stage = stage == kStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();
-  epilogue<T, F, RT, MT>(p, acc, n0, m0);
+  // C value e of row tile r and x tile mt: W row (output column) g or g + 8 (e >> 1), x row 2t
+  // or 2t + 1 (e & 1).
+  epilogue<T, F, kWarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
+    const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
+    n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
+    m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
+  });
 }
 
 // Two row tiles (32 output columns) a block; one x tile up to 8 rows of x, two beyond (W is read
