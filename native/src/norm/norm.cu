@@ -15,17 +15,36 @@
 namespace pgk {
 namespace {
 
-template <typename T, typename W>
-__global__ void rmsnorm_kernel(const T* __restrict__ x, std::int64_t sx, const T* __restrict__ r,
-                               std::int64_t sr, const W* __restrict__ w, std::int64_t sw,
-                               T* __restrict__ y, T* __restrict__ h, std::int64_t n, double eps) {
+// RMSNorm and LayerNorm share one skeleton per path (general below, vector further down):
+// statistics passes, a block reduction after each, then the normalising pass. CENTER tells them
+// apart: LayerNorm centres (subtracts the row mean, a pass and a reduction before the variance),
+// RMSNorm does not. An operand only one op has (RMSNorm's residual r and its sum h, LayerNorm's
+// bias) reaches the other op's skeleton as a nullptr constant, so its branches compile away. The
+// __global__ kernels keep their own parameter lists. RMSNorm's weight is required (checked on
+// the host), LayerNorm's optional: `!CENTER || w`, written out at each use (hoisting it into a
+// bool changed the vector kernels' machine code).
+
+template <bool CENTER, typename T, typename W>
+__device__ __forceinline__ void norm_row(const T* __restrict__ x, std::int64_t sx,
+                                         const T* __restrict__ r, std::int64_t sr,
+                                         const W* __restrict__ w, std::int64_t sw,
+                                         const W* __restrict__ b, std::int64_t sb,
+                                         T* __restrict__ y, T* __restrict__ h, std::int64_t n,
+                                         double eps) {
   using C = typename Compute<T>::type;
   __shared__ C scratch[32];
   const std::int64_t row = blockIdx.x;
   const T* xr = x + row * sx;
   T* yr = y + row * n;
   T* hr = h ? h + row * n : nullptr;
-  C ss = 0;
+  C mean = 0;
+  if constexpr (CENTER) {
+    C s = 0;
+    for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) s += to_compute(xr[j]);
+    mean = block_sum(s, scratch) / C(n);
+  }
+  // LayerNorm: two-pass variance (mean of squared deviations), as torch and the NumPy reference.
+  C sq = 0;
   for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
     C v = to_compute(xr[j]);
     if (r) {
@@ -33,15 +52,26 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, std::int64_t sx, const T
       hr[j] = hv;
       v = to_compute(hv);
     }
-    ss += v * v;
+    if constexpr (CENTER) v = v - mean;
+    sq += v * v;
   }
-  ss = block_sum(ss, scratch);
-  const C rstd = C(1) / sqrt(ss / C(n) + C(eps));
+  const C rstd = C(1) / sqrt(block_sum(sq, scratch) / C(n) + C(eps));
   const T* src = r ? hr : xr;  // each thread re-reads only the elements it wrote itself
   for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const C v = to_compute(src[j]) * rstd;
-    yr[j] = from_compute<T>(v * C(to_compute(w[j * sw])));
+    C v = to_compute(src[j]);
+    if constexpr (CENTER) v = v - mean;
+    v = v * rstd;
+    if (!CENTER || w) v = v * C(to_compute(w[j * sw]));
+    if (b) v = v + C(to_compute(b[j * sb]));
+    yr[j] = from_compute<T>(v);
   }
+}
+
+template <typename T, typename W>
+__global__ void rmsnorm_kernel(const T* __restrict__ x, std::int64_t sx, const T* __restrict__ r,
+                               std::int64_t sr, const W* __restrict__ w, std::int64_t sw,
+                               T* __restrict__ y, T* __restrict__ h, std::int64_t n, double eps) {
+  norm_row<false, T, W>(x, sx, r, sr, w, sw, nullptr, 0, y, h, n, eps);
 }
 
 template <typename T, typename W>
@@ -49,32 +79,12 @@ __global__ void layernorm_kernel(const T* __restrict__ x, std::int64_t sx,
                                  const W* __restrict__ w, std::int64_t sw,
                                  const W* __restrict__ b, std::int64_t sb, T* __restrict__ y,
                                  std::int64_t n, double eps) {
-  using C = typename Compute<T>::type;
-  __shared__ C scratch[32];
-  const std::int64_t row = blockIdx.x;
-  const T* xr = x + row * sx;
-  T* yr = y + row * n;
-  C s = 0;
-  for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) s += to_compute(xr[j]);
-  const C mean = block_sum(s, scratch) / C(n);
-  // Two-pass variance (mean of squared deviations), as torch and the NumPy reference.
-  C sd = 0;
-  for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const C d = to_compute(xr[j]) - mean;
-    sd += d * d;
-  }
-  const C rstd = C(1) / sqrt(block_sum(sd, scratch) / C(n) + C(eps));
-  for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    C v = (to_compute(xr[j]) - mean) * rstd;
-    if (w) v = v * C(to_compute(w[j * sw]));
-    if (b) v = v + C(to_compute(b[j * sb]));
-    yr[j] = from_compute<T>(v);
-  }
+  norm_row<true, T, W>(x, sx, nullptr, 0, w, sw, b, sb, y, nullptr, n, eps);
 }
 
 // The fast path: rows whose bytes are 16-byte aligned and whose weight has x's dtype. Each
 // thread holds ITEMS vectors of 16 bytes in registers, so every element is read once and
-// written once (the general kernels above re-read the row).
+// written once (the general path re-reads the row).
 template <typename T>
 struct Vec {
   static constexpr int E = 16 / sizeof(T);
@@ -93,102 +103,90 @@ __device__ inline void store16(T* p, const Vec<T>& v) {
   *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(v.v);
 }
 
-template <typename T, int ITEMS>
-__global__ void rmsnorm_vec_kernel(const T* __restrict__ x, std::int64_t sx,
-                                   const T* __restrict__ r, std::int64_t sr,
-                                   const T* __restrict__ w, T* __restrict__ y, T* __restrict__ h,
-                                   int n, double eps) {
+// f(i, idx) for each of the thread's ITEMS register slots whose vector idx (slot i of every
+// thread covers one blockDim.x-wide stretch of the row, so a warp's loads are contiguous) lies
+// in the row.
+template <int ITEMS, typename F>
+__device__ __forceinline__ void for_vecs(int nvec, F&& f) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int idx = threadIdx.x + i * blockDim.x;
+    if (idx < nvec) f(i, idx);
+  }
+}
+
+template <bool CENTER, typename T, int ITEMS>
+__device__ __forceinline__ void norm_row_vec(const T* __restrict__ x, std::int64_t sx,
+                                             const T* __restrict__ r, std::int64_t sr,
+                                             const T* __restrict__ w, const T* __restrict__ b,
+                                             T* __restrict__ y, T* __restrict__ h, int n,
+                                             double eps) {
   using C = typename Compute<T>::type;
   constexpr int E = Vec<T>::E;
   __shared__ C scratch[32];
   const std::int64_t row = blockIdx.x;
   const int nvec = n / E;
   Vec<T> v[ITEMS];
-  C ss = 0;
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int idx = threadIdx.x + i * blockDim.x;
-    if (idx < nvec) {
-      v[i] = load16(x + row * sx + idx * E);
-      if (r) {
-        const Vec<T> rv = load16(r + row * sr + idx * E);
-#pragma unroll
-        for (int e = 0; e < E; ++e) v[i].v[e] = from_compute<T>(to_compute(v[i].v[e]) + to_compute(rv.v[e]));
-        store16(h + row * n + idx * E, v[i]);
-      }
+  C s = 0;  // LayerNorm: the sum; RMSNorm, which waits for no mean: the sum of squares
+  for_vecs<ITEMS>(nvec, [&](int i, int idx) {
+    v[i] = load16(x + row * sx + idx * E);
+    if (r) {
+      const Vec<T> rv = load16(r + row * sr + idx * E);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        const C c = to_compute(v[i].v[e]);
-        ss += c * c;
+        v[i].v[e] = from_compute<T>(to_compute(v[i].v[e]) + to_compute(rv.v[e]));
       }
+      store16(h + row * n + idx * E, v[i]);
     }
-  }
-  ss = block_sum(ss, scratch);
-  const C rstd = C(1) / sqrt(ss / C(n) + C(eps));
 #pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int idx = threadIdx.x + i * blockDim.x;
-    if (idx < nvec) {
-      const Vec<T> wv = load16(w + idx * E);
-      Vec<T> o;
-#pragma unroll
-      for (int e = 0; e < E; ++e) o.v[e] = from_compute<T>(to_compute(v[i].v[e]) * rstd * C(to_compute(wv.v[e])));
-      store16(y + row * n + idx * E, o);
+    for (int e = 0; e < E; ++e) {
+      const C c = to_compute(v[i].v[e]);
+      s += CENTER ? c : c * c;
     }
+  });
+  C mean = 0, sq = s;
+  if constexpr (CENTER) {
+    mean = block_sum(s, scratch) / C(n);
+    sq = 0;  // two-pass variance, from registers
+    for_vecs<ITEMS>(nvec, [&](int i, int) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const C d = to_compute(v[i].v[e]) - mean;
+        sq += d * d;
+      }
+    });
   }
+  const C rstd = C(1) / sqrt(block_sum(sq, scratch) / C(n) + C(eps));
+  for_vecs<ITEMS>(nvec, [&](int i, int idx) {
+    Vec<T> wv, bv, o;
+    if (!CENTER || w) wv = load16(w + idx * E);
+    if (b) bv = load16(b + idx * E);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      C c = to_compute(v[i].v[e]);
+      if constexpr (CENTER) c = c - mean;
+      c = c * rstd;
+      if (!CENTER || w) c = c * C(to_compute(wv.v[e]));
+      if (b) c = c + C(to_compute(bv.v[e]));
+      o.v[e] = from_compute<T>(c);
+    }
+    store16(y + row * n + idx * E, o);
+  });
+}
+
+template <typename T, int ITEMS>
+__global__ void rmsnorm_vec_kernel(const T* __restrict__ x, std::int64_t sx,
+                                   const T* __restrict__ r, std::int64_t sr,
+                                   const T* __restrict__ w, T* __restrict__ y, T* __restrict__ h,
+                                   int n, double eps) {
+  norm_row_vec<false, T, ITEMS>(x, sx, r, sr, w, nullptr, y, h, n, eps);
 }
 
 template <typename T, int ITEMS>
 __global__ void layernorm_vec_kernel(const T* __restrict__ x, std::int64_t sx,
                                      const T* __restrict__ w, const T* __restrict__ b,
                                      T* __restrict__ y, int n, double eps) {
-  using C = typename Compute<T>::type;
-  constexpr int E = Vec<T>::E;
-  __shared__ C scratch[32];
-  const std::int64_t row = blockIdx.x;
-  const int nvec = n / E;
-  Vec<T> v[ITEMS];
-  C s = 0;
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int idx = threadIdx.x + i * blockDim.x;
-    if (idx < nvec) {
-      v[i] = load16(x + row * sx + idx * E);
-#pragma unroll
-      for (int e = 0; e < E; ++e) s += to_compute(v[i].v[e]);
-    }
-  }
-  const C mean = block_sum(s, scratch) / C(n);
-  C sd = 0;  // two-pass variance, from registers
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int idx = threadIdx.x + i * blockDim.x;
-    if (idx < nvec) {
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const C d = to_compute(v[i].v[e]) - mean;
-        sd += d * d;
-      }
-    }
-  }
-  const C rstd = C(1) / sqrt(block_sum(sd, scratch) / C(n) + C(eps));
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    const int idx = threadIdx.x + i * blockDim.x;
-    if (idx < nvec) {
-      Vec<T> wv, bv, o;
-      if (w) wv = load16(w + idx * E);
-      if (b) bv = load16(b + idx * E);
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        C c = (to_compute(v[i].v[e]) - mean) * rstd;
-        if (w) c = c * C(to_compute(wv.v[e]));
-        if (b) c = c + C(to_compute(bv.v[e]));
-        o.v[e] = from_compute<T>(c);
-      }
-      store16(y + row * n + idx * E, o);
-    }
-  }
+  norm_row_vec<true, T, ITEMS>(x, sx, nullptr, 0, w, b, y, nullptr, n, eps);
 }
 
 // (items per thread, threads) covering nvec vectors, or {0, 0} when the row is too long to hold.
@@ -254,73 +252,75 @@ void check_rows(const char* who, const RowNormArgs& a) {
   PGK_REQUIRE_AS(who, a.rows == 0 || (a.x && a.y), "x and y must be device pointers");
 }
 
+// The launch both ops share: nothing for no rows, the vector kernel when the row fits in
+// registers and vec_ok holds, else the general one. vec(T{}, ITEMS, threads) and
+// general(T{}, W{}, threads) issue the op's own <<<>>>; the names are for a launch error.
+template <typename VecLaunch, typename GeneralLaunch>
+void launch_rows(const char* who, const RowNormArgs& a, const char* vec_name, VecLaunch&& vec,
+                 const char* general_name, GeneralLaunch&& general) {
+  if (a.rows == 0) return;
+  use_device(a.device);
+  const int e = 16 / dtype_bytes(a.dtype);
+  const VecPlan plan = vec_plan(a.n / e);
+  if (plan.items && vec_ok(a, e)) {
+    dispatch_float(a.dtype, who, [&](auto t) {
+      with_items(plan.items, [&](auto items) { vec(t, items, plan.threads); });
+    });
+    PGK_CHECK_LAUNCH(vec_name);
+    return;
+  }
+  const int threads = threads_for(a.n);
+  dispatch_float(a.dtype, who, [&](auto t) {
+    dispatch_float(a.wdtype, who, [&](auto wt) { general(t, wt, threads); });
+  });
+  PGK_CHECK_LAUNCH(general_name);
+}
+
 }  // namespace
 
 void rmsnorm(const RowNormArgs& a) {
   check_rows("rmsnorm", a);
   PGK_REQUIRE(a.weight, "rmsnorm needs a weight");
   PGK_REQUIRE(!a.residual || a.h, "a residual needs h");
-  if (a.rows == 0) return;
-  use_device(a.device);
-  const int e = 16 / dtype_bytes(a.dtype);
-  const VecPlan plan = vec_plan(a.n / e);
-  if (plan.items && vec_ok(a, e)) {
-    dispatch_float(a.dtype, "rmsnorm", [&](auto t) {
-      using T = decltype(t);
-      with_items(plan.items, [&](auto items) {
-        rmsnorm_vec_kernel<T, decltype(items)::value>
-            <<<static_cast<unsigned>(a.rows), plan.threads, 0, as_stream(a.stream)>>>(
-                ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.residual), a.res_row_stride,
-                ptr<const T>(a.weight), ptr<T>(a.y), ptr<T>(a.h), static_cast<int>(a.n), a.eps);
+  const auto rows = static_cast<unsigned>(a.rows);
+  launch_rows(
+      "rmsnorm", a, "rmsnorm_vec_kernel",
+      [&](auto t, auto items, int threads) {
+        using T = decltype(t);
+        rmsnorm_vec_kernel<T, decltype(items)::value><<<rows, threads, 0, as_stream(a.stream)>>>(
+            ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.residual), a.res_row_stride,
+            ptr<const T>(a.weight), ptr<T>(a.y), ptr<T>(a.h), static_cast<int>(a.n), a.eps);
+      },
+      "rmsnorm_kernel",
+      [&](auto t, auto wt, int threads) {
+        using T = decltype(t);
+        using W = decltype(wt);
+        rmsnorm_kernel<T, W><<<rows, threads, 0, as_stream(a.stream)>>>(
+            ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.residual), a.res_row_stride,
+            ptr<const W>(a.weight), a.w_stride, ptr<T>(a.y), a.residual ? ptr<T>(a.h) : nullptr,
+            a.n, a.eps);
       });
-    });
-    PGK_CHECK_LAUNCH("rmsnorm_vec_kernel");
-    return;
-  }
-  const int threads = threads_for(a.n);
-  dispatch_float(a.dtype, "rmsnorm", [&](auto t) {
-    using T = decltype(t);
-    dispatch_float(a.wdtype, "rmsnorm", [&](auto wt) {
-      using W = decltype(wt);
-      rmsnorm_kernel<T, W><<<static_cast<unsigned>(a.rows), threads, 0, as_stream(a.stream)>>>(
-          ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.residual), a.res_row_stride,
-          ptr<const W>(a.weight), a.w_stride, ptr<T>(a.y), a.residual ? ptr<T>(a.h) : nullptr,
-          a.n, a.eps);
-    });
-  });
-  PGK_CHECK_LAUNCH("rmsnorm_kernel");
 }
 
 void layernorm(const RowNormArgs& a) {
   check_rows("layernorm", a);
-  if (a.rows == 0) return;
-  use_device(a.device);
-  const int e = 16 / dtype_bytes(a.dtype);
-  const VecPlan plan = vec_plan(a.n / e);
-  if (plan.items && vec_ok(a, e)) {
-    dispatch_float(a.dtype, "layernorm", [&](auto t) {
-      using T = decltype(t);
-      with_items(plan.items, [&](auto items) {
-        layernorm_vec_kernel<T, decltype(items)::value>
-            <<<static_cast<unsigned>(a.rows), plan.threads, 0, as_stream(a.stream)>>>(
-                ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.weight),
-                ptr<const T>(a.bias), ptr<T>(a.y), static_cast<int>(a.n), a.eps);
+  const auto rows = static_cast<unsigned>(a.rows);
+  launch_rows(
+      "layernorm", a, "layernorm_vec_kernel",
+      [&](auto t, auto items, int threads) {
+        using T = decltype(t);
+        layernorm_vec_kernel<T, decltype(items)::value><<<rows, threads, 0, as_stream(a.stream)>>>(
+            ptr<const T>(a.x), a.x_row_stride, ptr<const T>(a.weight), ptr<const T>(a.bias),
+            ptr<T>(a.y), static_cast<int>(a.n), a.eps);
+      },
+      "layernorm_kernel",
+      [&](auto t, auto wt, int threads) {
+        using T = decltype(t);
+        using W = decltype(wt);
+        layernorm_kernel<T, W><<<rows, threads, 0, as_stream(a.stream)>>>(
+            ptr<const T>(a.x), a.x_row_stride, ptr<const W>(a.weight), a.w_stride,
+            ptr<const W>(a.bias), a.b_stride, ptr<T>(a.y), a.n, a.eps);
       });
-    });
-    PGK_CHECK_LAUNCH("layernorm_vec_kernel");
-    return;
-  }
-  const int threads = threads_for(a.n);
-  dispatch_float(a.dtype, "layernorm", [&](auto t) {
-    using T = decltype(t);
-    dispatch_float(a.wdtype, "layernorm", [&](auto wt) {
-      using W = decltype(wt);
-      layernorm_kernel<T, W><<<static_cast<unsigned>(a.rows), threads, 0, as_stream(a.stream)>>>(
-          ptr<const T>(a.x), a.x_row_stride, ptr<const W>(a.weight), a.w_stride,
-          ptr<const W>(a.bias), a.b_stride, ptr<T>(a.y), a.n, a.eps);
-    });
-  });
-  PGK_CHECK_LAUNCH("layernorm_kernel");
 }
 
 }  // namespace pgk
