@@ -24,6 +24,7 @@
 #include "attention/attention.h"
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/paged.cuh"
 #include "pygpukit_native/reduce.cuh"
 
 namespace pgk {
@@ -117,18 +118,15 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (valid) {
       std::int64_t blk = b, slot = koff + j;
       if constexpr (MODE == static_cast<int>(AttnMode::decode)) {
-        if (a.block_table) {
-          blk = dptr<const int>(a.block_table)[b * a.bt_s0 + (j / a.page) * a.bt_s1];
-          slot = j % a.page;
-          if (blk < 0 || blk >= a.nblocks) {
-            bad = true;
-            valid = false;
-            blk = 0;
-          }
+        if (a.block_table &&
+            !paged_slot(a.block_table, a.bt_s0, a.bt_s1, a.page, a.nblocks, b, j, blk, slot)) {
+          bad = true;
+          valid = false;
+          blk = 0;
         }
       }
-      ko = blk * a.sk_s[0] + hk * a.sk_s[1] + slot * a.sk_s[2];
-      vo = blk * a.sv_s[0] + hk * a.sv_s[1] + slot * a.sv_s[2];
+      ko = kv_offset(a.sk_s, blk, hk, slot);
+      vo = kv_offset(a.sv_s, blk, hk, slot);
     }
     const int nt = kend - t0 < 32 ? static_cast<int>(kend - t0) : 32;
     C mine = neg_inf;

@@ -9,6 +9,7 @@
 
 #include "attention/attn_rows.cuh"
 #include "pygpukit_native/check.h"
+#include "pygpukit_native/paged.cuh"
 #include "pygpukit_native/rotate.cuh"
 #include "pygpukit_native/convert.cuh"
 
@@ -25,16 +26,15 @@ __global__ void kv_write_kernel(const KvWriteArgs a) {
   const std::int64_t hk = blockIdx.y;
   const std::int64_t pos = static_cast<std::int64_t>(dptr<const int>(a.positions)[b * a.pos_stride]) + j;
   if (pos < 0 || pos >= a.cap) return;  // the block leaves together: nothing written
-  std::int64_t blk = b, slot = pos;
-  if (a.block_table) {
-    blk = dptr<const int>(a.block_table)[b * a.bt_s0 + (pos / a.page) * a.bt_s1];
-    slot = pos % a.page;
-    if (blk < 0 || blk >= a.nblocks) return;
+  std::int64_t slot = pos, blk = b;
+  if (a.block_table &&
+      !paged_slot(a.block_table, a.bt_s0, a.bt_s1, a.page, a.nblocks, b, pos, blk, slot)) {
+    return;  // a block id outside the cache: nothing written
   }
   const T* ks = dptr<const T>(a.k) + b * a.sk[0] + hk * a.sk[1] + j * a.sk[2];
   const T* vs = dptr<const T>(a.v) + b * a.sv[0] + hk * a.sv[1] + j * a.sv[2];
-  T* kd = dptr<T>(a.k_cache) + blk * a.skc[0] + hk * a.skc[1] + slot * a.skc[2];
-  T* vd = dptr<T>(a.v_cache) + blk * a.svc[0] + hk * a.svc[1] + slot * a.svc[2];
+  T* kd = dptr<T>(a.k_cache) + kv_offset(a.skc, blk, hk, slot);
+  T* vd = dptr<T>(a.v_cache) + kv_offset(a.svc, blk, hk, slot);
   const C* cs = dptr<const C>(a.cos);
   const C* sn = dptr<const C>(a.sin);
   const bool in_table = pos < a.max_pos;
