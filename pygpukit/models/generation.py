@@ -147,6 +147,7 @@ def stream_batch(
     sampler = Sampler(params)
     stop = default_stop_ids(model) if stop_ids is None else frozenset(int(i) for i in stop_ids)
     need = max(len(p) for p in batch) + max_new
+    own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:
         n = need if max_seq_len is None else int(max_seq_len)
         if n < need:
@@ -155,9 +156,6 @@ def stream_batch(
                 f"{max_new} new tokens"
             )
         cache = model.ensure_cache(len(batch), n)
-        own_cache = True
-    else:
-        own_cache = False
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing slot 0 of the rows.
     step_graph = _decode_graph(model, len(batch), graph, use_cache, own_cache, max_new, st)

@@ -236,11 +236,15 @@ pub(crate) fn refuse_host_copy(stream: &Stream, what: &str) -> Result<()> {
     if !is_capturing(stream)? {
         return Ok(());
     }
-    Err(Error::InvalidState(format!(
+    Err(host_copy_in_capture(what))
+}
+
+fn host_copy_in_capture(what: &str) -> Error {
+    Error::InvalidState(format!(
         "{what} on a stream that is capturing a CUDA graph: a replay would read or write a host \
          buffer that no longer holds these bytes; write inputs into device arrays before \
          capture or replay, and read results after replay"
-    )))
+    ))
 }
 
 /// Fail when `stream` is capturing and any of `ptrs` is not device memory (a 2D copy takes
@@ -253,7 +257,7 @@ pub(crate) fn refuse_host_pointers(stream: &Stream, ptrs: &[u64], what: &str) ->
     if ptrs.iter().all(|&p| is_device_memory(p)) {
         return Ok(());
     }
-    refuse_host_copy(stream, what)
+    Err(host_copy_in_capture(what))
 }
 
 /// True when the driver knows `p` as device memory (pageable host memory is unknown to it and

@@ -1,7 +1,7 @@
 //! PyGPUkit core: the CUDA driver (loaded at run time), the device's primary context, streams,
-//! events, CUDA graph capture, the memory pool (quotas, statistics, OOM ladder), copies and DLPack structs, plus
-//! cuBLASLt matrix products (`blas`) and NVRTC run-time compilation (`nvrtc`), both loaded at
-//! run time too.
+//! events, CUDA graph capture, the memory pool (quotas, statistics, OOM ladder), copies and
+//! DLPack structs, plus cuBLASLt matrix products (`blas`) and NVRTC run-time compilation
+//! (`nvrtc`), both loaded at run time too.
 //!
 //! No Python here (the bindings are the `pygpukit-py` crate) and no panics when libcuda or a
 //! device is absent: every entry point returns `Result`, and device -1 (host memory, host

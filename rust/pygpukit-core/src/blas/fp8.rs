@@ -430,12 +430,7 @@ fn build_plan(
 /// of an invalid descriptor, which is never cached); a cached plan was built from a validated
 /// descriptor, so a hit skips it. The pointer checks run on every call.
 pub unsafe fn matmul_fp8(device: i32, stream: usize, g: &Fp8Gemm, p: &Fp8Ptrs) -> Result<()> {
-    let key = plan::Key {
-        device,
-        problem: Problem::Fp8(*g),
-        align: [alignment(p.a), alignment(p.b), alignment(p.d)],
-        workspace_size: p.workspace_size,
-    };
+    let key = plan_key(device, g, p);
     let lookup = match plan::cached(&key) {
         Some(plan) => Lookup::Hit(plan),
         None => Lookup::Miss(validated(g)?),
@@ -488,6 +483,17 @@ pub unsafe fn matmul_fp8(device: i32, stream: usize, g: &Fp8Gemm, p: &Fp8Ptrs) -
     // SAFETY: forwarded from this function's contract.
     unsafe { plan::enqueue(lt, h, &plan, alpha, beta, &ptrs, stream) }
         .map_err(|e| explained(e, g, lt, capability(device)))
+}
+
+/// The plan-cache key of a call: the descriptor, the device, the operands' alignments and the
+/// workspace size (all that the chosen algorithm depends on).
+fn plan_key(device: i32, g: &Fp8Gemm, p: &Fp8Ptrs) -> plan::Key {
+    plan::Key {
+        device,
+        problem: Problem::Fp8(*g),
+        align: [alignment(p.a), alignment(p.b), alignment(p.d)],
+        workspace_size: p.workspace_size,
+    }
 }
 
 /// The plan cache's answer for one call: the plan, or (on a miss) the validated descriptor to

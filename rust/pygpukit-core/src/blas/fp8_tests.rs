@@ -149,16 +149,21 @@ fn library_and_device_requirements() {
     assert!(describe(&g, 130100, "p", None).contains("capability unknown"));
 }
 
+/// Operand, scale and output pointers all at `addr` (never dereferenced by these tests).
+fn ptrs(addr: u64) -> Fp8Ptrs {
+    Fp8Ptrs {
+        a: addr,
+        b: addr,
+        d: addr,
+        scale_a: addr,
+        scale_b: addr,
+        ..Fp8Ptrs::default()
+    }
+}
+
 #[test]
 fn matmul_fp8_without_library_is_an_error_not_a_panic() {
-    let p = Fp8Ptrs {
-        a: 256,
-        b: 256,
-        d: 256,
-        scale_a: 256,
-        scale_b: 256,
-        ..Fp8Ptrs::default()
-    };
+    let p = ptrs(256);
     let g = fp8(4, 16, 32);
     if loaded().is_none() {
         // SAFETY: returns before touching any pointer (the library is not loaded).
@@ -171,27 +176,11 @@ fn matmul_fp8_without_library_is_an_error_not_a_panic() {
     assert!(e.to_string().contains("scale_b is a null pointer"), "{e}");
 }
 
-fn key_of(device: i32, g: &Fp8Gemm, p: &Fp8Ptrs) -> plan::Key {
-    plan::Key {
-        device,
-        problem: Problem::Fp8(*g),
-        align: [alignment(p.a), alignment(p.b), alignment(p.d)],
-        workspace_size: p.workspace_size,
-    }
-}
-
 #[test]
 fn invalid_descriptor_errors_on_every_call_and_is_never_cached() {
     // Validation runs only on a plan-cache miss; an invalid descriptor must never get a plan,
     // so its second call fails exactly like its first (before the pointer or library checks).
-    let p = Fp8Ptrs {
-        a: 256,
-        b: 256,
-        d: 256,
-        scale_a: 256,
-        scale_b: 256,
-        ..Fp8Ptrs::default()
-    };
+    let p = ptrs(256);
     let g = fp8(4, 16, 24); // K not a multiple of 16
     let first = err(&g);
     assert!(first.contains("K = 24"), "{first}");
@@ -200,7 +189,7 @@ fn invalid_descriptor_errors_on_every_call_and_is_never_cached() {
             // SAFETY: returns at validation, before touching any pointer.
             let e = unsafe { matmul_fp8(0, 0, &g, &q) }.unwrap_err().to_string();
             assert_eq!(e, first, "call {call}");
-            assert!(plan::cached(&key_of(0, &g, &q)).is_none());
+            assert!(plan::cached(&plan_key(0, &g, &q)).is_none());
         }
     }
 }
@@ -210,14 +199,7 @@ fn cache_hit_still_checks_pointers_and_library() {
     if loaded().is_some() {
         return; // a stand-in plan would be destroyed through the real library
     }
-    let p = Fp8Ptrs {
-        a: 512,
-        b: 512,
-        d: 512,
-        scale_a: 512,
-        scale_b: 512,
-        ..Fp8Ptrs::default()
-    };
+    let p = ptrs(512);
     let g = fp8(8, 32, 64);
     // No such device: the keys are this test's own. The plans are stand-ins (no library
     // loaded: their Drop destroys nothing).
@@ -229,10 +211,10 @@ fn cache_hit_still_checks_pointers_and_library() {
             algo: sys::cublasLtMatmulAlgo_t::default(),
         })
     };
-    plan::plan_for(key_of(device, &g, &p), |_| stand_in()).unwrap();
-    assert!(plan::cached(&key_of(device, &g, &p)).is_some());
+    plan::plan_for(plan_key(device, &g, &p), |_| stand_in()).unwrap();
+    assert!(plan::cached(&plan_key(device, &g, &p)).is_some());
     let q = Fp8Ptrs { d: 0, ..p };
-    plan::plan_for(key_of(device, &g, &q), |_| stand_in()).unwrap();
+    plan::plan_for(plan_key(device, &g, &q), |_| stand_in()).unwrap();
     // SAFETY: returns at the null-pointer check.
     let e = unsafe { matmul_fp8(device, 0, &g, &q) }.unwrap_err();
     assert!(e.to_string().contains("d is a null pointer"), "{e}");
