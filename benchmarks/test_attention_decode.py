@@ -23,6 +23,12 @@ import pytest
 
 import pygpukit as gp
 
+try:  # the read-floor kernel below; benchmarks run on a GPU host, where Triton is installed
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - collection on a host without Triton
+    triton = None
+
 pytestmark = pytest.mark.gpu
 H, HKV, D = 32, 8, 128
 DECODE = [(b, s) for b in (1, 16) for s in (4096, 16384, 32768)]
@@ -53,8 +59,54 @@ def _paged(c: gp.GPUArray, page: int) -> tuple[gp.GPUArray, gp.GPUArray]:
     return c.reshape(b * per, HKV, page, D), gp.from_numpy(table, device="cuda:0")
 
 
+if triton is not None:
+
+    @triton.jit
+    def _read_kv(K, V, Out, n, per, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        # Program p reads elements [p * per, (p + 1) * per) of K and of V (a sum keeps the loads
+        # live) and stores one float: the bytes of a decode call and nothing else.
+        base = tl.program_id(0).to(tl.int64) * per
+        acc = tl.zeros([BLOCK], tl.float32)
+        for i in range(0, per, BLOCK):
+            offs = base + i + tl.arange(0, BLOCK)
+            m = offs < n
+            acc += tl.load(K + offs, mask=m, other=0.0).to(tl.float32)
+            acc += tl.load(V + offs, mask=m, other=0.0).to(tl.float32)
+        tl.store(Out + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+# Read-floor variants: (elements of K and of V per iteration, warps, programs per SM); loads go
+# straight to registers (num_stages=1), each thread keeping BLOCK / (32 * warps) / 8 16-byte
+# loads of each tensor in flight. "b" requests all of a 4096-key call's bytes at once (128 KiB
+# an SM); "c" and "d" run two or four programs per SM instead of one.
+READ_FLOORS = {
+    "read-floor-a": (16384, 8, 1),
+    "read-floor-b": (32768, 16, 1),
+    "read-floor-c": (8192, 8, 2),
+    "read-floor-d": (4096, 4, 4),
+}
+
+
+def _read_floor_fn(impl: str, kc: Any, vc: Any) -> Any:
+    """A kernel that only reads the K and V bytes of a decode call: what a call of that size
+    takes at best, launch and ramp-up included, measured the same way."""
+    from pygpukit.triton_kernels._common import cdiv, sm_count
+    from pygpukit.triton_kernels.driver import launch
+
+    block, warps, per_sm = READ_FLOORS[impl]
+    progs = per_sm * sm_count(kc)
+    sink = gp.empty((progs,), "float32", device=kc.device)
+    n = kc.size
+    per = cdiv(cdiv(n, progs), block) * block
+    return lambda: launch(
+        _read_kv, (progs,), kc, vc, sink, n, per, BLOCK=block, num_warps=warps, num_stages=1
+    )
+
+
 def _decode_fn(impl: str, q: Any, kc: Any, vc: Any, lens: Any, out: Any) -> Any:
     """One decode-attention call of impl over one cache, as a closure."""
+    if impl in READ_FLOORS:
+        return _read_floor_fn(impl, kc, vc)
     if impl.startswith("pygpukit-paged"):
         page = int(impl.removeprefix("pygpukit-paged"))
         (kp, table), (vp, _) = _paged(kc, page), _paged(vc, page)
@@ -94,7 +146,7 @@ ROTATE_BYTES = 256 << 20  # K+V bytes per replay: over 4x any Hopper L2
 
 
 @pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
-@pytest.mark.parametrize("impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["torch-sdpa"])
+@pytest.mark.parametrize("impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["torch-sdpa", *READ_FLOORS])
 def test_decode_graph(bench: Any, case: tuple[int, int], impl: str) -> None:
     """The same calls back to back in one CUDA graph over n distinct caches (METHOD.md: "for
     many small launches, capture a graph and time its replays"; rotate inputs that fit in L2).
@@ -103,7 +155,9 @@ def test_decode_graph(bench: Any, case: tuple[int, int], impl: str) -> None:
     node behind the previous kernel, so the per-launch host cost and the event floor (2.7 us for
     an empty kernel, scripts/diag_decode.py) are out of the number, and every call reads its
     keys from HBM (n caches of over 256 MiB in all, and the L2 flush before each replay).
-    The per-call column of the summary is the time of one attention call."""
+    The per-call column of the summary is the time of one attention call. The read-floor rows
+    time a kernel that only reads the same K and V bytes (one wave, one program per SM), captured
+    the same way: how close to the copy rate a call of this size can get at all."""
     b, s = case
     nbytes = 2 * b * HKV * s * D * 2
     n = max(1, -(-ROTATE_BYTES // nbytes))
