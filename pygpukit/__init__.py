@@ -42,6 +42,7 @@ from pygpukit.dtypes import (
 )
 from pygpukit.errors import (
     BackendUnavailableError,
+    CaptureError,
     CudaError,
     NoDeviceError,
     OutOfMemoryError,
@@ -134,6 +135,7 @@ __all__ = [
     "memory_stats",
     "empty_cache",
     "get_device_properties",
+    "CaptureError",
     "CudaError",
     "NoDeviceError",
     "OutOfMemoryError",

@@ -1,14 +1,27 @@
 """Exceptions of pygpukit.
 
-Runtime errors raised by the Rust core (CUDA failures, out-of-memory, quota) are defined there and
-re-exported here, so ``except pygpukit.OutOfMemoryError`` catches what the pool raises.
+Runtime errors raised by the Rust core (CUDA failures, out-of-memory, quota, calls a CUDA graph
+cannot record) are defined there and re-exported here, so ``except pygpukit.OutOfMemoryError``
+catches what the pool raises.
+
+CaptureError(RuntimeError) means the call can never be recorded into a CUDA graph (a host copy, a
+switch to another stream, a graph on the CPU device): retrying the same work inside a capture
+fails the same way. Other errors raised inside a capture (nested captures, out of memory) are
+about the moment, not the work.
 """
 
 from __future__ import annotations
 
-from pygpukit._core import CudaError, NoDeviceError, OutOfMemoryError, QuotaExceededError
+from pygpukit._core import (
+    CaptureError,
+    CudaError,
+    NoDeviceError,
+    OutOfMemoryError,
+    QuotaExceededError,
+)
 
 __all__ = [
+    "CaptureError",
     "CudaError",
     "NoDeviceError",
     "OutOfMemoryError",

@@ -11,10 +11,12 @@ the same Python-level arguments (shapes, scalars, routing decisions, launch grid
 change between replays must live in device memory that the captured kernels read (token ids,
 positions, lengths: the decode kernels read lengths from device memory for this reason).
 
-Rules (each one raises with its reason):
+Rules (each one raises with its reason; gp.CaptureError, a RuntimeError, where the work itself can
+never be recorded, so that retrying it inside a capture cannot succeed):
 - Capture records instead of running: arrays computed inside the block hold nothing until
   replay(), and host copies (from_numpy, to_numpy, x[:] = numpy) on the capturing stream are
-  refused, since a replay would reread a host buffer that no longer holds those bytes.
+  refused (CaptureError), since a replay would reread a host buffer that no longer holds those
+  bytes.
 - Warm up first: a call's first run compiles kernels and sizes workspaces; run the step once
   outside capture so the recording is the steady state.
 - Arrays allocated inside the block get real memory (on a side stream, allocated at capture
@@ -23,8 +25,8 @@ Rules (each one raises with its reason):
   replay. Memory released while any capture is in progress (an array made before the capture
   and replaced inside it, too) is not freed until the graphs being captured are gone (the Rust
   core holds those frees), so memory freed inside the block is not reused within it.
-- The block runs on one stream: switching the current stream inside it raises (the other
-  stream's work would run at once, on arrays the capture has not filled).
+- The block runs on one stream: switching the current stream inside it raises CaptureError (the
+  other stream's work would run at once, on arrays the capture has not filled).
 - One capture per stream at a time, on a created stream (never the default stream). Capture is
   in relaxed mode: other threads keep working, though a device-wide synchronize (theirs, or the
   allocator's out-of-memory retry) invalidates the capture, which then raises.
@@ -41,6 +43,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pygpukit import runtime
+from pygpukit.errors import CaptureError
 from pygpukit.routing.select import _stats
 
 __all__ = ["CUDAGraph", "is_capturing"]
@@ -76,7 +79,7 @@ class CUDAGraph:
     def __init__(self, device: Any = None) -> None:
         dev = runtime.default_device() if device is None else runtime.device(device)
         if dev.type != "cuda":
-            raise RuntimeError(f"CUDA graphs need a CUDA device, got {dev}")
+            raise CaptureError(f"CUDA graphs need a CUDA device, got {dev}")
         self.device = dev
         self._graph: Any = None
         self._kept: list[Any] = []  # buffers allocated during capture (see _CapturePool)

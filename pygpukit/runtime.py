@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from pygpukit import _core
+from pygpukit.errors import CaptureError
 
 Stream = _core.Stream
 Event = _core.Event
@@ -314,7 +315,7 @@ def current_stream(dev: Any = None) -> Any:
 def _refuse_switch_while_capturing(dev: Device, s: Any) -> None:
     cap = _tls.captures.get(dev)
     if cap is not None and s != cap[2]:
-        raise RuntimeError(
+        raise CaptureError(
             f"this thread is capturing a CUDA graph on {dev}: work sent to another stream would "
             "run now, outside the graph, on arrays the capture has not filled; switch streams "
             "after the capture"

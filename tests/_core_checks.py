@@ -59,6 +59,7 @@ def check_exceptions():
     assert issubclass(c.OutOfMemoryError, MemoryError)
     assert issubclass(c.QuotaExceededError, c.OutOfMemoryError)
     assert issubclass(c.NoDeviceError, RuntimeError)
+    assert issubclass(c.CaptureError, RuntimeError) and not issubclass(c.CaptureError, c.CudaError)
     assert c.MemoryPool is c.Pool
     assert c.take_deferred_errors() == []
 

@@ -12,7 +12,7 @@ GPU = pytest.mark.gpu
 
 
 def test_no_cuda_device_no_graph() -> None:
-    with pytest.raises(RuntimeError, match="CUDA graphs need a CUDA device, got cpu"):
+    with pytest.raises(gp.CaptureError, match="CUDA graphs need a CUDA device, got cpu"):
         gp.CUDAGraph(device="cpu")
     with pytest.raises(ValueError, match="host pseudo-stream"):
         _core.Stream(device=-1).begin_capture()
@@ -63,10 +63,10 @@ def test_replay_reads_new_inputs_and_keeps_outputs(cuda: str) -> None:
 def test_host_copy_inside_capture_is_refused_and_runtime_stays_usable(cuda: str) -> None:
     x, y, dx, dy = _xy(cuda)
     g = gp.CUDAGraph(cuda)
-    with pytest.raises(RuntimeError, match="capturing a CUDA graph"), g.capture():
+    with pytest.raises(gp.CaptureError, match="capturing a CUDA graph"), g.capture():
         (dx + dy).to_numpy()
     assert not g.captured and not graphs.is_capturing(cuda)
-    with pytest.raises(RuntimeError, match="capturing a CUDA graph"), g.capture():
+    with pytest.raises(gp.CaptureError, match="capturing a CUDA graph"), g.capture():
         dx[:] = x
     np.testing.assert_allclose((dx + dy).to_numpy(), x + y, rtol=1e-6)  # eager again
     with pytest.raises(ZeroDivisionError), g.capture():
@@ -153,7 +153,7 @@ def test_arrays_released_during_capture_stay_alive_for_the_graph(cuda: str) -> N
 def test_no_stream_switch_or_reset_inside_a_capture(cuda: str) -> None:
     _, _, dx, dy = _xy(cuda)
     g, other = gp.CUDAGraph(cuda), gp.Stream(device=gp.device(cuda).index)
-    with pytest.raises(RuntimeError, match="switch streams after the capture"), g.capture():
+    with pytest.raises(gp.CaptureError, match="switch streams after the capture"), g.capture():
         with gp.stream(other):
             pass
     assert not graphs.is_capturing(cuda)

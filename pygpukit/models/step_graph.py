@@ -18,6 +18,7 @@ import numpy as np
 from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy, zeros
+from pygpukit.errors import CaptureError
 from pygpukit.graphs import CUDAGraph
 
 if TYPE_CHECKING:
@@ -32,20 +33,26 @@ class StepGraph:
 
     Construction runs the step once (the warm-up: kernels compile; it writes cache slot 0 of
     those rows, which a prefill overwrites) and captures it on a stream of its own; it raises
-    RuntimeError with the reason when the step cannot be captured (Mixtral: the expert routing
-    reads the router's output on the host) or the device is not a GPU. ``step`` feeds one token
-    per row at that row's cached length, as ``model.forward([[t] for t in tokens], cache)``
-    does, by writing the inputs and replaying on the current stream. The graph reads the
-    model's RoPE tables of capture time: they are kept here, so a model that later builds
-    longer tables does not free them.
+    CaptureError (a RuntimeError) with the reason when the step can never be captured (Mixtral:
+    the expert routing reads the router's output on the host; a device that is not a GPU), and
+    RuntimeError when the capture failed for a passing reason (out of memory, another capture
+    running on this thread). ``step`` feeds one token per row at that row's cached length, as
+    ``model.forward([[t] for t in tokens], cache)`` does, by writing the inputs and replaying on
+    the current stream. The graph reads the model's RoPE tables of capture time: they are kept
+    here, so a model that later builds longer tables does not free them.
     """
 
     def __init__(self, model: CausalTransformerModel, cache: StaticKVCache, rows: int = 1) -> None:
         dev = model.device
         if dev.type != "cuda":
-            raise RuntimeError(f"CUDA graphs are not available on the {dev.type.upper()} device")
+            raise CaptureError(f"CUDA graphs are not available on the {dev.type.upper()} device")
         if not 1 <= rows <= cache.batch_size:
             raise ValueError(f"StepGraph: rows must be in 1..{cache.batch_size}, got {rows}")
+        if runtime.capture_pool(dev) is not None:  # its warm-up would be recorded there
+            raise RuntimeError(
+                f"StepGraph: this thread is already capturing a CUDA graph on {dev}; make the "
+                "step graph outside that capture"
+            )
         ids, pos = zeros((rows, 1), "int64", dev), zeros((rows, 1), "int64", dev)
         marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
         graph = CUDAGraph(dev)
@@ -55,7 +62,10 @@ class StepGraph:
                 logits = model.forward_device_step(ids, pos, marks, cache)
         except Exception as exc:
             graph.reset()
-            raise RuntimeError(f"the decode step could not be captured: {exc}") from exc
+            # CaptureError: the step itself cannot be recorded (a host read), which no retry
+            # changes; anything else (out of memory, a capture already running) may pass.
+            kind = CaptureError if isinstance(exc, CaptureError) else RuntimeError
+            raise kind(f"the decode step could not be captured: {exc}") from exc
         self.cache = cache
         self.rows = rows
         self.vocab = model.config.vocab_size

@@ -22,6 +22,7 @@ from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.creation import arange, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
+from pygpukit.errors import CaptureError
 from pygpukit.models.config import ModelConfig, ModelSpec
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
@@ -114,8 +115,8 @@ class CausalTransformerModel:
         replaced: the generation loop replays it for every decode step. Capturing runs the step
         once, which writes slot 0 of those rows, so a first capture needs those rows empty (call
         it before the prefill). Raises RuntimeError with the reason when the step cannot be
-        captured; a reason that cannot change for this model (not a GPU, a host read inside the
-        step) is remembered, so it is not retried."""
+        captured; a CaptureError (the step can never be captured: not a GPU, a host read inside
+        the step) is remembered and raised again, so it is not retried."""
         from pygpukit.models.step_graph import StepGraph
 
         cache = self.cache
@@ -125,7 +126,7 @@ class CausalTransformerModel:
             raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
         got = self._step_graphs.get(rows)
         if isinstance(got, str):
-            raise RuntimeError(got)
+            raise CaptureError(got)
         if got is not None:
             return got
         if any(int(n) for n in cache.lengths[:rows]):
@@ -135,9 +136,8 @@ class CausalTransformerModel:
             )
         try:
             got = StepGraph(self, cache, rows)
-        except RuntimeError as exc:
-            if self.device.type != "cuda" or "capturing a CUDA graph" in str(exc):
-                self._step_graphs[rows] = str(exc)  # fixed for this model
+        except CaptureError as exc:
+            self._step_graphs[rows] = str(exc)  # fixed for this model
             raise
         self._step_graphs[rows] = got
         return got

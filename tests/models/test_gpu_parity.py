@@ -74,6 +74,10 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
     if arch == "mixtral":
         assert not graph.has_graph() and "could not be captured" in graph.graph_reason
         assert "capturing a CUDA graph" in graph.graph_reason
+        from pygpukit.models.step_graph import StepGraph
+
+        with pytest.raises(gp.CaptureError, match="host buffer"):  # a reason no retry changes
+            StepGraph(model, model.new_cache(1, 8), 1)
     else:
         assert graph.has_graph(), graph.graph_reason
     want = eager.generate(prompt, 16, temperature=0, stop_token_ids=())
@@ -154,6 +158,14 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     model.forward([prompts[0]], cache)
     with pytest.raises(RuntimeError, match="capture before the prefill"):
         model.step_graph(1)
+    # A capture refused for a passing reason (another capture is running) is not remembered.
+    model.cache = None
+    model.ensure_cache(3, n)
+    outer = gp.CUDAGraph(model.device)
+    with pytest.raises(RuntimeError, match="already capturing") as err, outer.capture():
+        model.step_graph(2)
+    assert not isinstance(err.value, gp.CaptureError) and 2 not in model._step_graphs
+    assert model.step_graph(2).rows == 2
 
 
 class _ByteTokenizer:

@@ -45,8 +45,9 @@ pub enum Error {
         current: u64,
     },
     InvalidArgument(String),
-    /// The call is not allowed in the current state (e.g. a host copy on a capturing stream).
-    InvalidState(String),
+    /// The call cannot be recorded into the CUDA graph its stream is capturing (a host copy: a
+    /// replay would reread or overwrite a host buffer). Nothing was enqueued.
+    NotCapturable(String),
     /// Errors recorded in destructors (Drop cannot return them), reported at the next
     /// `MemoryPool::allocate`. `omitted` counts errors beyond the kept list's cap.
     Deferred {
@@ -110,7 +111,7 @@ impl fmt::Display for Error {
                  its quota of {quota} bytes (currently allocated: {current} bytes)"
             ),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
-            Error::InvalidState(msg) => f.write_str(msg),
+            Error::NotCapturable(msg) => f.write_str(msg),
             Error::Deferred { errors, omitted } => {
                 write!(f, "{} error(s) recorded in destructors:", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

@@ -240,7 +240,7 @@ pub(crate) fn refuse_host_copy(stream: &Stream, what: &str) -> Result<()> {
 }
 
 fn host_copy_in_capture(what: &str) -> Error {
-    Error::InvalidState(format!(
+    Error::NotCapturable(format!(
         "{what} on a stream that is capturing a CUDA graph: a replay would read or write a host \
          buffer that no longer holds these bytes; write inputs into device arrays before \
          capture or replay, and read results after replay"

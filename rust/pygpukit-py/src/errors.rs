@@ -5,6 +5,7 @@
 //!     device_total (None for host pools).
 //! QuotaExceededError(OutOfMemoryError): also quota, current.
 //! NoDeviceError(RuntimeError): no driver, or no such device.
+//! CaptureError(RuntimeError): the call cannot be recorded into the CUDA graph being captured.
 //! Invalid arguments become ValueError.
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -31,6 +32,13 @@ pyo3::create_exception!(
     QuotaExceededError,
     OutOfMemoryError,
     "An allocation would exceed the context's quota; adds attributes quota and current."
+);
+pyo3::create_exception!(
+    pygpukit._core,
+    CaptureError,
+    PyRuntimeError,
+    "The call cannot be recorded into a CUDA graph (a host copy on a capturing stream); the \
+     message names it. Nothing was enqueued, and retrying it inside a capture fails the same way."
 );
 pyo3::create_exception!(
     pygpukit._core,
@@ -68,7 +76,7 @@ fn build(py: Python<'_>, e: Error) -> PyResult<PyErr> {
     Ok(match e {
         Error::NoDriver { .. } => NoDeviceError::new_err(msg),
         Error::InvalidArgument(_) => PyValueError::new_err(msg),
-        Error::InvalidState(_) => PyRuntimeError::new_err(msg),
+        Error::NotCapturable(_) => CaptureError::new_err(msg),
         Error::Cuda {
             call, code, name, ..
         } => {
@@ -155,5 +163,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("OutOfMemoryError", py.get_type::<OutOfMemoryError>())?;
     m.add("QuotaExceededError", py.get_type::<QuotaExceededError>())?;
     m.add("NoDeviceError", py.get_type::<NoDeviceError>())?;
+    m.add("CaptureError", py.get_type::<CaptureError>())?;
     Ok(())
 }
