@@ -7,7 +7,9 @@ catches what the pool raises.
 CaptureError(RuntimeError) means the call can never be recorded into a CUDA graph (a host copy, a
 switch to another stream, a graph on the CPU device): retrying the same work inside a capture
 fails the same way. Other errors raised inside a capture (nested captures, out of memory) are
-about the moment, not the work.
+about the moment, not the work. The driver's own capture errors stay CudaError (for example
+CUDA_ERROR_STREAM_CAPTURE_INVALIDATED after another thread's device-wide synchronize, or the
+pool's out-of-memory retry synchronizing during a capture): they can pass, so callers retry them.
 """
 
 from __future__ import annotations

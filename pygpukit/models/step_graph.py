@@ -56,15 +56,20 @@ class StepGraph:
         ids, pos = zeros((rows, 1), "int64", dev), zeros((rows, 1), "int64", dev)
         marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
         graph = CUDAGraph(dev)
+        recording = False
         try:
             model.forward_device_step(ids, pos, marks, cache)  # the warm-up, on the caller's stream
             with graph.capture():  # a new stream: nothing runs there
+                recording = True
                 logits = model.forward_device_step(ids, pos, marks, cache)
         except Exception as exc:
             graph.reset()
-            # CaptureError: the step itself cannot be recorded (a host read), which no retry
-            # changes; anything else (out of memory, a capture already running) may pass.
-            kind = CaptureError if isinstance(exc, CaptureError) else RuntimeError
+            # A CaptureError raised while recording the step on graph's own stream: the step
+            # cannot be recorded (a host read), which no retry changes. Anything else may pass:
+            # out of memory, or a CaptureError from the warm-up, whose stream (the caller's)
+            # another library may be capturing at this moment.
+            fixed = recording and isinstance(exc, CaptureError)
+            kind = CaptureError if fixed else RuntimeError
             raise kind(f"the decode step could not be captured: {exc}") from exc
         self.cache = cache
         self.rows = rows

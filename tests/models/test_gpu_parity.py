@@ -165,6 +165,17 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     with pytest.raises(RuntimeError, match="already capturing") as err, outer.capture():
         model.step_graph(2)
     assert not isinstance(err.value, gp.CaptureError) and 2 not in model._step_graphs
+
+    # Nor is a CaptureError from the warm-up, which runs on the caller's stream (another library
+    # may be capturing it): only one raised while recording on the graph's own stream is fixed.
+    def busy_caller_stream(*args: object) -> object:
+        del model.forward_device_step  # once: the class's method serves the next call
+        raise gp.CaptureError("the caller's stream is capturing a CUDA graph")
+
+    model.forward_device_step = busy_caller_stream  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="caller's stream") as err:
+        model.step_graph(2)
+    assert not isinstance(err.value, gp.CaptureError) and 2 not in model._step_graphs
     assert model.step_graph(2).rows == 2
 
 

@@ -37,8 +37,9 @@ pyo3::create_exception!(
     pygpukit._core,
     CaptureError,
     PyRuntimeError,
-    "The call cannot be recorded into a CUDA graph (a host copy on a capturing stream); the \
-     message names it. Nothing was enqueued, and retrying it inside a capture fails the same way."
+    "The work can never be recorded into a CUDA graph (a host copy or a stream switch inside a \
+     capture, a graph on the CPU device); the message names it, and retrying the same work \
+     inside a capture fails the same way."
 );
 pyo3::create_exception!(
     pygpukit._core,
