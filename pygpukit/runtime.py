@@ -326,8 +326,9 @@ def set_stream(s: Any) -> None:
     """Make ``s`` the current stream of its device on this thread (None resets to the context's)."""
     if not isinstance(s, Stream):
         raise TypeError(f"set_stream expects a pygpukit Stream, got {type(s).__name__}")
-    _refuse_switch_while_capturing(_device_of_stream(s), s)
-    _tls.streams[_device_of_stream(s)] = s
+    dev = _device_of_stream(s)
+    _refuse_switch_while_capturing(dev, s)
+    _tls.streams[dev] = s
     _tls.targets.clear()
 
 

@@ -214,7 +214,7 @@ def _decode_graph(
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
-    if graph is not None and not graph:
+    if graph is False:
         st.decode_mode = "eager (graph=False)"
         return None
     why = ""

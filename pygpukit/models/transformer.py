@@ -209,13 +209,11 @@ class CausalTransformerModel:
         written into the same arrays (models.step_graph). cache.lengths is left to the caller.
         Logits [B, 1, vocab]."""
         b = ids.shape[0] if ids.ndim == 2 else 0
-        want = {
-            "ids": ((b, 1), "int64"),
-            "positions": ((b, 1), "int64"),
-            "marks": ((2, b), "int32"),
-        }
-        for name, a in (("ids", ids), ("positions", positions), ("marks", marks)):
-            shape, dtype = want[name]
+        for name, a, shape, dtype in (
+            ("ids", ids, (b, 1), "int64"),
+            ("positions", positions, (b, 1), "int64"),
+            ("marks", marks, (2, b), "int32"),
+        ):
             if b < 1 or a.shape != shape or a.dtype.name != dtype:
                 raise ValueError(
                     "forward_device_step: ids int64 [B, 1], positions int64 [B, 1] and marks "
