@@ -66,7 +66,7 @@ class _TorchSource:
         return t.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
 
 
-def _tok_per_s(fn: Any, batch: int, new: int = NEW) -> float:
+def _tok_per_s(fn: Any, batch: int, new: int) -> float:
     """Tokens/s of ``fn`` (batch rows of ``new`` tokens each), median of 3 wall-clock runs."""
     times = []
     for _ in range(3):
@@ -74,6 +74,49 @@ def _tok_per_s(fn: Any, batch: int, new: int = NEW) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return float(batch * new / np.median(times))
+
+
+def _versus_hf(
+    benchmark: Any, hf: Any, ids: Any, ours: Any, ours_in: Any, new: int, label: str, **info: Any
+) -> None:
+    """HF transformers' eager generate of ``ids`` against ours of ``ours_in`` (the same prompts),
+    ``new`` greedy tokens a row with stop tokens off: ours eagerly and with the step replayed from
+    a CUDA graph (captured by a warm-up call and kept with the model's cache). Tokens/s of each
+    (median of 3) go to the benchmark's extra_info with ``info``; pytest-benchmark times one
+    graph run."""
+    import torch
+
+    batch = ids.shape[0]
+    mask = torch.ones_like(ids)
+
+    def hf_run() -> None:
+        with torch.no_grad():
+            hf.generate(
+                ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=new, do_sample=False
+            )
+        torch.cuda.synchronize()
+
+    def run(graph: bool) -> None:
+        ours.generate(ours_in, new, temperature=0, stop_token_ids=(), graph=graph)
+        gp.synchronize()
+
+    hf_run()
+    run(False)  # warm-up: compiles the Triton kernels, caches cuBLASLt plans
+    st = GenerationStats()
+    ours.generate(ours_in, new, temperature=0, stop_token_ids=(), graph=True, stats=st)
+    assert st.decode_mode.startswith("CUDA graph"), st.decode_mode  # captured, kept
+    hf_tps = _tok_per_s(hf_run, batch, new)
+    ours_tps = _tok_per_s(lambda: run(False), batch, new)
+    graph_tps = _tok_per_s(lambda: run(True), batch, new)
+    benchmark.extra_info.update(
+        hf_tok_s=hf_tps, pygpukit_tok_s=ours_tps, graph_tok_s=graph_tps, **info
+    )
+    benchmark.pedantic(lambda: run(True), rounds=1, iterations=1)
+    print(
+        f"\n{label}: pygpukit eager {ours_tps:.1f} tok/s, graph {graph_tps:.1f} tok/s, HF "
+        f"transformers eager {hf_tps:.1f} tok/s ({ours_tps / hf_tps:.2f}x, graph "
+        f"{graph_tps / hf_tps:.2f}x)"
+    )
 
 
 @pytest.mark.parametrize("batch", [1, 8])
@@ -97,36 +140,9 @@ def test_decode_vs_hf(name: str, batch: int, benchmark: Any) -> None:
     ours = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
     prompts = [list(range(100 + r, 116 + r)) for r in range(batch)]
     ids = torch.tensor(prompts, device="cuda")
-    mask = torch.ones_like(ids)
     ours_in: Any = prompts if batch > 1 else prompts[0]
-
-    def hf_run() -> None:
-        with torch.no_grad():
-            hf.generate(
-                ids, attention_mask=mask, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False
-            )
-        torch.cuda.synchronize()
-
-    def run(graph: bool) -> None:
-        ours.generate(ours_in, NEW, temperature=0, stop_token_ids=(), graph=graph)
-        gp.synchronize()
-
-    hf_run()
-    run(False)  # warm-up: compiles the Triton kernels, caches cuBLASLt plans
-    st = GenerationStats()
-    ours.generate(ours_in, NEW, temperature=0, stop_token_ids=(), graph=True, stats=st)
-    assert st.decode_mode.startswith("CUDA graph"), st.decode_mode  # captured, kept
-    hf_tps = _tok_per_s(hf_run, batch)
-    ours_tps = _tok_per_s(lambda: run(False), batch)
-    graph_tps = _tok_per_s(lambda: run(True), batch)
     benchmark.group = f"decode batch {batch}, {name} random bf16"
-    benchmark.extra_info.update(hf_tok_s=hf_tps, pygpukit_tok_s=ours_tps, graph_tok_s=graph_tps)
-    benchmark.pedantic(lambda: run(True), rounds=1, iterations=1)
-    print(
-        f"\n{name} batch {batch}: pygpukit eager {ours_tps:.1f} tok/s, graph {graph_tps:.1f} "
-        f"tok/s, HF transformers eager {hf_tps:.1f} tok/s ({ours_tps / hf_tps:.2f}x, graph "
-        f"{graph_tps / hf_tps:.2f}x)"
-    )
+    _versus_hf(benchmark, hf, ids, ours, ours_in, NEW, f"{name} batch {batch}")
 
 
 def test_smollm2_gguf_vs_hf(benchmark: Any) -> None:
@@ -153,38 +169,8 @@ def test_smollm2_gguf_vs_hf(benchmark: Any) -> None:
         .eval()
     )
     ids = torch.tensor([prompt], device="cuda")
-
-    def hf_run() -> None:
-        with torch.no_grad():
-            hf.generate(
-                ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
-                min_new_tokens=new, do_sample=False,
-            )  # fmt: skip
-        torch.cuda.synchronize()
-
-    def run(graph: bool) -> None:
-        ours.generate(prompt, new, temperature=0, stop_token_ids=(), graph=graph)
-        gp.synchronize()
-
-    hf_run()
-    run(False)  # warm-up: compiles the Triton kernels, caches cuBLASLt plans
-    st = GenerationStats()
-    ours.generate(prompt, new, temperature=0, stop_token_ids=(), graph=True, stats=st)
-    assert st.decode_mode.startswith("CUDA graph"), st.decode_mode
-    times = {
-        "hf": _tok_per_s(hf_run, 1, new),
-        "eager": _tok_per_s(lambda: run(False), 1, new),
-        "graph": _tok_per_s(lambda: run(True), 1, new),
-    }
     benchmark.group = "decode batch 1, SmolLM2-135M-Instruct GGUF, float16"
-    benchmark.extra_info.update(
-        hf_tok_s=times["hf"], pygpukit_tok_s=times["eager"], graph_tok_s=times["graph"],
-        prompt_tokens=len(prompt), new_tokens=new,
-    )  # fmt: skip
-    benchmark.pedantic(lambda: run(True), rounds=1, iterations=1)
-    print(
-        f"\nSmolLM2-135M GGUF fp16, {len(prompt)}-token prompt + {new}: pygpukit eager "
-        f"{times['eager']:.1f} tok/s, graph {times['graph']:.1f} tok/s, HF transformers eager "
-        f"{times['hf']:.1f} tok/s ({times['eager'] / times['hf']:.2f}x, graph "
-        f"{times['graph'] / times['hf']:.2f}x)"
+    label = f"SmolLM2-135M GGUF fp16, {len(prompt)}-token prompt + {new}"
+    _versus_hf(
+        benchmark, hf, ids, ours, prompt, new, label, prompt_tokens=len(prompt), new_tokens=new
     )
