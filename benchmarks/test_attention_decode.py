@@ -3,8 +3,9 @@
 sdpa_decode: one query token per sequence, 32 query / 8 KV heads, D128, every sequence at the
 full context (4096, 16384, 32768), batch 1 and 16; bytes = the K and V read once. Rows: the
 contiguous cache, paged caches of 16- and 64-slot blocks (vLLM's default and FlashInfer's common
-size; the block table a random permutation, so pages are scattered), the older gp.sdpa over cache
-views, torch SDPA (enable_gqa) on the contiguous cache, and flash-attn's flash_attn_with_kvcache
+size; the block table a random permutation, so pages are scattered), the same three with the
+route forced to the native split-key kernel (native-*), the older gp.sdpa over cache views, torch
+SDPA (enable_gqa) on the contiguous cache, and flash-attn's flash_attn_with_kvcache
 when it is installed. Targets (issue 5): >= 80% of the device copy bandwidth (the "copy 1 GiB"
 group of benchmarks/test_copy.py, run in the same session) and paged within 10% of contiguous.
 test_decode_graph times the same calls replayed back to back from a CUDA graph over rotated
@@ -33,6 +34,8 @@ pytestmark = pytest.mark.gpu
 H, HKV, D = 32, 8, 128
 DECODE = [(b, s) for b in (1, 16) for s in (4096, 16384, 32768)]
 LAYOUTS = ["contiguous", "paged16", "paged64"]
+# The same calls with the route forced to the native twin (split_decode.cu).
+NATIVE = [f"native-{x}" for x in LAYOUTS]
 
 
 def _rand(shape: tuple[int, ...], seed: int = 0) -> gp.GPUArray:
@@ -111,6 +114,14 @@ def _decode_fn(impl: str, q: Any, kc: Any, vc: Any, lens: Any, out: Any) -> Any:
     """One decode-attention call of impl over one cache, as a closure."""
     if impl in READ_FLOORS:
         return _read_floor_fn(impl, kc, vc)
+    if impl.startswith("native-"):
+        call = _decode_fn(impl.replace("native-", "pygpukit-"), q, kc, vc, lens, out)
+
+        def native() -> Any:
+            with gp.route("sdpa_decode:native"):
+                return call()
+
+        return native
     if impl.startswith("pygpukit-paged"):
         page = int(impl.removeprefix("pygpukit-paged"))
         (kp, table), (vp, _) = _paged(kc, page), _paged(vc, page)
@@ -134,7 +145,10 @@ def _decode_fn(impl: str, q: Any, kc: Any, vc: Any, lens: Any, out: Any) -> Any:
 
 @pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
 @pytest.mark.parametrize(
-    "impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["pygpukit-sdpa", "torch-sdpa", "torch+flash_attn"]
+    "impl",
+    [f"pygpukit-{x}" for x in LAYOUTS]
+    + NATIVE
+    + ["pygpukit-sdpa", "torch-sdpa", "torch+flash_attn"],
 )
 def test_decode(bench: Any, case: tuple[int, int], impl: str) -> None:
     b, s = case
@@ -150,7 +164,9 @@ ROTATE_BYTES = 256 << 20  # K+V bytes per replay: over 4x any Hopper L2
 
 
 @pytest.mark.parametrize("case", DECODE, ids=lambda c: "B{}-S{}".format(*c))
-@pytest.mark.parametrize("impl", [f"pygpukit-{x}" for x in LAYOUTS] + ["torch-sdpa", *READ_FLOORS])
+@pytest.mark.parametrize(
+    "impl", [f"pygpukit-{x}" for x in LAYOUTS] + NATIVE + ["torch-sdpa", *READ_FLOORS]
+)
 def test_decode_graph(bench: Any, case: tuple[int, int], impl: str) -> None:
     """The same calls back to back in one CUDA graph over n distinct caches (METHOD.md: "for
     many small launches, capture a graph and time its replays"; rotate inputs that fit in L2).

@@ -1,6 +1,7 @@
 """Paged against contiguous decode attention at batch 1, graph-timed (diagnostic, GPU host).
 
 python scripts/diag_paged.py            # block-table order, then the knob sweep for 16-slot pages
+python scripts/diag_paged.py --native   # the native split-key kernel's knobs against Triton
 
 Every number is one sdpa_decode call's share of a CUDA graph of n calls over distinct caches (256
 MiB in all, as benchmarks/test_attention_decode.py::test_decode_graph), bf16 Hq32 Hkv8 D128, one
@@ -10,10 +11,14 @@ query token, batch 1 at 4096 / 16384 / 32768 keys, median of 15 replays (L2 flus
   identity table closed the gap to the contiguous cache, page scatter would be the cause.
 - Knob sweep: the module constants of pygpukit/triton_kernels/attention_decode.py that serve a
   16-slot paged cache at batch 1 (the default class), and the few-programs class forced.
+- --native: the stages and blocks per SM of the native split-key kernel
+  (pygpukit/backends/native_kernels/attention_decode.py), contiguous and 16-slot pages, batch 1
+  and 16, against the Triton kernel's contiguous cache of the same run.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -21,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
+from pygpukit.backends.native_kernels import attention_decode as nd
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.triton_kernels import attention_decode as ad
 
@@ -55,21 +61,32 @@ def _table(per: int, order: str) -> gp.GPUArray:
 
 
 def per_call_us(
-    timer: DeviceTimer, s: int, page: int, order: str = "random", few: bool | None = None
+    timer: DeviceTimer,
+    s: int,
+    page: int,
+    order: str = "random",
+    few: bool | None = None,
+    *,
+    batch: int = 1,
+    native: bool = False,
 ) -> float:
-    """One call's share of a graph of n calls over n caches; page 0: the contiguous cache."""
-    nbytes = 2 * HKV * s * D * 2
+    """One call's share of a graph of n calls over n caches; page 0: the contiguous cache.
+    native: the native split-key kernel instead of Triton's."""
+    nbytes = 2 * batch * HKV * s * D * 2
     n = max(1, -(-ROTATE_BYTES // nbytes))
-    q, out = _bf16((1, H, 1, D), 2), gp.empty((1, H, 1, D), "bfloat16", device="cuda:0")
-    lens = gp.from_numpy(np.full(1, s, np.int32), device="cuda:0")
-    k1, v1 = _bf16((1, HKV, s, D), 3), _bf16((1, HKV, s, D), 4)
+    q, out = _bf16((batch, H, 1, D), 2), gp.empty((batch, H, 1, D), "bfloat16", device="cuda:0")
+    lens = gp.from_numpy(np.full(batch, s, np.int32), device="cuda:0")
+    k1, v1 = _bf16((batch, HKV, s, D), 3), _bf16((batch, HKV, s, D), 4)
     caches = [(k1, v1)] + [(k1.copy(), v1.copy()) for _ in range(n - 1)]
-    table = _table(s // page, order) if page else None
+    table = _table(batch * s // page, order).reshape(batch, s // page) if page else None
     calls: list[Callable[[], Any]] = []
     for k, v in caches:
         if page:
-            k, v = (c.reshape(s // page, HKV, page, D) for c in (k, v))
-        calls.append(partial(ad._sdpa_decode, q, k, v, lens, table, True, None, out, few=few))
+            k, v = (c.reshape(batch * s // page, HKV, page, D) for c in (k, v))
+        if native:
+            calls.append(partial(nd.sdpa_decode, q, k, v, lens, table, out=out))
+        else:
+            calls.append(partial(ad._sdpa_decode, q, k, v, lens, table, True, None, out, few=few))
     for c in calls:  # compile and size workspaces outside the capture
         c()
     gp.synchronize()
@@ -88,7 +105,43 @@ def _row(name: str, times: list[float], base: list[float] | None = None) -> str:
     return f"{name:<34} " + "  ".join(cells)
 
 
+NATIVE_KNOBS: dict[str, dict[str, Any]] = {
+    "3 stages, 2 blocks per SM": {"STAGES": 3, "PROGRAMS_PER_SM": 2},
+    "3 stages, 1 block per SM": {"STAGES": 3, "PROGRAMS_PER_SM": 1},
+    "4 stages, 1 block per SM": {"STAGES": 4, "PROGRAMS_PER_SM": 1},
+}
+
+
+def native_sweep() -> None:
+    timer = DeviceTimer(0)
+    for batch in (1, 16):
+        print(f"batch {batch}, per call at {' / '.join(map(str, CONTEXTS))} keys")
+        base = [per_call_us(timer, s, 0, batch=batch) for s in CONTEXTS]
+        print(_row("triton contiguous", base))
+        print(
+            _row(
+                "triton paged 16", [per_call_us(timer, s, 16, batch=batch) for s in CONTEXTS], base
+            )
+        )
+        for name, knobs in NATIVE_KNOBS.items():
+            saved = {k: getattr(nd, k) for k in knobs}
+            for k, v in knobs.items():
+                setattr(nd, k, v)
+            try:
+                for page in (0, 16):
+                    times = [
+                        per_call_us(timer, s, page, batch=batch, native=True) for s in CONTEXTS
+                    ]
+                    print(_row(f"native {page or 'contiguous'}, {name}", times, base))
+            finally:
+                for k, v in saved.items():
+                    setattr(nd, k, v)
+
+
 def main() -> None:
+    if "--native" in sys.argv:
+        native_sweep()
+        return
     timer = DeviceTimer(0)
     print(f"batch 1, per call at {' / '.join(map(str, CONTEXTS))} keys")
     contiguous = [per_call_us(timer, s, 0) for s in CONTEXTS]

@@ -31,7 +31,9 @@ PGK_FAMILY(attention_decode) {
          const Strides& sq_s, const Strides& sk_s, const Strides& sv_s, const Strides& so_s,
          std::uintptr_t lens, std::int64_t lens_stride, std::uintptr_t block_table,
          std::int64_t bt_s0, std::int64_t bt_s1, std::int64_t page, std::int64_t nblocks,
-         std::int64_t cap, double scale, bool causal) {
+         std::int64_t cap, double scale, bool causal, std::int64_t splits, std::int64_t chunk,
+         std::int64_t tiles, std::int64_t entries, std::int64_t stages, std::uintptr_t parts,
+         std::uintptr_t lse, std::uintptr_t counters) {
         pgk::AttnArgs a{};
         a.device = device;
         a.stream = stream;
@@ -61,16 +63,28 @@ PGK_FAMILY(attention_decode) {
         a.cap = cap;
         a.scale = scale;
         a.causal = causal;
-        pgk::sdpa_decode_rows(a);
+        if (splits == 0) {
+          pgk::sdpa_decode_rows(a);
+          return;
+        }
+        const pgk::DecodeSplit sp{splits, chunk, tiles, entries, stages, parts, lse, counters};
+        pgk::sdpa_decode_split(a, sp);
       },
       py::arg("device"), py::arg("stream"), py::arg("dtype"), py::arg("batch"), py::arg("heads"),
       py::arg("kv_heads"), py::arg("sq"), py::arg("d"), py::arg("q"), py::arg("k_cache"),
       py::arg("v_cache"), py::arg("out"), py::arg("sq_s"), py::arg("sk_s"), py::arg("sv_s"),
       py::arg("so_s"), py::arg("lens"), py::arg("lens_stride"), py::arg("block_table"),
       py::arg("bt_s0"), py::arg("bt_s1"), py::arg("page"), py::arg("nblocks"), py::arg("cap"),
-      py::arg("scale"), py::arg("causal"), PGK_NOGIL,
+      py::arg("scale"), py::arg("causal"), py::arg("splits") = 0, py::arg("chunk") = 0,
+      py::arg("tiles") = 0, py::arg("entries") = 0, py::arg("stages") = 0, py::arg("parts") = 0,
+      py::arg("lse") = 0,
+      py::arg("counters") = 0, PGK_NOGIL,
       "decode attention of q [B, H, Sq, D] over the first lens[b] keys of a contiguous or paged "
-      "cache (block_table 0: contiguous); one warp per query row");
+      "cache (block_table 0: contiguous); splits 0: one warp per query row, else the split-key "
+      "tensor-core kernel over the workspace parts/lse/counters");
+  m.def("split_decode_smem", &pgk::split_decode_smem, py::arg("d"), py::arg("elem"),
+        py::arg("entries"), py::arg("stages"),
+        "dynamic shared memory (bytes) of one block of the split-key decode kernel");
   m.def(
       "kv_cache_write",
       [](int device, std::uintptr_t stream, const std::string& dtype,

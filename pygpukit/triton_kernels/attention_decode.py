@@ -32,8 +32,9 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
-The workspace (partials, counters) is kept per (device, stream) and grows but is never freed, so a
-captured graph never points at released memory.
+The workspace (partials, counters; pygpukit/_decode_workspace.py, shared with the native twin) is
+kept per (device, stream) and grows but is never freed, so a captured graph never points at
+released memory.
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
@@ -42,13 +43,12 @@ captured graph never points at released memory.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import triton
 import triton.language as tl
 
-from pygpukit import _core, runtime
-from pygpukit.creation import empty, zeros
+from pygpukit._decode_workspace import decode_workspace
 from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.triton_kernels.driver import launch
 from pygpukit.triton_kernels.kv_write import kv_cache_write  # the family's other op
@@ -442,69 +442,6 @@ def decode_plan(
     return DecodePlan(bm, tiles, bn, ns, chunk, br, bs, warps, stages, bool(fused), bool(few))
 
 
-class _Scratch:
-    """Per (device, stream) workspace: fp32 partial outputs and lse, int32 zeroed counters."""
-
-    __slots__ = ("cnt", "lse", "parts")
-
-    def __init__(self) -> None:
-        self.parts: GPUArray | None = None
-        self.lse: GPUArray | None = None
-        self.cnt: GPUArray | None = None
-
-
-_scratch: dict[tuple[Any, int], _Scratch] = {}
-# Outgrown buffers stay alive: a captured CUDA graph may still point at them.
-_retired: list[GPUArray] = []
-
-
-def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GPUArray:
-    if buf is not None and buf.shape[0] >= n:
-        return buf
-    if buf is not None:
-        _retired.append(buf)
-        n = max(n, 2 * buf.shape[0])
-    return zeros((n,), dtype, dev) if zero else empty((n,), dtype, dev)
-
-
-def _capture_workspace(cap: Any, dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
-    """A workspace of the CUDA graph being captured (graphs._CapturePool): its own, so eager
-    calls on any stream never share the graph's partials and counters; the counters are zeroed
-    now, on the capture's side stream (a memset recorded in the graph would run only at replay),
-    and reset themselves at the end of every launch, so the captured calls (one stream, in
-    order) share it as eager calls share their stream's."""
-    ws = cap.scratch.get("sdpa_decode")
-    if (
-        ws is not None
-        and ws.parts.shape[0] >= n_rows * bd
-        and ws.lse.shape[0] >= n_rows
-        and ws.cnt.shape[0] >= n_cnt
-    ):
-        return ws
-    ws = cap.scratch["sdpa_decode"] = _Scratch()  # a smaller one stays kept by the graph
-    ws.parts = empty((n_rows * bd,), "float32", dev)
-    ws.lse = empty((n_rows,), "float32", dev)
-    ws.cnt = empty((max(n_cnt, 1),), "int32", dev)
-    _core.memset_d32(ws.cnt.data_ptr(), 0, ws.cnt.shape[0], cap.side)
-    cap.side.synchronize()
-    return ws
-
-
-def _workspace(dev: Any, n_rows: int, bd: int, n_cnt: int) -> _Scratch:
-    cap = runtime.capture_pool(dev)
-    if cap is not None:
-        return _capture_workspace(cap, dev, n_rows, bd, n_cnt)
-    key = (dev, runtime.current_stream(dev).handle)
-    ws = _scratch.get(key)
-    if ws is None:
-        ws = _scratch[key] = _Scratch()
-    ws.parts = _grown(ws.parts, n_rows * bd, "float32", dev, False)
-    ws.lse = _grown(ws.lse, n_rows, "float32", dev, False)
-    if n_cnt:
-        ws.cnt = _grown(ws.cnt, n_cnt, "int32", dev, True)  # counters start at 0, self-resetting
-    return ws
-
-
 def sdpa_decode(
     q: GPUArray,
     k_cache: GPUArray,
@@ -558,7 +495,7 @@ def _sdpa_decode(
     bd = max(16, next_pow2(d))
     wo = wl = cnt = o
     if pl.splits > 1:
-        ws = _workspace(q.device, nbh * pl.splits * pl.block_r, bd, nbh if fuse else 0)
+        ws = decode_workspace(q.device, nbh * pl.splits * pl.block_r, bd, nbh if fuse else 0)
         assert ws.parts is not None and ws.lse is not None
         wo, wl = ws.parts, ws.lse
         if fuse:

@@ -15,6 +15,25 @@ namespace pgk {
 // A length outside [0, cap] or a block id outside [0, nblocks) makes that row NaN.
 void sdpa_decode_rows(const AttnArgs& a);
 
+// The split-key tensor-core kernel (split_decode.cu): float16/bfloat16, head dim 64, 80, 96,
+// 128 or 256, unit-stride head dims, 16-byte aligned cache rows. The caller plans the split
+// (pygpukit/backends/native_kernels/attention_decode.py) and owns the workspace.
+struct DecodeSplit {
+  std::int64_t splits;  // key splits per (sequence, kv head, tile)
+  std::int64_t chunk;   // keys per split, a multiple of 16; splits * chunk >= cap
+  std::int64_t tiles;   // 16-row tiles of the heads / kv_heads * sq query rows
+  std::int64_t entries;  // block-table entries a split loads into shared memory (paged)
+  std::int64_t stages;   // 16-key steps in each warp's cp.async ring: 3 or 4 (D <= 128), 2 (256)
+  // fp32 partials [units][splits][16][D], log2-sum-exp [units][splits][16], int32 counters
+  // [units] that start at 0 (unit = (b * kv_heads + hk) * tiles + tile); unused at 1 split.
+  std::uintptr_t parts, lse, counters;
+};
+void sdpa_decode_split(const AttnArgs& a, const DecodeSplit& sp);
+
+// Dynamic shared memory of one split block (bytes), for the planner's check against the
+// device's opt-in limit.
+std::int64_t split_decode_smem(std::int64_t d, int elem, std::int64_t entries, int stages);
+
 struct KvWriteArgs {
   int device;
   std::uintptr_t stream;

@@ -31,6 +31,7 @@
 #include "gemv/gemv.h"
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/tensor_core.cuh"
 
 namespace pgk {
 namespace gemv_detail {
@@ -102,11 +103,7 @@ struct Ops<__nv_bfloat16> {
   }
   __device__ static void mma(float* c, std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
                              std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    Mma<__nv_bfloat16>::run(c, a0, a1, a2, a3, b0, b1);
   }
   // Two e4m3 codes at bits 15..8 and 31..24 (zeros elsewhere) -> bf16x2, exactly: sign in
   // place, exponent+mantissa shifted into bf16's low exponent bits, then x 2^120 rebiases the
@@ -135,11 +132,7 @@ struct Ops<__half> {
   }
   __device__ static void mma(float* c, std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
                              std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    Mma<__half>::run(c, a0, a1, a2, a3, b0, b1);
   }
   static constexpr std::uint32_t kE4M3Rebias = 0x5C005C00u;  // 2^8 = 2^(15 - 7)
 

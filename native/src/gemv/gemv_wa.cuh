@@ -41,22 +41,6 @@ constexpr int kStages = 2;
 // 46.7 vs 52.2 us at N29568 (924 blocks), 17.2 vs 18.8 us at N14336 (448 blocks).
 constexpr std::int64_t kManyBlocksWA = 256;
 
-// 16 bytes global -> shared, bypassing L1, 256-byte L2 prefetch; zero-filled without a read when
-// !pred (steps past the end, rows past N).
-__device__ __forceinline__ void cp_async16(uint4* smem, const unsigned char* gmem, bool pred) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
-               "r"(pred ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
 template <typename T, int RT, int MT>
 struct Ctx {

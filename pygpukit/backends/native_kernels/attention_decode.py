@@ -1,7 +1,12 @@
 """sdpa_decode and kv_cache_write on the native backend: the twins of
 pygpukit/triton_kernels/attention_decode.py, same signatures and numerics
-(pygpukit/backends/cpu/attention_decode.py); kernels in native/src/attention_decode/ (decode
-runs the attention row kernel of native/src/attention/attn_rows.cuh in its decode mode).
+(pygpukit/backends/cpu/attention_decode.py); kernels in native/src/attention_decode/.
+
+sdpa_decode runs the split-key tensor-core kernel (split_decode.cu) on float16/bfloat16 caches of
+head dim 64, 80, 96, 128 or 256 with unit-stride, 16-byte aligned rows; every other call (float32,
+float64, other head dims or layouts) runs the attention row kernel of
+native/src/attention/attn_rows.cuh in its decode mode. Both are this backend's own kernels; the
+choice depends only on dtypes, shapes and strides, never on values.
 
 Lengths, write positions and block tables are int32 device arrays read by the kernels, so the
 launch depends on shapes only (graph-replayable, no host sync). As on the Triton path, a length
@@ -13,6 +18,9 @@ buffers); out= is written in place whatever its layout. float16, bfloat16, float
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from pygpukit._decode_workspace import decode_workspace
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import stream_of
@@ -22,6 +30,79 @@ from pygpukit.creation import empty
 __all__ = ["kv_cache_write", "sdpa_decode"]
 
 _FLOATS = ("float32", "float16", "bfloat16", "float64")
+_SPLIT_DIMS = (64, 80, 96, 128, 256)
+_ROWS = 16  # query rows of a tile (the kernel's mma M)
+_STEP = 16  # keys of a warp step; chunks are whole steps
+
+# Split policy of the split-key kernel, read at every call (python scripts/diag_paged.py --native
+# sweeps them). Head dims <= 128: a ring of STAGES 16-key steps a warp (3: 104 KiB of shared
+# memory at D128; 4: 139 KiB) and PROGRAMS_PER_SM blocks per SM in one wave; D256: 2 stages,
+# one block. H200, bf16 Hq32 Hkv8 D128 (BENCHMARKS.md, session 8): one block per SM was fastest
+# at batch 1 (15.2 against 18.3 us at 4096 keys with two); two were faster at batch 16 in two runs
+# of three (80.5 against 89.5 us at 4096 keys). 3 and 4 stages were within noise. Chunks of at
+# least MIN_SPLIT_KEYS keys; a paged split holds at most MAX_ENTRIES table entries in shared
+# memory.
+STAGES = 3
+PROGRAMS_PER_SM = 1
+MIN_SPLIT_KEYS = 64
+MAX_SPLITS = 256
+MAX_ENTRIES = 2048
+NUM_SPLITS: int | None = None  # forced split count (tests, tuning); None: the policy above
+
+
+class SplitPlan(NamedTuple):
+    splits: int
+    chunk: int
+    tiles: int
+    entries: int
+    stages: int
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_plan(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    sq: int,
+    head_dim: int,
+    capacity: int,
+    sms: int,
+    page: int = 0,
+    *,
+    num_splits: int | None = None,
+) -> SplitPlan:
+    """The split-key launch for q [batch, heads, sq, head_dim] over ``capacity`` slots per
+    sequence on ``sms`` multiprocessors; page: slots per page of a paged cache (0: contiguous).
+    num_splits forces the split count (tests, tuning), within what the table entries allow."""
+    tiles = _cdiv(heads // kv_heads * sq, _ROWS)
+    progs = batch * kv_heads * tiles
+    steps = max(1, _cdiv(capacity, _STEP))
+    stages, per_sm = (STAGES, PROGRAMS_PER_SM) if head_dim <= 128 else (2, 1)
+    if num_splits is None:
+        ns = (per_sm * sms) // max(1, progs)
+        ns = min(ns, MAX_SPLITS, capacity // max(1, MIN_SPLIT_KEYS))
+    else:
+        ns = int(num_splits)
+    if page:  # a split's entries (chunk // page + 2) fit MAX_ENTRIES
+        ns = max(ns, _cdiv(steps, max(1, (MAX_ENTRIES - 2) * page // _STEP)))
+    ns = max(1, min(ns, steps))
+    chunk = _cdiv(steps, ns) * _STEP
+    ns = _cdiv(steps * _STEP, chunk)
+    return SplitPlan(ns, chunk, tiles, chunk // page + 2 if page else 0, stages)
+
+
+def _split_eligible(q: GPUArray, k: GPUArray, v: GPUArray, d: int) -> bool:
+    """The split kernel's layout needs: half dtypes, its head dims, unit-stride 16-byte rows."""
+    if q.dtype.name not in ("float16", "bfloat16") or d not in _SPLIT_DIMS:
+        return False
+    for c in (k, v):
+        st = c.element_strides
+        if st[3] != 1 or any(s % 8 for s in st[:3]) or c.data_ptr() % 16:
+            return False
+    return True
 
 
 def _int32(op: str, name: str, t: GPUArray) -> None:
@@ -63,13 +144,30 @@ def sdpa_decode(
     if batch * h * sq * d == 0:
         return o
     bt, s0, s1, page, nblocks, cap = _paging(op, k_cache, block_table)
+    ext = extension()
+    split: dict[str, int] = {}
+    if _split_eligible(q, k_cache, v_cache, d):
+        props = q.device.properties
+        sms = int(props["sm_count"])
+        pl = split_plan(batch, h, hkv, sq, d, cap, sms, page, num_splits=NUM_SPLITS)
+        smem = ext.split_decode_smem(d, q.itemsize, pl.entries, pl.stages)
+        if smem <= int(props.get("max_shared_memory_per_block_optin", 0)):
+            split = {"splits": pl.splits, "chunk": pl.chunk, "tiles": pl.tiles,
+                     "entries": pl.entries, "stages": pl.stages}  # fmt: skip
+            if pl.splits > 1:
+                units = batch * hkv * pl.tiles
+                ws = decode_workspace(q.device, units * pl.splits * _ROWS, d, units)
+                assert ws.parts is not None and ws.lse is not None and ws.cnt is not None
+                split.update(
+                    parts=ws.parts.data_ptr(), lse=ws.lse.data_ptr(), counters=ws.cnt.data_ptr()
+                )
     # fmt: off
-    extension().sdpa_decode(
+    ext.sdpa_decode(
         q.device.index, stream_of(q), q.dtype.name, batch, h, hkv, sq, d,
         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), o.data_ptr(),
         _dims(q), _dims(k_cache), _dims(v_cache), _dims(o),
         cache_seqlens.data_ptr(), cache_seqlens.element_strides[0], bt, s0, s1, page, nblocks,
-        cap, _scale(d, scale), bool(causal),
+        cap, _scale(d, scale), bool(causal), **split,
     )
     # fmt: on
     return o

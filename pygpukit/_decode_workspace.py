@@ -1,0 +1,85 @@
+"""The split-key workspace of decode attention (sdpa_decode), shared by the Triton kernel
+(pygpukit/triton_kernels/attention_decode.py) and its native twin
+(pygpukit/backends/native_kernels/attention_decode.py): fp32 partial outputs and log2-sum-exps
+of the key splits, and int32 counters, one per (sequence, kv head, row tile), with which the last
+split to finish finds out that it combines. Both kernels leave every counter at 0 when a launch
+ends, so calls in order on one stream can share one workspace whichever backend serves them.
+
+Kept per (device, stream); it grows but is never freed, so a captured CUDA graph never points at
+released memory. A graph being captured gets its own (graphs._CapturePool.scratch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit import _core, runtime
+from pygpukit.array import GPUArray
+from pygpukit.creation import empty, zeros
+
+__all__ = ["DecodeScratch", "decode_workspace"]
+
+
+class DecodeScratch:
+    """fp32 partial outputs and lse, int32 counters (zero between launches)."""
+
+    __slots__ = ("cnt", "lse", "parts")
+
+    def __init__(self) -> None:
+        self.parts: GPUArray | None = None
+        self.lse: GPUArray | None = None
+        self.cnt: GPUArray | None = None
+
+
+_scratch: dict[tuple[Any, int], DecodeScratch] = {}
+# Outgrown buffers stay alive: a captured CUDA graph may still point at them.
+_retired: list[GPUArray] = []
+
+
+def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GPUArray:
+    if buf is not None and buf.shape[0] >= n:
+        return buf
+    if buf is not None:
+        _retired.append(buf)
+        n = max(n, 2 * buf.shape[0])
+    return zeros((n,), dtype, dev) if zero else empty((n,), dtype, dev)
+
+
+def _capture_workspace(cap: Any, dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScratch:
+    """A workspace of the CUDA graph being captured (graphs._CapturePool): its own, so eager
+    calls on any stream never share the graph's partials and counters; the counters are zeroed
+    now, on the capture's side stream (a memset recorded in the graph would run only at replay),
+    and reset themselves at the end of every launch, so the captured calls (one stream, in
+    order) share it as eager calls share their stream's."""
+    ws = cap.scratch.get("sdpa_decode")
+    if (
+        ws is not None
+        and ws.parts.shape[0] >= n_rows * width
+        and ws.lse.shape[0] >= n_rows
+        and ws.cnt.shape[0] >= n_cnt
+    ):
+        return ws  # type: ignore[no-any-return]
+    ws = cap.scratch["sdpa_decode"] = DecodeScratch()  # a smaller one stays kept by the graph
+    ws.parts = empty((n_rows * width,), "float32", dev)
+    ws.lse = empty((n_rows,), "float32", dev)
+    ws.cnt = empty((max(n_cnt, 1),), "int32", dev)
+    _core.memset_d32(ws.cnt.data_ptr(), 0, ws.cnt.shape[0], cap.side)
+    cap.side.synchronize()
+    return ws  # type: ignore[no-any-return]
+
+
+def decode_workspace(dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScratch:
+    """At least n_rows lse values, n_rows * width partial values and n_cnt zeroed counters for
+    the current stream of dev (or the graph being captured on it)."""
+    cap = runtime.capture_pool(dev)
+    if cap is not None:
+        return _capture_workspace(cap, dev, n_rows, width, n_cnt)
+    key = (dev, runtime.current_stream(dev).handle)
+    ws = _scratch.get(key)
+    if ws is None:
+        ws = _scratch[key] = DecodeScratch()
+    ws.parts = _grown(ws.parts, n_rows * width, "float32", dev, False)
+    ws.lse = _grown(ws.lse, n_rows, "float32", dev, False)
+    if n_cnt:
+        ws.cnt = _grown(ws.cnt, n_cnt, "int32", dev, True)  # counters start at 0, self-resetting
+    return ws
