@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 from _attention_ref import head_ref
-from _data import as64
+from _data import as64, rand
 
 
 def to_paged(
@@ -33,6 +33,31 @@ def to_paged(
                 paged[table[bi, i], :, : part.shape[1]] = part
         out.append(paged)
     return out[0], out[1], table
+
+
+def decode_inputs(
+    rng: np.random.Generator,
+    batch: int,
+    kv_heads: int,
+    group: int,
+    sq: int,
+    d: int,
+    s_max: int,
+    dtype: str,
+    page: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Random decode operands: q [batch, kv_heads * group, sq, d] and contiguous caches
+    [batch, kv_heads, s_max, d], or (page given) the caches as randomly placed pages with their
+    block table (to_paged). Returns (q, k_cache, v_cache, block_table or None)."""
+    q = rand(rng, (batch, kv_heads * group, sq, d), dtype)
+    kc, vc = (
+        rand(rng, (batch, kv_heads, s_max, d), dtype),
+        rand(rng, (batch, kv_heads, s_max, d), dtype),
+    )
+    if page is None:
+        return q, kc, vc, None
+    kc, vc, table = to_paged(rng, page, kc, vc)
+    return q, kc, vc, table
 
 
 def gather(cache: np.ndarray, b: int, n: int, table: np.ndarray | None) -> np.ndarray:

@@ -32,7 +32,7 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
-The workspace (partials, counters; pygpukit/_decode_workspace.py, shared with the native twin) is
+The workspace (partials, counters; pygpukit/_decode_split.py, shared with the native twin) is
 kept per (device, stream) and grows but is never freed, so a captured graph never points at
 released memory.
 """
@@ -48,7 +48,7 @@ from typing import NamedTuple
 import triton
 import triton.language as tl
 
-from pygpukit._decode_workspace import decode_workspace
+from pygpukit._decode_split import decode_workspace, key_splits
 from pygpukit.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.triton_kernels.driver import launch
 from pygpukit.triton_kernels.kv_write import kv_cache_write  # the family's other op
@@ -425,17 +425,10 @@ def decode_plan(
         bn, warps, stages, per_sm = BLOCK_N, NUM_WARPS, NUM_STAGES, PROGRAMS_PER_SM
         min_keys, fused = MIN_SPLIT_KEYS, FUSED_COMBINE
     bd = max(16, next_pow2(head_dim))
-    nkb = max(1, cdiv(capacity, bn))
-    if num_splits is None:
-        # Fill per_sm slots per SM in one wave (floor: a partial second wave costs a whole
-        # program's time), with chunks of at least min_keys.
-        ns = (per_sm * sms) // max(1, progs)
-        ns = min(ns, MAX_SPLITS, capacity // max(1, min_keys))
-    else:
-        ns = int(num_splits)
-    ns = max(1, min(ns, nkb))
-    chunk = cdiv(nkb, ns) * bn
-    ns = cdiv(nkb * bn, chunk)
+    ns, chunk = key_splits(
+        capacity, bn, progs, per_sm * sms, min_keys=min_keys, max_splits=MAX_SPLITS,
+        forced=num_splits,
+    )  # fmt: skip
     br = bm if tiles > 1 else max(2, next_pow2(rows))
     bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
     stages = stages if half else 2

@@ -1,4 +1,5 @@
-// Block-wide sums for row kernels: warp shuffles, then one value per warp through shared memory.
+// Warp and block reductions for row kernels: warp shuffles, then one value per warp through
+// shared memory.
 #pragma once
 
 namespace pgk {
@@ -7,6 +8,18 @@ template <typename C>
 __device__ inline C warp_sum(C v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Max over the warp; NaN inputs are not propagated reliably (callers that care track NaN apart,
+// as the attention kernels do).
+template <typename C>
+__device__ inline C warp_max(C v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const C o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = o > v ? o : v;
+  }
   return v;
 }
 

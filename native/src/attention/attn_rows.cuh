@@ -42,16 +42,6 @@ __host__ __device__ inline T* dptr(std::uintptr_t p) {
 __device__ inline float cexp(float v) { return expf(v); }
 __device__ inline double cexp(double v) { return exp(v); }
 
-template <typename C>
-__device__ inline C warp_max(C v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const C o = __shfl_xor_sync(kFull, v, off);
-    v = o > v ? o : v;
-  }
-  return v;
-}
-
 __device__ inline std::int64_t shfl64(std::int64_t v, int src) {
   return static_cast<std::int64_t>(__shfl_sync(kFull, static_cast<long long>(v), src));
 }

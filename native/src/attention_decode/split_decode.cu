@@ -42,6 +42,7 @@
 #include "attention_decode/attention_decode.h"
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/reduce.cuh"
 #include "pygpukit_native/tensor_core.cuh"
 
 namespace pgk {
@@ -52,9 +53,9 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;  // query rows of a tile (mma M)
 constexpr int kStep = 16;  // keys of a warp step
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr std::int64_t kMaxSplits = 1024;
+constexpr std::int64_t kMaxSplits = 1024;  // the combine's weights [splits][16] fit the ring
 constexpr int kMaxDevices = 64;
-constexpr int kStaticSmem = 64;  // the kernel's __shared__ flags, with room to spare  // the combine's weights [splits][16] fit the ring
+constexpr int kStaticSmem = 64;  // the kernel's __shared__ flag, with room to spare
 
 // Cache addressing: contiguous (block = batch entry), paged with pages of a multiple of 16 slots
 // (one table entry per step), paged with other page sizes (one entry per key).
@@ -77,16 +78,6 @@ __device__ inline float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
-__device__ inline float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 __device__ inline float quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
@@ -108,14 +99,12 @@ __device__ inline float softmax_step(float (&s)[4], float& m, float& c) {
   return sum;
 }
 
-struct Smem {
-  // Dynamic shared memory: [warps][stages][K, V][16][pitch] T, then the split's table entries.
-  // After the key loop the ring is reused for the warps' statistics and accumulators, then for
-  // the combine's weights.
-  __host__ __device__ static constexpr std::int64_t ring_bytes(int d, int stages, int elem) {
-    return static_cast<std::int64_t>(kWarps) * stages * 2 * kStep * (d + 8) * elem;
-  }
-};
+// Dynamic shared memory: the ring [warps][stages][K, V][16][pitch] T, then the split's table
+// entries. After the key loop the ring is reused for the warps' statistics and accumulators,
+// then for the combine's weights.
+__host__ __device__ constexpr std::int64_t ring_bytes(int d, int stages, int elem) {
+  return static_cast<std::int64_t>(kWarps) * stages * 2 * kStep * (d + 8) * elem;
+}
 
 template <typename T, int D, int S, int PAGING>
 __global__ void __launch_bounds__(kThreads)
@@ -123,8 +112,7 @@ __global__ void __launch_bounds__(kThreads)
   using G = Geo<D>;
   extern __shared__ __align__(16) unsigned char smem[];
   T* ring = reinterpret_cast<T*>(smem);
-  int* table = reinterpret_cast<int*>(smem + Smem::ring_bytes(D, S, sizeof(T)));
-  __shared__ int bad_block;
+  int* table = reinterpret_cast<int*>(smem + ring_bytes(D, S, sizeof(T)));
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -185,17 +173,16 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (PAGING != kContiguous) {
     // Entries of pages holding keys below hi must name a block of the cache; the others are
     // never used. A bad one poisons the sequence and is replaced by 0 (never read out of bounds).
-    if (tid == 0) bad_block = 0;
-    __syncthreads();
+    // Each thread checks the entries it loaded; the barrier publishes the table to the warps.
+    bool bad_entry = false;
     for (std::int64_t e = tid; e < sp.entries && (first + e) * a.page < hi; e += kThreads) {
       const int id = table[e];
       if (id < 0 || id >= a.nblocks) {
         table[e] = 0;
-        bad_block = 1;
+        bad_entry = true;
       }
     }
-    __syncthreads();
-    bad = bad || bad_block != 0;
+    bad = __syncthreads_or(bad_entry) != 0 || bad;
   }
 
   std::int64_t limit[2];  // keys row g (+ 8) sees: < len, and end-aligned causal
@@ -251,9 +238,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
   const std::int64_t mine = steps > warp ? (steps - warp + kWarps - 1) / kWarps : 0;
-#pragma unroll
   // S steps in flight from the start (a short split is requested whole at once); a slot is
   // refilled right after it is computed.
+#pragma unroll
   for (int j = 0; j < S; ++j) {
     if (j < mine) issue(j);
     cp_async_commit();  // empty groups keep the wait count uniform
@@ -448,7 +435,7 @@ int smem_optin(int dev) {
 template <typename T, int D, int S, int PAGING>
 void launch_paging(const AttnArgs& a, const DecodeSplit& sp) {
   const std::int64_t bytes =
-      Smem::ring_bytes(D, S, sizeof(T)) + (PAGING == kContiguous ? 0 : sp.entries * 4);
+      ring_bytes(D, S, sizeof(T)) + (PAGING == kContiguous ? 0 : sp.entries * 4);
   const float scale2 = static_cast<float>(a.scale * 1.4426950408889634);
   const dim3 grid(static_cast<unsigned>(sp.splits),
                   static_cast<unsigned>(a.kv_heads * sp.tiles), static_cast<unsigned>(a.units));
@@ -515,7 +502,7 @@ void launch_dim(const AttnArgs& a, const DecodeSplit& sp, int paging) {
 }  // namespace
 
 std::int64_t split_decode_smem(std::int64_t d, int elem, std::int64_t entries, int stages) {
-  return Smem::ring_bytes(static_cast<int>(d), stages, elem) + entries * 4 + kStaticSmem;
+  return ring_bytes(static_cast<int>(d), stages, elem) + entries * 4 + kStaticSmem;
 }
 
 void sdpa_decode_split(const AttnArgs& a, const DecodeSplit& sp) {

@@ -18,9 +18,10 @@ buffers); out= is written in place whatever its layout. float16, bfloat16, float
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Any, NamedTuple
 
-from pygpukit._decode_workspace import decode_workspace
+from pygpukit._decode_split import decode_workspace, key_splits
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import stream_of
@@ -79,19 +80,29 @@ def split_plan(
     num_splits forces the split count (tests, tuning), within what the table entries allow."""
     tiles = _cdiv(heads // kv_heads * sq, _ROWS)
     progs = batch * kv_heads * tiles
-    steps = max(1, _cdiv(capacity, _STEP))
     stages, per_sm = (STAGES, PROGRAMS_PER_SM) if head_dim <= 128 else (2, 1)
-    if num_splits is None:
-        ns = (per_sm * sms) // max(1, progs)
-        ns = min(ns, MAX_SPLITS, capacity // max(1, MIN_SPLIT_KEYS))
-    else:
-        ns = int(num_splits)
-    if page:  # a split's entries (chunk // page + 2) fit MAX_ENTRIES
-        ns = max(ns, _cdiv(steps, max(1, (MAX_ENTRIES - 2) * page // _STEP)))
-    ns = max(1, min(ns, steps))
-    chunk = _cdiv(steps, ns) * _STEP
-    ns = _cdiv(steps * _STEP, chunk)
+    at_least = 1
+    if page:  # a split's table entries (chunk // page + 2) fit MAX_ENTRIES: at most `most` steps
+        most = max(1, (MAX_ENTRIES - 2) * page // _STEP)
+        at_least = _cdiv(capacity, most * _STEP)
+    ns, chunk = key_splits(
+        capacity, _STEP, progs, per_sm * sms, min_keys=MIN_SPLIT_KEYS, max_splits=MAX_SPLITS,
+        forced=num_splits, at_least=at_least,
+    )  # fmt: skip
     return SplitPlan(ns, chunk, tiles, chunk // page + 2 if page else 0, stages)
+
+
+@functools.cache
+def _limits(dev: Any) -> tuple[int, int]:
+    """(multiprocessors, opt-in shared memory per block) of dev, read once."""
+    props = dev.properties
+    return int(props["sm_count"]), int(props.get("max_shared_memory_per_block_optin", 0))
+
+
+@functools.cache
+def _smem(d: int, itemsize: int, entries: int, stages: int) -> int:
+    """Shared memory of one split block, from the extension (the kernel's own layout)."""
+    return int(extension().split_decode_smem(d, itemsize, entries, stages))
 
 
 def _split_eligible(q: GPUArray, k: GPUArray, v: GPUArray, d: int) -> bool:
@@ -147,11 +158,9 @@ def sdpa_decode(
     ext = extension()
     split: dict[str, int] = {}
     if _split_eligible(q, k_cache, v_cache, d):
-        props = q.device.properties
-        sms = int(props["sm_count"])
+        sms, optin = _limits(q.device)
         pl = split_plan(batch, h, hkv, sq, d, cap, sms, page, num_splits=NUM_SPLITS)
-        smem = ext.split_decode_smem(d, q.itemsize, pl.entries, pl.stages)
-        if smem <= int(props.get("max_shared_memory_per_block_optin", 0)):
+        if _smem(d, q.itemsize, pl.entries, pl.stages) <= optin:
             split = {"splits": pl.splits, "chunk": pl.chunk, "tiles": pl.tiles,
                      "entries": pl.entries, "stages": pl.stages}  # fmt: skip
             if pl.splits > 1:

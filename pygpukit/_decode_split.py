@@ -1,12 +1,15 @@
-"""The split-key workspace of decode attention (sdpa_decode), shared by the Triton kernel
-(pygpukit/triton_kernels/attention_decode.py) and its native twin
-(pygpukit/backends/native_kernels/attention_decode.py): fp32 partial outputs and log2-sum-exps
-of the key splits, and int32 counters, one per (sequence, kv head, row tile), with which the last
-split to finish finds out that it combines. Both kernels leave every counter at 0 when a launch
-ends, so calls in order on one stream can share one workspace whichever backend serves them.
+"""Split-key plumbing shared by the two decode-attention kernels (sdpa_decode): the Triton
+kernel (pygpukit/triton_kernels/attention_decode.py) and its native twin
+(pygpukit/backends/native_kernels/attention_decode.py).
 
-Kept per (device, stream); it grows but is never freed, so a captured CUDA graph never points at
-released memory. A graph being captured gets its own (graphs._CapturePool.scratch).
+key_splits: how many key splits a launch gets and how long each is (whole blocks of keys).
+
+decode_workspace: fp32 partial outputs and log2-sum-exps of the key splits, and int32 counters,
+one per (sequence, kv head, row tile), with which the last split to finish finds out that it
+combines. Both kernels leave every counter at 0 when a launch ends, so calls in order on one
+stream can share one workspace whichever backend serves them. Kept per (device, stream); it grows
+but is never freed, so a captured CUDA graph never points at released memory. A graph being
+captured gets its own (graphs._CapturePool.scratch).
 """
 
 from __future__ import annotations
@@ -17,7 +20,34 @@ from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
 
-__all__ = ["DecodeScratch", "decode_workspace"]
+__all__ = ["DecodeScratch", "decode_workspace", "key_splits"]
+
+
+def key_splits(
+    capacity: int,
+    block: int,
+    programs: int,
+    slots: int,
+    *,
+    min_keys: int,
+    max_splits: int,
+    forced: int | None = None,
+    at_least: int = 1,
+) -> tuple[int, int]:
+    """(splits, chunk) for ``programs`` (sequence, kv head, row tile) programs over ``capacity``
+    keys in blocks of ``block``: fill ``slots`` program slots (programs per SM x SMs) in one
+    wave (floor: a partial second wave costs a whole program's time), with chunks of at least
+    min_keys keys and at most max_splits splits; forced overrides that count, at_least bounds it
+    from below. The chunk is whole blocks, and the count is recomputed from it, so no split is
+    empty at full capacity."""
+    blocks = max(1, -(-capacity // block))
+    if forced is None:
+        ns = min(slots // max(1, programs), max_splits, capacity // max(1, min_keys))
+    else:
+        ns = int(forced)
+    ns = max(1, min(max(ns, at_least), blocks))
+    chunk = -(-blocks // ns) * block
+    return -(-(blocks * block) // chunk), chunk
 
 
 class DecodeScratch:
