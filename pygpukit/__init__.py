@@ -6,7 +6,7 @@ CUDA, or NumPy on a machine without a GPU), and a Rust core that owns memory and
 
 from __future__ import annotations
 
-from pygpukit import dtypes, routing, runtime
+from pygpukit import dtypes, routing, runtime, scheduler
 from pygpukit._version import __version__
 from pygpukit.array import GPUArray
 from pygpukit.creation import (
@@ -41,6 +41,7 @@ from pygpukit.dtypes import (
     uint8,
 )
 from pygpukit.errors import (
+    AdmissionError,
     BackendUnavailableError,
     CaptureError,
     CudaError,
@@ -86,6 +87,7 @@ __all__ = [
     "dtypes",
     "runtime",
     "routing",
+    "scheduler",
     "route",
     "set_route",
     "as_dtype",
@@ -135,6 +137,7 @@ __all__ = [
     "memory_stats",
     "empty_cache",
     "get_device_properties",
+    "AdmissionError",
     "CaptureError",
     "CudaError",
     "NoDeviceError",

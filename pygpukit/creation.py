@@ -43,7 +43,7 @@ def empty(shape: Any, dtype: Any = float32, device: Any = None) -> GPUArray:
         nbytes = n // 2
     else:
         nbytes = n * dt.itemsize
-    pool, stream = runtime.alloc_target(dev)
+    pool, stream, _ = runtime.alloc_target(dev)
     buf = pool.allocate(nbytes, stream)
     return _make(buf, buf.ptr, shp, _contig(shp), 0, dt, dev)
 

@@ -4,6 +4,10 @@ Runtime errors raised by the Rust core (CUDA failures, out-of-memory, quota, cal
 cannot record) are defined there and re-exported here, so ``except pygpukit.OutOfMemoryError``
 catches what the pool raises.
 
+AdmissionError(RuntimeError) is the scheduler's refusal of a context or task (pygpukit.scheduler):
+its message and attributes (subject, reason, requested, unreserved, holders) give the numbers,
+and nothing was admitted.
+
 CaptureError(RuntimeError) means the call can never be recorded into a CUDA graph (a host copy, a
 switch to another stream, a graph on the CPU device): retrying the same work inside a capture
 fails the same way. Other errors raised inside a capture (nested captures, out of memory) are
@@ -15,6 +19,7 @@ pool's out-of-memory retry synchronizing during a capture): they can pass, so ca
 from __future__ import annotations
 
 from pygpukit._core import (
+    AdmissionError,
     CaptureError,
     CudaError,
     NoDeviceError,
@@ -23,6 +28,7 @@ from pygpukit._core import (
 )
 
 __all__ = [
+    "AdmissionError",
     "CaptureError",
     "CudaError",
     "NoDeviceError",

@@ -1,7 +1,7 @@
 """CUDA graphs: record the work pygpukit queues on one stream once, replay it with one launch.
 
     g = gp.CUDAGraph()
-    with g.capture():            # a new stream of the default device (or stream=...)
+    with g.capture():            # a new stream beside the current one (or stream=...)
         out = step(x)            # ops are recorded, not run
     x[:] = next_input            # inputs: written into the same device arrays, outside capture
     g.replay()                   # on the current stream; out holds the result afterwards
@@ -98,13 +98,15 @@ class CUDAGraph:
 
     @contextmanager
     def capture(self, stream: Any = None) -> Iterator[CUDAGraph]:
-        """Record the pygpukit work of the block on ``stream`` (default: a new stream)."""
+        """Record the pygpukit work of the block on ``stream`` (default: a new stream that runs
+        where the current stream does, so a capture inside a scheduler context with an SM
+        partition records kernels of that partition)."""
         if self._graph is not None:
             raise RuntimeError("this CUDAGraph already holds a capture: call reset() first")
         dev = self.device
         if runtime.capture_pool(dev) is not None:
             raise RuntimeError(f"this thread is already capturing a CUDA graph on {dev}")
-        s = runtime.Stream(device=dev.index) if stream is None else stream
+        s = runtime.current_stream(dev).sibling() if stream is None else stream
         if not isinstance(s, runtime.Stream) or s.device != dev.index:
             raise ValueError(f"capture needs a pygpukit Stream of {dev}, got {s!r}")
         pool = runtime.alloc_target(dev)[0]
@@ -136,7 +138,11 @@ class CUDAGraph:
         if self._graph is None:
             raise RuntimeError("nothing captured: use `with graph.capture(): ...` first")
         s = runtime.current_stream(self.device) if stream is None else stream
-        self._graph.launch(s)
+        pacer = runtime.alloc_target(self.device)[2]
+        if pacer is None:
+            self._graph.launch(s)
+        else:  # a scheduler context's launch gate (pygpukit.scheduler)
+            runtime.gated(pacer, s, self._graph.launch, s)
         self._replayed[s.handle] = s
         for op, backend, n in self._routes:
             _stats[op][backend] += n

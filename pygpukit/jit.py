@@ -373,7 +373,12 @@ class Kernel:
         else:
             raise TypeError(f"{self.name}: stream must be a gp.Stream, got {type(stream).__name__}")
         fn = self._function(dev)
-        _core.nvrtc_launch(dev.index, fn, grid, block, shared_mem, s.handle, packed)
+        args = (dev.index, fn, grid, block, shared_mem, s.handle, packed)
+        pacer = runtime.alloc_target(dev)[2]
+        if pacer is None:
+            _core.nvrtc_launch(*args)
+        else:  # a scheduler context's launch gate (pygpukit.scheduler)
+            runtime.gated(pacer, s, _core.nvrtc_launch, *args)
 
     def _device(self, values: list[Any]) -> runtime.Device:
         dev = None

@@ -2,7 +2,9 @@
 
 Every op runs on the *current stream* of its device. Unless the user says otherwise that is a
 pygpukit-created non-blocking stream per device (never the legacy default stream by accident).
-``with gp.stream(s):`` switches it for the current thread.
+``with gp.stream(s):`` switches it for the current thread or asyncio task: the current
+contexts and streams live in a ``contextvars.ContextVar``, so every thread and every asyncio
+task has its own, and coroutines interleaved on one event loop never see each other's.
 
 An *execution context* (``gp.Context``) is a named VRAM budget: its own memory pool (with a quota)
 and its own stream. All contexts share the device's primary CUDA context, so pointers pass freely
@@ -15,6 +17,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from pygpukit import _core
@@ -147,8 +150,9 @@ _parse_device = device
 def default_device() -> Device:
     """cuda:0 when a GPU is present, else cpu (PYGPUKIT_DEVICE or set_default_device override)."""
     global _default
-    if _tls.contexts:  # inside `with ctx:` factories default to the context's device
-        return _tls.contexts[-1].device
+    contexts = _state.get().contexts
+    if contexts:  # inside `with ctx:` factories default to the context's device
+        return contexts[-1].device
     if _default is None:
         env = os.environ.get("PYGPUKIT_DEVICE")
         _default = device(env) if env else (Device("cuda", 0) if is_cuda_available() else CPU)
@@ -163,9 +167,15 @@ def set_default_device(spec: Any) -> None:
 class Context:
     """A named execution context on one device: a memory pool with an optional quota and a stream.
 
-    ``with ctx:`` (or ``with gp.context(ctx):``) makes it current on this thread: arrays made
-    inside draw from its pool, and its stream becomes the current stream.
+    ``with ctx:`` (or ``with gp.context(ctx):``) makes it current in this thread or asyncio task
+    (the state lives in a ``contextvars.ContextVar``): arrays made inside draw from its pool, and
+    its stream becomes the current stream. Contexts made by ``pygpukit.scheduler`` add a QoS
+    class, an admission decision, an SM partition and a pacer (``ScheduledContext``); this plain
+    one has none of those and runs wherever its stream runs.
     """
+
+    #: The scheduler's launch gate of this context (None: launches are not gated).
+    pacer: Any = None
 
     def __init__(
         self,
@@ -177,7 +187,9 @@ class Context:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"context name must be a non-empty string, got {name!r}")
-        if max_vram is not None and (not isinstance(max_vram, int) or max_vram < 0):
+        if max_vram is not None and (
+            not isinstance(max_vram, int) or isinstance(max_vram, bool) or max_vram < 0
+        ):
             raise ValueError(f"max_vram must be a non-negative int or None, got {max_vram!r}")
         self.name = name
         self.device = _parse_device(device)
@@ -199,17 +211,23 @@ class Context:
         return stats
 
     def __enter__(self) -> Context:
-        _tls.contexts.append(self)
-        _tls.targets.clear()
+        st = _state.get()
+        _state.set(st.replace(contexts=(*st.contexts, self)))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stack = _tls.contexts
-        _tls.targets.clear()
+        st = _state.get()
+        stack = list(st.contexts)
         if stack and stack[-1] is self:
             stack.pop()
-        else:  # exits out of order: remove this context wherever it is
-            stack.remove(self)
+        else:  # exits out of order: remove this context wherever it is (innermost first)
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] is self:
+                    del stack[i]
+                    break
+            else:
+                raise ValueError(f"{self!r} is not current in this thread or task")
+        _state.set(st.replace(contexts=tuple(stack)))
 
     def __repr__(self) -> str:
         return f"Context({self.name!r}, max_vram={self.max_vram}, device='{self.device}')"
@@ -230,90 +248,129 @@ def _default_context(dev: Device) -> Context:
     return ctx
 
 
-class _ThreadState(threading.local):
-    def __init__(self) -> None:
-        self.streams: dict[Device, Any] = {}
-        self.contexts: list[Context] = []
-        # (pool, stream) per device for this thread's current contexts and streams: the
-        # allocation and launch hot paths read this one dict; any change above clears it.
-        self.targets: dict[Device, tuple[Any, Any]] = {}
-        # Per device while this thread captures a CUDA graph (pygpukit.graphs): (allocation
-        # target, the stream entry the capture replaced, the capturing stream).
-        self.captures: dict[Device, tuple[Any, Any, Any]] = {}
+class _State:
+    """The current contexts, streams and captures of one thread or asyncio task.
+
+    Immutable once set: every change makes a new state (``replace``) and sets it in the
+    ContextVar, so a task or thread that copied the context keeps its own. ``targets`` is the
+    one mutable part, a cache of what ``alloc_target`` derived from this state.
+    """
+
+    __slots__ = ("captures", "contexts", "streams", "targets")
+
+    def __init__(
+        self,
+        streams: dict[Device, Any] | None = None,
+        contexts: tuple[Context, ...] = (),
+        captures: dict[Device, tuple[Any, Any, Any]] | None = None,
+    ) -> None:
+        self.streams: dict[Device, Any] = streams if streams is not None else {}
+        self.contexts = contexts
+        # Per device while a CUDA graph is captured (pygpukit.graphs): (allocation target, the
+        # stream entry the capture replaced, the capturing stream).
+        self.captures: dict[Device, tuple[Any, Any, Any]] = captures if captures is not None else {}
+        # (pool, stream, pacer) per device: the allocation and launch hot paths read this one
+        # dict; a new state starts with an empty one.
+        self.targets: dict[Device, tuple[Any, Any, Any]] = {}
+
+    def replace(
+        self,
+        streams: dict[Device, Any] | None = None,
+        contexts: tuple[Context, ...] | None = None,
+        captures: dict[Device, tuple[Any, Any, Any]] | None = None,
+    ) -> _State:
+        return _State(
+            self.streams if streams is None else streams,
+            self.contexts if contexts is None else contexts,
+            self.captures if captures is None else captures,
+        )
 
 
-_tls = _ThreadState()
+# Threads start with the empty state (as they started with empty thread-locals); asyncio tasks
+# and asyncio.to_thread copy their creator's. The default's targets cache is shared by every
+# thread that set nothing, which is right: for all of them it holds the default contexts.
+_state: ContextVar[_State] = ContextVar("pygpukit_state", default=_State())  # noqa: B039
 
 
-def alloc_target(dev: Device) -> tuple[Any, Any]:
-    """(pool, stream) that allocations and launches on ``dev`` use on this thread."""
-    t = _tls.targets.get(dev)
+def alloc_target(dev: Device) -> tuple[Any, Any, Any]:
+    """(pool, stream, pacer) that allocations and launches on ``dev`` use here; the pacer is the
+    current scheduler context's launch gate, None for plain contexts and during a capture."""
+    st = _state.get()
+    t = st.targets.get(dev)
     if t is None:
-        cap = _tls.captures.get(dev)
-        # Capturing: the pool is graphs._CapturePool (memory must exist outside the graph; it
-        # allocates on its side stream), the stream stays the capturing one for launches.
-        t = (_pool_for(dev) if cap is None else cap[0], current_stream(dev))
-        _tls.targets[dev] = t
+        cap = st.captures.get(dev)
+        if cap is None:
+            ctx = current_context(dev)
+            t = (ctx.pool, current_stream(dev), ctx.pacer)
+        else:
+            # Capturing: the pool is graphs._CapturePool (memory must exist outside the graph;
+            # it allocates on its side stream), the stream the capturing one, and nothing is
+            # gated (replays are).
+            t = (cap[0], current_stream(dev), None)
+        st.targets[dev] = t
     return t
+
+
+def gated(pacer: Any, stream: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn`` (one launch, or an op that launches) inside ``pacer``'s gate on ``stream``."""
+    pacer.enter(stream)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        pacer.exit(stream)
 
 
 def capture_pool(dev: Device) -> Any:
     """The allocation target of this thread's CUDA graph capture on ``dev``, or None."""
-    cap = _tls.captures.get(dev)
+    cap = _state.get().captures.get(dev)
     return None if cap is None else cap[0]
 
 
 def begin_capture(dev: Device, s: Any, pool: Any) -> None:
     """Make ``s`` (already capturing) the current stream of ``dev`` and ``pool`` its allocation
-    target on this thread, until end_capture (pygpukit.graphs.CUDAGraph.capture)."""
-    _tls.captures[dev] = (pool, _tls.streams.get(dev), s)
-    _tls.streams[dev] = s
-    _tls.targets.clear()
+    target here, until end_capture (pygpukit.graphs.CUDAGraph.capture)."""
+    st = _state.get()
+    captures = {**st.captures, dev: (pool, st.streams.get(dev), s)}
+    _state.set(st.replace(streams={**st.streams, dev: s}, captures=captures))
 
 
 def end_capture(dev: Device) -> None:
-    _pool, prev, _s = _tls.captures.pop(dev)
+    st = _state.get()
+    captures = dict(st.captures)
+    _pool, prev, _s = captures.pop(dev)
+    streams = dict(st.streams)
     if prev is None:
-        _tls.streams.pop(dev, None)
+        streams.pop(dev, None)
     else:
-        _tls.streams[dev] = prev
-    _tls.targets.clear()
+        streams[dev] = prev
+    _state.set(st.replace(streams=streams, captures=captures))
 
 
 def current_context(dev: Device | None = None) -> Context:
-    """The innermost ``with ctx:`` on this thread for ``dev``, else the device's default context."""
+    """The innermost ``with ctx:`` here for ``dev``, else the device's default context."""
     if dev is None:
         dev = default_device()
-    for ctx in reversed(_tls.contexts):
+    for ctx in reversed(_state.get().contexts):
         if ctx.device is dev:
             return ctx
     return _default_context(dev)
 
 
-def _pool_for(dev: Device) -> Any:
-    if _tls.contexts:
-        return current_context(dev).pool
-    ctx = _default_contexts.get(dev)
-    return (ctx or _default_context(dev)).pool
-
-
 def current_stream(dev: Any = None) -> Any:
-    """The stream ops on ``dev`` run on, for this thread."""
+    """The stream ops on ``dev`` run on, in this thread or asyncio task."""
     d = default_device() if dev is None else (dev if isinstance(dev, Device) else device(dev))
-    t = _tls.targets.get(d)
+    st = _state.get()
+    t = st.targets.get(d)
     if t is not None:
         return t[1]
-    s = _tls.streams.get(d)
+    s = st.streams.get(d)
     if s is not None:
         return s
-    if _tls.contexts:
-        return current_context(d).stream
-    ctx = _default_contexts.get(d)
-    return (ctx or _default_context(d)).stream
+    return current_context(d).stream
 
 
 def _refuse_switch_while_capturing(dev: Device, s: Any) -> None:
-    cap = _tls.captures.get(dev)
+    cap = _state.get().captures.get(dev)
     if cap is not None and s != cap[2]:
         raise CaptureError(
             f"this thread is capturing a CUDA graph on {dev}: work sent to another stream would "
@@ -322,14 +379,23 @@ def _refuse_switch_while_capturing(dev: Device, s: Any) -> None:
         )
 
 
+def _set_stream(dev: Device, s: Any) -> None:
+    st = _state.get()
+    streams = dict(st.streams)
+    if s is None:
+        streams.pop(dev, None)
+    else:
+        streams[dev] = s
+    _state.set(st.replace(streams=streams))
+
+
 def set_stream(s: Any) -> None:
-    """Make ``s`` the current stream of its device on this thread (None resets to the context's)."""
+    """Make ``s`` the current stream of its device here (this thread or asyncio task)."""
     if not isinstance(s, Stream):
         raise TypeError(f"set_stream expects a pygpukit Stream, got {type(s).__name__}")
     dev = _device_of_stream(s)
     _refuse_switch_while_capturing(dev, s)
-    _tls.streams[dev] = s
-    _tls.targets.clear()
+    _set_stream(dev, s)
 
 
 def _device_of_stream(s: Any) -> Device:
@@ -338,22 +404,18 @@ def _device_of_stream(s: Any) -> Device:
 
 @contextmanager
 def stream(s: Any) -> Iterator[Any]:
-    """``with gp.stream(s):`` runs the ops of s's device on ``s`` in this block, on this thread."""
+    """``with gp.stream(s):`` runs the ops of s's device on ``s`` in this block (this thread or
+    asyncio task)."""
     if not isinstance(s, Stream):
         raise TypeError(f"gp.stream expects a pygpukit Stream, got {type(s).__name__}")
     dev = _device_of_stream(s)
     _refuse_switch_while_capturing(dev, s)
-    prev = _tls.streams.get(dev)
-    _tls.streams[dev] = s
-    _tls.targets.clear()
+    prev = _state.get().streams.get(dev)
+    _set_stream(dev, s)
     try:
         yield s
     finally:
-        if prev is None:
-            _tls.streams.pop(dev, None)
-        else:
-            _tls.streams[dev] = prev
-        _tls.targets.clear()
+        _set_stream(dev, prev)
 
 
 @contextmanager
@@ -371,13 +433,14 @@ def synchronize(dev: Any = None) -> None:
 
 def memory_stats(dev: Any = None) -> dict[str, Any]:
     """Pool statistics of the current context on ``dev``."""
-    stats: dict[str, Any] = _pool_for(device(dev)).stats()
+    stats: dict[str, Any] = current_context(device(dev)).pool.stats()
     return stats
 
 
 def empty_cache(dev: Any = None) -> None:
-    """Return the cached (free) memory of the current context's pool to the driver."""
-    _pool_for(device(dev)).trim(0)
+    """Return the cached (free) memory of the current context's pool to the driver (a
+    scheduler context keeps the memory held for its reservation)."""
+    current_context(device(dev)).pool.trim(0)
 
 
 def get_device_properties(dev: Any = None) -> dict[str, Any]:

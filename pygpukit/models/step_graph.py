@@ -79,6 +79,8 @@ class StepGraph:
         self._inputs = (ids, pos, marks)
         self._tables = (model._rope, model._positions)  # read by the graph: keep them alive
         self._last: Any = None  # the stream of the last replay
+        # The SM partition its kernels were recorded for (pygpukit.scheduler contexts).
+        self.partition_id = runtime.current_stream(dev).partition_id
 
     @property
     def kept_bytes(self) -> int:

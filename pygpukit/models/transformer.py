@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops
+from pygpukit import ops, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import arange, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
@@ -116,7 +116,8 @@ class CausalTransformerModel:
         once, which writes slot 0 of those rows, so a first capture needs those rows empty (call
         it before the prefill). Raises RuntimeError with the reason when the step cannot be
         captured; a CaptureError (the step can never be captured: not a GPU, a host read inside
-        the step) is remembered and raised again, so it is not retried."""
+        the step) is remembered and raised again, so it is not retried. A graph recorded on
+        another SM partition than the current stream's (pygpukit.scheduler) is recorded again."""
         from pygpukit.models.step_graph import StepGraph
 
         cache = self.cache
@@ -128,7 +129,11 @@ class CausalTransformerModel:
         if isinstance(got, str):
             raise CaptureError(got)
         if got is not None:
-            return got
+            if got.partition_id == runtime.current_stream(self.device).partition_id:
+                return got
+            # Recorded on other SMs (another scheduler context's partition): record it again
+            # where the caller runs now, so its kernels run on the caller's SMs.
+            del self._step_graphs[rows]
         if any(int(n) for n in cache.lengths[:rows]):
             raise RuntimeError(
                 f"rows 0..{rows - 1} of the cache hold tokens, and a first capture writes slot 0 "

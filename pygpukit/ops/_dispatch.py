@@ -2,18 +2,21 @@
 
 Every op validates its arguments and then calls ``run(op_name, inputs, params, out=out)``, which
 asks the routing table for the backend (cached per op, override, device, dtypes and shape class),
-counts the call under the backend that runs it, and calls it. Nothing falls back silently: when no
-backend can serve the call, the error names every candidate and why it failed.
+counts the call under the backend that runs it, and calls it (inside the current scheduler
+context's launch gate, if any: a Guaranteed context marks the device active, a paced one waits
+for its budget). Nothing falls back silently: when no backend can serve the call, the error
+names every candidate and why it failed.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from time import perf_counter
 from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.routing.select import _stats, _times, _timing, select
-from pygpukit.runtime import Device
+from pygpukit.runtime import Device, alloc_target, gated
 
 __all__ = ["run", "device_of"]
 
@@ -45,6 +48,9 @@ def run(
     p = params or {}
     backend, impl = select(op, dev, inputs, p)
     _stats[op][backend] += 1
+    _, stream, pacer = alloc_target(dev)
+    if pacer is not None:  # a scheduler context: its launch gate (pygpukit.scheduler)
+        impl = partial(gated, pacer, stream, impl)
     if not _timing[0]:
         return impl(*inputs, out=out, **p)
     t0 = perf_counter()

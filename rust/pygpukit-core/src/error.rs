@@ -45,6 +45,19 @@ pub enum Error {
         current: u64,
     },
     InvalidArgument(String),
+    /// The scheduler refused a context or a task; nothing was admitted. The numbers are those
+    /// of the moment of the decision.
+    Admission {
+        /// What asked ("context 'llm'", "task 'etl-3' of context 'batch'").
+        subject: String,
+        reason: String,
+        /// Bytes asked for (0 when the refusal is not about memory).
+        requested: u64,
+        /// The device's unreserved bytes.
+        unreserved: u64,
+        /// Who holds reservations: (context, bytes), in admission order.
+        holders: Vec<(String, u64)>,
+    },
     /// The call cannot be recorded into the CUDA graph its stream is capturing (a host copy: a
     /// replay would reread or overwrite a host buffer). Nothing was enqueued.
     NotCapturable(String),
@@ -111,6 +124,18 @@ impl fmt::Display for Error {
                  its quota of {quota} bytes (currently allocated: {current} bytes)"
             ),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::Admission {
+                subject,
+                reason,
+                requested,
+                unreserved,
+                holders,
+            } => write!(
+                f,
+                "admission refused for {subject}: {reason} (requested {requested} bytes; \
+                 unreserved {unreserved} bytes; reservations held by {})",
+                crate::scheduler::ledger::format_holders(holders)
+            ),
             Error::NotCapturable(msg) => f.write_str(msg),
             Error::Deferred { errors, omitted } => {
                 write!(f, "{} error(s) recorded in destructors:", errors.len())?;

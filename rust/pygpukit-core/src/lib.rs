@@ -22,6 +22,7 @@ pub mod graph;
 pub mod launch;
 pub mod nvrtc;
 pub mod pool;
+pub mod scheduler;
 mod staging;
 pub mod stream;
 

@@ -18,6 +18,7 @@ use crate::context::{ensure_current, validate_device};
 use crate::deferred::record_if_err;
 use crate::error::{check, cuda_error, Error, Result};
 use crate::event::Event;
+use crate::scheduler::green::GreenPartition;
 
 /// Handle value of CU_STREAM_LEGACY (the legacy default stream).
 pub const STREAM_LEGACY: usize = 1;
@@ -30,6 +31,9 @@ struct StreamInner {
     device: i32,
     priority: i32,
     owned: bool,
+    /// The green context the stream was made in (kept alive while the stream is); None for a
+    /// stream that may run on every SM.
+    partition: Option<Arc<GreenPartition>>,
 }
 
 impl Drop for StreamInner {
@@ -58,6 +62,7 @@ impl Stream {
                 device: -1,
                 priority: 0,
                 owned: false,
+                partition: None,
             }),
         }
     }
@@ -81,20 +86,55 @@ impl Stream {
         check("cuStreamCreateWithPriority", unsafe {
             sys::cuStreamCreateWithPriority(&mut s, flags, priority)
         })?;
+        Self::own(s as usize, device, priority, None)
+    }
+
+    /// Take ownership of a created stream handle, then read the priority the driver gave it.
+    fn own(
+        handle: usize,
+        device: i32,
+        priority: i32,
+        partition: Option<Arc<GreenPartition>>,
+    ) -> Result<Stream> {
         // Own it before anything else can fail, so an error below still destroys it.
         let mut stream = Stream {
             inner: Arc::new(StreamInner {
-                handle: s as usize,
+                handle,
                 device,
                 priority,
                 owned: true,
+                partition,
             }),
         };
-        let actual = query_priority(s)?;
+        let actual = query_priority(handle as sys::CUstream)?;
         if let Some(inner) = Arc::get_mut(&mut stream.inner) {
             inner.priority = actual;
         }
         Ok(stream)
+    }
+
+    /// A new non-blocking stream whose kernels run only on the SMs of `partition`.
+    pub fn in_partition(partition: Arc<GreenPartition>, priority: i32) -> Result<Stream> {
+        let handle = partition.create_stream(priority)?;
+        let device = partition.device();
+        Self::own(handle, device, priority, Some(partition))
+    }
+
+    /// A new stream that runs where this one does (the same partition, or the whole device),
+    /// at `priority`. For the host pseudo-stream: the host pseudo-stream.
+    pub fn sibling(&self, priority: i32) -> Result<Stream> {
+        if self.is_host() {
+            return Ok(Stream::host());
+        }
+        match &self.inner.partition {
+            Some(p) => Self::in_partition(p.clone(), priority),
+            None => Stream::new(self.device(), priority, true),
+        }
+    }
+
+    /// The SM partition (green context) this stream runs on, None for the whole device.
+    pub fn partition(&self) -> Option<&Arc<GreenPartition>> {
+        self.inner.partition.as_ref()
     }
 
     /// Wrap a stream owned by someone else (never destroyed by us). The caller keeps it alive
@@ -117,6 +157,7 @@ impl Stream {
                 device,
                 priority,
                 owned: false,
+                partition: None,
             }),
         })
     }
@@ -242,12 +283,16 @@ impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "Stream(device={}, handle={:#x}, priority={}, owned={})",
+            "Stream(device={}, handle={:#x}, priority={}, owned={}",
             self.device(),
             self.handle(),
             self.priority(),
             self.is_owned()
-        )
+        )?;
+        match self.partition() {
+            Some(p) => write!(f, ", sms={})", p.sm_count()),
+            None => f.write_str(")"),
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! QuotaExceededError(OutOfMemoryError): also quota, current.
 //! NoDeviceError(RuntimeError): no driver, or no such device.
 //! CaptureError(RuntimeError): the call cannot be recorded into the CUDA graph being captured.
+//! AdmissionError(RuntimeError): the scheduler refused; subject, reason, requested, unreserved,
+//!     holders.
 //! Invalid arguments become ValueError.
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -40,6 +42,13 @@ pyo3::create_exception!(
     "The work can never be recorded into a CUDA graph (a host copy or a stream switch inside a \
      capture, a graph on the CPU device); the message names it, and retrying the same work \
      inside a capture fails the same way."
+);
+pyo3::create_exception!(
+    pygpukit._core,
+    AdmissionError,
+    PyRuntimeError,
+    "The scheduler refused a context or task (nothing was admitted); attributes: subject, \
+     reason, requested, unreserved, holders (list of (context, reserved bytes))."
 );
 pyo3::create_exception!(
     pygpukit._core,
@@ -78,6 +87,22 @@ fn build(py: Python<'_>, e: Error) -> PyResult<PyErr> {
         Error::NoDriver { .. } => NoDeviceError::new_err(msg),
         Error::InvalidArgument(_) => PyValueError::new_err(msg),
         Error::NotCapturable(_) => CaptureError::new_err(msg),
+        Error::Admission {
+            subject,
+            reason,
+            requested,
+            unreserved,
+            holders,
+        } => {
+            let err = AdmissionError::new_err(msg);
+            let v = err.value(py);
+            v.setattr("subject", subject)?;
+            v.setattr("reason", reason)?;
+            v.setattr("requested", requested)?;
+            v.setattr("unreserved", unreserved)?;
+            v.setattr("holders", holders)?;
+            err
+        }
         Error::Cuda {
             call, code, name, ..
         } => {
@@ -165,5 +190,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("QuotaExceededError", py.get_type::<QuotaExceededError>())?;
     m.add("NoDeviceError", py.get_type::<NoDeviceError>())?;
     m.add("CaptureError", py.get_type::<CaptureError>())?;
+    m.add("AdmissionError", py.get_type::<AdmissionError>())?;
     Ok(())
 }

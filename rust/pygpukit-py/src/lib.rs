@@ -14,6 +14,7 @@ mod launch;
 mod nvrtc;
 mod pool;
 mod runtime;
+mod scheduler;
 mod streams;
 
 #[pymodule]
@@ -55,6 +56,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::PyDLPackTensor>()?;
 
     m.add_class::<launch::PyTritonFastPath>()?;
+
+    m.add_class::<scheduler::PyScheduler>()?;
+    m.add_class::<scheduler::PySchedContext>()?;
+    m.add_class::<scheduler::PyPacer>()?;
 
     m.add_function(wrap_pyfunction!(blas::cublaslt_load, m)?)?;
     m.add_function(wrap_pyfunction!(blas::cublaslt_loaded, m)?)?;

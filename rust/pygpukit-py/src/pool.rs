@@ -31,6 +31,13 @@ pub struct PyPool {
     pool: MemoryPool,
 }
 
+impl PyPool {
+    /// Wrap a pool the core made (a scheduler context's).
+    pub fn from_core(pool: MemoryPool) -> Self {
+        PyPool { pool }
+    }
+}
+
 #[pymethods]
 impl PyPool {
     #[new]

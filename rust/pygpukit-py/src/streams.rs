@@ -56,6 +56,27 @@ impl PyStream {
     fn priority(&self) -> i32 {
         self.inner.priority()
     }
+    /// SMs of the partition (green context) the stream runs on; None: every SM of the device.
+    #[getter]
+    fn sm_count(&self) -> Option<u32> {
+        self.inner.partition().map(|p| p.sm_count())
+    }
+
+    /// Identifies the SM partition the stream runs on (0: the whole device): streams with equal
+    /// ids run on the same SMs.
+    #[getter]
+    fn partition_id(&self) -> usize {
+        self.inner.partition().map_or(0, |p| p.id())
+    }
+
+    /// A new stream that runs where this one does (its SM partition, or the whole device), at
+    /// `priority` (default: this stream's).
+    #[pyo3(signature = (priority=None))]
+    fn sibling(&self, py: Python<'_>, priority: Option<i32>) -> PyResult<Self> {
+        let p = priority.unwrap_or(self.inner.priority());
+        let inner = py.detach(|| self.inner.sibling(p)).py()?;
+        Ok(PyStream { inner })
+    }
 
     /// Start recording this stream's work into a CUDA graph instead of running it (relaxed
     /// capture mode; host copies on the stream are refused until end_capture).
@@ -127,7 +148,7 @@ impl PyStream {
             "Stream(device=-1, host)".to_string()
         } else {
             format!(
-                "Stream(device={}, handle={:#x}, priority={}{})",
+                "Stream(device={}, handle={:#x}, priority={}{}{})",
                 self.inner.device(),
                 self.inner.handle(),
                 self.inner.priority(),
@@ -135,6 +156,10 @@ impl PyStream {
                     ""
                 } else {
                     ", external"
+                },
+                match self.inner.partition() {
+                    Some(p) => format!(", sms={}", p.sm_count()),
+                    None => String::new(),
                 }
             )
         }

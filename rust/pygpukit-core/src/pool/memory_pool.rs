@@ -6,7 +6,7 @@
 //! must list pools of every strategy together. The cost is one indirect call per allocation,
 //! nanoseconds against a driver call of a microsecond or more.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use super::raw::{RawAllocator, RawError};
@@ -27,11 +27,27 @@ pub(crate) struct PoolShared {
     quota: AtomicU64,
     enable_eviction: AtomicBool,
     default_stream: OnceLock<Stream>,
+    /// The OOM ladder's order: pools of rank 2 (BestEffort) are trimmed first.
+    trim_rank: AtomicU8,
+    /// Bytes a trim keeps reserved (the memory held for a Guaranteed or Burstable context).
+    trim_floor: AtomicU64,
 }
 
 impl PoolShared {
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+    pub(crate) fn device(&self) -> i32 {
+        self.device
+    }
+    pub(crate) fn trim_rank(&self) -> u8 {
+        self.trim_rank.load(Relaxed)
+    }
+
+    /// Release cached memory, keeping at least `keep` bytes and never less than the floor.
+    pub(crate) fn trim_to_floor(&self, keep: usize) -> Result<()> {
+        let floor = usize::try_from(self.trim_floor.load(Relaxed)).unwrap_or(usize::MAX);
+        self.allocator.trim(keep.max(floor))
     }
 
     /// Return a block (called by `Buffer`'s drop). Counters are updated even if the driver call
@@ -54,6 +70,9 @@ impl PoolShared {
 pub struct MemoryPool {
     shared: Arc<PoolShared>,
 }
+
+/// Trim rank of pools outside the scheduler: after BestEffort pools, with the Burstable ones.
+const DEFAULT_TRIM_RANK: u8 = 1;
 
 fn quota_to_raw(q: Option<u64>) -> u64 {
     // u64::MAX bytes cannot be allocated anyway, so it can stand for "no quota".
@@ -92,18 +111,19 @@ impl MemoryPool {
         quota: Option<u64>,
         enable_eviction: bool,
     ) -> MemoryPool {
-        registry::register(&allocator);
-        MemoryPool {
-            shared: Arc::new(PoolShared {
-                name: name.into(),
-                device: allocator.device(),
-                allocator,
-                stats: Stats::default(),
-                quota: AtomicU64::new(quota_to_raw(quota)),
-                enable_eviction: AtomicBool::new(enable_eviction),
-                default_stream: OnceLock::new(),
-            }),
-        }
+        let shared = Arc::new(PoolShared {
+            name: name.into(),
+            device: allocator.device(),
+            allocator,
+            stats: Stats::default(),
+            quota: AtomicU64::new(quota_to_raw(quota)),
+            enable_eviction: AtomicBool::new(enable_eviction),
+            default_stream: OnceLock::new(),
+            trim_rank: AtomicU8::new(DEFAULT_TRIM_RANK),
+            trim_floor: AtomicU64::new(0),
+        });
+        registry::register(&shared);
+        MemoryPool { shared }
     }
 
     pub fn name(&self) -> &str {
@@ -128,6 +148,31 @@ impl MemoryPool {
     }
     pub fn set_enable_eviction(&self, on: bool) {
         self.shared.enable_eviction.store(on, Relaxed);
+    }
+
+    /// Where this pool stands in the OOM ladder (`rank` 2: trimmed first, as BestEffort; 0
+    /// and 1: after) and how many bytes any trim leaves reserved (`floor`).
+    pub fn set_trim_policy(&self, rank: u8, floor: u64) {
+        self.shared.trim_rank.store(rank.min(2), Relaxed);
+        self.shared.trim_floor.store(floor, Relaxed);
+    }
+    pub fn trim_floor(&self) -> u64 {
+        self.shared.trim_floor.load(Relaxed)
+    }
+
+    /// Make the pool hold `nbytes` of device memory from now on: one block of that size is
+    /// allocated and given back on `stream` (the driver pool keeps it, its release threshold
+    /// being at max), and trims keep it from then on. Fails like an allocation (quota, out of
+    /// memory) and then holds nothing. Host pools cache nothing, so for them only the floor is
+    /// set.
+    pub fn hold(&self, nbytes: u64, stream: Option<&Stream>) -> Result<()> {
+        let n = usize::try_from(nbytes)
+            .map_err(|_| Error::invalid(format!("cannot hold {nbytes} bytes on this platform")))?;
+        if self.device() >= 0 && n > 0 {
+            drop(self.allocate(n, stream)?);
+        }
+        self.shared.trim_floor.store(nbytes, Relaxed);
+        Ok(())
     }
 
     /// The pool's own stream, used when `allocate` is given none: a non-blocking stream created
@@ -195,9 +240,12 @@ impl MemoryPool {
         }
     }
 
-    /// The OOM ladder: on out-of-memory, trim every pool on the device, synchronise so pending
-    /// stream-ordered frees land, trim again, and retry once. With eviction disabled the first
-    /// failure is final. Either way a final failure trims this pool's own unused memory.
+    /// The OOM ladder: on out-of-memory, trim the cached memory of the device's BestEffort
+    /// pools and retry (when there are any); then trim every pool on the device, synchronise so
+    /// pending stream-ordered frees land, trim again, and retry once. Trims never go below a
+    /// pool's floor (the memory held for a Guaranteed or Burstable context). With eviction
+    /// disabled the first failure is final. Either way a final failure trims this pool's own
+    /// unused memory.
     fn alloc_with_ladder(&self, nbytes: usize, stream: &Stream) -> Result<u64> {
         let sh = &self.shared;
         match sh.allocator.alloc(nbytes, stream) {
@@ -207,9 +255,16 @@ impl MemoryPool {
         }
         if self.enable_eviction() {
             sh.stats.num_retries.fetch_add(1, Relaxed);
-            registry::trim_device(sh.device);
+            if registry::trim_device(sh.device, 2) > 0 {
+                match sh.allocator.alloc(nbytes, stream) {
+                    Ok(p) => return Ok(p),
+                    Err(RawError::Other(e)) => return Err(e),
+                    Err(RawError::OutOfMemory) => {}
+                }
+            }
+            registry::trim_device(sh.device, 0);
             sh.allocator.synchronize()?;
-            registry::trim_device(sh.device);
+            registry::trim_device(sh.device, 0);
             match sh.allocator.alloc(nbytes, stream) {
                 Ok(p) => return Ok(p),
                 Err(RawError::Other(e)) => return Err(e),
@@ -220,7 +275,7 @@ impl MemoryPool {
         // (seen on an H200: a too-large request left the whole device reserved), and with the
         // release threshold at max it would stay there, starving every other library. Give this
         // pool's unused memory back before reporting, so device_free below is meaningful too.
-        record_if_err(sh.allocator.trim(0));
+        record_if_err(sh.trim_to_floor(0));
         sh.stats.num_ooms.fetch_add(1, Relaxed);
         Err(self.oom_error(nbytes as u64))
     }
@@ -263,8 +318,9 @@ impl MemoryPool {
         self.shared.stats.current()
     }
 
-    /// Release this pool's cached memory, keeping at least `keep_bytes` reserved.
+    /// Release this pool's cached memory, keeping at least `keep_bytes` reserved (and never
+    /// less than its floor, see `hold`).
     pub fn trim(&self, keep_bytes: usize) -> Result<()> {
-        self.shared.allocator.trim(keep_bytes)
+        self.shared.trim_to_floor(keep_bytes)
     }
 }

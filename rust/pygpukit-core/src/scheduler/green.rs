@@ -1,0 +1,265 @@
+//! SM partitions through CUDA green contexts (driver 12.4+): split the device's SM resource by
+//! count, make a green context of each group, and create streams in it. Kernels launched on such
+//! a stream run only on the group's SMs; memory, modules and events stay those of the primary
+//! context, so pointers and kernels pass freely between partitions.
+//!
+//! Partitions are carved in sequence from what is left of the device's SM resource (one split
+//! of one group each time); the shared partition is a green context over everything still left.
+//! The entry points are optional: they are looked up at run time, and where any is missing (or
+//! the driver is older than 12.4, or the device refuses) `SmPartitions::probe` returns the reason
+//! and the scheduler runs every context on the whole device.
+
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys;
+
+use super::ledger::SmSpace;
+use crate::context::ensure_current;
+use crate::deferred::record_if_err;
+use crate::device::device_properties;
+use crate::driver::{device_handle, driver_version, missing_symbol};
+use crate::error::{check, Error, Result};
+use crate::stream::Stream;
+
+/// The driver entry points green contexts need (checked before the first call; see
+/// driver::OPTIONAL_SYMBOLS).
+pub const GREEN_SYMBOLS: &[&str] = &[
+    "cuDeviceGetDevResource",
+    "cuDevSmResourceSplitByCount",
+    "cuDevResourceGenerateDesc",
+    "cuGreenCtxCreate",
+    "cuGreenCtxDestroy",
+    "cuGreenCtxStreamCreate",
+];
+
+/// One green context: the SMs it runs on, alive while any stream made in it is.
+pub struct GreenPartition {
+    /// CUgreenCtx as an address (raw pointers are not Send/Sync).
+    handle: usize,
+    device: i32,
+    sm_count: u32,
+}
+
+impl GreenPartition {
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+    /// The green context's address: equal for streams of the same partition.
+    pub fn id(&self) -> usize {
+        self.handle
+    }
+
+    /// A non-blocking stream whose kernels run on this partition's SMs.
+    pub(crate) fn create_stream(&self, priority: i32) -> Result<usize> {
+        ensure_current(self.device)?;
+        let mut s: sys::CUstream = ptr::null_mut();
+        // SAFETY: valid out-pointer and a live green context; NON_BLOCKING is required.
+        check("cuGreenCtxStreamCreate", unsafe {
+            sys::cuGreenCtxStreamCreate(
+                &mut s,
+                self.handle as sys::CUgreenCtx,
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                priority,
+            )
+        })?;
+        Ok(s as usize)
+    }
+}
+
+impl Drop for GreenPartition {
+    fn drop(&mut self) {
+        // Runs after the last stream made in it was destroyed (streams hold an Arc to it).
+        // SAFETY: we created it; no other handle exists.
+        let r = unsafe { sys::cuGreenCtxDestroy(self.handle as sys::CUgreenCtx) };
+        record_if_err(check("cuGreenCtxDestroy", r));
+    }
+}
+
+impl std::fmt::Debug for GreenPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GreenPartition(device={}, sms={})",
+            self.device, self.sm_count
+        )
+    }
+}
+
+/// A CUdevResource kept in a Mutex (it holds no pointers; the driver treats it as a value).
+#[derive(Clone, Copy)]
+pub struct Resource(sys::CUdevResource);
+// SAFETY: a plain-data struct the driver reads and writes by value.
+unsafe impl Send for Resource {}
+
+fn sm_count_of(r: &sys::CUdevResource) -> u32 {
+    // SAFETY: an SM-type resource filled by the driver: `sm` is the active union field.
+    unsafe { r.__bindgen_anon_1.sm.smCount }
+}
+
+/// The device's SMs as green contexts split them.
+pub struct SmPartitions {
+    device: i32,
+    space: SmSpace,
+    whole: Resource,
+    /// What is left after the partitions carved since the last reset.
+    rest: Mutex<Resource>,
+}
+
+impl SmPartitions {
+    /// The device's SM resource, or why SM partitions are unavailable.
+    pub fn probe(device: i32) -> std::result::Result<SmPartitions, String> {
+        if device < 0 {
+            return Err("the CPU device has no SMs to partition".into());
+        }
+        let version = driver_version().map_err(|e| e.to_string())?;
+        if version < 12040 {
+            return Err(format!(
+                "green contexts need a CUDA 12.4 driver or newer; this one is {}.{}",
+                version / 1000,
+                (version % 1000) / 10
+            ));
+        }
+        if let Some(name) = missing_symbol(GREEN_SYMBOLS) {
+            return Err(format!("libcuda lacks {name}: no green contexts"));
+        }
+        let props = device_properties(device).map_err(|e| e.to_string())?;
+        // Partition sizes the driver accepts (cuDevSmResourceSplitByCount): multiples of 8 on
+        // compute capability 9.0 and newer, 4 on 8.x, 2 on 7.x.
+        let granularity = match props.major {
+            m if m >= 9 => 8,
+            8 => 4,
+            7 => 2,
+            _ => {
+                return Err(format!(
+                    "compute capability {}.{}: no green contexts",
+                    props.major, props.minor
+                ))
+            }
+        };
+        let whole = Self::device_resource(device).map_err(|e| e.to_string())?;
+        let total = sm_count_of(&whole.0);
+        if total < granularity {
+            return Err(format!("the device reports {total} SMs to partition"));
+        }
+        Ok(SmPartitions {
+            device,
+            space: SmSpace { total, granularity },
+            whole,
+            rest: Mutex::new(whole),
+        })
+    }
+
+    fn device_resource(device: i32) -> Result<Resource> {
+        let dev = device_handle(device)?;
+        ensure_current(device)?;
+        let mut r = MaybeUninit::<sys::CUdevResource>::zeroed();
+        // SAFETY: valid out-pointer to a zeroed resource; SM is a valid type.
+        check("cuDeviceGetDevResource", unsafe {
+            sys::cuDeviceGetDevResource(
+                dev,
+                r.as_mut_ptr(),
+                sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM,
+            )
+        })?;
+        // SAFETY: written by the driver above.
+        Ok(Resource(unsafe { r.assume_init() }))
+    }
+
+    pub fn space(&self) -> SmSpace {
+        self.space
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Resource> {
+        self.rest.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Carve a partition of exactly `count` SMs from what is left. Returns the partition and
+    /// what was left before, for `restore` should the caller fail afterwards.
+    pub fn carve(&self, count: u32) -> Result<(Arc<GreenPartition>, Resource)> {
+        let mut rest = self.lock();
+        let mut group = MaybeUninit::<sys::CUdevResource>::zeroed();
+        let mut left = MaybeUninit::<sys::CUdevResource>::zeroed();
+        let mut groups: u32 = 1;
+        // SAFETY: valid pointers; one group of at least `count` SMs is asked for.
+        check("cuDevSmResourceSplitByCount", unsafe {
+            sys::cuDevSmResourceSplitByCount(
+                group.as_mut_ptr(),
+                &mut groups,
+                &rest.0,
+                left.as_mut_ptr(),
+                0,
+                count,
+            )
+        })?;
+        // SAFETY: written by the driver above.
+        let (group, left) = unsafe { (group.assume_init(), left.assume_init()) };
+        let got = sm_count_of(&group);
+        if groups != 1 || got != count {
+            return Err(Error::invalid(format!(
+                "the driver split {groups} group(s) of {got} SMs when one of {count} was asked"
+            )));
+        }
+        let part = self.green_context(group)?;
+        let before = *rest;
+        *rest = Resource(left);
+        Ok((part, before))
+    }
+
+    /// Undo the last `carve` (its partition was never used).
+    pub fn restore(&self, before: Resource) {
+        *self.lock() = before;
+    }
+
+    /// A green context over every SM no partition holds.
+    pub fn shared(&self) -> Result<Arc<GreenPartition>> {
+        let rest = *self.lock();
+        self.green_context(rest.0)
+    }
+
+    /// Every partition is gone: the whole device can be carved again.
+    pub fn reset(&self) {
+        *self.lock() = self.whole;
+    }
+
+    fn green_context(&self, mut res: sys::CUdevResource) -> Result<Arc<GreenPartition>> {
+        let dev = device_handle(self.device)?;
+        ensure_current(self.device)?;
+        let mut desc: sys::CUdevResourceDesc = ptr::null_mut();
+        // SAFETY: one valid SM resource.
+        check("cuDevResourceGenerateDesc", unsafe {
+            sys::cuDevResourceGenerateDesc(&mut desc, &mut res, 1)
+        })?;
+        let mut g: sys::CUgreenCtx = ptr::null_mut();
+        // SAFETY: a descriptor made above; the default-stream flag is required by 12.x drivers.
+        check("cuGreenCtxCreate", unsafe {
+            sys::cuGreenCtxCreate(
+                &mut g,
+                desc,
+                dev,
+                sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM as u32,
+            )
+        })?;
+        Ok(Arc::new(GreenPartition {
+            handle: g as usize,
+            device: self.device,
+            sm_count: sm_count_of(&res),
+        }))
+    }
+}
+
+/// A stream on `part` (or a plain stream of `device` when None), at `priority`.
+pub fn partition_stream(
+    device: i32,
+    part: Option<&Arc<GreenPartition>>,
+    priority: i32,
+) -> Result<Stream> {
+    match part {
+        None => Stream::new(device, priority, true),
+        Some(p) => Stream::in_partition(p.clone(), priority),
+    }
+}
