@@ -85,6 +85,9 @@ class CUDAGraph:
         self._kept: list[Any] = []  # buffers allocated during capture (see _CapturePool)
         self._side: Any = None
         self._replayed: dict[int, Any] = {}  # streams that replayed, by handle
+        # The stream recorded on: it keeps its SM partition (green context), which the
+        # recorded kernels run on, alive as long as the graph.
+        self._recorded_on: Any = None
         self._routes: list[tuple[str, str, int]] = []  # (op, backend, calls) of one replay
 
     @property
@@ -130,6 +133,7 @@ class CUDAGraph:
                 graph = None  # the body's own error is the one to report
             if done:
                 self._graph = graph
+                self._recorded_on = s
             else:
                 self._kept.clear()  # nothing ran: the memory can go at once
 
@@ -165,6 +169,7 @@ class CUDAGraph:
                 ev.record(s)
                 self._side.wait_event(ev)
         self._graph = None
+        self._recorded_on = None
         self._kept.clear()
         self._replayed.clear()
         self._routes = []

@@ -47,6 +47,7 @@ __all__ = [
     "memory_stats",
     "empty_cache",
     "get_device_properties",
+    "sm_count",
 ]
 
 
@@ -441,6 +442,25 @@ def empty_cache(dev: Any = None) -> None:
     """Return the cached (free) memory of the current context's pool to the driver (a
     scheduler context keeps the memory held for its reservation)."""
     current_context(device(dev)).pool.trim(0)
+
+
+_device_sms: dict[Device, int] = {}
+
+
+def sm_count(dev: Device) -> int:
+    """Multiprocessors that work launched on ``dev``'s current stream may use: the SMs of its
+    partition (a scheduler context's green context), else all of the device's. Kernels size
+    split-K and persistent grids with it so they fill what they can run on. The CPU device (the
+    Triton interpreter, the reference backend) gets 2, so tests exercise the split paths."""
+    if dev.type != "cuda":
+        return 2
+    n: int | None = current_stream(dev).sm_count
+    if n:
+        return n
+    n = _device_sms.get(dev)
+    if n is None:
+        n = _device_sms[dev] = int(dev.properties.get("sm_count", 4))
+    return n
 
 
 def get_device_properties(dev: Any = None) -> dict[str, Any]:

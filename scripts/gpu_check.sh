@@ -6,7 +6,8 @@
 #   scripts/stage_gpu.sh            # on a machine with cargo: builds STAGE (default .gpu)
 #   scripts/gpu_check.sh OUT_DIR [STAGE]
 #   PHASE=tests|bench|all (default all): tests = Rust device tests, pytest runs, sanitizer;
-#   bench = the benchmark suites (split them across two calls when one would run too long).
+#   bench = the benchmark suites (split them across two calls when one would run too long);
+#   sched = the scheduler's GPU tests and the co-location benchmark (COLOC_ARGS: its flags).
 #
 # The Rust extension is taken from the pygpukit wheel in STAGE/wheels and placed next to the
 # sources, so the checked-out tree is what runs. Other wheels there are installed into a private
@@ -57,6 +58,13 @@ fi
 "$PY" -m pygpukit info | tee "$OUT/info.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/nvidia-smi.txt" 2>&1
 PHASE=${PHASE:-all}
+if [ "$PHASE" = sched ]; then
+  "$PY" -m pytest tests/scheduler tests/test_graphs.py -q -p no:cacheprovider \
+    --junitxml="$OUT/tests_sched.xml" > "$OUT/tests_sched.log" 2>&1
+  tail -n 15 "$OUT/tests_sched.log"
+  "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 | tee "$OUT/colocation.log" | tail -n 40
+  exit 0
+fi
 rust_status="not staged"
 sanitizer_status="not run"
 if [ "$PHASE" != bench ]; then

@@ -19,51 +19,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import pygpukit as gp
+from benchmarks._models import CONFIGS, TorchSource
 from pygpukit.models.generation import GenerationStats
 
 pytestmark = pytest.mark.gpu
 NEW = 64
-
-CONFIGS: dict[str, dict[str, Any]] = {
-    "llama-3.2-1b": dict(
-        model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048,
-        intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=64, vocab_size=128256, rms_norm_eps=1e-5,
-        rope_theta=500000.0, max_position_embeddings=131072, tie_word_embeddings=True,
-        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-        bos_token_id=1, eos_token_id=2,
-    ),
-    "qwen3-8b": dict(
-        model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=4096,
-        intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=128, vocab_size=151936, rms_norm_eps=1e-6,
-        rope_theta=1000000.0, max_position_embeddings=40960, tie_word_embeddings=False,
-        bos_token_id=1, eos_token_id=2,
-    ),
-}  # fmt: skip
-
-
-class _TorchSource:
-    """The models' TensorSource protocol over a torch state dict (bf16 on the host)."""
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.state = state
-
-    @property
-    def tensor_names(self) -> list[str]:
-        return list(self.state)
-
-    def tensor(self, name: str) -> np.ndarray:
-        import torch
-
-        t = self.state[name].detach()
-        return t.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
 
 
 def _tok_per_s(fn: Any, batch: int, new: int) -> float:
@@ -136,7 +100,7 @@ def test_decode_vs_hf(name: str, batch: int, benchmark: Any) -> None:
     state = hf.state_dict()
     dev = gp.device("cuda:0")
     config = config_from_dict(cfg, source=name)
-    weights = load_weights(_TorchSource(state), config, gp.bfloat16, dev, where=name)
+    weights = load_weights(TorchSource(state), config, gp.bfloat16, dev, where=name)
     ours = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
     prompts = [list(range(100 + r, 116 + r)) for r in range(batch)]
     ids = torch.tensor(prompts, device="cuda")

@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
-from pygpukit import _layout
+from pygpukit import _layout, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty
 from pygpukit.dtypes import DataType, as_dtype
@@ -119,18 +119,10 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_sm_counts: dict[Any, int] = {}
-
-
 def sm_count(x: GPUArray) -> int:
-    """Multiprocessors of x's device (cached): sizes split-K / split-key grids so they fill the
-    GPU. The CPU device (the interpreter) gets 2, so tests exercise the split paths."""
-    dev = x.device
-    n = _sm_counts.get(dev)
-    if n is None:
-        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
-        _sm_counts[dev] = n
-    return n
+    """Multiprocessors x's work may run on (runtime.sm_count: the current stream's SM partition
+    or the device): sizes split-K / split-key grids so they fill what they can use."""
+    return runtime.sm_count(x._device)
 
 
 def next_pow2(n: int) -> int:

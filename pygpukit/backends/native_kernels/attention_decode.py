@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
+from pygpukit import runtime
 from pygpukit._decode_split import decode_workspace, key_splits
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
@@ -93,10 +94,9 @@ def split_plan(
 
 
 @functools.cache
-def _limits(dev: Any) -> tuple[int, int]:
-    """(multiprocessors, opt-in shared memory per block) of dev, read once."""
-    props = dev.properties
-    return int(props["sm_count"]), int(props.get("max_shared_memory_per_block_optin", 0))
+def _optin_smem(dev: Any) -> int:
+    """Opt-in shared memory per block of dev, read once."""
+    return int(dev.properties.get("max_shared_memory_per_block_optin", 0))
 
 
 @functools.cache
@@ -158,7 +158,7 @@ def sdpa_decode(
     ext = extension()
     split: dict[str, int] = {}
     if _split_eligible(q, k_cache, v_cache, d):
-        sms, optin = _limits(q.device)
+        sms, optin = runtime.sm_count(q.device), _optin_smem(q.device)
         pl = split_plan(batch, h, hkv, sq, d, cap, sms, page, num_splits=NUM_SPLITS)
         if _smem(d, q.itemsize, pl.entries, pl.stages) <= optin:
             split = {"splits": pl.splits, "chunk": pl.chunk, "tiles": pl.tiles,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygpukit import _layout
+from pygpukit import _layout, runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import deliver, stream_of, target
@@ -22,7 +22,6 @@ from pygpukit.dtypes import as_dtype
 __all__ = ["dequantize_fp8", "quantize_fp8"]
 
 _CHUNK = 2048  # elements per block of the per-tensor launches (quant.cu kChunk)
-_sm_counts: dict[Any, int] = {}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -30,12 +29,7 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _sm_count(x: GPUArray) -> int:
-    dev = x._device
-    n = _sm_counts.get(dev)
-    if n is None:
-        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
-        _sm_counts[dev] = n
-    return n
+    return runtime.sm_count(x._device)
 
 
 def _as2d(x: GPUArray) -> tuple[GPUArray, int, int, int, int]:

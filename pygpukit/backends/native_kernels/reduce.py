@@ -24,7 +24,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from pygpukit import _layout
+from pygpukit import _layout, runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends.native_kernels import extension
 from pygpukit.backends.native_kernels._common import stream_of
@@ -47,16 +47,8 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_sm_counts: dict[Any, int] = {}
-
-
 def _sm_count(x: GPUArray) -> int:
-    dev = x._device
-    n = _sm_counts.get(dev)
-    if n is None:
-        n = int(dev.properties.get("sm_count", 4)) if dev.type == "cuda" else 2
-        _sm_counts[dev] = n
-    return n
+    return runtime.sm_count(x._device)
 
 
 def _group(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:

@@ -24,11 +24,7 @@ fn ms(ns: u64) -> f64 {
 }
 
 fn placement_name(p: Placement) -> &'static str {
-    match p {
-        Placement::Device => "device",
-        Placement::Exclusive(_) => "exclusive",
-        Placement::Shared(_) => "shared",
-    }
+    p.name()
 }
 
 fn bytes_arg(v: Option<i64>, name: &str) -> PyResult<Option<u64>> {
@@ -364,7 +360,7 @@ impl PySchedContext {
     fn pace(&self) -> Option<f64> {
         self.inner.spec.pace
     }
-    /// "device", "exclusive" or "shared".
+    /// "device", "exclusive" (reserved SMs), "capped" (a BestEffort cap) or "shared".
     #[getter]
     fn placement(&self) -> &'static str {
         placement_name(self.inner.placement)

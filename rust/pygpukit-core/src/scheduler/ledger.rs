@@ -9,12 +9,15 @@
 //! (less what running tasks borrow of it). Its tasks claim memory: within the reservation freely, above it (up to the context's limit)
 //! by borrowing unreserved memory that no other context's tasks are borrowing.
 //!
-//! SMs: a context with an SM share gets that many SMs (rounded up to the device's partition
-//! granularity) for itself alone, carved out of the SMs no partition holds. A context without a
-//! share runs on the shared SMs: the whole device while no partition exists, else the SMs left
-//! when it was admitted. A share is refused while contexts run on the shared SMs, since carving
-//! it would take SMs from under them. SMs of closed partitions return once no partition is left
-//! on the device (partitions are carved in sequence from the device's SM resource).
+//! SMs: a share is carved out of the SMs no partition holds (rounded up to the device's partition
+//! granularity), and the context runs only there. For a Guaranteed or Burstable context the
+//! share is a reservation: no other context runs on those SMs. For a BestEffort context it is a
+//! cap: the context runs on at most those SMs, which protects the others from it. A context
+//! without a share runs on every SM while no reservation exists (it may overlap caps), else on
+//! the SMs left when it was admitted. A share is refused while contexts run on those left-over
+//! SMs (carving it would take SMs from under them), and a reservation also while a context runs
+//! on every SM (it would run on the reserved ones). SMs of closed partitions return once no
+//! partition is left on the device (partitions are carved in sequence from the device's SMs).
 
 use std::fmt::Write as _;
 
@@ -41,10 +44,12 @@ impl SmSpace {
 /// Where a context's kernels run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// Every SM of the device (no partitions exist, or the device has none to give).
+    /// Every SM of the device (no reservation exists, or the device has no SMs to give).
     Device,
-    /// A partition of this many SMs, for this context alone.
+    /// A partition of this many SMs reserved for this context alone (Guaranteed, Burstable).
     Exclusive(u32),
+    /// A partition of this many SMs a BestEffort context is capped to.
+    Capped(u32),
     /// The SMs no partition held when the context was admitted (this many).
     Shared(u32),
 }
@@ -53,7 +58,21 @@ impl Placement {
     pub fn sm_count(self) -> Option<u32> {
         match self {
             Placement::Device => None,
-            Placement::Exclusive(n) | Placement::Shared(n) => Some(n),
+            Placement::Exclusive(n) | Placement::Capped(n) | Placement::Shared(n) => Some(n),
+        }
+    }
+
+    /// A partition carved for this context (a reservation or a cap).
+    pub fn is_carved(self) -> bool {
+        matches!(self, Placement::Exclusive(_) | Placement::Capped(_))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Device => "device",
+            Placement::Exclusive(_) => "exclusive",
+            Placement::Capped(_) => "capped",
+            Placement::Shared(_) => "shared",
         }
     }
 }
@@ -106,7 +125,7 @@ pub struct Ledger {
     capacity: u64,
     sms: Option<SmSpace>,
     entries: Vec<LedgerEntry>,
-    /// SMs given to exclusive partitions since the device last had none.
+    /// SMs given to partitions (reservations and caps) since the device last had none.
     carved: u32,
 }
 
@@ -143,7 +162,7 @@ impl Ledger {
     pub fn borrowed(&self) -> u64 {
         self.entries.iter().map(LedgerEntry::borrowed).sum()
     }
-    /// SMs no exclusive partition holds (None without SM partitions).
+    /// SMs no partition holds (None without SM partitions).
     pub fn free_sms(&self) -> Option<u32> {
         self.sms.map(|s| s.total - self.carved)
     }
@@ -169,7 +188,7 @@ impl Ledger {
     fn sm_holders(&self) -> String {
         let mut s = String::new();
         for e in &self.entries {
-            if let Placement::Exclusive(n) = e.placement {
+            if let (true, Some(n)) = (e.placement.is_carved(), e.placement.sm_count()) {
                 let _ = write!(s, "{}{}: {n}", if s.is_empty() { "" } else { ", " }, e.name);
             }
         }
@@ -206,7 +225,7 @@ impl Ledger {
             return Err(self.refusal(subject, reason, spec.reservation));
         }
         let placement = self.place(spec).map_err(|r| self.refusal(subject, r, 0))?;
-        if let Placement::Exclusive(n) = placement {
+        if let (true, Some(n)) = (placement.is_carved(), placement.sm_count()) {
             self.carved += n;
         }
         self.entries.push(LedgerEntry {
@@ -226,17 +245,23 @@ impl Ledger {
             return Ok(Placement::Device);
         };
         let free = sms.total - self.carved;
+        let reserves = spec.qos != QosClass::BestEffort;
         match spec.sm_share {
             Some(share) => {
-                if let Some(e) = self
-                    .entries
-                    .iter()
-                    .find(|e| !matches!(e.placement, Placement::Exclusive(_)))
-                {
+                let blocker = self.entries.iter().find(|e| match e.placement {
+                    Placement::Shared(_) => true,
+                    Placement::Device => reserves,
+                    _ => false,
+                });
+                if let Some(e) = blocker {
+                    let why = if matches!(e.placement, Placement::Shared(_)) {
+                        "the SMs left over by partitions"
+                    } else {
+                        "every SM, so it would run on the reserved ones"
+                    };
                     return Err(format!(
-                        "its SM share would be carved from the shared SMs that context '{}' \
-                         runs on; create contexts with SM shares before those without, or \
-                         close '{}' first",
+                        "context '{}' runs on {why}; create contexts with SM shares before \
+                         those without, or close '{}' first",
                         e.name, e.name
                     ));
                 }
@@ -250,9 +275,13 @@ impl Ledger {
                         self.sm_holders()
                     ));
                 }
-                Ok(Placement::Exclusive(n))
+                Ok(if reserves {
+                    Placement::Exclusive(n)
+                } else {
+                    Placement::Capped(n)
+                })
             }
-            None if self.carved == 0 => Ok(Placement::Device),
+            None if !self.has_reservation() => Ok(Placement::Device),
             None if free == 0 => Err(format!(
                 "every SM of the device is held by a partition ({}): none is left to share",
                 self.sm_holders()
@@ -261,16 +290,18 @@ impl Ledger {
         }
     }
 
+    fn has_reservation(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.placement, Placement::Exclusive(_)))
+    }
+
     /// Remove a context (its tasks' claims go with it). SMs come back once no exclusive
     /// partition is left.
     pub fn remove_context(&mut self, name: &str) -> Option<LedgerEntry> {
         let i = self.entries.iter().position(|e| e.name == name)?;
         let e = self.entries.remove(i);
-        if !self
-            .entries
-            .iter()
-            .any(|e| matches!(e.placement, Placement::Exclusive(_)))
-        {
+        if !self.entries.iter().any(|e| e.placement.is_carved()) {
             self.carved = 0;
         }
         Some(e)
@@ -353,6 +384,10 @@ mod tests {
     }
 
     fn shared(name: &str, share: Option<f64>) -> ContextSpec {
+        ContextSpec::resolve(name, None, None, Some(1), share, 0, None).unwrap()
+    }
+
+    fn best_effort(name: &str, share: Option<f64>) -> ContextSpec {
         ContextSpec::resolve(name, None, None, None, share, 0, None).unwrap()
     }
 
@@ -418,11 +453,11 @@ mod tests {
         let err = l.admit_context(&shared("c", Some(0.25))).unwrap_err();
         assert!(err.reason.contains("20 of 132"), "{}", err.reason);
         assert_eq!(
-            l.admit_context(&shared("d", None)).unwrap(),
+            l.admit_context(&best_effort("d", None)).unwrap(),
             Placement::Shared(20)
         );
         // A share is never carved from under a context on the shared SMs.
-        assert!(l.admit_context(&shared("e", Some(0.05))).is_err());
+        assert!(l.admit_context(&best_effort("e", Some(0.05))).is_err());
         l.remove_context("d");
         l.remove_context("a");
         assert_eq!(
@@ -435,6 +470,46 @@ mod tests {
         assert_eq!(
             l.admit_context(&shared("f", None)).unwrap(),
             Placement::Device
+        );
+    }
+
+    #[test]
+    fn best_effort_shares_are_caps_that_others_may_overlap() {
+        let sms = SmSpace {
+            total: 132,
+            granularity: 8,
+        };
+        let mut l = Ledger::new(100, Some(sms));
+        // A Guaranteed context without a share runs on every SM, caps notwithstanding.
+        assert_eq!(
+            l.admit_context(&shared("g", None)).unwrap(),
+            Placement::Device
+        );
+        assert_eq!(
+            l.admit_context(&best_effort("batch", Some(0.45))).unwrap(),
+            Placement::Capped(64)
+        );
+        // A reservation would be intruded on by 'g', which runs everywhere.
+        let err = l.admit_context(&shared("r", Some(0.25))).unwrap_err();
+        assert!(
+            err.reason.contains("'g' runs on every SM"),
+            "{}",
+            err.reason
+        );
+        assert_eq!(
+            l.admit_context(&best_effort("etl", None)).unwrap(),
+            Placement::Device,
+            "no reservation: unshared contexts run everywhere"
+        );
+        l.remove_context("g");
+        l.remove_context("etl");
+        assert_eq!(
+            l.admit_context(&shared("r", Some(0.25))).unwrap(),
+            Placement::Exclusive(40)
+        );
+        assert_eq!(
+            l.admit_context(&best_effort("x", None)).unwrap(),
+            Placement::Shared(28)
         );
     }
 }

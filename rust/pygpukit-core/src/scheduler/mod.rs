@@ -312,7 +312,7 @@ impl Scheduler {
         }
         let priority = self.stream_priority(spec.qos)?;
         let (part, before) = match (&self.sms, placement) {
-            (Some(sms), Placement::Exclusive(n)) => {
+            (Some(sms), Placement::Exclusive(n) | Placement::Capped(n)) => {
                 let (p, before) = sms.carve(n)?;
                 (Some(p), Some(before))
             }
@@ -389,7 +389,7 @@ impl Scheduler {
                 "{} bytes of reservation and {} SMs returned",
                 ctx.spec.reservation,
                 match ctx.placement {
-                    Placement::Exclusive(n) => n,
+                    Placement::Exclusive(n) | Placement::Capped(n) => n,
                     _ => 0,
                 }
             ),
@@ -566,6 +566,8 @@ fn admitted_detail(
     let sm = match (placement, sms) {
         (Placement::Exclusive(n), Some(_)) => format!("{n} SMs of its own"),
         (Placement::Exclusive(n), None) => format!("{n} SMs planned (not enforced here)"),
+        (Placement::Capped(n), Some(_)) => format!("at most {n} SMs"),
+        (Placement::Capped(n), None) => format!("at most {n} SMs (planned)"),
         (Placement::Shared(n), Some(_)) => format!("the {n} shared SMs"),
         (Placement::Shared(n), None) => format!("the {n} shared SMs (planned)"),
         (Placement::Device, _) => "every SM".to_string(),

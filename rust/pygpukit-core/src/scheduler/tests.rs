@@ -110,12 +110,17 @@ fn tasks_queue_by_tier_priority_arrival_and_run_their_lifecycle() {
 fn simulated_sm_shares_are_planned() {
     let s = sim(1000, Some(100));
     let ctx = |n: &str, share: Option<f64>| {
-        ContextSpec::resolve(n, None, None, None, share, 0, None).unwrap()
+        ContextSpec::resolve(n, None, None, Some(10), share, 0, None).unwrap()
     };
     let a = s.create_context(ctx("a", Some(0.3))).unwrap();
     assert_eq!(a.placement, Placement::Exclusive(30));
     assert_eq!(a.sm_count(), None, "nothing runs on SMs in the simulation");
-    let b = s.create_context(ctx("b", None)).unwrap();
+    let b = s
+        .create_context(
+            ContextSpec::resolve("b", Some(QosClass::BestEffort), None, None, None, 0, None)
+                .unwrap(),
+        )
+        .unwrap();
     assert_eq!(b.placement, Placement::Shared(70));
     assert!(s.create_context(ctx("c", Some(0.2))).is_err());
     assert!(s
@@ -231,7 +236,7 @@ fn play(reqs: &[Req]) -> Vec<String> {
             .contexts
             .iter()
             .filter_map(|c| match c.placement {
-                Placement::Exclusive(n) => Some(n),
+                Placement::Exclusive(n) | Placement::Capped(n) => Some(n),
                 _ => None,
             })
             .sum();
