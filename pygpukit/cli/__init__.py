@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pygpukit.cli import bench, chat, info, kernels, routes
+    from pygpukit.cli import bench, chat, info, kernels, routes, sched
 
     parser = argparse.ArgumentParser(prog="python -m pygpukit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -16,6 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kernels.add_parser(sub)
     chat.add_parser(sub)
     bench.add_parser(sub)
+    sched.add_parser(sub)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

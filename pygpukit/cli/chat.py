@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from pygpukit._units import fmt_bytes
+
 HELP = "commands: /routes  /stats  /reset  /quit  (/help shows this)"
 
 
@@ -51,16 +53,23 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="run every decode step eagerly instead of replaying it from a CUDA graph",
     )
+    p.add_argument(
+        "--qos",
+        choices=("guaranteed", "burstable", "best_effort"),
+        help="run the chat in a pygpukit.scheduler context of this QoS class",
+    )
+    p.add_argument(
+        "--sm-share",
+        type=float,
+        help="fraction of the GPU's SMs the chat's context reserves (guaranteed, burstable) or "
+        "is capped to (best_effort); implies a scheduler context",
+    )
+    p.add_argument(
+        "--max-vram", help="the chat context's memory limit, e.g. 2GB (guaranteed: required)"
+    )
+    p.add_argument("--reservation", help="a burstable context's reserved memory, e.g. 1GB")
     p.add_argument("--quiet", action="store_true", help="no load/status lines on stderr")
     p.set_defaults(func=run)
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def print_routes(out: TextIO) -> None:
@@ -95,11 +104,18 @@ def print_stats(session: Any, out: TextIO) -> None:
     cur = mem.get("current_bytes", mem.get("current", 0))
     peak = mem.get("peak_bytes", mem.get("peak", 0))
     print(
-        f"memory on {m.device}: current {_fmt_bytes(cur)}, peak {_fmt_bytes(peak)} "
-        f"(KV cache {_fmt_bytes(session.cache.nbytes)}, {session.cache.max_seq_len} tokens)",
+        f"memory on {m.device}: current {fmt_bytes(cur)}, peak {fmt_bytes(peak)} "
+        f"(KV cache {fmt_bytes(session.cache.nbytes)}, {session.cache.max_seq_len} tokens)",
         file=out,
     )
     print(f"decode steps: {session.graph_reason}", file=out)
+    from pygpukit.scheduler import ScheduledContext
+
+    ctx = gp.runtime.current_context(m.device)
+    if isinstance(ctx, ScheduledContext):
+        sms = "every SM" if ctx.sm_count is None else f"{ctx.sm_count} SMs ({ctx.placement})"
+        pace = "" if ctx.pace is None else f", paced to {ctx.pace:g} of GPU time"
+        print(f"scheduler context '{ctx.name}': {ctx.qos} on {sms}{pace}", file=out)
 
 
 def _answer(session: Any, text: str, out: TextIO) -> bool:
@@ -157,7 +173,44 @@ def _default_device(err: Any) -> str:
     return "cpu"
 
 
+def _scheduler_context(args: argparse.Namespace, device: str) -> Any:
+    """The chat's pygpukit.scheduler context (--qos / --sm-share), or None without them."""
+    from pygpukit import scheduler
+    from pygpukit._units import parse_bytes
+
+    if args.qos is None and args.sm_share is None and args.max_vram is None:
+        if args.reservation is not None:
+            raise ValueError("--reservation needs --qos burstable")
+        return None
+    limit = None if args.max_vram is None else parse_bytes(args.max_vram)
+    res = None if args.reservation is None else parse_bytes(args.reservation)
+    if args.qos == "guaranteed" and limit is None:
+        raise ValueError("--qos guaranteed needs --max-vram (the memory it reserves)")
+    sched = scheduler.initialize(device if device.startswith("cuda") else "cpu")
+    return sched.create_context(
+        "chat", limit, qos=args.qos, reservation=res, sm_share=args.sm_share
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from pygpukit.errors import AdmissionError
+
+    err = sys.stderr
+    device = args.device or _default_device(err)
+    try:
+        ctx = _scheduler_context(args, device)
+    except (ValueError, TypeError, AdmissionError) as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    with contextlib.nullcontext() if ctx is None else ctx:
+        if ctx is not None and not args.quiet:
+            print(f"[{ctx!r}]", file=err)
+        return _run(args, device)
+
+
+def _run(args: argparse.Namespace, device: str) -> int:
     import pygpukit as gp
     from pygpukit.models.chat import ChatSession
     from pygpukit.models.errors import ModelLoadError
@@ -173,7 +226,6 @@ def run(args: argparse.Namespace) -> int:
             args.temperature, args.top_k, args.top_p, args.repetition_penalty, args.seed
         )
         t0 = time.perf_counter()
-        device = args.device or _default_device(err)
         model = load_model(
             args.model,
             dtype=args.dtype,

@@ -49,7 +49,8 @@ class _Waiters:
     def wake(self, ids: list[int], state_of: Callable[[int], str | None]) -> None:
         """Wake the admitted ``ids`` and any waiter whose task is no longer pending."""
         with self._lock:
-            woken = [i for i in self._by_id if i in ids or state_of(i) != "pending"]
+            rest = [i for i in self._by_id if i not in ids and state_of(i) != "pending"]
+            woken = [i for i in ids if i in self._by_id] + rest  # admission order first
             calls = [self._by_id.pop(i) for i in woken]
         for c in calls:
             c()

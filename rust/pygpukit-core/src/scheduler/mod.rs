@@ -201,7 +201,16 @@ impl Scheduler {
                 total,
                 granularity: 1,
             });
-            let note = "CPU simulation: SM shares are planned, nothing runs on SMs".to_string();
+            let note = match space {
+                Some(s) => format!(
+                    "CPU simulation: SM shares are planned against {} simulated SMs; nothing \
+                     runs on SMs",
+                    s.total
+                ),
+                None => "CPU simulation: SM shares are recorded, not planned (a simulated SM \
+                         count plans them)"
+                    .to_string(),
+            };
             (capacity, None, Some(note), space)
         };
         Ok(Scheduler {
