@@ -312,6 +312,11 @@ def alloc_target(dev: Device) -> tuple[Any, Any, Any]:
     return t
 
 
+#: True once a context with a launch gate exists (pygpukit.scheduler): until then the launch
+#: paths skip the gate lookup altogether.
+gates_in_use = False
+
+
 def gated(pacer: Any, stream: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run ``fn`` (one launch, or an op that launches) inside ``pacer``'s gate on ``stream``."""
     pacer.enter(stream)

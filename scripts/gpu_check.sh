@@ -62,6 +62,8 @@ if [ "$PHASE" = sched ]; then
   "$PY" -m pytest tests/scheduler tests/test_graphs.py -q -p no:cacheprovider \
     --junitxml="$OUT/tests_sched.xml" > "$OUT/tests_sched.log" 2>&1
   tail -n 15 "$OUT/tests_sched.log"
+  "$PY" examples/multi_model.py > "$OUT/multi_model.log" 2>&1
+  echo "examples/multi_model.py: exit $?"; head -n 12 "$OUT/multi_model.log" | tail -n 5
   "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 | tee "$OUT/colocation.log" | tail -n 40
   exit 0
 fi

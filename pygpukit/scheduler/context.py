@@ -93,6 +93,7 @@ class ScheduledContext(runtime.Context):
         self.stream = core.stream
         self.pacer = core.pacer
         self.closed = False
+        runtime.gates_in_use = True
 
     qos = property(lambda self: self._core.qos, doc="'guaranteed', 'burstable' or 'best_effort'")
     reservation = property(lambda self: self._core.reservation, doc="bytes held for it")

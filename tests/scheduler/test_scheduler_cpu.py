@@ -178,6 +178,7 @@ def test_tasks_queue_and_run_their_lifecycle(s: sched.Scheduler) -> None:
 
     async def main() -> None:
         hold = asyncio.Event()
+
         # 8 GiB unreserved: one 5 GiB claim at a time, so the others wait in the queue.
         def task(name: str, memory: int, *extra: Any, priority: int | None = None) -> Any:
             run = sched.run(batch, job, name, *extra, name=name, memory=memory, priority=priority)
@@ -285,4 +286,3 @@ def test_create_context_checks_arguments(s: sched.Scheduler) -> None:
     with pytest.raises(TypeError, match="pace"):
         s.create_context("x", pace=True)
     assert s.contexts() == []
-
