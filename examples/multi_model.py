@@ -44,6 +44,12 @@ LLAMA_1B = dict(
     rope_theta=500000.0, max_position_embeddings=131072, tie_word_embeddings=True,
     bos_token_id=1, eos_token_id=2,
 )  # fmt: skip
+SMOLLM2_135M = dict(
+    model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=576,
+    intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+    vocab_size=49152, rms_norm_eps=1e-5, rope_theta=100000.0, max_position_embeddings=8192,
+    tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
+)  # fmt: skip
 TINY = dict(
     model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64,
     intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -160,7 +166,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="tiny random models (CPU-sized)")
     ap.add_argument("--tokens", type=int, default=128, help="greedy tokens per model")
-    ap.add_argument("--chat-model", help="the chat model (default: SmolLM2-135M GGUF)")
+    ap.add_argument(
+        "--chat-model",
+        help="the chat model (default: SmolLM2-135M GGUF; 'random': random weights of its shape)",
+    )
     ap.add_argument("--batch-sms", type=float, default=0.4, help="the batch job's SM cap")
     ap.add_argument("--batch-pace", type=float, default=0.5, help="its share of GPU time")
     ap.add_argument("--device", default=None, help="cuda:N or cpu (default: cuda:0 if present)")
@@ -184,8 +193,8 @@ def main() -> int:
 
     # Load each model inside its own context: its weights count against that context's budget.
     with sched.context_session(contexts["chat"]):
-        if args.tiny:
-            chat = random_model(TINY, args.dtype, device)
+        if args.tiny or args.chat_model == "random":
+            chat = random_model(TINY if args.tiny else SMOLLM2_135M, args.dtype, device)
             chat_prompt = list(range(3, 19))
         else:
             chat = load_model(args.chat_model, dtype="float16" if gpu else None, device=device)

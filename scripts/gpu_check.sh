@@ -7,7 +7,8 @@
 #   scripts/gpu_check.sh OUT_DIR [STAGE]
 #   PHASE=tests|bench|all (default all): tests = Rust device tests, pytest runs, sanitizer;
 #   bench = the benchmark suites (split them across two calls when one would run too long);
-#   sched = the scheduler's GPU tests and the co-location benchmark (COLOC_ARGS: its flags).
+#   sched = the scheduler's GPU tests, examples/multi_model.py (MULTI_ARGS: its flags) and the
+#   co-location benchmark (COLOC_ARGS: its flags).
 #
 # The Rust extension is taken from the pygpukit wheel in STAGE/wheels and placed next to the
 # sources, so the checked-out tree is what runs. Other wheels there are installed into a private
@@ -62,7 +63,7 @@ if [ "$PHASE" = sched ]; then
   "$PY" -m pytest tests/scheduler tests/test_graphs.py -q -p no:cacheprovider \
     --junitxml="$OUT/tests_sched.xml" > "$OUT/tests_sched.log" 2>&1
   tail -n 15 "$OUT/tests_sched.log"
-  "$PY" examples/multi_model.py > "$OUT/multi_model.log" 2>&1
+  "$PY" examples/multi_model.py ${MULTI_ARGS:-} > "$OUT/multi_model.log" 2>&1
   echo "examples/multi_model.py: exit $?"; head -n 12 "$OUT/multi_model.log" | tail -n 5
   "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 | tee "$OUT/colocation.log" | tail -n 40
   exit 0
