@@ -3,11 +3,13 @@ models' tokens beside the batch job equal their solo runs, and the table and sna
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "multi_model.py"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "multi_model.py"
 
 
 def test_multi_model_tiny_on_cpu() -> None:
@@ -16,6 +18,11 @@ def test_multi_model_tiny_on_cpu() -> None:
         capture_output=True,
         text=True,
         timeout=300,
+        # The checkout's package, also where it is not installed (the GPU host runs the tree).
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
     )
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
