@@ -8,7 +8,7 @@
 #   PHASE=tests|bench|all (default all): tests = Rust device tests, pytest runs, sanitizer;
 #   bench = the benchmark suites (split them across two calls when one would run too long);
 #   sched = the scheduler's GPU tests, examples/multi_model.py (MULTI_ARGS: its flags) and the
-#   co-location benchmark (COLOC_ARGS: its flags).
+#   co-location benchmark (COLOC_ARGS: its flags; COLOC=0 skips it).
 #
 # The Rust extension is taken from the pygpukit wheel in STAGE/wheels and placed next to the
 # sources, so the checked-out tree is what runs. Other wheels there are installed into a private
@@ -63,9 +63,11 @@ if [ "$PHASE" = sched ]; then
   "$PY" -m pytest tests/scheduler tests/test_graphs.py -q -p no:cacheprovider \
     --junitxml="$OUT/tests_sched.xml" > "$OUT/tests_sched.log" 2>&1
   tail -n 15 "$OUT/tests_sched.log"
-  "$PY" examples/multi_model.py ${MULTI_ARGS:-} > "$OUT/multi_model.log" 2>&1
+  PYTHONPATH=$(pwd)${PYTHONPATH:+:$PYTHONPATH} "$PY" examples/multi_model.py ${MULTI_ARGS:-} \
+    > "$OUT/multi_model.log" 2>&1
   echo "examples/multi_model.py: exit $?"; head -n 12 "$OUT/multi_model.log" | tail -n 5
-  "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 | tee "$OUT/colocation.log" | tail -n 40
+  [ "${COLOC:-1}" = 1 ] && "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 |
+    tee "$OUT/colocation.log" | tail -n 40
   exit 0
 fi
 rust_status="not staged"

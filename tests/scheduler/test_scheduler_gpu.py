@@ -129,6 +129,6 @@ def test_best_effort_is_paced_only_while_guaranteed_is_active(scheduler: sched.S
         gp.synchronize()
     wall = time.perf_counter() - t0
     st = b.pacing_stats()
-    assert st["paced_launches"] >= 60 and st["waits"] > 0
+    assert st["paced_launches"] >= 50 and st["waits"] > 0
     assert st["busy_ms"] / 1e3 / wall < 0.35, st
     np.testing.assert_array_equal(y.to_numpy()[:8], np.full(8, 2.0, np.float32))
