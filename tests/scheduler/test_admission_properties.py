@@ -93,9 +93,7 @@ def play(reqs: list[tuple[Any, ...]]) -> list[str]:
         carved = sum(
             c["planned_sms"] for c in snap["contexts"] if c["placement"] in ("exclusive", "capped")
         )
-        # SMs of a closed partition come back with the device's last partition, so the free
-        # count may lag behind, never run ahead of, what partitions hold.
-        assert carved <= SMS and 0 <= snap["sm_free"] <= SMS - carved
+        assert carved <= SMS and snap["sm_free"] == SMS - carved
         for c in snap["contexts"]:
             assert c["limit"] is None or c["claims"] <= c["limit"]
         for t in snap["tasks"]:

@@ -132,3 +132,29 @@ def test_best_effort_is_paced_only_while_guaranteed_is_active(scheduler: sched.S
     assert st["paced_launches"] >= 50 and st["waits"] > 0
     assert st["busy_ms"] / 1e3 / wall < 0.35, st
     np.testing.assert_array_equal(y.to_numpy()[:8], np.full(8, 2.0, np.float32))
+
+
+def test_several_partitions_are_carved_closed_and_carved_again(
+    scheduler: sched.Scheduler,
+) -> None:
+    if not _green(scheduler):
+        pytest.skip(scheduler.snapshot()["sm_note"])
+    total = scheduler.snapshot()["sm_total"]
+    a = scheduler.create_context("a", max_vram=64 << 20, sm_share=0.5)
+    b = scheduler.create_context(
+        "b", 128 << 20, qos="burstable", reservation=64 << 20, sm_share=0.25
+    )
+    c = scheduler.create_context("c", qos="best_effort", sm_share=0.1)
+    assert (a.sm_count, b.sm_count, c.sm_count) == (a.planned_sms, b.planned_sms, c.planned_sms)
+    used = a.sm_count + b.sm_count + c.sm_count
+    assert scheduler.snapshot()["sm_free"] == total - used
+    b.close()
+    c.close()
+    assert scheduler.snapshot()["sm_free"] == total - a.sm_count
+    d = scheduler.create_context("d", max_vram=64 << 20, sm_share=0.3)
+    e = scheduler.create_context("e", qos="best_effort")
+    assert e.placement == "shared" and e.sm_count == total - a.sm_count - d.sm_count
+    x = (0.1 * RNG.standard_normal((1000,))).astype(np.float32)
+    for ctx in (a, d, e):
+        with sched.context_session(ctx):
+            np.testing.assert_allclose(gp.exp(gp.from_numpy(x)).to_numpy(), np.exp(x), rtol=1e-6)

@@ -3,8 +3,8 @@
 //! a stream run only on the group's SMs; memory, modules and events stay those of the primary
 //! context, so pointers and kernels pass freely between partitions.
 //!
-//! Partitions are carved in sequence from what is left of the device's SM resource (one split
-//! of one group each time); the shared partition is a green context over everything still left.
+//! The device is split once into groups of the partition granularity; a partition is a green
+//! context over some free groups, the shared partition one over every free group.
 //! The entry points are optional: they are looked up at run time, and where any is missing (or
 //! the driver is older than 12.4, or the device refuses) `SmPartitions::probe` returns the reason
 //! and the scheduler runs every context on the whole device.
@@ -101,17 +101,22 @@ fn sm_count_of(r: &sys::CUdevResource) -> u32 {
     unsafe { r.__bindgen_anon_1.sm.smCount }
 }
 
-/// The device's SMs as green contexts split them.
+/// The device's SMs as green contexts split them: one split of the whole device into groups of
+/// the partition granularity (plus the few SMs left over), made once. A partition is a green
+/// context over some free groups (a descriptor of several resources of that one split); the
+/// shared partition is one over every free group and the leftover SMs. Groups go back to the
+/// free list when their context is closed.
 pub struct SmPartitions {
     device: i32,
     space: SmSpace,
-    whole: Resource,
-    /// What is left after the partitions carved since the last reset.
-    rest: Mutex<Resource>,
+    groups: Vec<Resource>,
+    leftover: Option<Resource>,
+    /// Per group: held by a partition.
+    held: Mutex<Vec<bool>>,
 }
 
 impl SmPartitions {
-    /// The device's SM resource, or why SM partitions are unavailable.
+    /// The device's SM groups, or why SM partitions are unavailable.
     pub fn probe(device: i32) -> std::result::Result<SmPartitions, String> {
         if device < 0 {
             return Err("the CPU device has no SMs to partition".into());
@@ -146,12 +151,48 @@ impl SmPartitions {
         if total < granularity {
             return Err(format!("the device reports {total} SMs to partition"));
         }
+        let (groups, leftover) =
+            Self::split(&whole, total / granularity, granularity).map_err(|e| e.to_string())?;
+        if groups.is_empty() {
+            return Err("the driver split the device into no SM groups".into());
+        }
+        let n = groups.len();
         Ok(SmPartitions {
             device,
-            space: SmSpace { total, granularity },
-            whole,
-            rest: Mutex::new(whole),
+            space: SmSpace {
+                total: n as u32 * granularity + leftover.as_ref().map_or(0, |r| sm_count_of(&r.0)),
+                granularity,
+            },
+            groups,
+            leftover,
+            held: Mutex::new(vec![false; n]),
         })
+    }
+
+    /// Split `whole` into up to `n` groups of `count` SMs; (groups, the SMs left over if any).
+    fn split(whole: &Resource, n: u32, count: u32) -> Result<(Vec<Resource>, Option<Resource>)> {
+        let mut out: Vec<sys::CUdevResource> = (0..n)
+            // SAFETY: an all-zero CUdevResource is a valid (invalid-type) value to overwrite.
+            .map(|_| unsafe { MaybeUninit::<sys::CUdevResource>::zeroed().assume_init() })
+            .collect();
+        let mut left = MaybeUninit::<sys::CUdevResource>::zeroed();
+        let mut groups = n;
+        // SAFETY: `out` holds n resources; the driver writes at most n groups and the rest.
+        check("cuDevSmResourceSplitByCount", unsafe {
+            sys::cuDevSmResourceSplitByCount(
+                out.as_mut_ptr(),
+                &mut groups,
+                &whole.0,
+                left.as_mut_ptr(),
+                0,
+                count,
+            )
+        })?;
+        out.truncate(groups as usize);
+        // SAFETY: written by the driver above.
+        let left = unsafe { left.assume_init() };
+        let left = (sm_count_of(&left) > 0).then_some(Resource(left));
+        Ok((out.into_iter().map(Resource).collect(), left))
     }
 
     fn device_resource(device: i32) -> Result<Resource> {
@@ -174,65 +215,64 @@ impl SmPartitions {
         self.space
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Resource> {
-        self.rest.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<bool>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Carve a partition of exactly `count` SMs from what is left. Returns the partition and
-    /// what was left before, for `restore` should the caller fail afterwards.
-    pub fn carve(&self, count: u32) -> Result<(Arc<GreenPartition>, Resource)> {
-        let mut rest = self.lock();
-        let mut group = MaybeUninit::<sys::CUdevResource>::zeroed();
-        let mut left = MaybeUninit::<sys::CUdevResource>::zeroed();
-        let mut groups: u32 = 1;
-        // SAFETY: valid pointers; one group of at least `count` SMs is asked for.
-        check("cuDevSmResourceSplitByCount", unsafe {
-            sys::cuDevSmResourceSplitByCount(
-                group.as_mut_ptr(),
-                &mut groups,
-                &rest.0,
-                left.as_mut_ptr(),
-                0,
-                count,
-            )
-        })?;
-        // SAFETY: written by the driver above.
-        let (group, left) = unsafe { (group.assume_init(), left.assume_init()) };
-        let got = sm_count_of(&group);
-        if groups != 1 || got != count {
+    /// A partition of exactly `count` SMs (a multiple of the granularity) from the free groups,
+    /// lowest first; returns it and the groups it holds (give them back with `release`).
+    pub fn carve(&self, count: u32) -> Result<(Arc<GreenPartition>, Vec<usize>)> {
+        let k = (count / self.space.granularity) as usize;
+        let mut held = self.lock();
+        let free: Vec<usize> = (0..held.len()).filter(|&i| !held[i]).take(k).collect();
+        if free.len() < k || k == 0 {
             return Err(Error::invalid(format!(
-                "the driver split {groups} group(s) of {got} SMs when one of {count} was asked"
+                "{count} SMs asked, {} free groups of {} SMs",
+                (0..held.len()).filter(|&i| !held[i]).count(),
+                self.space.granularity
             )));
         }
-        let part = self.green_context(group)?;
-        let before = *rest;
-        *rest = Resource(left);
-        Ok((part, before))
+        let res: Vec<sys::CUdevResource> = free.iter().map(|&i| self.groups[i].0).collect();
+        let part = self.green_context(res)?;
+        for &i in &free {
+            held[i] = true;
+        }
+        Ok((part, free))
     }
 
-    /// Undo the last `carve` (its partition was never used).
-    pub fn restore(&self, before: Resource) {
-        *self.lock() = before;
+    /// Give a closed partition's groups back.
+    pub fn release(&self, groups: &[usize]) {
+        let mut held = self.lock();
+        for &i in groups {
+            held[i] = false;
+        }
     }
 
     /// A green context over every SM no partition holds.
     pub fn shared(&self) -> Result<Arc<GreenPartition>> {
-        let rest = *self.lock();
-        self.green_context(rest.0)
+        let held = self.lock();
+        let mut res: Vec<sys::CUdevResource> = (0..held.len())
+            .filter(|&i| !held[i])
+            .map(|i| self.groups[i].0)
+            .collect();
+        if let Some(l) = &self.leftover {
+            res.push(l.0);
+        }
+        if res.is_empty() {
+            return Err(Error::invalid("every SM is held by a partition"));
+        }
+        self.green_context(res)
     }
 
-    /// Every partition is gone: the whole device can be carved again.
-    pub fn reset(&self) {
-        *self.lock() = self.whole;
-    }
-
-    fn green_context(&self, mut res: sys::CUdevResource) -> Result<Arc<GreenPartition>> {
+    /// A green context over `res` (resources of this one split).
+    fn green_context(&self, mut res: Vec<sys::CUdevResource>) -> Result<Arc<GreenPartition>> {
         let dev = device_handle(self.device)?;
         ensure_current(self.device)?;
+        let sms = res.iter().map(sm_count_of).sum();
         let mut desc: sys::CUdevResourceDesc = ptr::null_mut();
-        // SAFETY: one valid SM resource.
+        // SAFETY: res holds res.len() valid SM resources of one split.
         check("cuDevResourceGenerateDesc", unsafe {
-            sys::cuDevResourceGenerateDesc(&mut desc, &mut res, 1)
+            sys::cuDevResourceGenerateDesc(&mut desc, res.as_mut_ptr(), res.len() as u32)
         })?;
         let mut g: sys::CUgreenCtx = ptr::null_mut();
         // SAFETY: a descriptor made above; the default-stream flag is required by 12.x drivers.
@@ -247,7 +287,7 @@ impl SmPartitions {
         Ok(Arc::new(GreenPartition {
             handle: g as usize,
             device: self.device,
-            sm_count: sm_count_of(&res),
+            sm_count: sms,
         }))
     }
 }

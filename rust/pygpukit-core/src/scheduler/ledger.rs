@@ -16,8 +16,7 @@
 //! without a share runs on every SM while no reservation exists (it may overlap caps), else on
 //! the SMs left when it was admitted. A share is refused while contexts run on those left-over
 //! SMs (carving it would take SMs from under them), and a reservation also while a context runs
-//! on every SM (it would run on the reserved ones). SMs of closed partitions return once no
-//! partition is left on the device (partitions are carved in sequence from the device's SMs).
+//! on every SM (it would run on the reserved ones). A closed partition's SMs are free again.
 
 use std::fmt::Write as _;
 
@@ -125,7 +124,7 @@ pub struct Ledger {
     capacity: u64,
     sms: Option<SmSpace>,
     entries: Vec<LedgerEntry>,
-    /// SMs given to partitions (reservations and caps) since the device last had none.
+    /// SMs held by partitions (reservations and caps).
     carved: u32,
 }
 
@@ -296,13 +295,12 @@ impl Ledger {
             .any(|e| matches!(e.placement, Placement::Exclusive(_)))
     }
 
-    /// Remove a context (its tasks' claims go with it). SMs come back once no exclusive
-    /// partition is left.
+    /// Remove a context (its tasks' claims and its SMs go with it).
     pub fn remove_context(&mut self, name: &str) -> Option<LedgerEntry> {
         let i = self.entries.iter().position(|e| e.name == name)?;
         let e = self.entries.remove(i);
-        if !self.entries.iter().any(|e| e.placement.is_carved()) {
-            self.carved = 0;
+        if let (true, Some(n)) = (e.placement.is_carved(), e.placement.sm_count()) {
+            self.carved -= n;
         }
         Some(e)
     }
@@ -462,8 +460,8 @@ mod tests {
         l.remove_context("a");
         assert_eq!(
             l.free_sms(),
-            Some(20),
-            "returned only with the last partition"
+            Some(60),
+            "a closed partition's SMs are free again"
         );
         l.remove_context("b");
         assert_eq!(l.free_sms(), Some(132));

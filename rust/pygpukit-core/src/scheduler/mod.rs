@@ -71,6 +71,8 @@ pub struct SchedContext {
     pub pacer: Arc<Pacer>,
     pub placement: Placement,
     pub created_ns: u64,
+    /// The SM groups its partition holds (given back when it is closed).
+    sm_groups: Vec<usize>,
 }
 
 impl SchedContext {
@@ -279,7 +281,6 @@ impl Scheduler {
             }
             Err(e) => {
                 st.ledger.remove_context(&spec.name);
-                self.reset_partitions_if_free(&st.ledger);
                 let reason = match e {
                     Error::OutOfMemory {
                         device_free,
@@ -320,19 +321,19 @@ impl Scheduler {
             pool.hold(spec.reservation, None)?;
         }
         let priority = self.stream_priority(spec.qos)?;
-        let (part, before) = match (&self.sms, placement) {
+        let (part, sm_groups) = match (&self.sms, placement) {
             (Some(sms), Placement::Exclusive(n) | Placement::Capped(n)) => {
-                let (p, before) = sms.carve(n)?;
-                (Some(p), Some(before))
+                let (p, groups) = sms.carve(n)?;
+                (Some(p), groups)
             }
-            (Some(sms), Placement::Shared(_)) => (Some(sms.shared()?), None),
-            _ => (None, None),
+            (Some(sms), Placement::Shared(_)) => (Some(sms.shared()?), Vec::new()),
+            _ => (None, Vec::new()),
         };
         let stream = match partition_stream(self.device, part.as_ref(), priority) {
             Ok(s) => s,
             Err(e) => {
-                if let (Some(sms), Some(before)) = (&self.sms, before) {
-                    sms.restore(before);
+                if let Some(sms) = &self.sms {
+                    sms.release(&sm_groups);
                 }
                 return Err(e);
             }
@@ -350,20 +351,14 @@ impl Scheduler {
             pacer: Arc::new(Pacer::new(role, self.device, self.gate.clone())),
             placement,
             created_ns: now_ns(),
+            sm_groups,
         })
-    }
-
-    fn reset_partitions_if_free(&self, ledger: &Ledger) {
-        if let (Some(sms), Some(space)) = (&self.sms, ledger.sm_space()) {
-            if ledger.free_sms() == Some(space.total) {
-                sms.reset();
-            }
-        }
     }
 
     /// Close a context: its reservation, SMs and pending tasks go; running tasks must finish
     /// (or be cancelled) first. Arrays allocated in it keep its pool alive; the memory held for
-    /// its reservation is given back at once.
+    /// its reservation is given back at once. Its SMs go to the next partition asked for: work
+    /// still queued on its streams (or a CUDA graph recorded there) may then share them.
     pub fn remove_context(&self, name: &str) -> Result<Vec<u64>> {
         let mut st = self.lock();
         let ctx = st.context(name)?.clone();
@@ -387,7 +382,9 @@ impl Scheduler {
             )?;
         }
         st.ledger.remove_context(name);
-        self.reset_partitions_if_free(&st.ledger);
+        if let Some(sms) = &self.sms {
+            sms.release(&ctx.sm_groups);
+        }
         st.contexts.retain(|c| c.spec.name != name);
         ctx.pool.set_trim_policy(ctx.spec.qos.rank(), 0);
         let _ = ctx.pool.trim(0);
