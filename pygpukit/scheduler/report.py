@@ -45,8 +45,9 @@ def format_snapshot(snap: dict[str, Any]) -> str:
     )
     if snap["sm_total"] is not None:
         out.append(
-            f"SMs: {snap['sm_total']} in partitions of {snap['sm_granularity']}, "
-            f"{snap['sm_free']} not held by any partition"
+            f"SMs: {snap['sm_total']} ({snap['sm_carvable']} in groups of "
+            f"{snap['sm_granularity']} that partitions are made of), {snap['sm_free']} not held "
+            "by any partition"
         )
     if snap["sm_note"]:
         out.append(f"SM partitions: {snap['sm_note']}")

@@ -224,6 +224,7 @@ impl PyScheduler {
         d.set_item("borrowed", s.borrowed)?;
         d.set_item("sm_total", s.sm_space.map(|x| x.total))?;
         d.set_item("sm_granularity", s.sm_space.map(|x| x.granularity))?;
+        d.set_item("sm_carvable", s.sm_space.map(|x| x.carvable))?;
         d.set_item("sm_free", s.sm_free)?;
         d.set_item("sm_note", s.sm_note)?;
         d.set_item("active_window_ms", ms(s.active_window_ns))?;

@@ -162,6 +162,7 @@ impl SmPartitions {
             space: SmSpace {
                 total: n as u32 * granularity + leftover.as_ref().map_or(0, |r| sm_count_of(&r.0)),
                 granularity,
+                carvable: n as u32 * granularity,
             },
             groups,
             leftover,

@@ -28,14 +28,28 @@ pub struct SmSpace {
     pub total: u32,
     /// Partition sizes are multiples of this (8 on Hopper).
     pub granularity: u32,
+    /// SMs partitions can be made of: the whole groups of the driver's split (the SMs left over
+    /// beside them only ever run contexts without a share).
+    pub carvable: u32,
 }
 
 impl SmSpace {
-    /// SMs for a share: share x total, rounded up to the granularity (at least one group).
+    /// Every SM in whole groups (the CPU simulation's SMs, for one).
+    pub fn whole(total: u32, granularity: u32) -> SmSpace {
+        let g = granularity.max(1);
+        SmSpace {
+            total,
+            granularity: g,
+            carvable: total / g * g,
+        }
+    }
+
+    /// SMs for a share: share x total, rounded up to the granularity (at least one group, at
+    /// most every carvable group).
     pub fn count_for(&self, share: f64) -> u32 {
         let g = self.granularity.max(1);
         let groups = (share * f64::from(self.total) / f64::from(g) - 1e-9).ceil();
-        let groups = (groups.max(1.0) as u32).min(self.total / g);
+        let groups = (groups.max(1.0) as u32).min(self.carvable / g);
         groups * g
     }
 }
@@ -265,12 +279,13 @@ impl Ledger {
                     ));
                 }
                 let n = sms.count_for(share);
-                if n > free {
+                let carvable = sms.carvable.saturating_sub(self.carved);
+                if n == 0 || n > carvable {
                     return Err(format!(
-                        "its SM share {share} needs {n} SMs (groups of {}): {free} of {} are \
-                         free (partitions: {})",
+                        "its SM share {share} needs {n} SMs (groups of {}): {carvable} of the \
+                         {} SMs in groups are free (partitions: {})",
                         sms.granularity,
-                        sms.total,
+                        sms.carvable,
                         self.sm_holders()
                     ));
                 }
@@ -432,10 +447,7 @@ mod tests {
 
     #[test]
     fn sm_shares_are_carved_exclusively_and_come_back_together() {
-        let sms = SmSpace {
-            total: 132,
-            granularity: 8,
-        };
+        let sms = SmSpace::whole(132, 8);
         assert_eq!(sms.count_for(0.5), 72);
         assert_eq!(sms.count_for(0.01), 8);
         assert_eq!(sms.count_for(1.0), 128);
@@ -449,7 +461,7 @@ mod tests {
             Placement::Exclusive(72)
         );
         let err = l.admit_context(&shared("c", Some(0.25))).unwrap_err();
-        assert!(err.reason.contains("20 of 132"), "{}", err.reason);
+        assert!(err.reason.contains("16 of the 128"), "{}", err.reason);
         assert_eq!(
             l.admit_context(&best_effort("d", None)).unwrap(),
             Placement::Shared(20)
@@ -473,10 +485,7 @@ mod tests {
 
     #[test]
     fn best_effort_shares_are_caps_that_others_may_overlap() {
-        let sms = SmSpace {
-            total: 132,
-            granularity: 8,
-        };
+        let sms = SmSpace::whole(132, 8);
         let mut l = Ledger::new(100, Some(sms));
         // A Guaranteed context without a share runs on every SM, caps notwithstanding.
         assert_eq!(

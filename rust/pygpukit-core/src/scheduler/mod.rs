@@ -199,10 +199,9 @@ impl Scheduler {
                     "the CPU simulation needs its capacity in bytes (the host's memory)",
                 ));
             };
-            let space = sim_sms.filter(|&n| n > 0).map(|total| SmSpace {
-                total,
-                granularity: 1,
-            });
+            let space = sim_sms
+                .filter(|&n| n > 0)
+                .map(|total| SmSpace::whole(total, 1));
             let note = match space {
                 Some(s) => format!(
                     "CPU simulation: SM shares are planned against {} simulated SMs; nothing \
