@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import sys
 import threading
 import time
@@ -237,7 +238,8 @@ def main() -> int:
             solo[name] = generate(m, prompt, args.tokens)
     with sched.context_session(contexts["batch"]):
         job = BatchJob(args.batch_n, args.dtype)
-        th = threading.Thread(target=job)
+        # A new thread starts outside every session: run it in a copy of this one.
+        th = threading.Thread(target=contextvars.copy_context().run, args=(job,))
         th.start()
         job.ready.wait()
         t0 = time.perf_counter()

@@ -20,8 +20,12 @@ def fmt_bytes(n: float) -> str:
 
 
 def parse_bytes(text: str) -> int:
-    """An integer byte count from "4GB", "512 MiB", "1.5g", "4096" (ValueError otherwise)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgtKMGT]?)(?:i?[bB])?\s*", str(text))
-    if m is None or (m.group(2) == "" and "." in m.group(1)):
+    """An integer byte count from "4GB", "512 MiB", "1.5g", "4096", "4096B" (ValueError
+    otherwise; a fraction needs a unit of at least KiB and must come to whole bytes)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(?:([kmgt])(?:i?b)?|b)?\s*", str(text), re.I)
+    if m is None:
         raise ValueError(f"not a byte count: {text!r} (examples: 4096, 512MB, 4GiB, 1.5GB)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if value != int(value):
+        raise ValueError(f"not a whole number of bytes: {text!r}")
+    return int(value)

@@ -317,7 +317,7 @@ def alloc_target(dev: Device) -> tuple[Any, Any, Any]:
 gates_in_use = False
 
 
-def gated(pacer: Any, stream: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def gated(pacer: Any, stream: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run ``fn`` (one launch, or an op that launches) inside ``pacer``'s gate on ``stream``."""
     pacer.enter(stream)
     try:

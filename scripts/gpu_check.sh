@@ -62,13 +62,16 @@ PHASE=${PHASE:-all}
 if [ "$PHASE" = sched ]; then
   "$PY" -m pytest tests/scheduler tests/test_graphs.py -q -p no:cacheprovider \
     --junitxml="$OUT/tests_sched.xml" > "$OUT/tests_sched.log" 2>&1
+  rc=$?
   tail -n 15 "$OUT/tests_sched.log"
   PYTHONPATH=$(pwd)${PYTHONPATH:+:$PYTHONPATH} "$PY" examples/multi_model.py ${MULTI_ARGS:-} \
-    > "$OUT/multi_model.log" 2>&1
-  echo "examples/multi_model.py: exit $?"; head -n 12 "$OUT/multi_model.log" | tail -n 5
-  [ "${COLOC:-1}" = 1 ] && "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} 2>&1 |
-    tee "$OUT/colocation.log" | tail -n 40
-  exit 0
+    > "$OUT/multi_model.log" 2>&1 || rc=1
+  head -n 12 "$OUT/multi_model.log" | tail -n 5
+  if [ "${COLOC:-1}" = 1 ]; then
+    "$PY" benchmarks/colocation.py --out "$OUT" ${COLOC_ARGS:-} > "$OUT/colocation.log" 2>&1 || rc=1
+    tail -n 40 "$OUT/colocation.log"
+  fi
+  exit $rc
 fi
 rust_status="not staged"
 sanitizer_status="not run"

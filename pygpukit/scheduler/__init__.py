@@ -16,12 +16,14 @@ QoS, as Kubernetes defines it for pods (the class follows from the numbers when 
 - ``best_effort``: no reservation; paced to ``pace`` (default 0.5) of the GPU's time while a
   Guaranteed context is active, lowest stream priority, its cache trimmed first under pressure.
 
-Admission is deterministic: a context whose reservation does not fit the unreserved memory (or
-whose SM share does not fit the free SMs) raises ``AdmissionError`` naming the request, what is
-free and who holds it, and nothing is admitted. ``sm_share`` gives a context that fraction of the
-SMs for itself (a CUDA green context; multiples of 8 SMs on Hopper); contexts without one run on
-the SMs no partition holds. Where green contexts are unavailable (driver < 12.4, the CPU) the
-snapshot says so and contexts run on the whole device, protected by stream priorities and pacing.
+Admission is deterministic: a context whose reservation does not fit the unreserved memory (or whose
+SM share does not fit the free SMs) raises ``AdmissionError`` naming the request, what is free and
+who holds it, and nothing is admitted. ``sm_share`` on a Guaranteed or Burstable context reserves
+that fraction of the SMs for it alone; on a BestEffort context it caps the SMs it may use (CUDA
+green contexts; multiples of 8 SMs on Hopper). Contexts without one run on every SM while no
+reservation exists, else on the SMs no partition holds. Where green contexts are unavailable (driver
+< 12.4, the CPU) the snapshot says so and contexts run on the whole device, protected by stream
+priorities and pacing.
 
 Without a GPU, ``initialize(device_id=0)`` starts the CPU simulation over host memory: admission,
 tasks, quotas and pacing behave the same; SM shares are planned only.
@@ -224,6 +226,7 @@ def initialize(
     against (ignored on a GPU). Without a GPU, an integer ``device_id`` (or "cpu") gives the
     CPU simulation."""
     _check_int("capacity", capacity)
+    _check_int("sm_count", sm_count)
     if isinstance(device_id, bool):
         raise TypeError(f"device_id must be an int, 'cpu', 'cuda:N' or a Device, got {device_id!r}")
     simulated: int | None = None
@@ -238,7 +241,18 @@ def initialize(
     with _registry_lock:
         sched = _schedulers.get(dev)
         if sched is not None:
-            if capacity is not None and sched.core.snapshot()["capacity"] != capacity:
+            if sched.simulated and simulated not in (None, sched.simulated_id):
+                raise ValueError(
+                    f"{sched} exists; the CPU simulation stands in for one device at a time "
+                    f"(shut it down before simulating device {simulated})"
+                )
+            snap = sched.core.snapshot()
+            if sm_count is not None and sched.simulated and snap["sm_total"] != sm_count:
+                raise ValueError(
+                    f"{sched} exists with {snap['sm_total']} simulated SMs; shut it down before "
+                    f"initializing it with sm_count={sm_count}"
+                )
+            if capacity is not None and snap["capacity"] != capacity:
                 raise ValueError(
                     f"{sched} exists with another capacity; shut it down before initializing "
                     f"it with capacity={capacity}"

@@ -46,14 +46,18 @@ PartitionError = AdmissionError
 
 
 def _nonneg_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an int, got {v!r}")
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v}")
     return v
 
 
 def _share(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) <= 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1], got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{name} must be a number in (0, 1], got {v!r}")
+    if not 0.0 < float(v) <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {v!r}")
     return float(v)
 
 
@@ -332,7 +336,9 @@ class Partition:
 class PartitionManager:
     """Partitions of a device's memory (reserved, Guaranteed) and SMs (exclusive shares),
     admitted by the scheduler's arithmetic; a partition that does not fit raises
-    PartitionError (AdmissionError) naming the numbers."""
+    PartitionError (AdmissionError) naming the numbers. The scheduler's SM rule applies: a
+    partition without a compute share runs on every SM not reserved, so create the partitions
+    with compute shares first (one asking for SMs after it is refused, and says so)."""
 
     def __init__(self, config: PartitionConfig) -> None:
         if not isinstance(config, PartitionConfig):

@@ -76,12 +76,13 @@ class Completion:
 class ScheduledContext(runtime.Context):
     """A context admitted by a device's scheduler (``pygpukit.scheduler.create_context``).
 
-    Beyond ``gp.Context``: ``qos`` ("guaranteed", "burstable", "best_effort"), ``reservation``
-    and ``max_vram`` (the limit) in bytes, ``sm_share`` (asked) and ``sm_count`` (the SMs its
-    green context runs on; None: every SM), ``placement`` ("exclusive", "shared", "device"),
-    ``priority`` (admission order within the tier), ``pace`` (its share of GPU time while a
-    Guaranteed context is active; None: not paced), ``pacer`` (its launch gate), and the
-    scheduler that admitted it. ``close()`` gives its reservation and SMs back.
+    Beyond ``gp.Context``: ``qos`` ("guaranteed", "burstable", "best_effort"), ``reservation`` and
+    ``max_vram`` (the limit) in bytes, ``sm_share`` (asked) and ``sm_count`` (the SMs its green
+    context runs on; None: every SM), ``placement`` ("exclusive": reserved SMs, "capped": a
+    BestEffort cap, "shared": the SMs no partition holds, "device": every SM), ``priority``
+    (admission order within the tier), ``pace`` (its share of GPU time while a Guaranteed context is
+    active; None: not paced), ``pacer`` (its launch gate), and the scheduler that admitted it.
+    ``close()`` gives its reservation and SMs back.
     """
 
     def __init__(self, scheduler: Scheduler, core: Any) -> None:
@@ -100,7 +101,9 @@ class ScheduledContext(runtime.Context):
     sm_share = property(lambda self: self._core.sm_share, doc="the SM share it asked for")
     sm_count = property(lambda self: self._core.sm_count, doc="SMs of its green context")
     planned_sms = property(lambda self: self._core.planned_sms, doc="SMs the ledger gave it")
-    placement = property(lambda self: self._core.placement, doc="exclusive, shared or device")
+    placement = property(
+        lambda self: self._core.placement, doc="exclusive, capped, shared or device"
+    )
     priority = property(lambda self: self._core.priority, doc="admission order in its tier")
     pace = property(lambda self: self._core.pace, doc="share of GPU time when paced")
 

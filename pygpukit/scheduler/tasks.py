@@ -5,11 +5,12 @@
     result = await scheduler.run(ctx, fn, *args, memory=..., priority=...)
     with ctx.task("etl", memory=GB):                  # the same, blocking this thread
 
-A task is pending until the scheduler admits it (tier first, then priority, then arrival; its
-claim must fit its context's limit and, above its context's reservation, the unreserved memory
-no other task borrows), then running while the block runs, then completed, failed (the block
-raised) or cancelled (the awaiting coroutine was cancelled, or the context closed). A task that
-can never fit raises AdmissionError at once. The block's end waits for the GPU work queued on
+A task is pending until the scheduler admits it (tier first, then priority, then arrival; its claim
+must fit its context's limit and, above its context's reservation, the unreserved memory no other
+task borrows), then running while the block runs, then completed, failed (the block raised) or
+cancelled (the awaiting coroutine was cancelled, or the context closed). A task that can never fit
+raises AdmissionError at once; one that waits until a new reservation makes it impossible fails then
+(entering it raises RuntimeError with the reason). The block's end waits for the GPU work queued on
 the context's stream (awaited through an event in ``async with``), so a completed task's work is
 done.
 """
@@ -52,8 +53,14 @@ class _Waiters:
             rest = [i for i in self._by_id if i not in ids and state_of(i) != "pending"]
             woken = [i for i in ids if i in self._by_id] + rest  # admission order first
             calls = [self._by_id.pop(i) for i in woken]
+        errors = []
         for c in calls:
-            c()
+            try:
+                c()
+            except Exception as e:  # one waiter's closed loop must not strand the others
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
 
 class TaskHandle:
@@ -62,8 +69,10 @@ class TaskHandle:
     def __init__(self, ctx: ScheduledContext, name: str, memory: int, priority: int | None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"task name must be a string, got {type(name).__name__}")
-        if isinstance(memory, bool) or not isinstance(memory, int) or memory < 0:
-            raise ValueError(f"task memory must be an int >= 0 bytes, got {memory!r}")
+        if isinstance(memory, bool) or not isinstance(memory, int):
+            raise TypeError(f"task memory must be an int (bytes), got {memory!r}")
+        if memory < 0:
+            raise ValueError(f"task memory must be >= 0 bytes, got {memory}")
         if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
             raise TypeError(f"task priority must be an int or None, got {priority!r}")
         self.ctx = ctx
@@ -96,9 +105,13 @@ class TaskHandle:
 
     def _started(self) -> None:
         assert self.id is not None
-        state = self.state
+        info = self.info() or {}
+        state = info.get("state")
         if state != "admitted":
-            raise RuntimeError(f"task {self.id} ('{self.name}') was {state} before it could run")
+            why = f": {info['reason']}" if info.get("reason") else ""
+            raise RuntimeError(
+                f"task {self.id} ('{self.name}') was {state} before it could run{why}"
+            )
         self.ctx.scheduler.core.start(self.id)
 
     def _end(self, exc: BaseException | None) -> None:
@@ -138,12 +151,14 @@ class TaskHandle:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        self.ctx.__exit__()
         try:
+            self.ctx.__exit__()
             if exc is None:
                 Completion(self.ctx.stream).wait()
-        finally:
-            self._end(exc)
+        except BaseException as e:  # the wait failed: the task did not complete
+            self._end(e)
+            raise
+        self._end(exc)
 
     # -- asyncio use ------------------------------------------------------------------------
 
@@ -173,8 +188,8 @@ class TaskHandle:
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        self.ctx.__exit__()
         try:
+            self.ctx.__exit__()
             if exc is None:
                 await Completion(self.ctx.stream)
         except BaseException as e:

@@ -84,12 +84,17 @@ def test_quota_of_best_effort_leaves_guaranteed_alone(scheduler: sched.Scheduler
         more = gp.empty((31 << 20,), gp.float32)
     assert g.memory_stats()["current_bytes"] == (63 << 20) * 4
     assert g.memory_stats()["num_ooms"] == 0 and g.memory_stats()["quota_rejections"] == 0
-    # The reservation is held in g's pool: trims keep it.
+    # The reservation is held in g's pool: with nothing allocated, trims still keep it.
+    del kept, more, small
+    gp.synchronize()
     gp.runtime.empty_cache()
     with sched.context_session(g):
         gp.empty_cache()
+    assert g.memory_stats()["current_bytes"] == 0
     assert g.memory_stats()["reserved_bytes"] >= 256 << 20
-    del kept, more, small
+    with sched.context_session(b):
+        gp.empty_cache()
+    assert b.memory_stats()["reserved_bytes"] == 0, "a BestEffort pool keeps nothing"
 
 
 def test_admission_refuses_a_reservation_beyond_unreserved(scheduler: sched.Scheduler) -> None:

@@ -38,6 +38,13 @@ struct StreamInner {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        if self.owned && self.partition.is_some() {
+            // The green context goes with its last stream, and destroying it does not wait for
+            // the work queued on its streams: let that finish first.
+            // SAFETY: our live stream.
+            let r = unsafe { sys::cuStreamSynchronize(self.handle as sys::CUstream) };
+            record_if_err(check("cuStreamSynchronize", r));
+        }
         if self.owned {
             // cuStreamDestroy returns at once; pending work (e.g. async frees of buffers that
             // kept this stream alive) still completes before the driver releases the stream.

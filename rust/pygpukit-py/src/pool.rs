@@ -26,6 +26,14 @@ fn quota_arg(q: Option<i64>) -> PyResult<Option<u64>> {
 /// optional quota and the OOM ladder. device=None picks device 0 when a GPU is present, else
 /// the host (-1). Device pools are CUDA stream-ordered pools in the primary context, so their
 /// pointers work with torch, Triton and CuPy.
+///
+/// enable_eviction=True (also 0.2.x's MemoryPool): an allocation that finds the device full
+/// runs the OOM ladder: the cached memory of the device's BestEffort pools is released and the
+/// allocation retried, then every pool's (each down to the memory held for its reservation),
+/// the device synchronized and the allocation retried once. Cached memory goes back to the
+/// driver as whole unused chunks of its pool (cuMemPoolTrimTo), not block by block in
+/// least-recently-used order per size class as 0.2.x's pool did. False: the first failure is
+/// final. Host pools cache nothing.
 #[pyclass(name = "Pool", module = "pygpukit._core", frozen)]
 pub struct PyPool {
     pool: MemoryPool,

@@ -183,34 +183,40 @@ impl PyScheduler {
     #[pyo3(signature = (context, name="", memory=0, priority=None))]
     fn submit(
         &self,
+        py: Python<'_>,
         context: &str,
         name: &str,
         memory: i64,
         priority: Option<i32>,
     ) -> PyResult<(u64, &'static str)> {
         let m = nonneg(memory, "memory")? as u64;
-        let (id, st) = self.inner.submit(context, name, m, priority).py()?;
+        let (id, st) = py
+            .detach(|| self.inner.submit(context, name, m, priority))
+            .py()?;
         Ok((id, st.name()))
     }
 
-    fn start(&self, id: u64) -> PyResult<()> {
-        self.inner.start(id).py()
+    fn start(&self, py: Python<'_>, id: u64) -> PyResult<()> {
+        py.detach(|| self.inner.start(id)).py()
     }
 
-    /// End a running task (error=None: completed); returns the ids admitted after it.
+    /// End a running task (error=None: completed); returns the ids whose state changed after
+    /// it (admitted, or refused now that they can never fit).
     #[pyo3(signature = (id, error=None))]
-    fn finish(&self, id: u64, error: Option<String>) -> PyResult<Vec<u64>> {
-        self.inner.finish(id, error).py()
+    fn finish(&self, py: Python<'_>, id: u64, error: Option<String>) -> PyResult<Vec<u64>> {
+        py.detach(|| self.inner.finish(id, error)).py()
     }
 
-    /// Cancel a pending, admitted or running task; returns the ids admitted after it.
-    fn cancel(&self, id: u64) -> PyResult<Vec<u64>> {
-        self.inner.cancel(id).py()
+    /// Cancel a pending, admitted or running task; returns the ids whose state changed after it.
+    fn cancel(&self, py: Python<'_>, id: u64) -> PyResult<Vec<u64>> {
+        py.detach(|| self.inner.cancel(id)).py()
     }
 
     /// The task as a dict, or None if unknown (or long finished).
     fn task<'py>(&self, py: Python<'py>, id: u64) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.inner.task(id).map(|t| task_dict(py, &t)).transpose()
+        py.detach(|| self.inner.task(id))
+            .map(|t| task_dict(py, &t))
+            .transpose()
     }
 
     /// Everything about the device's scheduling, as a dict (see pygpukit.scheduler.snapshot).

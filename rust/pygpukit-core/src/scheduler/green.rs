@@ -90,7 +90,7 @@ impl std::fmt::Debug for GreenPartition {
     }
 }
 
-/// A CUdevResource kept in a Mutex (it holds no pointers; the driver treats it as a value).
+/// A CUdevResource (plain data the driver reads and writes by value, no pointers).
 #[derive(Clone, Copy)]
 pub struct Resource(sys::CUdevResource);
 // SAFETY: a plain-data struct the driver reads and writes by value.
@@ -155,6 +155,17 @@ impl SmPartitions {
             Self::split(&whole, total / granularity, granularity).map_err(|e| e.to_string())?;
         if groups.is_empty() {
             return Err("the driver split the device into no SM groups".into());
+        }
+        if groups.len() >= 2 {
+            // Partitions are descriptors of several groups of one split; a driver that takes
+            // only one resource per descriptor cannot give them.
+            let mut two = [groups[0].0, groups[1].0];
+            let mut desc: sys::CUdevResourceDesc = ptr::null_mut();
+            // SAFETY: two valid SM resources of one split.
+            check("cuDevResourceGenerateDesc", unsafe {
+                sys::cuDevResourceGenerateDesc(&mut desc, two.as_mut_ptr(), 2)
+            })
+            .map_err(|e| format!("the driver cannot combine SM groups: {e}"))?;
         }
         let n = groups.len();
         Ok(SmPartitions {

@@ -96,7 +96,6 @@ pub struct LedgerEntry {
     pub qos: QosClass,
     pub reservation: u64,
     pub limit: Option<u64>,
-    pub priority: i32,
     pub placement: Placement,
     /// Memory claimed by the context's admitted and running tasks.
     pub claims: u64,
@@ -188,7 +187,8 @@ impl Ledger {
             .collect()
     }
 
-    fn refusal(&self, subject: String, reason: String, requested: u64) -> Refusal {
+    /// A refusal of `subject` with the ledger's numbers of the moment.
+    pub fn refusal(&self, subject: String, reason: String, requested: u64) -> Refusal {
         Refusal {
             subject,
             reason,
@@ -246,7 +246,6 @@ impl Ledger {
             qos: spec.qos,
             reservation: spec.reservation,
             limit: spec.limit,
-            priority: spec.priority,
             placement,
             claims: 0,
         });
@@ -372,6 +371,18 @@ impl Ledger {
     pub fn release(&mut self, context: &str, memory: u64) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.name == context) {
             e.claims = e.claims.saturating_sub(memory);
+        }
+    }
+}
+
+impl From<Refusal> for crate::error::Error {
+    fn from(r: Refusal) -> Self {
+        crate::error::Error::Admission {
+            subject: r.subject,
+            reason: r.reason,
+            requested: r.requested,
+            unreserved: r.unreserved,
+            holders: r.holders,
         }
     }
 }

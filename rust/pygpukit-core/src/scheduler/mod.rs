@@ -70,7 +70,6 @@ pub struct SchedContext {
     pub stream: Stream,
     pub pacer: Arc<Pacer>,
     pub placement: Placement,
-    pub created_ns: u64,
     /// The SM groups its partition holds (given back when it is closed).
     sm_groups: Vec<usize>,
 }
@@ -141,13 +140,7 @@ impl State {
 
     fn refuse(&mut self, r: Refusal) -> Error {
         self.log(r.subject.clone(), "refused", r.reason.clone());
-        Error::Admission {
-            subject: r.subject,
-            reason: r.reason,
-            requested: r.requested,
-            unreserved: r.unreserved,
-            holders: r.holders,
-        }
+        r.into()
     }
 
     fn context(&self, name: &str) -> Result<&Arc<SchedContext>> {
@@ -254,13 +247,7 @@ impl Scheduler {
     /// What `create_context(spec)` would decide now, changing nothing (no log entry either).
     pub fn evaluate(&self, spec: &ContextSpec) -> Result<Placement> {
         let mut ledger = self.lock().ledger.clone();
-        ledger.admit_context(spec).map_err(|r| Error::Admission {
-            subject: r.subject,
-            reason: r.reason,
-            requested: r.requested,
-            unreserved: r.unreserved,
-            holders: r.holders,
-        })
+        ledger.admit_context(spec).map_err(Error::from)
     }
 
     /// Admit a context, or refuse it (Error::Admission) changing nothing.
@@ -294,19 +281,9 @@ impl Scheduler {
                     ),
                     other => format!("its resources could not be created: {other}"),
                 };
-                let r = Refusal {
-                    subject: format!("context '{}'", spec.name),
-                    reason,
-                    requested: spec.reservation,
-                    unreserved: st.ledger.unreserved(),
-                    holders: st
-                        .ledger
-                        .entries()
-                        .iter()
-                        .filter(|e| e.reservation > 0)
-                        .map(|e| (e.name.clone(), e.reservation))
-                        .collect(),
-                };
+                let r =
+                    st.ledger
+                        .refusal(format!("context '{}'", spec.name), reason, spec.reservation);
                 Err(st.refuse(r))
             }
         }
@@ -349,7 +326,6 @@ impl Scheduler {
             stream,
             pacer: Arc::new(Pacer::new(role, self.device, self.gate.clone())),
             placement,
-            created_ns: now_ns(),
             sm_groups,
         })
     }
@@ -432,19 +408,7 @@ impl Scheduler {
         if let TaskFit::Never(reason) = st.ledger.task_fit(context, memory) {
             st.tasks
                 .transition(id, TaskState::Failed, now_ns(), Some(reason.clone()))?;
-            let r = Refusal {
-                subject,
-                reason,
-                requested: memory,
-                unreserved: st.ledger.unreserved(),
-                holders: st
-                    .ledger
-                    .entries()
-                    .iter()
-                    .filter(|e| e.reservation > 0)
-                    .map(|e| (e.name.clone(), e.reservation))
-                    .collect(),
-            };
+            let r = st.ledger.refusal(subject, reason, memory);
             return Err(st.refuse(r));
         }
         Self::pump(&mut st);
@@ -453,7 +417,8 @@ impl Scheduler {
     }
 
     /// Admit what fits from the queue, in order (tier, priority, arrival); a task that does
-    /// not fit yet keeps its place and the reason it waits. Returns the ids admitted.
+    /// not fit yet keeps its place and the reason it waits, one that can no longer fit at all
+    /// fails. Returns the ids whose state changed (their waiters are to be woken).
     fn pump(st: &mut State) -> Vec<u64> {
         let mut admitted = Vec::new();
         for id in st.tasks.queued() {
@@ -471,11 +436,20 @@ impl Scheduler {
                         admitted.push(id);
                     }
                 }
-                TaskFit::Waits(reason) | TaskFit::Never(reason) => {
+                TaskFit::Waits(reason) => {
                     if t.reason.as_deref() != Some(reason.as_str()) {
                         st.log(subject, "waiting", reason.clone());
                         st.tasks.set_wait_reason(id, reason);
                     }
+                }
+                TaskFit::Never(reason) => {
+                    // It fitted when it was submitted, but a reservation admitted since left
+                    // too little unreserved memory: refuse it now rather than keep it waiting.
+                    st.log(subject, "refused", reason.clone());
+                    let _ = st
+                        .tasks
+                        .transition(id, TaskState::Failed, now_ns(), Some(reason));
+                    admitted.push(id);
                 }
             }
         }

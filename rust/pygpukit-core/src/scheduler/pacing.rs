@@ -60,9 +60,6 @@ impl TokenBucket {
         }
     }
 
-    pub fn rate(&self) -> f64 {
-        self.rate
-    }
     pub fn tokens(&self) -> f64 {
         self.tokens
     }
@@ -148,7 +145,8 @@ pub enum PacerRole {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PaceStats {
-    /// Launches that went through this pacer (outermost brackets only).
+    /// Launches of a paced context (outermost brackets only; Guaranteed and unpaced contexts
+    /// count nothing here).
     pub launches: u64,
     /// Of those, launches made while pacing was in force.
     pub paced_launches: u64,

@@ -107,6 +107,22 @@ fn tasks_queue_by_tier_priority_arrival_and_run_their_lifecycle() {
 }
 
 #[test]
+fn a_waiting_task_a_new_reservation_makes_impossible_fails() {
+    let s = sim(8, None);
+    s.create_context(spec("e", None, None, None)).unwrap();
+    let (a, _) = s.submit("e", "a", 5, None).unwrap();
+    let (b, st) = s.submit("e", "b", 7, None).unwrap();
+    assert_eq!(st, TaskState::Pending);
+    s.create_context(spec("g", None, None, Some(2))).unwrap(); // 6 unreserved now
+    s.start(a).unwrap();
+    let changed = s.finish(a, None).unwrap();
+    assert_eq!(changed, vec![b], "its waiter is woken");
+    let t = s.task(b).unwrap();
+    assert_eq!(t.state, TaskState::Failed);
+    assert!(t.reason.unwrap().contains("unreserved"));
+}
+
+#[test]
 fn simulated_sm_shares_are_planned() {
     let s = sim(1000, Some(100));
     let ctx = |n: &str, share: Option<f64>| {
