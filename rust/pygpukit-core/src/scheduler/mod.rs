@@ -21,6 +21,7 @@ pub mod green;
 pub mod ledger;
 pub mod pacing;
 pub mod qos;
+mod registry;
 pub mod tasks;
 
 use std::collections::VecDeque;
@@ -31,6 +32,7 @@ use green::{partition_stream, SmPartitions};
 use ledger::{Ledger, Placement, Refusal, SmSpace, TaskFit};
 use pacing::{ActivityGate, PaceStats, Pacer, PacerRole, DEFAULT_ACTIVE_WINDOW_NS};
 use qos::{ContextSpec, QosClass};
+pub use registry::{device_scheduler, shutdown_device_scheduler};
 use tasks::{Task, TaskCounts, TaskState, TaskTable};
 
 use crate::context::validate_device;
@@ -225,6 +227,11 @@ impl Scheduler {
     pub fn device(&self) -> i32 {
         self.device
     }
+    /// Bytes admission may reserve.
+    pub fn capacity(&self) -> u64 {
+        self.lock().ledger.capacity()
+    }
+
     pub fn gate(&self) -> &Arc<ActivityGate> {
         &self.gate
     }
@@ -559,43 +566,6 @@ fn admitted_detail(
         ledger.unreserved(),
         ledger.capacity()
     )
-}
-
-/// One scheduler per device for the process (`pygpukit.scheduler.initialize`).
-static REGISTRY: Mutex<Vec<(i32, Arc<Scheduler>)>> = Mutex::new(Vec::new());
-
-/// The process's scheduler of `device`, made on first use with `capacity` / `sim_sms`. Asking
-/// again with a different explicit capacity is an error (the first one stands).
-pub fn device_scheduler(
-    device: i32,
-    capacity: Option<u64>,
-    sim_sms: Option<u32>,
-) -> Result<Arc<Scheduler>> {
-    let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, s)) = reg.iter().find(|(d, _)| *d == device) {
-        let have = s.lock().ledger.capacity();
-        if let Some(c) = capacity {
-            if c != have {
-                return Err(Error::invalid(format!(
-                    "the scheduler of device {device} exists with a capacity of {have} bytes; \
-                     shut it down before initializing it with {c}"
-                )));
-            }
-        }
-        return Ok(s.clone());
-    }
-    let s = Arc::new(Scheduler::new(device, capacity, sim_sms)?);
-    reg.push((device, s.clone()));
-    Ok(s)
-}
-
-/// Forget the process's scheduler of `device` (its contexts live on while referenced). True
-/// if there was one.
-pub fn shutdown_device_scheduler(device: i32) -> bool {
-    let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    let n = reg.len();
-    reg.retain(|(d, _)| *d != device);
-    reg.len() != n
 }
 
 #[cfg(test)]
