@@ -142,7 +142,7 @@ class CUDAGraph:
         if self._graph is None:
             raise RuntimeError("nothing captured: use `with graph.capture(): ...` first")
         s = runtime.current_stream(self.device) if stream is None else stream
-        pacer = runtime.alloc_target(self.device)[2] if runtime.gates_in_use else None
+        pacer = runtime.launch_gate(self.device)
         if pacer is None:
             self._graph.launch(s)
         else:  # a scheduler context's launch gate (pygpukit.scheduler)

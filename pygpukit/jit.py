@@ -374,7 +374,7 @@ class Kernel:
             raise TypeError(f"{self.name}: stream must be a gp.Stream, got {type(stream).__name__}")
         fn = self._function(dev)
         args = (dev.index, fn, grid, block, shared_mem, s.handle, packed)
-        pacer = runtime.alloc_target(dev)[2] if runtime.gates_in_use else None
+        pacer = runtime.launch_gate(dev)
         if pacer is None:
             _core.nvrtc_launch(*args)
         else:  # a scheduler context's launch gate (pygpukit.scheduler)

@@ -317,6 +317,11 @@ def alloc_target(dev: Device) -> tuple[Any, Any, Any]:
 gates_in_use = False
 
 
+def launch_gate(dev: Device) -> Any:
+    """The launch gate (pacer) launches on ``dev`` pass here, or None (the common case)."""
+    return alloc_target(dev)[2] if gates_in_use else None
+
+
 def gated(pacer: Any, stream: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run ``fn`` (one launch, or an op that launches) inside ``pacer``'s gate on ``stream``."""
     pacer.enter(stream)

@@ -14,10 +14,9 @@ from functools import partial
 from time import perf_counter
 from typing import Any
 
-from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.routing.select import _stats, _times, _timing, select
-from pygpukit.runtime import Device, alloc_target, gated
+from pygpukit.runtime import Device, alloc_target, gated, launch_gate
 
 __all__ = ["run", "device_of"]
 
@@ -49,10 +48,9 @@ def run(
     p = params or {}
     backend, impl = select(op, dev, inputs, p)
     _stats[op][backend] += 1
-    if runtime.gates_in_use:
-        _, stream, pacer = alloc_target(dev)
-        if pacer is not None:  # a scheduler context: its launch gate (pygpukit.scheduler)
-            impl = partial(gated, pacer, stream, impl)
+    pacer = launch_gate(dev)
+    if pacer is not None:  # a scheduler context: its launch gate (pygpukit.scheduler)
+        impl = partial(gated, pacer, alloc_target(dev)[1], impl)
     if not _timing[0]:
         return impl(*inputs, out=out, **p)
     t0 = perf_counter()

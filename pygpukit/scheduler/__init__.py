@@ -37,6 +37,7 @@ from typing import Any
 
 from pygpukit import _core, runtime
 from pygpukit.errors import AdmissionError, QuotaExceededError
+from pygpukit.scheduler._args import number, optional_int
 from pygpukit.scheduler.compat import (
     MemoryPool,
     Partition,
@@ -118,29 +119,17 @@ class Scheduler:
         pace: Any = _DEFAULT,
     ) -> ScheduledContext:
         """Admit a context (see the module docstring), or raise AdmissionError."""
-        _check_int("max_vram", max_vram)
-        _check_int("reservation", reservation)
-        if sm_share is not None and (
-            isinstance(sm_share, bool) or not isinstance(sm_share, (int, float))
-        ):
-            raise TypeError(f"sm_share must be a number in (0, 1] or None, got {sm_share!r}")
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {priority!r}")
         default = pace is _DEFAULT
-        if (
-            not default
-            and pace is not None
-            and (isinstance(pace, bool) or not isinstance(pace, (int, float)))
-        ):
-            raise TypeError(f"pace must be a number in (0, 1] or None, got {pace!r}")
         core = self.core.create_context(
             name,
             qos=qos,
-            reservation=reservation,
-            limit=max_vram,
-            sm_share=None if sm_share is None else float(sm_share),
+            reservation=optional_int("reservation", reservation),
+            limit=optional_int("max_vram", max_vram),
+            sm_share=None if sm_share is None else number("sm_share", sm_share),
             priority=priority,
-            pace=None if default or pace is None else float(pace),
+            pace=None if default or pace is None else number("pace", pace),
             default_pace=default,
         )
         ctx = ScheduledContext(self, core)
@@ -202,13 +191,6 @@ class Scheduler:
         return f"Scheduler(device='{self.device}'{sim})"
 
 
-def _check_int(name: str, v: Any) -> None:
-    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-        raise TypeError(f"{name} must be an int (bytes) or None, got {v!r}")
-    if v is not None and v < 0:
-        raise ValueError(f"{name} must be >= 0 bytes, got {v}")
-
-
 _schedulers: dict[runtime.Device, Scheduler] = {}
 _registry_lock = threading.Lock()
 
@@ -225,8 +207,8 @@ def initialize(
     CPU simulation the host's memory). ``sm_count``: SMs the CPU simulation plans shares
     against (ignored on a GPU). Without a GPU, an integer ``device_id`` (or "cpu") gives the
     CPU simulation."""
-    _check_int("capacity", capacity)
-    _check_int("sm_count", sm_count)
+    optional_int("capacity", capacity)
+    optional_int("sm_count", sm_count)
     if isinstance(device_id, bool):
         raise TypeError(f"device_id must be an int, 'cpu', 'cuda:N' or a Device, got {device_id!r}")
     simulated: int | None = None

@@ -19,6 +19,8 @@ from typing import Any
 
 from pygpukit import _core, runtime
 from pygpukit.errors import AdmissionError
+from pygpukit.scheduler._args import nonneg_int, number
+from pygpukit.scheduler._args import share as share_arg
 
 __all__ = [
     "MemoryPool",
@@ -43,22 +45,6 @@ MemoryPool = _core.Pool
 
 #: 0.2.x ``PartitionError``: a partition that does not fit is refused by admission.
 PartitionError = AdmissionError
-
-
-def _nonneg_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"{name} must be an int, got {v!r}")
-    if v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v}")
-    return v
-
-
-def _share(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError(f"{name} must be a number in (0, 1], got {v!r}")
-    if not 0.0 < float(v) <= 1.0:
-        raise ValueError(f"{name} must be in (0, 1], got {v!r}")
-    return float(v)
 
 
 class QosClass(enum.Enum):
@@ -94,21 +80,21 @@ class QosTaskMeta:
         self.id = id
         self.name = str(name)
         self.qos_class = qos_class
-        self.memory_request = _nonneg_int("memory_request", memory_request)
+        self.memory_request = nonneg_int("memory_request", memory_request)
         self.memory_limit = (
-            None if memory_limit is None else _nonneg_int("memory_limit", memory_limit)
+            None if memory_limit is None else nonneg_int("memory_limit", memory_limit)
         )
         self.burst_ratio = float(burst_ratio)
         self.priority = int(priority)
 
     @staticmethod
     def guaranteed(id: str, name: str, memory: int) -> QosTaskMeta:
-        m = _nonneg_int("memory", memory)
+        m = nonneg_int("memory", memory)
         return QosTaskMeta(id, name, QosClass.Guaranteed, m, m)
 
     @staticmethod
     def burstable(id: str, name: str, memory_request: int, burst_ratio: float = 2.0) -> QosTaskMeta:
-        m = _nonneg_int("memory_request", memory_request)
+        m = nonneg_int("memory_request", memory_request)
         if (
             isinstance(burst_ratio, bool)
             or not isinstance(burst_ratio, (int, float))
@@ -184,11 +170,10 @@ class QosPolicyEvaluator:
     task (a context in the private scheduler) and ``release(task)`` frees it."""
 
     def __init__(self, total_memory: int, total_bandwidth: float = 1.0) -> None:
-        self.total_memory = _nonneg_int("total_memory", total_memory)
-        bw = total_bandwidth
-        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0:
-            raise ValueError(f"total_bandwidth must be a number > 0, got {total_bandwidth!r}")
-        self.total_bandwidth = float(total_bandwidth)
+        self.total_memory = nonneg_int("total_memory", total_memory)
+        self.total_bandwidth = number("total_bandwidth", total_bandwidth)
+        if not self.total_bandwidth > 0:
+            raise ValueError(f"total_bandwidth must be > 0, got {total_bandwidth!r}")
         self.core = _core.Scheduler(-1, capacity=self.total_memory)
         self._reserved: dict[str, QosTaskMeta] = {}
         self._queued = 0
@@ -274,15 +259,15 @@ class PartitionLimits:
         self.bandwidth_share: float | None = None
 
     def memory(self, nbytes: int) -> PartitionLimits:
-        self.memory_limit = _nonneg_int("memory", nbytes)
+        self.memory_limit = nonneg_int("memory", nbytes)
         return self
 
     def compute(self, share: float) -> PartitionLimits:
-        self.compute_share = _share("compute", share)
+        self.compute_share = share_arg("compute", share)
         return self
 
     def bandwidth(self, share: float) -> PartitionLimits:
-        self.bandwidth_share = _share("bandwidth", share)
+        self.bandwidth_share = share_arg("bandwidth", share)
         return self
 
     def __repr__(self) -> str:
@@ -297,14 +282,14 @@ class PartitionConfig:
     (default: the GPU's SMs when there is one, else 100)."""
 
     def __init__(self, total_memory: int, sm_count: int | None = None) -> None:
-        self.total_memory = _nonneg_int("total_memory", total_memory)
+        self.total_memory = nonneg_int("total_memory", total_memory)
         if sm_count is None:
             sm_count = (
                 int(runtime.device("cuda:0").properties["sm_count"])
                 if runtime.is_cuda_available()
                 else 100
             )
-        self.sm_count = _nonneg_int("sm_count", sm_count)
+        self.sm_count = nonneg_int("sm_count", sm_count)
 
 
 class Partition:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pygpukit.scheduler._args import nonneg_int
 from pygpukit.scheduler.context import Completion
 
 if TYPE_CHECKING:
@@ -69,10 +70,7 @@ class TaskHandle:
     def __init__(self, ctx: ScheduledContext, name: str, memory: int, priority: int | None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"task name must be a string, got {type(name).__name__}")
-        if isinstance(memory, bool) or not isinstance(memory, int):
-            raise TypeError(f"task memory must be an int (bytes), got {memory!r}")
-        if memory < 0:
-            raise ValueError(f"task memory must be >= 0 bytes, got {memory}")
+        nonneg_int("task memory", memory)
         if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
             raise TypeError(f"task priority must be an int or None, got {priority!r}")
         self.ctx = ctx

@@ -7,7 +7,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use pygpukit_core::scheduler::ledger::Placement;
 use pygpukit_core::scheduler::pacing::{PaceStats, Pacer, PacerRole};
 use pygpukit_core::scheduler::qos::{ContextSpec, QosClass};
 use pygpukit_core::scheduler::tasks::{Task, TaskCounts};
@@ -23,12 +22,32 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn placement_name(p: Placement) -> &'static str {
-    p.name()
-}
-
 fn bytes_arg(v: Option<i64>, name: &str) -> PyResult<Option<u64>> {
     v.map(|x| nonneg(x, name).map(|n| n as u64)).transpose()
+}
+
+/// The spec `create_context` and `evaluate` take, from their Python arguments.
+#[allow(clippy::too_many_arguments)]
+fn spec_arg(
+    name: &str,
+    qos: Option<&str>,
+    reservation: Option<i64>,
+    limit: Option<i64>,
+    sm_share: Option<f64>,
+    priority: i32,
+    pace: Option<Option<f64>>,
+) -> PyResult<ContextSpec> {
+    let qos = qos.map(QosClass::parse).transpose().py()?;
+    ContextSpec::resolve(
+        name,
+        qos,
+        bytes_arg(reservation, "reservation")?,
+        bytes_arg(limit, "limit")?,
+        sm_share,
+        priority,
+        pace,
+    )
+    .py()
 }
 
 /// One device's scheduler. `Scheduler(device, capacity=None, sim_sms=None)` makes a private
@@ -115,18 +134,8 @@ impl PyScheduler {
         pace: Option<f64>,
         default_pace: bool,
     ) -> PyResult<PySchedContext> {
-        let qos = qos.map(QosClass::parse).transpose().py()?;
         let pace = if default_pace { None } else { Some(pace) };
-        let spec = ContextSpec::resolve(
-            name,
-            qos,
-            bytes_arg(reservation, "reservation")?,
-            bytes_arg(limit, "limit")?,
-            sm_share,
-            priority,
-            pace,
-        )
-        .py()?;
+        let spec = spec_arg(name, qos, reservation, limit, sm_share, priority, pace)?;
         let ctx = py.detach(|| self.inner.create_context(spec)).py()?;
         Ok(PySchedContext { inner: ctx })
     }
@@ -144,19 +153,9 @@ impl PyScheduler {
         sm_share: Option<f64>,
         priority: i32,
     ) -> PyResult<(&'static str, Option<u32>)> {
-        let qos = qos.map(QosClass::parse).transpose().py()?;
-        let spec = ContextSpec::resolve(
-            name,
-            qos,
-            bytes_arg(reservation, "reservation")?,
-            bytes_arg(limit, "limit")?,
-            sm_share,
-            priority,
-            None,
-        )
-        .py()?;
+        let spec = spec_arg(name, qos, reservation, limit, sm_share, priority, None)?;
         let p = self.inner.evaluate(&spec).py()?;
-        Ok((placement_name(p), p.sm_count()))
+        Ok((p.name(), p.sm_count()))
     }
 
     /// Close a context; returns the ids of tasks admitted in its place.
@@ -238,7 +237,7 @@ impl PyScheduler {
         let ctxs = PyList::empty(py);
         for c in &s.contexts {
             let e = spec_dict(py, &c.spec)?;
-            e.set_item("placement", placement_name(c.placement))?;
+            e.set_item("placement", c.placement.name())?;
             e.set_item("planned_sms", c.placement.sm_count())?;
             e.set_item("sm_count", c.sm_count)?;
             e.set_item("stream_priority", c.stream_priority)?;
@@ -370,7 +369,7 @@ impl PySchedContext {
     /// "device", "exclusive" (reserved SMs), "capped" (a BestEffort cap) or "shared".
     #[getter]
     fn placement(&self) -> &'static str {
-        placement_name(self.inner.placement)
+        self.inner.placement.name()
     }
     /// SMs the ledger gave it (None: the whole device).
     #[getter]
