@@ -3,7 +3,7 @@
 #   STAGE/wheels/  the pygpukit abi3 wheel (one wheel for every CPython >= 3.10) and any extra
 #                  dependency wheels already placed there
 #   STAGE/rust/    the Rust test binaries (the device tests in rust/pygpukit-core/tests/gpu.rs)
-# Then carry STAGE to the GPU host and run scripts/gpu_check.sh OUT STAGE there.
+# Then carry STAGE to the GPU host and run .ci/gpu/check.sh OUT STAGE there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE=${1:-.gpu}

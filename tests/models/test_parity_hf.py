@@ -1,6 +1,6 @@
 """Parity with HF transformers on tiny random-weight models of each architecture family.
 
-The checkpoints and goldens under tests/fixtures/hf/ come from scripts/make_hf_goldens.py
+The checkpoints and goldens under tests/fixtures/hf/ come from tests/fixtures/hf/make_goldens.py
 (transformers 5.17, torch 2.11): greedy 32 tokens for two prompts and the float32 logits at the
 last prompt position. In float32 on the CPU backend the greedy tokens must be identical and the
 logits agree to float32 rounding. When torch and transformers are importable, HF also re-runs

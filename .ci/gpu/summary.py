@@ -1,4 +1,4 @@
-"""Print the short summary table of a gpu_check.sh run: test counts and benchmark results.
+"""Print the short summary table of a .ci/gpu/check.sh run: test counts and benchmark results.
 
 Within each benchmark group, rows whose name contains "torch" are the peers; every other row gets
 ``best peer median / row median`` (above 1.0 = faster than torch's best). Rows with a byte count

@@ -1,8 +1,8 @@
-"""Where batch-1 decode attention's time goes (diagnostic, GPU host; issue 5).
+"""Where batch-1 decode attention's time goes (diagnostic, GPU host).
 
-    python scripts/diag_decode.py            # event timings (L2 flushed by a read, median)
+    python benchmarks/tuning/diag_decode.py        # event timings (L2 flushed by a read, median)
     ncu --clock-control none --metrics gpu__time_duration.sum,... \\
-        python scripts/diag_decode.py --ncu  # a few plain calls of each case, for Nsight Compute
+        python benchmarks/tuning/diag_decode.py --ncu  # a few plain calls of each case, for ncu
 
 bf16, 32 query / 8 KV heads, D128, one query token, batch 1, contexts 4096 / 16384 / 32768.
 Prints GB/s of the K+V bytes and % of the 1 GiB copy for:
@@ -23,9 +23,9 @@ from typing import Any
 import triton
 
 import pygpukit as gp
+from pygpukit.backends.triton_kernels import attention_decode as ad
+from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.triton_kernels import attention_decode as ad
-from pygpukit.triton_kernels.driver import launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_decode import Shape

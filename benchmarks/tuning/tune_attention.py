@@ -1,23 +1,23 @@
 """Sweep the attention kernel's launch configurations on the GPU, next to torch's flash SDPA.
 
-    python scripts/tune_attention.py                    # the issue-5 shapes, causal, bf16
-    python scripts/tune_attention.py --shapes all       # + D80, D96, D256 (their CONFIGS rows)
-    python scripts/tune_attention.py --mask both        # non-causal rows too
-    python scripts/tune_attention.py --quick            # a dozen candidates per shape
-    python scripts/tune_attention.py --config 128,64,8,3,desc --config 64,64,4,3,ptr
+    python benchmarks/tuning/tune_attention.py               # the target shapes, causal, bf16
+    python benchmarks/tuning/tune_attention.py --shapes all  # + D80, D96, D256 (their CONFIGS rows)
+    python benchmarks/tuning/tune_attention.py --mask both   # non-causal rows too
+    python benchmarks/tuning/tune_attention.py --quick       # a dozen candidates per shape
+    python benchmarks/tuning/tune_attention.py --config 128,64,8,3,desc --config 64,64,4,3,ptr
     options: --layout bshd (token-major memory as [B, H, S, D] views), --dtype float16,
              --jobs N (parallel compiles), --reps N, --ws (add warp_specialize variants),
              --json FILE (every row)
 
-Per shape: torch F.scaled_dot_product_attention with the flash backend forced (the issue's
-peer) and, for context, torch's default dispatch and cuDNN, all timed in the same run on the
-same stream as pygpukit; then every candidate AttnConfig of pygpukit.triton_kernels.attention,
-first checked against torch's float32 math on the same inputs (error = max |out - ref| /
-max |ref|, within 1e-2 for bf16 and 2e-3 for fp16, DESIGN.md's bounds; NaN fails), then timed
-(CUDA events around each call, L2 flushed before it, median of --reps after warm-up). The
-best head-section sizes of the top configs are tried next. Candidates compile first in --jobs
-processes (they fill Triton's on-disk cache; the timed process then loads them). Prints a table
-per shape sorted by TFLOP/s and, last, the CONFIGS entries to paste into the module.
+Per shape: torch F.scaled_dot_product_attention with the flash backend forced (the target's peer)
+and, for context, torch's default dispatch and cuDNN, all timed in the same run on the same stream
+as pygpukit; then every candidate AttnConfig of pygpukit.backends.triton_kernels.attention, first
+checked against torch's float32 math on the same inputs (error = max |out - ref| / max |ref|, within
+1e-2 for bf16 and 2e-3 for fp16, DESIGN.md's bounds; NaN fails), then timed (CUDA events around each
+call, L2 flushed before it, median of --reps after warm-up). The best head-section sizes of the top
+configs are tried next. Candidates compile first in --jobs processes (they fill Triton's on-disk
+cache; the timed process then loads them). Prints a table per shape sorted by TFLOP/s and, last, the
+CONFIGS entries to paste into the module.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from typing import Any
 
 import pygpukit as gp
 from pygpukit import runtime
+from pygpukit.backends.triton_kernels import attention as attn
+from pygpukit.backends.triton_kernels.attention import AttnConfig
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.triton_kernels import attention as attn
-from pygpukit.triton_kernels.attention import AttnConfig
 
 TARGETS = [(1, 32, 4096, 128), (4, 16, 4096, 64)]
 OTHER_DIMS = [(2, 32, 4096, 80), (2, 32, 4096, 96), (1, 16, 4096, 256)]
@@ -325,8 +325,8 @@ def main() -> None:
         ok = [r for r in rows if r["status"] == "ok"]
         if ok:
             best.append((shape, causal, max(ok, key=lambda r: r["tflops"])))
-    print("\nBest per shape, as CONFIGS entries (pygpukit/triton_kernels/attention.py; D80 and")
-    print("D96 share the BLOCK_D 128 entry with D128, so the D128 row decides it):")
+    print("\nBest per shape, as CONFIGS entries (pygpukit/backends/triton_kernels/attention.py;")
+    print("D80 and D96 share the BLOCK_D 128 entry with D128, so the D128 row decides it):")
     for shape, causal, r in best:
         c = r["config"]
         extra = ""

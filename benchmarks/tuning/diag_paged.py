@@ -1,7 +1,7 @@
 """Paged against contiguous decode attention at batch 1, graph-timed (diagnostic, GPU host).
 
-python scripts/diag_paged.py            # block-table order, then the knob sweep for 16-slot pages
-python scripts/diag_paged.py --native   # the native split-key kernel's knobs against Triton
+python benchmarks/tuning/diag_paged.py           # block-table order, then the 16-slot page knobs
+python benchmarks/tuning/diag_paged.py --native  # the native split-key kernel's knobs vs Triton
 
 Every number is one sdpa_decode call's share of a CUDA graph of n calls over distinct caches (256
 MiB in all, as benchmarks/test_attention_decode.py::test_decode_graph), bf16 Hq32 Hkv8 D128, one
@@ -9,10 +9,10 @@ query token, batch 1 at 4096 / 16384 / 32768 keys, median of 15 replays (L2 flus
 - Block-table order: the same kernel with the identity table (pages in address order), runs of
   16 consecutive pages in shuffled order, and a random permutation (the benchmark's table). If the
   identity table closed the gap to the contiguous cache, page scatter would be the cause.
-- Knob sweep: the module constants of pygpukit/triton_kernels/attention_decode.py that serve a
-  16-slot paged cache at batch 1 (the default class), and the few-programs class forced.
+- Knob sweep: the module constants of pygpukit/backends/triton_kernels/attention_decode.py that
+  serve a 16-slot paged cache at batch 1 (the default class), and the few-programs class forced.
 - --native: the stages and blocks per SM of the native split-key kernel
-  (pygpukit/backends/native_kernels/attention_decode.py), contiguous and 16-slot pages, batch 1
+  (pygpukit/backends/native/attention_decode.py), contiguous and 16-slot pages, batch 1
   and 16, against the Triton kernel's contiguous cache of the same run.
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
-from pygpukit.backends.native_kernels import attention_decode as nd
+from pygpukit.backends.native import attention_decode as nd
+from pygpukit.backends.triton_kernels import attention_decode as ad
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.triton_kernels import attention_decode as ad
 
 H, HKV, D = 32, 8, 128
 CONTEXTS = (4096, 16384, 32768)

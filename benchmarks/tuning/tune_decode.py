@@ -1,10 +1,11 @@
-"""Sweep sdpa_decode's tuning knobs on the GPU and print GB/s tables (issue 5).
+"""Sweep sdpa_decode's tuning knobs on the GPU and print GB/s tables.
 
-    python scripts/tune_decode.py                 # both stages, all shapes and layouts
-    python scripts/tune_decode.py --stage kernel  # BLOCK_N x NUM_WARPS x NUM_STAGES only
-    python scripts/tune_decode.py --stage split --shapes 1x4096,1x32768 --json out.json
-    python scripts/tune_decode.py --stage split --set BLOCK_N=128,NUM_STAGES=2  # stage 1's pick
-    python scripts/tune_decode.py --stage few --shapes 1x4096,1x16384,1x32768,16x4096
+    python benchmarks/tuning/tune_decode.py                 # both stages, all shapes and layouts
+    python benchmarks/tuning/tune_decode.py --stage kernel  # BLOCK_N x NUM_WARPS x NUM_STAGES only
+    python benchmarks/tuning/tune_decode.py --stage split --shapes 1x4096,1x32768 --json out.json
+    python benchmarks/tuning/tune_decode.py --stage split --set BLOCK_N=128,NUM_STAGES=2
+                                                            # (stage 1's pick)
+    python benchmarks/tuning/tune_decode.py --stage few --shapes 1x4096,1x16384,1x32768,16x4096
 
 Shapes: bf16, 32 query / 8 KV heads, D128, one query token, every sequence at the full context
 (batch x context from --shapes), layouts contiguous / paged16 / paged64 (random block tables).
@@ -19,7 +20,8 @@ class's knobs (FEW_*: contiguous caches at batch 1-4, see attention_decode.py), 
 geometric mean over the columns that class serves (the plan line of each shape says which).
 Every configuration is checked against the default configuration's output (a broken
 combination shows as "BAD"); one that does not compile (shared memory) shows as "n/a". The knobs
-are the module constants of pygpukit/triton_kernels/attention_decode.py: copy the winners there.
+are the module constants of pygpukit/backends/triton_kernels/attention_decode.py: copy the
+winners there.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
+from pygpukit.backends.triton_kernels import attention_decode as ad
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.triton_kernels import attention_decode as ad
 
 H, HKV, D = 32, 8, 128
 LAYOUTS = ("contiguous", "paged16", "paged64")

@@ -4,7 +4,7 @@
 # summary table last.
 #
 #   scripts/stage_gpu.sh            # on a machine with cargo: builds STAGE (default .gpu)
-#   scripts/gpu_check.sh OUT_DIR [STAGE]
+#   .ci/gpu/check.sh OUT_DIR [STAGE]
 #   PHASE=tests|bench|all (default all): tests = Rust device tests, pytest runs, sanitizer;
 #   bench = the benchmark suites (split them across two calls when one would run too long);
 #   sched = the scheduler's GPU tests, examples/multi_model.py (MULTI_ARGS: its flags) and the
@@ -14,8 +14,8 @@
 # sources, so the checked-out tree is what runs. Other wheels there are installed into a private
 # site directory (for packages the GPU host lacks).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${1:?usage: scripts/gpu_check.sh OUT_DIR [STAGE]}
+cd "$(dirname "$0")/../.."
+OUT=${1:?usage: .ci/gpu/check.sh OUT_DIR [STAGE]}
 STAGE=${2:-.gpu}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
@@ -87,14 +87,14 @@ PAR=$("$PY" -c "import xdist" >/dev/null 2>&1 && echo "-n 8 --dist loadfile")
 "$PY" -m pytest tests -q -p no:cacheprovider $PAR --junitxml="$OUT/tests.xml" > "$OUT/tests.log" 2>&1
 tail -n 30 "$OUT/tests.log"
 # The public-op suite (tests/ops, CPU by default) on the GPU: with the default routes, then with
-# every op forced to its native twin (issue 4 item 5; ops without a twin fail there by name).
+# every op forced to its native twin (ops without a twin fail there by name).
 PYGPUKIT_TEST_DEVICE=cuda:0 "$PY" -m pytest tests/ops -q -p no:cacheprovider $PAR \
   --junitxml="$OUT/tests_ops_gpu.xml" > "$OUT/tests_ops_gpu.log" 2>&1
 tail -n 1 "$OUT/tests_ops_gpu.log"
 PYGPUKIT_TEST_DEVICE=cuda:0 PYGPUKIT_ROUTE='*:native' "$PY" -m pytest tests/ops -q \
   -p no:cacheprovider $PAR --junitxml="$OUT/tests_ops_native.xml" > "$OUT/tests_ops_native.log" 2>&1
 tail -n 1 "$OUT/tests_ops_native.log"
-# compute-sanitizer memcheck over the native kernel tests (issue 4): any invalid access, leak of
+# compute-sanitizer memcheck over the native kernel tests: any invalid access, leak of
 # device memory or CUDA error in the C++ kernels shows in sanitizer.log's ERROR SUMMARY.
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "${SANITIZE:-1}" = 1 ] && [ -x "$san" ] && [ "$native_status" = "built" ]; then
@@ -124,4 +124,4 @@ fi
 echo "rust device tests: $rust_status"
 echo "native build: $native_status"
 echo "compute-sanitizer memcheck (native tests): $sanitizer_status"
-"$PY" scripts/gpu_summary.py "$OUT"
+"$PY" .ci/gpu/summary.py "$OUT"
