@@ -97,8 +97,8 @@ def _read_floor_fn(impl: str, kc: Any, vc: Any) -> Any:
     Shares of 16 or 64 elements (every program busy, with an ``offs < min(end, n)`` mask) made
     "b" slower at every size on the H200, so they were not kept."""
     pytest.importorskip("triton")
-    from pygpukit.triton_kernels._common import cdiv, sm_count
-    from pygpukit.triton_kernels.driver import launch
+    from pygpukit.backends.triton_kernels._common import cdiv, sm_count
+    from pygpukit.backends.triton_kernels.driver import launch
 
     block, warps, per_sm = READ_FLOORS[impl]
     progs = per_sm * sm_count(kc)

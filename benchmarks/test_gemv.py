@@ -5,7 +5,7 @@ Groups (read with scripts/gpu_summary.py, which adds GB/s, % of the copy ceiling
 same run - the "copy 1 GiB" row below - and the ratio to the torch row of each group):
 - "gemv bf16 K.. N.. M..": the native GEMV kernel (gp.gemv) against gp.linear's cuBLASLt path
   (the GEMV crossover held off) and torch.nn.functional.linear, M in 1, 2, 4, 8, 16: the
-  crossover table of pygpukit/backends/native.py (GEMV_MAX_M) is read off these rows (K2048
+  crossover table of pygpukit/backends/native/matmul.py (GEMV_MAX_M) is read off these rows (K2048
   N2048 for its "small" class, the two large shapes for "large").
 - "gemv quant K.. N.. M..": gp.linear_quantized for each weight format against the bf16 GEMV
   and torch bf16 at M = 1, 4, 16; bytes are each format's own (codes + scales).
@@ -118,7 +118,7 @@ def _call(impl: str, torch: Any, wts: dict[str, Any], m: int, k: int, n: int) ->
 @pytest.mark.parametrize("shape", BF16_SHAPES, ids=_shape_id)
 def test_gemv_bf16(bench: Any, monkeypatch: Any, shape: tuple[int, int], m: int, impl: str) -> None:
     torch = pytest.importorskip("torch")
-    from pygpukit.backends import native
+    from pygpukit.backends.native import matmul as native
 
     monkeypatch.setattr(native, "_gemv_top", [0])  # gp.linear stays on cuBLASLt (the peer row)
     k, n = shape

@@ -28,7 +28,7 @@ def _bf16(*shape: int, seed: int = 0) -> gp.GPUArray:
 
 
 def _need(family: str) -> None:
-    from pygpukit.backends import native_kernels
+    from pygpukit.backends import native as native_kernels
 
     ok, why = native_kernels.status()
     if not ok:

@@ -58,7 +58,7 @@ class _CapturePool:
 
     def __init__(self, pool: Any, side: Any, kept: list[Any]) -> None:
         self.pool, self.side, self.kept = pool, side, kept
-        self.scratch: dict[Any, Any] = {}  # per-capture workspaces (backends.native._workspace)
+        self.scratch: dict[Any, Any] = {}  # per-capture workspaces (backends/_support/scratch.py)
 
     def allocate(self, nbytes: int, stream: Any = None) -> Any:
         buf = self.pool.allocate(nbytes, self.side)

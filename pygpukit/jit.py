@@ -90,7 +90,7 @@ def _load() -> tuple[bool, str, tuple[int, int], tuple[int, ...]]:
         with _lock:
             got = _status
             if got is None:
-                from pygpukit.backends.native import nvidia_lib_dirs
+                from pygpukit.backends.native._libs import nvidia_lib_dirs
 
                 try:
                     path, ver, archs = _core.nvrtc_load(

@@ -61,7 +61,7 @@ def collect() -> dict[str, Any]:
 
 def _native_entry(driver_ok: bool, driver_reason: str) -> dict[str, Any]:
     """cuBLASLt and NVRTC (loaded at run time by the Rust core) and the C++ kernel extension."""
-    from pygpukit.backends import native
+    from pygpukit.backends.native import _libs as native
 
     jit = importlib.import_module("pygpukit.jit")  # the module (gp.jit is the function)
 

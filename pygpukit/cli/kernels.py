@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pygpukit.triton_kernels as shipped_pkg
+import pygpukit.backends.triton_kernels as shipped_pkg
 
 SHIPPED = Path(shipped_pkg.__file__).parent
 

@@ -7,7 +7,7 @@ the float64 product of x with the (dequantized) weight, rounded once.
 - ``gemv(x, weight, bias)``: a dense weight of x's dtype, for at most 16 rows of x (the leading
   dims of x multiplied: decode, speculative verification). Larger products belong to
   ``gp.linear`` (cuBLASLt); linear itself can hand small-M products to this kernel through the
-  measured crossover table in pygpukit/backends/native.py.
+  measured crossover table in pygpukit/backends/native/matmul.py.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows; the
   kernel is built for decode (W is re-read once per 16 rows of x, so for long prefills

@@ -17,6 +17,7 @@ import numpy as np
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.ops._dispatch import run
+from pygpukit.ops._epilogue import finish
 
 __all__ = ["matmul", "transpose", "linear", "linear_bias_gelu"]
 
@@ -104,7 +105,7 @@ def linear(
     shape, rd = _linear_checks("linear", x, weight, bias)
     chk.out_arg("linear", out, shape, rd)
     params = {"activation": activation, "out_dtype": rd.np_dtype}
-    return run("linear", (x, weight, bias), params, out=out)
+    return finish(run("linear", (x, weight, bias), params, out=out), out)
 
 
 def linear_bias_gelu(
@@ -123,4 +124,4 @@ def linear_bias_gelu(
     shape, rd = _linear_checks(op, input, weight, bias)
     chk.out_arg(op, out, shape, rd)
     params = {"approximate": approximate, "out_dtype": rd.np_dtype}
-    return run(op, (input, weight, bias), params, out=out)
+    return finish(run(op, (input, weight, bias), params, out=out), out)

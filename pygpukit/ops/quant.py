@@ -32,6 +32,7 @@ from pygpukit.array import GPUArray
 from pygpukit.dtypes import DataType, as_dtype
 from pygpukit.ops import _checks as chk
 from pygpukit.ops._dispatch import run
+from pygpukit.ops._epilogue import finish
 
 __all__ = ["matmul_fp8", "quantize_fp8", "dequantize_fp8"]
 
@@ -154,7 +155,7 @@ def matmul_fp8(
             )
     chk.out_arg(op, out, (m, n), rd)
     params = {"out_dtype": rd.np_dtype, "groups": (ga, gb), "fast_accum": fast_accum}
-    return run(op, (a, b, sa, sb, bias), params, out=out)  # type: ignore[no-any-return]
+    return finish(run(op, (a, b, sa, sb, bias), params, out=out), out)
 
 
 def _block_arg(op: str, block: Any) -> Group:

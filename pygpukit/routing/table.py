@@ -37,7 +37,7 @@ class Candidate:
 @dataclass(frozen=True)
 class OpRoute:
     op: str
-    family: str  # module name in triton_kernels/ and backends/cpu/
+    family: str  # module name in each backend home (pygpukit/backends/<home>/<family>.py)
     candidates: tuple[Candidate, ...]
     route_params: tuple[str, ...] = field(default=())  # params that enter the decision cache key
 
@@ -114,7 +114,7 @@ _ROUTES: list[OpRoute] = [
     ),
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
-    # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native.py).
+    # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native/matmul.py).
     # sdpa: Triton flash attention (fp16/bf16/fp32, head dim <= 256), then the native twin
     # (native/src/attention: every float dtype, so float64 on CUDA runs there; D <= 256).
     # Integer results: native/src/matmul_int (wraparound as NumPy), reached through native.matmul.
@@ -154,8 +154,14 @@ _ROUTES: list[OpRoute] = [
     ),
     # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
     # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize
-    # in Triton (pygpukit/triton_kernels/quant.py), their native twins next (native/src/quant).
-    _entry("matmul_fp8", "quant", Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)), CPU),
+    # in Triton (pygpukit/backends/triton_kernels/quant.py), their native twins next
+    # (native/src/quant).
+    _entry(
+        "matmul_fp8",
+        "matmul_fp8",
+        Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)),
+        CPU,
+    ),
     _entry(
         "quantize_fp8",
         "quant",

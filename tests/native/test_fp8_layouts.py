@@ -1,4 +1,4 @@
-"""The native matmul_fp8's host side without a GPU: pygpukit/backends/native_fp8.py run on
+"""The native matmul_fp8's host side without a GPU: pygpukit/backends/native/matmul_fp8.py run on
 CPU-device arrays with cuBLASLt replaced by a NumPy model of cublasLtMatmul that reads the
 addresses it is given in cuBLASLt's layouts (rust/pygpukit-core/src/blas/fp8.rs docs) and
 asserts the Rust core's requirements (K % 16, N % 16, M % 4 under block scaling, 16-byte
@@ -21,7 +21,8 @@ from _data import seed
 
 import pygpukit as gp
 from pygpukit import _core
-from pygpukit.backends import native, native_fp8
+from pygpukit.backends.native import matmul_fp8 as native_fp8
+from pygpukit.ops._epilogue import finish
 
 FP8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -93,8 +94,13 @@ class _Ws:
 @pytest.fixture(autouse=True)
 def fake_cublaslt(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_core, "cublaslt_matmul_fp8", _fake_matmul_fp8, raising=False)
-    monkeypatch.setattr(native, "_workspace", lambda dev, stream: _Ws())
+    monkeypatch.setattr(native_fp8, "stream_buffer", lambda dev, name, nbytes: _Ws())
     calls.clear()
+
+
+def _fp8(*args: Any, out: gp.GPUArray | None = None, **kw: Any) -> gp.GPUArray:
+    """The native matmul_fp8 with what it leaves Unfinished completed, as gp.matmul_fp8 does."""
+    return finish(native_fp8.matmul_fp8(*args, out=out, **kw), out)
 
 
 def up(x: Any) -> gp.GPUArray:
@@ -154,7 +160,7 @@ def test_pairs_padding_and_layouts(
         bb = bias if with_bias else None
         ref = cpu.matmul_fp8(a, b, sa, sb, bb, out_dtype=NP[out_dtype], groups=groups)
         out = gp.full((m, n), float("nan"), dtype=out_dtype, device="cpu")
-        r = native_fp8.matmul_fp8(
+        r = _fp8(
             up(a), up(b), up(sa), up(sb), None if bb is None else up(bb),
             out=out, out_dtype=out_dtype, groups=groups,
         )  # fmt: skip
@@ -184,9 +190,7 @@ def test_strided_operands_scales_and_out() -> None:
     sa_t = up(sa.T.copy()).T  # already cuBLASLt's order: used in place
     wide = gp.full((m, 2 * n), float("nan"), dtype="float32", device="cpu")
     out = wide[:, ::2]
-    r = native_fp8.matmul_fp8(
-        up(a_wide)[:, :k], b_t, sa_t, up(sb), out=out, out_dtype="float32", groups=groups
-    )
+    r = _fp8(up(a_wide)[:, :k], b_t, sa_t, up(sb), out=out, out_dtype="float32", groups=groups)
     assert r is out
     assert_close(r, ref, "float32")
 
@@ -195,7 +199,7 @@ def test_empty_results_call_nothing() -> None:
     a = up(np.zeros((0, 32), FP8["float8_e4m3fn"]))
     b = up(np.zeros((16, 32), FP8["float8_e4m3fn"]))
     one = up(np.float32([1.0]))
-    r = native_fp8.matmul_fp8(a, b, one, one, out_dtype="bfloat16", groups=((1, 32), (16, 32)))
+    r = _fp8(a, b, one, one, out_dtype="bfloat16", groups=((1, 32), (16, 32)))
     assert r.shape == (0, 16) and not calls
 
 
@@ -222,9 +226,7 @@ def test_bias_falls_back_to_an_unfused_float32_product(monkeypatch: pytest.Monke
 
     ref = cpu.matmul_fp8(a, b, sa, sb, bias, out_dtype=ml_dtypes.bfloat16, groups=groups)
     for _ in range(2):
-        r = native_fp8.matmul_fp8(
-            up(a), up(b), up(sa), up(sb), up(bias), out_dtype="bfloat16", groups=groups
-        )
+        r = _fp8(up(a), up(b), up(sa), up(sb), up(bias), out_dtype="bfloat16", groups=groups)
         assert_close(r, ref, "bfloat16")
     assert len(native_fp8._unfused_bias) == 1
     assert [c["bias"] for c in calls] == [False, False]

@@ -15,7 +15,7 @@ from _assert import assert_close
 from _data import as64, np_dtype, rand, seed
 
 import pygpukit as gp
-from pygpukit.backends.native_kernels import activation as nact
+from pygpukit.backends.native import activation as nact
 
 pytestmark = pytest.mark.gpu
 FLOATS = ["float32", "float16", "bfloat16", "float64"]

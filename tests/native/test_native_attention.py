@@ -14,11 +14,12 @@ from _assert import assert_close
 from _attention_ref import packed, sdpa_ref, varlen_ref
 from _data import as64, rand, seed
 from _kvcache import decode_inputs, ref_decode, ref_rope_k, ref_write, to_paged
+from _routes import native_impl
 
 import pygpukit as gp
-from pygpukit.backends import cpu, native
-from pygpukit.backends.native_kernels import attention as nat
-from pygpukit.backends.native_kernels import attention_decode as natd
+from pygpukit.backends import cpu
+from pygpukit.backends.native import attention as nat
+from pygpukit.backends.native import attention_decode as natd
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 OPS = "sdpa:native,sdpa_varlen:native,sdpa_decode:native,kv_cache_write:native"
@@ -262,10 +263,12 @@ def test_same_names_and_signatures_as_the_triton_modules() -> None:
     ops = [r for r in TABLE.values() if r.family in ("attention", "attention_decode")]
     assert {r.op for r in ops} == {"sdpa", "sdpa_varlen", "sdpa_decode", "kv_cache_write"}
     for route in ops:
-        tri = getattr(importlib.import_module(f"pygpukit.triton_kernels.{route.family}"), route.op)
+        tri = getattr(
+            importlib.import_module(f"pygpukit.backends.triton_kernels.{route.family}"), route.op
+        )
         mod = nat if route.family == "attention" else natd
         assert inspect.signature(getattr(mod, route.op)) == inspect.signature(tri), route.op
-        fn, why = native.lookup(route.op)
+        fn, why = native_impl(route.op)
         assert fn is getattr(mod, route.op) or (fn is None and "not built" in why), why
         cand = [c for c in route.candidates if c.backend == "native"]
         assert cand and "float64" in cand[0].dtypes

@@ -14,7 +14,7 @@ import pytest
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import copy as ncopy
+from pygpukit.backends.native import copy as ncopy
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"

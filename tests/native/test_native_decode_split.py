@@ -15,7 +15,7 @@ from _kvcache import decode_inputs, ref_decode, to_paged
 from test_native_attention import OPS, _ext, _poison, _tm, _up
 
 import pygpukit as gp
-from pygpukit.backends.native_kernels import attention_decode as natd
+from pygpukit.backends.native import attention_decode as natd
 
 gpu = pytest.mark.gpu
 

@@ -19,7 +19,7 @@ from _data import as64, rand, seed
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import elementwise as ew
+from pygpukit.backends.native import elementwise as ew
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"

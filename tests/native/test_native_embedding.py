@@ -9,7 +9,7 @@ from _assert import assert_close
 from _data import as64, rand, seed
 
 import pygpukit as gp
-from pygpukit.backends.native_kernels import embedding as nemb
+from pygpukit.backends.native import embedding as nemb
 
 pytestmark = pytest.mark.gpu
 FLOATS = ["float32", "float16", "bfloat16", "float64"]

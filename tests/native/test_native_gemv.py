@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from _assert import assert_close
 from _data import as64, rand, seed
+from _routes import native_impl
 
 import pygpukit as gp
 
@@ -202,8 +203,8 @@ def test_linear_takes_the_gemv_kernel_when_the_crossover_says_so(dtype: str) -> 
     """native.set_gemv_max_m(16, 16): gp.linear's small-M products run on the GEMV kernel (the
     bias fused; counted through a spy on the kernel's entry), an activation or M = 17 still on
     cuBLASLt; results hold the kernel's bound."""
-    from pygpukit.backends import native
-    from pygpukit.backends.native_kernels.gemv import linear_rows
+    from pygpukit.backends.native import matmul as native
+    from pygpukit.backends.native.gemv import linear_rows
 
     calls: list[int] = []
 
@@ -287,9 +288,8 @@ def test_extension_without_a_driver_raises_cuda_error() -> None:
 
 
 def test_lookup_finds_the_gemv_adapters() -> None:
-    from pygpukit.backends import native
 
     _ext()
     for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
-        fn, why = native.lookup(op)
-        assert why == "" and fn is not None and fn.__module__.endswith("native_kernels.gemv")
+        fn, why = native_impl(op)
+        assert why == "" and fn is not None and fn.__module__.endswith("backends.native.gemv")

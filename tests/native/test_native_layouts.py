@@ -1,6 +1,6 @@
 """The native backend's mapping of arrays onto cuBLASLt calls, checked on any machine.
 
-pygpukit/backends/native.py turns a matmul or linear call into one or more
+pygpukit/backends/native/matmul.py turns a matmul or linear call into one or more
 ``_core.cublaslt_matmul`` calls: row-major problems with transposes, leading dims, batch strides
 (0 = broadcast), a batch folded into M, loops over outer batch dims, epilogues. Here that call
 is replaced by a NumPy emulation of its documented contract (pygpukit_core::blas::Gemm), reading
@@ -23,7 +23,8 @@ from _assert import assert_close
 from _data import as64, np_dtype, rand, seed
 
 import pygpukit as gp
-from pygpukit.backends import native
+from pygpukit.backends.native import matmul as native
+from pygpukit.ops._epilogue import finish
 
 
 class Calls(list):  # type: ignore[type-arg]
@@ -204,6 +205,11 @@ def test_empty_and_k_zero(calls: Calls) -> None:
     assert calls == []
 
 
+def _done(fn: Any, *args: Any, out: gp.GPUArray | None = None, **kw: Any) -> Any:
+    """A native product with what it leaves Unfinished completed, as gp.linear does."""
+    return finish(fn(*args, out=out, **kw), out)
+
+
 def _act(y: np.ndarray, act: str | None) -> np.ndarray:
     if act == "relu":
         return np.maximum(y, 0.0)
@@ -226,8 +232,13 @@ def test_linear_epilogues(calls: Calls, activation: str | None, bias_dtype: str 
         None if bias_dtype is None else rand(rng, 9, dtype if bias_dtype == "same" else bias_dtype)
     )
     out = gp.full((2, 5, 9), float("nan"), dtype=dtype, device="cpu")
-    r = native.linear(
-        up(x), up(w), None if bias is None else up(bias), activation=activation, out=out
+    r = _done(
+        native.linear,
+        up(x),
+        up(w),
+        None if bias is None else up(bias),
+        activation=activation,
+        out=out,
     )
     assert r is out
     y = as64(x) @ as64(w).T + (0 if bias is None else as64(bias))
@@ -240,17 +251,17 @@ def test_linear_epilogues(calls: Calls, activation: str | None, bias_dtype: str 
     if activation in ("gelu", "silu"):  # erf-GELU and SiLU are not cuBLASLt epilogues
         epi = "bias" if fused_bias else "none"
     if bias_dtype == "float32" and activation in ("relu", "gelu_tanh"):
-        epi = "none"  # the fp32 bias is added by the routed add op, then the activation
+        epi = "none"  # the fp32 bias is left to the routed add, then the activation
     assert calls[0]["epi"] == epi
 
 
 def test_linear_bias_gelu_maps_to_linear(calls: Calls) -> None:
     rng = np.random.default_rng(8)
     x, w, b = rand(rng, (4, 16), "float32"), rand(rng, (6, 16), "float32"), rand(rng, 6, "float32")
-    r = native.linear_bias_gelu(up(x), up(w), up(b), approximate="tanh")
+    r = _done(native.linear_bias_gelu, up(x), up(w), up(b), approximate="tanh")
     assert_close(r, _act(as64(x) @ as64(w).T + as64(b), "gelu_tanh"), "float32")
     assert calls[-1]["epi"] == "gelu_tanh_bias"
-    r = native.linear_bias_gelu(up(x), up(w), up(b))
+    r = _done(native.linear_bias_gelu, up(x), up(w), up(b))
     assert_close(r, _act(as64(x) @ as64(w).T + as64(b), "gelu"), "float32")
     assert calls[-1]["epi"] == "bias"
 
@@ -258,10 +269,10 @@ def test_linear_bias_gelu_maps_to_linear(calls: Calls) -> None:
 def test_fp64_gelu_is_not_fused(calls: Calls) -> None:
     rng = np.random.default_rng(10)
     x, w, b = rand(rng, (3, 8), "float64"), rand(rng, (5, 8), "float64"), rand(rng, 5, "float64")
-    r = native.linear(up(x), up(w), up(b), activation="gelu_tanh")
+    r = _done(native.linear, up(x), up(w), up(b), activation="gelu_tanh")
     assert_close(r, _act(as64(x) @ as64(w).T + as64(b), "gelu_tanh"), "float64")
     assert calls[-1]["epi"] == "bias"
-    native.linear(up(x), up(w), up(b), activation="relu")
+    _done(native.linear, up(x), up(w), up(b), activation="relu")
     assert calls[-1]["epi"] == "relu_bias"
 
 
@@ -281,6 +292,6 @@ def test_unsupported_epilogue_falls_back(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(native, "_unsupported", set())
     rng = np.random.default_rng(9)
     x, w, b = rand(rng, (3, 8), "float64"), rand(rng, (5, 8), "float64"), rand(rng, 5, "float64")
-    r = native.linear(up(x), up(w), up(b), activation="relu")
+    r = _done(native.linear, up(x), up(w), up(b), activation="relu")
     assert_close(r, _act(as64(x) @ as64(w).T + as64(b), "relu"), "float64")
     assert ("float64", "relu_bias") in native._unsupported

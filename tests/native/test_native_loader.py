@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _routes import native_impl
 
 import pygpukit as gp
 from pygpukit import _core, routing
-from pygpukit.backends import native
+from pygpukit.backends.native import _libs as native
+from pygpukit.backends.native import matmul as native_matmul
 
 jitmod = importlib.import_module("pygpukit.jit")
 
@@ -94,11 +96,11 @@ def test_routing_explains_native_without_a_driver() -> None:
 
 def test_native_lookup_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "_cublaslt", (False, "cuBLASLt could not be loaded; searched X"))
-    fn, why = native.lookup("matmul")
+    fn, why = native_impl("matmul")
     assert fn is None and "cuBLASLt is not available: cuBLASLt could not be loaded" in why
     monkeypatch.setattr(native, "_cublaslt", (True, "/x/libcublasLt.so.13"))
-    fn, why = native.lookup("linear")
-    assert fn is native.linear and why == ""
-    fn, why = native.lookup("rmsnorm")
+    fn, why = native_impl("linear")
+    assert fn is native_matmul.linear and why == ""
+    fn, why = native_impl("rmsnorm")
     if importlib.util.find_spec("_pygpukit_native") is None:
         assert fn is None and "native extension is not built" in why

@@ -8,7 +8,7 @@ sizes 1, 7, 129 (partial 64 x 64 tiles and 16-deep K steps), batches with broadc
 transposed / strided / reversed views, batch dims that cannot be stepped with one stride, the
 1-D rules, mixed integer dtypes (cast first), poisoned out= buffers.
 
-The CPU-side tests check the Python adapter (pygpukit/backends/native_kernels/matmul_int.py)
+The CPU-side tests check the Python adapter (pygpukit/backends/native/matmul_int.py)
 against a NumPy model of the extension's contract (matmul_int.h), and the routing entry.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import pygpukit as gp
-from pygpukit.backends.native_kernels import matmul_int as nmi
+from pygpukit.backends.native import matmul_int as nmi
 from pygpukit.routing.table import TABLE
 
 gpu = pytest.mark.gpu

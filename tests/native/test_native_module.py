@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _routes import native_impl
 
 import pygpukit as gp
-from pygpukit.backends import native, native_kernels
+from pygpukit.backends import native
 
 ext = pytest.importorskip("_pygpukit_native", reason="native/ is not built")
 
@@ -17,7 +18,7 @@ def test_build_facts() -> None:
     assert ext.__version__
     assert "norm" in ext.families
     assert all(a for a in ext.cuda_archs.split(","))
-    assert native_kernels.status() == (True, "")
+    assert native.status() == (True, "")
 
 
 def test_cuda_error_is_pygpukit_cuda_error() -> None:
@@ -62,9 +63,9 @@ def test_no_driver_raises_cuda_error() -> None:
 
 
 def test_lookup_finds_family_module() -> None:
-    fn, why = native.lookup("rmsnorm")
-    assert why == "" and fn is not None and fn.__module__.endswith("native_kernels.norm")
-    fn, why = native.lookup("no_such_op")
+    fn, why = native_impl("rmsnorm")
+    assert why == "" and fn is not None and fn.__module__.endswith("backends.native.norm")
+    fn, why = native_impl("no_such_op")
     assert fn is None and "no kernel for no_such_op" in why
-    fn, why = native.lookup("sdpa")  # native_kernels/attention.py; "not built" in a partial build
-    assert (why == "" and fn.__module__.endswith("native_kernels.attention")) or "not built" in why
+    fn, why = native_impl("sdpa")  # native/attention.py; "not built" in a partial build
+    assert (why == "" and fn.__module__.endswith("backends.native.attention")) or "not built" in why

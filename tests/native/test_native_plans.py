@@ -1,6 +1,6 @@
 """The Python side of the native elementwise/unary/copy/reduce twins, checked on any machine.
 
-pygpukit/backends/native_kernels/{elementwise,unary,copy,reduce}.py turn an op call into
+pygpukit/backends/native/{elementwise,unary,copy,reduce}.py turn an op call into
 extension calls: collapsed dims, element strides (0 = broadcast), pointers, scalars, the dtype
 a launch takes (inputs converted first), the [A, K, B] view, thread layout and split of a
 reduction with its workspace. Here the extension is replaced by a NumPy emulation of its
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _data import rand, seed
+from _routes import native_impl
 
 import pygpukit as gp
 from pygpukit.backends import cpu
@@ -254,13 +255,13 @@ MODULES = ["elementwise", "unary", "copy", "reduce"]
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeExt]:
     ext = FakeExt()
     for m in MODULES:
-        mod = importlib.import_module(f"pygpukit.backends.native_kernels.{m}")
+        mod = importlib.import_module(f"pygpukit.backends.native.{m}")
         monkeypatch.setattr(mod, "extension", lambda: ext)
     yield ext
 
 
 def nk(family: str) -> Any:
-    return importlib.import_module(f"pygpukit.backends.native_kernels.{family}")
+    return importlib.import_module(f"pygpukit.backends.native.{family}")
 
 
 def up(x: Any) -> gp.GPUArray:
@@ -515,12 +516,11 @@ def test_reduce_splits_out_and_out_dtype(fake: FakeExt) -> None:
 
 
 def test_lookup_and_no_driver_messages() -> None:
-    from pygpukit.backends import native
 
     for op, fam in (("add", "elementwise"), ("neg", "unary"), ("cast", "copy"), ("sum", "reduce")):
-        fn, why = native.lookup(op)
+        fn, why = native_impl(op)
         if fn is not None:
-            assert fn.__module__.endswith(f"native_kernels.{fam}")
+            assert fn.__module__.endswith(f"backends.native.{fam}")
         else:
             assert "_pygpukit_native" in why or "family" in why, why
 

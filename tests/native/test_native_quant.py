@@ -3,7 +3,7 @@ forced to native, bit for bit against the NumPy backend (pygpukit/backends/cpu/q
 codes and scales on random data of every source dtype and granularity, ties, saturation at the
 range's end, zero / NaN / inf groups, strided and transposed inputs, poisoned out= buffers.
 
-The CPU-side tests check the Python adapter (pygpukit/backends/native_kernels/quant.py) without
+The CPU-side tests check the Python adapter (pygpukit/backends/native/quant.py) without
 a GPU: the extension is replaced by a NumPy model of its documented contract (quant.h: [rows,
 cols] views with element strides, contiguous q / scale / y), so a wrong stride, pointer or group
 fails here; the routing entries and signatures are checked too.
@@ -21,7 +21,7 @@ import pytest
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import quant as nq
+from pygpukit.backends.native import quant as nq
 from pygpukit.routing.table import TABLE
 
 gpu = pytest.mark.gpu
@@ -171,7 +171,7 @@ def test_routes_and_signatures() -> None:
         assert names == ["triton", "native", "cpu"], names  # Triton stays the default
         assert TABLE[op].family == "quant"
         assert TABLE[op].candidates[1].dtypes == TABLE[op].candidates[0].dtypes
-    tq = pytest.importorskip("pygpukit.triton_kernels.quant")
+    tq = pytest.importorskip("pygpukit.backends.triton_kernels.quant")
     for name in ("quantize_fp8", "dequantize_fp8"):
         assert inspect.signature(getattr(nq, name)) == inspect.signature(getattr(tq, name))
 

@@ -16,7 +16,7 @@ from _data import as64, rand, seed
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import reduce as red
+from pygpukit.backends.native import reduce as red
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"

@@ -10,7 +10,7 @@ from _data import as64, np_dtype, rand, seed
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import rope as nrope
+from pygpukit.backends.native import rope as nrope
 
 pytestmark = pytest.mark.gpu
 FLOATS = ["float32", "float16", "bfloat16", "float64"]

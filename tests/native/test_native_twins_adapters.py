@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 from _data import rand, seed
+from _routes import native_impl
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import activation as nact
-from pygpukit.backends.native_kernels import embedding as nemb
-from pygpukit.backends.native_kernels import rope as nrope
-from pygpukit.backends.native_kernels import softmax as nsm
+from pygpukit.backends.native import activation as nact
+from pygpukit.backends.native import embedding as nemb
+from pygpukit.backends.native import rope as nrope
+from pygpukit.backends.native import softmax as nsm
 
 LAYOUTS = ["contiguous", "rows", "strided", "transposed"]
 
@@ -380,29 +381,28 @@ def test_same_names_and_signatures_as_the_triton_modules() -> None:
     import importlib
     import inspect
 
-    from pygpukit.backends import native
     from pygpukit.routing.table import TABLE
 
     ops = [r for r in TABLE.values() if r.family in ("activation", "softmax", "rope", "embedding")]
     assert len(ops) == 10
     for route in ops:
-        tri = getattr(importlib.import_module(f"pygpukit.triton_kernels.{route.family}"), route.op)
-        nat = getattr(
-            importlib.import_module(f"pygpukit.backends.native_kernels.{route.family}"), route.op
+        tri = getattr(
+            importlib.import_module(f"pygpukit.backends.triton_kernels.{route.family}"), route.op
         )
+        nat = getattr(importlib.import_module(f"pygpukit.backends.native.{route.family}"), route.op)
         assert inspect.signature(nat) == inspect.signature(tri), route.op
-        fn, why = native.lookup(route.op)
+        fn, why = native_impl(route.op)
         assert fn is nat or (fn is None and "not built" in why), (route.op, why)
 
 
 def test_shared_row_helpers_see_a_strided_vector() -> None:
     # A 1-D view with a step is not one contiguous row (the norm adapters copy it first).
-    from pygpukit.backends.native_kernels._common import rows_of
+    from pygpukit.backends._support.rows import rows_of
 
     v = _h(np.arange(10, dtype=np.float32))
     assert rows_of(v) == (1, 10, 10)
     assert rows_of(v[::2]) is None
     assert rows_of(v[3:4:2]) == (1, 1, 1)
-    from pygpukit.backends.native_kernels._rowio import row_stride
+    from pygpukit.backends._support.rows import row_stride
 
     assert row_stride(v[::2]) is None and row_stride(v) == 10

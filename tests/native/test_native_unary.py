@@ -18,7 +18,7 @@ from _data import as64, rand, seed
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.backends.native_kernels import unary as un
+from pygpukit.backends.native import unary as un
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"

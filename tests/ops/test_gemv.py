@@ -182,7 +182,7 @@ def test_native_adapters_match_the_reference_signatures() -> None:
     """The routing table calls native and cpu candidates the same way: same parameters (the
     native ones add out=)."""
     from pygpukit.backends import cpu
-    from pygpukit.backends.native_kernels import gemv as nat
+    from pygpukit.backends.native import gemv as nat
     from pygpukit.routing.table import TABLE
 
     for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
@@ -198,7 +198,7 @@ def test_linear_keeps_cublaslt_by_default() -> None:
     """Until the crossover is measured, gp.linear never takes the GEMV kernel (issue 4)."""
     import os
 
-    from pygpukit.backends import native
+    from pygpukit.backends.native import matmul as native
 
     assert native.GEMV_MAX_M == {"small": 0, "large": 0}
     if "PYGPUKIT_GEMV_MAX_M" not in os.environ:

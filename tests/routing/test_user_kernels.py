@@ -33,7 +33,7 @@ USER_NORM = textwrap.dedent(
     import triton.language as tl
 
     import pygpukit as gp
-    from pygpukit.triton_kernels.driver import launch
+    from pygpukit.backends.triton_kernels.driver import launch
 
 
     @triton.jit
@@ -94,7 +94,7 @@ def test_load_kernels_rejects_a_missing_directory(tmp_path: Path) -> None:
 def test_eject_copies_the_shipped_source(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import pygpukit.triton_kernels as tk
+    import pygpukit.backends.triton_kernels as tk
 
     assert cli_main(["kernels", "eject", "norm", str(tmp_path)]) == 0
     shipped = Path(tk.__file__).parent / "norm.py"

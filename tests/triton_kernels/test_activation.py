@@ -15,7 +15,7 @@ from _tkutil import FLOATS64, LAYOUTS, poisoned, up, view
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels import activation as act
+from pygpukit.backends.triton_kernels import activation as act
 
 _erf = np.vectorize(math.erf)
 

@@ -18,8 +18,8 @@ from _tkutil import FLOATS, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.array import GPUArray
-from pygpukit.triton_kernels import attention as attn
-from pygpukit.triton_kernels.attention import AttnConfig, _sdpa, sdpa
+from pygpukit.backends.triton_kernels import attention as attn
+from pygpukit.backends.triton_kernels.attention import AttnConfig, _sdpa, sdpa
 
 
 def _qkv(

@@ -17,7 +17,7 @@ from _tkutil import FLOATS64, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels import attention_decode as ad
+from pygpukit.backends.triton_kernels import attention_decode as ad
 
 # Lengths 1 and 17 and two longer ones (one a whole number of 64-key blocks), one varying batch.
 LENS = np.array([1, 17, 128, 150], np.int32)

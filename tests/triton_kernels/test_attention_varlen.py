@@ -17,7 +17,7 @@ from _data import rand, seed
 from _tkutil import FLOATS, GPU, poisoned, up
 
 import pygpukit as gp
-from pygpukit.triton_kernels.attention import AttnConfig, _sdpa, sdpa_varlen
+from pygpukit.backends.triton_kernels.attention import AttnConfig, _sdpa, sdpa_varlen
 
 TILES = [AttnConfig(16, 16, 4, 2), AttnConfig(32, 16, 4, 2, "desc"), AttnConfig(16, 32, 4, 2)]
 # (lens_q, lens_k): self-attention, chunked prefill (queries at the end of longer keys), and

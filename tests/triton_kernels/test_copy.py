@@ -13,7 +13,7 @@ from _tkutil import GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels.copy import cast, contiguous, copy
+from pygpukit.backends.triton_kernels.copy import cast, contiguous, copy
 
 ALL = [
     "float64",

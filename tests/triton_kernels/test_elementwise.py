@@ -13,7 +13,7 @@ from _tkutil import FLOATS, GPU, LAYOUTS, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels import elementwise as ew
+from pygpukit.backends.triton_kernels import elementwise as ew
 
 ARITH = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]

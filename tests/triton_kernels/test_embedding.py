@@ -13,7 +13,7 @@ from _tkutil import FLOATS64, LAYOUTS, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels.embedding import bias_add, embedding
+from pygpukit.backends.triton_kernels.embedding import bias_add, embedding
 
 
 @pytest.mark.parametrize("ids_shape", [(1,), (7,), (3, 5), (2, 3, 4)], ids=str)

@@ -14,7 +14,7 @@ from _data import as64, rand, seed
 from _tkutil import FLOATS64, LAYOUTS, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
-from pygpukit.triton_kernels.norm import layernorm, rmsnorm
+from pygpukit.backends.triton_kernels.norm import layernorm, rmsnorm
 
 
 def _rms_ref(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:

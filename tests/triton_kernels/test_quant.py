@@ -23,7 +23,7 @@ from _tkutil import GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels.quant import dequantize_fp8, quantize_fp8
+from pygpukit.backends.triton_kernels.quant import dequantize_fp8, quantize_fp8
 
 FP8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 FMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}

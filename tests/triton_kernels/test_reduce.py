@@ -15,7 +15,7 @@ from _tkutil import FLOATS64, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels import reduce as red
+from pygpukit.backends.triton_kernels import reduce as red
 
 # (shape, axis): full, each axis, tuples (adjacent and not), primes; (20011,) and (3, 9001)
 # are long enough to take the split-K (two-launch) path.

@@ -13,7 +13,7 @@ from _tkutil import FLOATS64, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels.rope import rope
+from pygpukit.backends.triton_kernels.rope import rope
 
 
 def _ref(x, cos, sin, pos, style, r):

@@ -12,7 +12,7 @@ from _data import as64, rand, seed
 from _tkutil import FLOATS64, LAYOUTS, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
-from pygpukit.triton_kernels.softmax import softmax
+from pygpukit.backends.triton_kernels.softmax import softmax
 
 
 def _ref(x: np.ndarray, axis: int = -1, scale: float | None = None, causal: bool = False):

@@ -13,7 +13,7 @@ from _tkutil import FLOATS64, LAYOUTS, poisoned, poisoned_strided, up, view
 
 import pygpukit as gp
 from pygpukit.backends import cpu
-from pygpukit.triton_kernels import unary
+from pygpukit.backends.triton_kernels import unary
 
 OPS = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh"]
 POSITIVE = {"log", "sqrt", "rsqrt"}

@@ -2,22 +2,24 @@
 
 Each function takes NumPy arrays (float64/32/16, ml_dtypes bfloat16/fp8, integers, bool)
 positionally and scalar parameters by keyword, and returns fresh NumPy arrays (a tuple for ops
-with two outputs). Function names equal the op names that pygpukit.ops passes to
-pygpukit.ops._dispatch.run. Numerics: float64 inputs compute in float64, every other float type
-in float32, integers in their own type; results round once to the result dtype.
+with two outputs), in the module of the op's family (the routing table's family, as in the other
+homes); ``_adapter.py`` puts them in the routed calling convention. Numerics: float64 inputs
+compute in float64, every other float type in float32, integers in their own type; results round
+once to the result dtype.
 """
 
 from __future__ import annotations
 
+from pygpukit.backends._record import Backend
+
+from ._adapter import adapt
 from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
 from .attention import sdpa, sdpa_varlen
 from .attention_decode import kv_cache_write, sdpa_decode
+from .copy import cast, copy
 from .elementwise import (
     add,
-    bias_add,
-    cast,
     clamp,
-    copy,
     div,
     eq,
     ge,
@@ -32,17 +34,19 @@ from .elementwise import (
     sub,
     where,
 )
-from .embedding import embedding
+from .embedding import bias_add, embedding
 from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4
 from .matmul import linear, linear_bias_gelu, matmul
+from .matmul_fp8 import matmul_fp8
 from .norm import layernorm, rmsnorm
-from .quant import dequantize_fp8, matmul_fp8, quantize_fp8
+from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
 from .softmax import softmax
 from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
 __all__ = [
+    "BACKEND",
     "abs",
     "add",
     "argmax",
@@ -102,3 +106,16 @@ __all__ = [
     "tanh",
     "where",
 ]
+
+
+def _probe() -> tuple[bool, str]:
+    return True, ""
+
+
+BACKEND: Backend = Backend(
+    name="cpu",
+    package=__name__,
+    devices=frozenset({"cpu"}),
+    probe=_probe,
+    adapt=adapt,
+)

@@ -1,4 +1,4 @@
-"""Elementwise binary ops, comparisons, where, clamp, cast and bias_add (NumPy reference).
+"""Elementwise binary ops, comparisons, where and clamp (NumPy reference).
 
 Inputs broadcast like NumPy. `out_dtype` is the result dtype the op layer decided with
 pygpukit.dtypes.result_type (weak Python scalars, torch-style); when it is None the fallback
@@ -25,6 +25,7 @@ from ._common import (
     promote,
     upcast,
 )
+from .copy import convert
 
 __all__ = [
     "add",
@@ -42,8 +43,6 @@ __all__ = [
     "ge",
     "where",
     "clamp",
-    "cast",
-    "bias_add",
 ]
 
 _Fn = Callable[[Any, Any], Any]
@@ -142,7 +141,7 @@ def where(cond: Array, a: Array, b: Array, *, out_dtype: DTypeLike | None = None
     the result dtype (through float32 for half-precision sources, which is exact)."""
     cond, a, b = np.asarray(cond), np.asarray(a), np.asarray(b)
     rd = promote(a.dtype, b.dtype) if out_dtype is None else np.dtype(out_dtype)
-    return finish(np.where(cond.astype(np.bool_), _convert(a, rd), _convert(b, rd)), rd)
+    return finish(np.where(cond.astype(np.bool_), convert(a, rd), convert(b, rd)), rd)
 
 
 def clamp(
@@ -163,35 +162,4 @@ def clamp(
             y = np.maximum(y, np.asarray(min).astype(ct))
         if max is not None:
             y = np.minimum(y, np.asarray(max).astype(ct))
-    return finish(y, rd)
-
-
-def _convert(x: Array, dtype: DTypeLike) -> Array:
-    dt = np.dtype(dtype)
-    x = np.asarray(x)
-    # ml_dtypes does not register every pair of casts (e.g. float16 -> bfloat16); going through
-    # float32 is exact for any source narrower than float64, so it adds no second rounding.
-    if is_float(x.dtype) and x.dtype != np.float64 and x.dtype != dt:
-        x = x.astype(np.float32)
-    with np.errstate(all="ignore"):
-        return x.astype(dt)
-
-
-def cast(x: Array, *, dtype: DTypeLike) -> Array:
-    """x converted to `dtype` with round-to-nearest-even; float -> fp8 out of range gives NaN
-    for e4m3fn (it has no inf) and inf for e5m2, as ml_dtypes and torch do."""
-    return finish(_convert(x, dtype), dtype)
-
-
-def copy(x: Array) -> Array:
-    """A contiguous copy of x (same dtype): the reference for strided copies."""
-    return np.array(x, copy=True, order="C")
-
-
-def bias_add(x: Array, bias: Array, *, out_dtype: DTypeLike | None = None) -> Array:
-    """x + bias, bias broadcast over the last axis; default result dtype: x's dtype."""
-    x, bias = np.asarray(x), np.asarray(bias)
-    rd = x.dtype if out_dtype is None else np.dtype(out_dtype)
-    with np.errstate(all="ignore"):
-        y = upcast(x, rd) + upcast(bias, rd)
     return finish(y, rd)

@@ -1,12 +1,12 @@
-"""Embedding lookup (NumPy reference)."""
+"""Embedding lookup and bias_add (NumPy reference)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import Array, finish
+from ._common import Array, DTypeLike, finish, upcast
 
-__all__ = ["embedding"]
+__all__ = ["bias_add", "embedding"]
 
 
 def embedding(ids: Array, table: Array) -> Array:
@@ -26,3 +26,12 @@ def embedding(ids: Array, table: Array) -> Array:
             f"range for a table of {n} rows"
         )
     return finish(table[ids], table.dtype)
+
+
+def bias_add(x: Array, bias: Array, *, out_dtype: DTypeLike | None = None) -> Array:
+    """x + bias, bias broadcast over the last axis; default result dtype: x's dtype."""
+    x, bias = np.asarray(x), np.asarray(bias)
+    rd = x.dtype if out_dtype is None else np.dtype(out_dtype)
+    with np.errstate(all="ignore"):
+        y = upcast(x, rd) + upcast(bias, rd)
+    return finish(y, rd)

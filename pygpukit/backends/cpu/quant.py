@@ -1,4 +1,4 @@
-"""FP8 quantization and scaled matrix products (NumPy reference).
+"""FP8 quantization (NumPy reference); the scaled product is matmul_fp8.py.
 
 Scales are dequantization multipliers: x ~= q * scale, with one scale per *group* of
 ``(br, bc)`` elements of the 2-D view [R, C] of an array (R = the product of the leading dims, C
@@ -13,23 +13,16 @@ fp8 value, ties to even (ml_dtypes' conversion). A group holding NaN or inf gets
 scale; its codes are not meaningful.
 
 dequantize_fp8: the float32 product q * scale rounded once to the result dtype.
-
-matmul_fp8: (scale_a . a) @ (scale_b . b)^T (+ bias) with a [M, K] and b [N, K] (weights
-stored [out_features, in_features]), the dequantized operands and the product in float64,
-rounded once to the result dtype. ``fast_accum`` only loosens the GPU's accumulation; the
-reference is the exact product either way.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from ._common import Array, DTypeLike, finish
 
-__all__ = ["FP8_MAX", "dequantize_fp8", "expand_scale", "matmul_fp8", "quantize_fp8"]
+__all__ = ["FP8_MAX", "dequantize_fp8", "expand_scale", "quantize_fp8"]
 
 FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 _NP_FP8 = {
@@ -87,28 +80,3 @@ def dequantize_fp8(
     mult = expand_scale(np.asarray(scale, np.float32), rows, cols, group)
     with np.errstate(all="ignore"):
         return finish((q2.astype(np.float32) * mult).reshape(q.shape), out_dtype)
-
-
-def matmul_fp8(
-    a: Array,
-    b: Array,
-    scale_a: Array,
-    scale_b: Array,
-    bias: Array | None = None,
-    *,
-    out_dtype: DTypeLike,
-    groups: tuple[tuple[int, int], tuple[int, int]],
-    fast_accum: bool = False,
-) -> Array:
-    """(scale_a . a) @ (scale_b . b)^T (+ bias) in float64, rounded once to ``out_dtype``."""
-    del fast_accum  # the reference is exact
-    a, b = np.asarray(a), np.asarray(b)
-    m, k = a.shape
-    n = b.shape[0]
-    sa = expand_scale(np.asarray(scale_a, np.float64), m, k, groups[0])
-    sb = expand_scale(np.asarray(scale_b, np.float64), n, k, groups[1])
-    with np.errstate(all="ignore"):
-        y: Any = (a.astype(np.float64) * sa) @ (b.astype(np.float64) * sb).T
-        if bias is not None:
-            y = y + np.asarray(bias).astype(np.float64)
-        return finish(y, out_dtype)

@@ -1,0 +1,152 @@
+"""Per-(device, stream) workspaces of the GPU kernels, reused by every launch on that stream
+(stream order makes the reuse safe). A CUDA graph being captured gets its own (kept by the graph:
+graphs._CapturePool.scratch), so eager calls never share a graph's buffers and a captured graph
+never points at memory an eager call may free or grow.
+
+- ``stream_buffer``: a fixed-size pool buffer (cuBLASLt's 32 MiB workspace).
+- ``decode_workspace`` with ``key_splits``: the split-key decode attention kernels (the Triton
+  kernel, pygpukit/backends/triton_kernels/attention_decode.py, and its native twin,
+  pygpukit/backends/native/attention_decode.py): fp32 partial outputs and log2-sum-exps of the
+  key splits, and int32 counters, one per (sequence, kv head, row tile), with which the last split
+  to finish finds out that it combines. Both kernels leave every counter at 0 when a launch ends,
+  so calls in order on one stream share one workspace whichever backend serves them. It grows
+  but is never freed, so a captured CUDA graph never points at released memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit import _core, runtime
+from pygpukit.array import GPUArray
+from pygpukit.creation import empty, zeros
+
+__all__ = ["DecodeScratch", "decode_workspace", "key_splits", "stream_buffer"]
+
+
+def _stream_key(dev: Any) -> tuple[int, int]:
+    return dev.index, runtime.current_stream(dev).handle
+
+
+# ----- fixed-size buffers -------------------------------------------------------------------------
+
+_MAX_BUFFERS = 8
+_buffers: dict[tuple[str, int, int], Any] = {}
+
+
+def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
+    """A pool buffer of ``nbytes`` named ``name`` for the current stream of ``dev`` (or the graph
+    being captured on it). Beyond 8 (name, device, stream) buffers the oldest is released (freed
+    in its own stream's order)."""
+    cap = runtime.capture_pool(dev)
+    if cap is not None:
+        buf = cap.scratch.get(name)
+        if buf is None:
+            buf = cap.scratch[name] = cap.allocate(nbytes)
+        return buf
+    key = (name, *_stream_key(dev))
+    buf = _buffers.get(key)
+    if buf is None:
+        # The default context's pool: a process-wide scratch area is not charged to the quota of
+        # whichever user context happened to run first.
+        pool = runtime._default_context(dev).pool
+        buf = pool.allocate(nbytes, runtime.current_stream(dev))
+        if len(_buffers) >= _MAX_BUFFERS:
+            _buffers.pop(next(iter(_buffers)))
+        _buffers[key] = buf
+    return buf
+
+
+# ----- split-key decode attention -----------------------------------------------------------------
+
+
+def key_splits(
+    capacity: int,
+    block: int,
+    programs: int,
+    slots: int,
+    *,
+    min_keys: int,
+    max_splits: int,
+    forced: int | None = None,
+    at_least: int = 1,
+) -> tuple[int, int]:
+    """(splits, chunk) for ``programs`` (sequence, kv head, row tile) programs over ``capacity``
+    keys in blocks of ``block``: fill ``slots`` program slots (programs per SM x SMs) in one
+    wave (floor: a partial second wave costs a whole program's time), with chunks of at least
+    min_keys keys and at most max_splits splits; forced overrides that count, at_least bounds it
+    from below. The chunk is whole blocks, and the count is recomputed from it, so no split is
+    empty at full capacity."""
+    blocks = max(1, -(-capacity // block))
+    if forced is None:
+        ns = min(slots // max(1, programs), max_splits, capacity // max(1, min_keys))
+    else:
+        ns = int(forced)
+    ns = max(1, min(max(ns, at_least), blocks))
+    chunk = -(-blocks // ns) * block
+    return -(-(blocks * block) // chunk), chunk
+
+
+class DecodeScratch:
+    """fp32 partial outputs and lse, int32 counters (zero between launches)."""
+
+    __slots__ = ("cnt", "lse", "parts")
+
+    def __init__(self) -> None:
+        self.parts: GPUArray | None = None
+        self.lse: GPUArray | None = None
+        self.cnt: GPUArray | None = None
+
+
+_scratch: dict[tuple[int, int], DecodeScratch] = {}
+# Outgrown buffers stay alive: a captured CUDA graph may still point at them.
+_retired: list[GPUArray] = []
+
+
+def _grown(buf: GPUArray | None, n: int, dtype: str, dev: Any, zero: bool) -> GPUArray:
+    if buf is not None and buf.shape[0] >= n:
+        return buf
+    if buf is not None:
+        _retired.append(buf)
+        n = max(n, 2 * buf.shape[0])
+    return zeros((n,), dtype, dev) if zero else empty((n,), dtype, dev)
+
+
+def _capture_workspace(cap: Any, dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScratch:
+    """A workspace of the CUDA graph being captured (graphs._CapturePool): its own, so eager
+    calls on any stream never share the graph's partials and counters; the counters are zeroed
+    now, on the capture's side stream (a memset recorded in the graph would run only at replay),
+    and reset themselves at the end of every launch, so the captured calls (one stream, in
+    order) share it as eager calls share their stream's."""
+    ws = cap.scratch.get("sdpa_decode")
+    if (
+        ws is not None
+        and ws.parts.shape[0] >= n_rows * width
+        and ws.lse.shape[0] >= n_rows
+        and ws.cnt.shape[0] >= n_cnt
+    ):
+        return ws  # type: ignore[no-any-return]
+    ws = cap.scratch["sdpa_decode"] = DecodeScratch()  # a smaller one stays kept by the graph
+    ws.parts = empty((n_rows * width,), "float32", dev)
+    ws.lse = empty((n_rows,), "float32", dev)
+    ws.cnt = empty((max(n_cnt, 1),), "int32", dev)
+    _core.memset_d32(ws.cnt.data_ptr(), 0, ws.cnt.shape[0], cap.side)
+    cap.side.synchronize()
+    return ws  # type: ignore[no-any-return]
+
+
+def decode_workspace(dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScratch:
+    """At least n_rows lse values, n_rows * width partial values and n_cnt zeroed counters for
+    the current stream of dev (or the graph being captured on it)."""
+    cap = runtime.capture_pool(dev)
+    if cap is not None:
+        return _capture_workspace(cap, dev, n_rows, width, n_cnt)
+    key = _stream_key(dev)
+    ws = _scratch.get(key)
+    if ws is None:
+        ws = _scratch[key] = DecodeScratch()
+    ws.parts = _grown(ws.parts, n_rows * width, "float32", dev, False)
+    ws.lse = _grown(ws.lse, n_rows, "float32", dev, False)
+    if n_cnt:
+        ws.cnt = _grown(ws.cnt, n_cnt, "int32", dev, True)  # counters start at 0, self-resetting
+    return ws

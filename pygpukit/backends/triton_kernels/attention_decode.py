@@ -1,0 +1,519 @@
+"""Decode attention against a KV cache (flash-decoding) and the KV-cache write with fused RoPE.
+
+Numerics of pygpukit/backends/cpu/attention_decode.py. sdpa_decode: scores, softmax statistics
+and the accumulator in float32, one rounding at the store; fp32 inputs use tl.dot with
+input_precision="ieee" (no tf32), fp16/bf16 use tensor cores with fp32 accumulation and the
+probabilities rounded to v's dtype before p @ v (as FlashAttention does); base-2 softmax with
+log2(e) folded into the scale (Dao 2023). kv_cache_write (kv_write.py) is re-exported here: the
+routing table serves both ops from this family.
+
+sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
+- One program per (sequence, kv head, row tile, key split). The GROUP query heads that share a kv
+  head and the Sq new tokens are packed into the rows of one tile (row r = head g * Sq + token i),
+  so each K/V byte is loaded once per kv head and the tile fills tl.dot's 16 rows.
+- Lengths are read on the device: the grid depends only on the shapes (S_max, or max_blocks *
+  block_size for a paged cache), and a split that starts past its sequence's length exits at
+  once. The same launch therefore replays under a CUDA graph with new lengths.
+- Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
+  fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. Launches with few (sequence, kv head)
+  programs (batch 1-4) on a contiguous cache form their own class with their own knobs (FEW_*):
+  there the splits carry all the parallelism and a single wave of one program per SM wins.
+  Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
+  sequence that fits one chunk writes its output directly. With FUSED_COMBINE the last split of
+  a (sequence, head, tile) to finish (an atomic counter per tile, acq_rel at GPU scope after a
+  CTA barrier, the CUTLASS semaphore pattern) combines the partials and resets its counter to 0,
+  so no second kernel is launched and the counter is ready for the next launch or graph
+  replay; otherwise a small combine kernel runs. The combine works on a flat row * D axis with
+  the split axis inside each thread (no barrier per reduction): at batch 1 that tail fell from
+  4.6 to 1.4 us.
+- Paged caches gather each key block's pages through the block table (one scalar lookup per
+  block when a page holds whole key blocks), the table entries loaded one block ahead so the
+  K/V loads pipeline as deeply as the contiguous cache's. Keys stream through shared memory
+  with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
+- Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
+  NaN (never an out-of-bounds read): the host cannot check device values without a sync.
+The workspace (partials, counters; pygpukit/_decode_split.py, shared with the native twin) is
+kept per (device, stream) and grows but is never freed, so a captured graph never points at
+released memory.
+"""
+
+# Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import triton
+import triton.language as tl
+
+from pygpukit.backends._support.scratch import decode_workspace, key_splits
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
+from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.kv_write import kv_cache_write  # the family's other op
+
+__all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
+
+LOG2E = 1.4426950408889634
+
+# Tuning knobs, read at every call (scripts/tune_decode.py sweeps them on the GPU). H200 sweep
+# (2026-11-21, bf16 H32/Hkv8 D128, batch 16, contexts 4096-32768, L2 evicted by a read): BLOCK_N
+# 64 / 4 warps / 3 stages has the best geometric mean over the contiguous cache and paged caches
+# of 16- and 64-slot pages, which it keeps within 0-5% of the contiguous one; BLOCK_N 128 / 2
+# stages (chosen earlier, under a memset flush) matches it on the contiguous cache but leaves the
+# pages 9-17% behind (a 128-key block spans pages: one table lookup a key instead of a block).
+BLOCK_N = 64  # keys per loop iteration
+NUM_WARPS = 4
+NUM_STAGES = 3  # fp16/bf16; fp32 tiles are twice the bytes and use 2
+PROGRAMS_PER_SM = 2  # split target: about this many programs per multiprocessor
+MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs bytes to hide)
+MAX_SPLITS = 64
+MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
+FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
+# The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
+# sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
+# FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
+# the knobs above serve every other launch. One program per SM in a single wave: with
+# PROGRAMS_PER_SM programs a wave would pay a program's fixed cost (the length load, pipeline
+# fill, partial store, counter) on each SM twice. H200 sweeps (scripts/tune_decode.py --stage
+# few, 2026-11-21, bf16 Hq32/Hkv8 D128, L2 flushed by a read): 64-key blocks, 4 stages beat 3
+# (B1 S32768 3236 vs 3071 GB/s, B4 S8192 3396 vs 3235). With the flat combine (_combine) the
+# 64-slot pages are 2-5% faster in the default class than in this one (B1 S32768 3303 vs 3161
+# GB/s, B4 S8192 3393 vs 3226), so FEW_PAGED is off.
+FEW_SPLITS_NEEDED = 4  # 0: no launch is in the class
+FEW_BLOCK_N = 64
+FEW_NUM_WARPS = 4
+FEW_NUM_STAGES = 4  # fp16/bf16; fp32 uses 2
+FEW_PROGRAMS_PER_SM = 1
+FEW_MIN_SPLIT_KEYS = 128
+FEW_FUSED_COMBINE = True
+FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
+# Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
+# batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
+# 1.4 us, 16384 (one step) in 2.1 us.
+COMBINE_ELEMS = 4096
+
+
+@triton.jit
+def _table(BT, bt_row, start, end, sbt1, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Block ids of the keys start..start+BLOCK_N-1 (0 past ``end``): one id when a page holds
+    whole key blocks; a few whole pages per block: one scalar load a page, spread over its keys
+    with selects (a per-key gather would need its values moved into the K tile's layout through
+    shared memory); else one per key."""
+    if PAGE % BLOCK_N == 0:
+        phys = tl.load(BT + bt_row + (start // PAGE) * sbt1, mask=start < end, other=0)
+    elif BLOCK_N % PAGE == 0 and BLOCK_N // PAGE <= 8:
+        page = tl.arange(0, BLOCK_N) // PAGE
+        phys = tl.zeros([BLOCK_N], tl.int32)
+        for j in tl.static_range(BLOCK_N // PAGE):
+            first = start + j * PAGE
+            pj = tl.load(BT + bt_row + (first // PAGE) * sbt1, mask=first < end, other=0)
+            phys = tl.where(page == j, pj, phys)
+    else:
+        n = start + tl.arange(0, BLOCK_N)
+        phys = tl.load(BT + bt_row + (n // PAGE) * sbt1, mask=n < end, other=0)
+    return phys
+
+
+@triton.jit
+def _decode_block(
+    acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
+    sk0, sk2, sk3, sv0, sv2, sv3, d, D,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr,
+    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # One block of BLOCK_N keys; MASKED blocks may run past the length or cross the diagonal.
+    # phys: the block's table entries (_table) when PAGED.
+    n = start + tl.arange(0, BLOCK_N)
+    if PAGED:
+        phys = phys.to(tl.int64)
+        if PAGE % BLOCK_N == 0:  # the whole block lies in one page
+            off = (start % PAGE + tl.arange(0, BLOCK_N)).to(tl.int64)
+        else:
+            off = (n % PAGE).to(tl.int64)
+        wrong = (phys < 0) | (phys >= nblocks)
+        bad = bad | wrong
+        phys = tl.where(wrong, 0, phys)  # read block 0 instead; the output becomes NaN
+        krow = phys * sk0 + off * sk2
+        vrow = phys * sv0 + off * sv2
+    else:
+        n64 = n.to(tl.int64)
+        krow = n64 * sk2
+        vrow = n64 * sv2
+    kp = K + kb + krow[None, :] + d[:, None] * sk3  # k^T tile [BLOCK_D, BLOCK_N]
+    vp = V + vb + vrow[:, None] + d[None, :] * sv3  # [BLOCK_N, BLOCK_D]
+    if MASKED:
+        kt = tl.load(kp, mask=(n < L)[None, :] & (d < D)[:, None], other=0.0)
+        vt = tl.load(vp, mask=(n < L)[:, None] & (d < D)[None, :], other=0.0)
+    elif EVEN_D:
+        kt = tl.load(kp)
+        vt = tl.load(vp)
+    else:
+        kt = tl.load(kp, mask=(d < D)[:, None], other=0.0)
+        vt = tl.load(vp, mask=(d < D)[None, :], other=0.0)
+    qk = tl.dot(q, kt, input_precision=PREC) * qk_scale
+    if MASKED:
+        vis = (n < L)[None, :]
+        if CAUSAL:
+            vis = vis & (n[None, :] <= lim[:, None])
+        qk = tl.where(vis, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        # A row that has seen no key yet keeps m = -inf: shift by 0 so exp2 gives 0, not NaN.
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        m_use = m_new
+    p = tl.math.exp2(qk - m_use[:, None])
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt, input_precision=PREC)
+    return acc, m_new, l_i, bad
+
+
+@triton.jit
+def _store_out(Out, o, b, hk, rows, d, mask, Sq, so0, so1, so2, so3, GROUP: tl.constexpr):
+    # rows / d: the packed query row (head g * Sq + token) and head-dim index of each element of
+    # o, broadcastable to its shape (a [rows, D] tile, or the combine's flat row * D axis).
+    g = rows // Sq
+    qi = rows - g * Sq
+    head = (hk * GROUP + g).to(tl.int64)
+    op = Out + b.to(tl.int64) * so0 + head * so1 + qi.to(tl.int64) * so2 + d * so3
+    tl.store(op, o.to(Out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _flat(x, S: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """[S, BLOCK_R] (or [BLOCK_R] when S == 1) -> each value repeated over its row's BLOCK_D
+    columns of the flat c = row * BLOCK_D + d axis: [S, BLOCK_R * BLOCK_D] (or [BLOCK_R *
+    BLOCK_D])."""
+    if S == 1:
+        y = tl.reshape(tl.broadcast_to(x[:, None], [BLOCK_R, BLOCK_D]), [BLOCK_R * BLOCK_D])
+    else:
+        y = tl.reshape(
+            tl.broadcast_to(x[:, :, None], [S, BLOCK_R, BLOCK_D]), [S, BLOCK_R * BLOCK_D]
+        )
+    return y
+
+
+@triton.jit
+def _combine(
+    Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+    GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    # out = sum_s w_s o_s / sum_s w_s with w_s = l_s 2^(m_s - m) = 2^(lse_s - m), BLOCK_S splits
+    # at a time. A split's partial output is BLOCK_R x BLOCK_D contiguous floats, combined here
+    # as one flat axis c = row * BLOCK_D + d: the [BLOCK_S, BLOCK_R * BLOCK_D] tiles spread the
+    # long contiguous axis over the threads and keep the split axis inside each thread, so the
+    # max and the sums over splits need no shared memory or barrier, and each thread gathers the
+    # lse of its own columns' row. H200 (scripts/diag_decode.py, 2026-11-21, batch 1, 16 splits):
+    # the combine tail of the last split took 2.8-4.6 us with [BLOCK_S, BLOCK_R, BLOCK_D] tiles.
+    c = tl.arange(0, BLOCK_R * BLOCK_D)
+    r = c // BLOCK_D
+    d = c - r * BLOCK_D
+    rows = tile * BLOCK_M + r
+    cmask = (rows < R) & (d < D)
+    rr = tl.arange(0, BLOCK_R)
+    m = tl.full([BLOCK_R], float("-inf"), tl.float32)
+    den = tl.zeros([BLOCK_R], tl.float32)
+    acc = tl.zeros([BLOCK_R * BLOCK_D], tl.float32)
+    base = pid.to(tl.int64) * NS
+    for s0 in range(0, n_act, BLOCK_S):
+        s = s0 + tl.arange(0, BLOCK_S)
+        srow = (base + s)[:, None]
+        # .cg: read from L2, where the other programs' partials are (never a stale L1 line).
+        lse = tl.load(
+            WL + srow * BLOCK_R + rr[None, :],
+            mask=(s < n_act)[:, None] & (tile * BLOCK_M + rr < R)[None, :],
+            other=float("-inf"),
+            cache_modifier=".cg",
+        )
+        o = tl.load(
+            WO + srow * (BLOCK_R * BLOCK_D) + c[None, :],
+            mask=(s < n_act)[:, None] & cmask[None, :],
+            other=0.0,
+            cache_modifier=".cg",
+        )
+        m_new = tl.maximum(m, tl.max(lse, axis=0))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        w = tl.math.exp2(lse - m_use[None, :])  # [BLOCK_S, BLOCK_R]
+        alpha = tl.math.exp2(m - m_use)
+        den = den * alpha + tl.sum(w, axis=0)
+        acc = acc * _flat(alpha, 1, BLOCK_R, BLOCK_D) + tl.sum(
+            o * _flat(w, BLOCK_S, BLOCK_R, BLOCK_D), axis=0
+        )
+        m = m_new
+    den = _flat(den, 1, BLOCK_R, BLOCK_D)
+    o = acc / tl.where(den > 0.0, den, 1.0)  # rows that saw no key: zeros
+    _store_out(Out, o, b, hk, rows, d, cmask, Sq, so0, so1, so2, so3, GROUP=GROUP)
+
+
+@triton.jit
+def _seq_len(LENS, b, cap, chunk):
+    """(length, bad, active splits): a length outside [0, cap] counts as 0 keys and poisons."""
+    L = tl.load(LENS + b)
+    bad = (L < 0) | (L > cap)
+    L = tl.where(bad, 0, L)
+    return L, bad, tl.maximum((L + chunk - 1) // chunk, 1)
+
+
+@triton.jit
+def _decode_fwd(
+    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, NS,
+    sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
+    GROUP: tl.constexpr, TILES: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
+    PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)  # (sequence, kv head, row tile)
+    split = tl.program_id(1)
+    tile = pid % TILES
+    bh = pid // TILES
+    b = bh // Hkv
+    hk = bh - b * Hkv
+    L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+    if split < n_act:  # splits past the sequence's length do nothing
+        rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+        rmask = rows < R
+        g = rows // Sq
+        qi = rows - g * Sq  # query token of each row
+        head = (hk * GROUP + g).to(tl.int64)
+        d = tl.arange(0, BLOCK_D)
+        qp = Q + b.to(tl.int64) * sq0 + head[:, None] * sq1 + qi.to(tl.int64)[:, None] * sq2
+        q = tl.load(qp + d[None, :] * sq3, mask=rmask[:, None] & (d < D)[None, :], other=0.0)
+        if PAGED:
+            kb = hk.to(tl.int64) * sk1
+            vb = hk.to(tl.int64) * sv1
+            bt_row = b.to(tl.int64) * sbt0
+        else:
+            kb = b.to(tl.int64) * sk0 + hk.to(tl.int64) * sk1
+            vb = b.to(tl.int64) * sv0 + hk.to(tl.int64) * sv1
+            bt_row = b.to(tl.int64) * 0
+        lim = qi + L - Sq  # row sees keys j <= lim (causal, end-aligned)
+        # Keys [0, full) are visible to every row; blocks past it up to L need the mask.
+        if CAUSAL:
+            full = tl.maximum(L - Sq + 1, 0)
+        else:
+            full = L
+        lo = split * chunk
+        top = tl.minimum(lo + chunk, L)
+        mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        bad = tl.zeros([BLOCK_N], tl.int1)
+        # The unmasked blocks. A paged cache's table entries are loaded one block ahead: K/V
+        # addresses that depend on a load of the same iteration get a single pipeline buffer
+        # (Triton 3.6 on sm_90: 39 KB of shared memory at num_stages=3 instead of 70 KB).
+        nxt = _table(BT, bt_row, lo, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
+        for start in range(lo, mid, BLOCK_N):
+            cur = nxt
+            if PAGED:
+                nxt = _table(BT, bt_row, start + BLOCK_N, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N)
+            acc, m_i, l_i, bad = _decode_block(
+                acc, m_i, l_i, bad, q, K, V, cur, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
+                MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
+                BLOCK_N=BLOCK_N,
+            )  # fmt: skip
+        for start in range(mid, top, BLOCK_N):  # the tail: one or two blocks when Sq <= BLOCK_N
+            phys = _table(BT, bt_row, start, L, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
+            acc, m_i, l_i, bad = _decode_block(
+                acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
+                MASKED=True, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
+                BLOCK_N=BLOCK_N,
+            )  # fmt: skip
+        seen = l_i > 0.0
+        o = acc / tl.where(seen, l_i, 1.0)[:, None]  # rows that saw no key: acc is 0 -> zeros
+        poison = bad_len | (tl.max(bad.to(tl.int32), axis=0) > 0)
+        o = tl.where(poison, float("nan"), o)
+        omask = rmask[:, None] & (d < D)[None, :]
+        if not SPLIT:
+            _store_out(Out, o, b, hk, rows[:, None], d[None, :], omask, Sq, so0, so1, so2, so3,
+                       GROUP=GROUP)  # fmt: skip
+        elif n_act == 1:  # the sequence fits one chunk: no partials
+            _store_out(Out, o, b, hk, rows[:, None], d[None, :], omask, Sq, so0, so1, so2, so3,
+                       GROUP=GROUP)  # fmt: skip
+        else:
+            r = tl.arange(0, BLOCK_M)
+            prow = (pid.to(tl.int64) * NS + split) * BLOCK_R + r
+            pmask = rmask & (r < BLOCK_R)
+            tl.store(WO + prow[:, None] * BLOCK_D + d[None, :], o, mask=pmask[:, None])
+            lse = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+            tl.store(WL + prow, lse, mask=pmask)
+            if FUSED:
+                # Every thread's partial stores precede the release of the counter (bar.sync,
+                # then a cumulative acq_rel atomic); the last arrival acquires them all.
+                tl.debug_barrier()
+                done = tl.atomic_add(CNT + pid, 1, sem="acq_rel", scope="gpu")
+                if done == n_act - 1:
+                    _combine(
+                        Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+                        GROUP=GROUP, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D, BLOCK_R=BLOCK_R,
+                        BLOCK_S=BLOCK_S,
+                    )  # fmt: skip
+                    tl.store(CNT + pid, 0)  # ready for the next launch / graph replay
+
+
+@triton.jit
+def _decode_combine(
+    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, NS, so0, so1, so2, so3,
+    GROUP: tl.constexpr, TILES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    # The unfused combine: one program per (sequence, kv head, row tile).
+    pid = tl.program_id(0)
+    tile = pid % TILES
+    bh = pid // TILES
+    b = bh // Hkv
+    hk = bh - b * Hkv
+    _len, _bad, n_act = _seq_len(LENS, b, cap, chunk)
+    if n_act > 1:  # one split wrote the output itself
+        _combine(
+            Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
+            GROUP=GROUP, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D, BLOCK_R=BLOCK_R, BLOCK_S=BLOCK_S,
+        )  # fmt: skip
+
+
+class DecodePlan(NamedTuple):
+    """Launch shape of one sdpa_decode call; a function of the shapes only (never the lengths)."""
+
+    block_m: int  # packed query rows per program
+    tiles: int  # row tiles per (sequence, kv head)
+    block_n: int  # keys per iteration
+    splits: int  # key splits (grid axis 1)
+    chunk: int  # keys per split, a multiple of block_n
+    block_r: int  # rows of a partial output in the workspace
+    block_s: int  # splits per combine step
+    num_warps: int
+    num_stages: int
+    fused: bool  # the last split combines (else a combine kernel runs)
+    few: bool  # the few-programs class (FEW_* knobs)
+
+
+def decode_plan(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    sq: int,
+    head_dim: int,
+    capacity: int,
+    half: bool,
+    sms: int,
+    *,
+    num_splits: int | None = None,
+    page: int = 0,
+    few: bool | None = None,
+) -> DecodePlan:
+    """The launch shape for q [batch, heads, sq, head_dim] over ``capacity`` cache slots per
+    sequence on a device with ``sms`` multiprocessors; page: slots per page of a paged cache (0:
+    contiguous). num_splits forces the split count, few the knob class (tests, tuning)."""
+    rows = heads // kv_heads * sq
+    bm = max(16, min(next_pow2(rows), MAX_BLOCK_M))
+    tiles = cdiv(rows, bm)
+    progs = batch * kv_heads * tiles
+    if few is None:
+        few = 0 < FEW_SPLITS_NEEDED and progs * FEW_SPLITS_NEEDED <= sms
+        few = few and (page == 0 or (FEW_PAGED and page % FEW_BLOCK_N == 0))
+    if few:
+        bn, warps, stages, per_sm = FEW_BLOCK_N, FEW_NUM_WARPS, FEW_NUM_STAGES, FEW_PROGRAMS_PER_SM
+        min_keys, fused = FEW_MIN_SPLIT_KEYS, FEW_FUSED_COMBINE
+    else:
+        bn, warps, stages, per_sm = BLOCK_N, NUM_WARPS, NUM_STAGES, PROGRAMS_PER_SM
+        min_keys, fused = MIN_SPLIT_KEYS, FUSED_COMBINE
+    bd = max(16, next_pow2(head_dim))
+    ns, chunk = key_splits(
+        capacity, bn, progs, per_sm * sms, min_keys=min_keys, max_splits=MAX_SPLITS,
+        forced=num_splits,
+    )  # fmt: skip
+    br = bm if tiles > 1 else max(2, next_pow2(rows))
+    bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
+    stages = stages if half else 2
+    return DecodePlan(bm, tiles, bn, ns, chunk, br, bs, warps, stages, bool(fused), bool(few))
+
+
+def sdpa_decode(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    cache_seqlens: GPUArray,
+    block_table: GPUArray | None = None,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """q [B, H, Sq, D] over a contiguous [B, Hkv, S_max, D] or paged [num_blocks, Hkv,
+    block_size, D] cache (with block_table) -> [B, H, Sq, D], written into out= when given."""
+    return _sdpa_decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, out)
+
+
+def _sdpa_decode(
+    q: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    lens: GPUArray,
+    bt: GPUArray | None,
+    causal: bool,
+    scale: float | None,
+    out: GPUArray | None,
+    *,
+    num_splits: int | None = None,
+    fused: bool | None = None,
+    few: bool | None = None,
+) -> GPUArray:
+    """sdpa_decode with the split count, the combine and the knob class forced (tests, tuning)."""
+    if q.dtype.name not in ("float32", "float16", "bfloat16"):
+        raise TypeError(
+            f"sdpa_decode (triton): dtype {q.dtype.name} is not supported "
+            "(float16, bfloat16, float32)"
+        )
+    o = new_out(out, q.shape, q.dtype, q)
+    batch, h, sq, d = q.shape
+    hkv = k.shape[1]
+    if batch * h * sq * d == 0:
+        return o
+    paged = bt is not None
+    cap = k.shape[2] * (bt.shape[1] if bt is not None else 1)
+    half = q.dtype.name != "float32"
+    pl = decode_plan(
+        batch, h, hkv, sq, d, cap, half, sm_count(q), num_splits=num_splits,
+        page=k.shape[2] if paged else 0, few=few,
+    )  # fmt: skip
+    fuse = pl.fused if fused is None else fused
+    nbh = batch * hkv * pl.tiles
+    bd = max(16, next_pow2(d))
+    wo = wl = cnt = o
+    if pl.splits > 1:
+        ws = decode_workspace(q.device, nbh * pl.splits * pl.block_r, bd, nbh if fuse else 0)
+        assert ws.parts is not None and ws.lse is not None
+        wo, wl = ws.parts, ws.lse
+        if fuse:
+            assert ws.cnt is not None
+            cnt = ws.cnt
+    sm_scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    sbt = tuple(bt.element_strides) if bt is not None else (0, 0)
+    so = tuple(o.element_strides)
+    group = h // hkv
+    launch(
+        _decode_fwd, (nbh, pl.splits),
+        q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
+        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.splits,
+        *q.element_strides, *k.element_strides, *v.element_strides, *so, *sbt,
+        GROUP=group, TILES=pl.tiles, CAUSAL=bool(causal), PAGED=paged,
+        PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
+        PREC="tf32" if half else "ieee",
+        BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
+        BLOCK_S=pl.block_s, EVEN_D=bd == d, num_warps=pl.num_warps, num_stages=pl.num_stages,
+    )  # fmt: skip
+    if pl.splits > 1 and not fuse:
+        launch(
+            _decode_combine, (nbh,),
+            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.splits, *so,
+            GROUP=group, TILES=pl.tiles, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
+            BLOCK_S=pl.block_s, num_warps=pl.num_warps,
+        )  # fmt: skip
+    return o

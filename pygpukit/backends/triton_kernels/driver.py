@@ -1,0 +1,368 @@
+"""pygpukit's Triton driver: Triton without torch, on pygpukit's device and current stream.
+
+Triton's stock CUDA driver asks torch for the current device, stream and capability. This one
+asks the pygpukit runtime instead, so Triton kernels run with no torch installed, and with torch
+installed they still run on ``gp.current_stream()``.
+
+``launch(kernel, grid, *args, **constexprs)`` is the one way kernels are started:
+- The first call of a specialization goes through Triton's ``JITFunction.run`` (which compiles or
+  loads from the cache). The compiled kernel is then cached under a key at least as fine as
+  Triton's own specialization key (dtype and 16-byte alignment of each pointer, the value class of
+  each int: ==1, divisible by 16, 32/64-bit), so later calls skip Triton's binder and call the C
+  launcher directly with raw pointers.
+- Under ``TRITON_INTERPRET=1`` kernels run in Triton's NumPy interpreter on CPU-device arrays:
+  pygpukit's host memory is handed to the interpreter in place (no copies), through a small
+  adapter that provides the tensor methods the interpreter calls.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import triton
+from triton.backends.nvidia.driver import CudaDriver, CudaLauncher, CudaUtils
+from triton.runtime.interpreter import InterpretedFunction
+
+from pygpukit import _core, runtime
+from pygpukit.array import GPUArray
+from pygpukit.backends.triton_kernels import interpreting
+
+__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir"]
+
+
+def cache_dir() -> Path:
+    """Triton's compile cache (pygpukit-owned): $PYGPUKIT_TRITON_CACHE_DIR or ~/.cache/pygpukit."""
+    env = os.environ.get("PYGPUKIT_TRITON_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pygpukit" / "triton"
+
+
+class PygpukitCudaDriver(CudaDriver):  # type: ignore[misc]
+    """CudaDriver whose device, stream and capability come from pygpukit, never from torch."""
+
+    def __init__(self) -> None:
+        # GPUDriver.__init__ imports torch; set its four callables ourselves instead.
+        self.utils = CudaUtils()
+        self.launcher_cls = CudaLauncher
+        self._capabilities: dict[int, tuple[int, int]] = {}
+        self.get_current_device = _current_device
+        self.set_current_device = _set_current_device
+        self.get_current_stream = _current_stream_handle
+        self.get_device_capability = self._capability
+
+    def _capability(self, device: int = 0) -> tuple[int, int]:
+        cap = self._capabilities.get(device)
+        if cap is None:
+            props = _core.device_properties(device)
+            cap = (int(props["major"]), int(props["minor"]))
+            self._capabilities[device] = cap
+        return cap
+
+    @staticmethod
+    def is_active() -> bool:
+        return bool(_core.device_count() > 0)
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cuda", _current_device())
+
+    def get_empty_cache_for_benchmark(self) -> GPUArray:
+        # 256 MiB, like Triton's own, to flush L2 between timed runs.
+        return runtime_empty((256 << 20) // 4, "int32")
+
+    def clear_cache(self, cache: GPUArray) -> None:
+        cache.fill_(0)
+
+
+def runtime_empty(n: int, dtype: str) -> GPUArray:
+    from pygpukit.creation import empty
+
+    return empty((n,), dtype, runtime.Device("cuda", _current_device()))
+
+
+class _LaunchState(threading.local):
+    def __init__(self) -> None:
+        self.device = 0
+        self.ready: set[int] = set()
+
+
+_state = _LaunchState()
+
+
+def _current_device() -> int:
+    return _state.device
+
+
+def _set_current_device(index: int) -> None:
+    _state.device = int(index)
+
+
+def _current_stream_handle(index: int | None = None) -> int:
+    dev = runtime.Device("cuda", _state.device if index is None else index)
+    handle: int = runtime.current_stream(dev).handle
+    return handle
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Make pygpukit's driver Triton's active driver and point Triton's cache at pygpukit's."""
+    global _installed
+    if _installed:
+        return
+    with _install_lock:
+        if _installed:
+            return
+        path = cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        triton.knobs.cache.dir = str(path)
+        if not interpreting():
+            triton.runtime.driver.set_active(PygpukitCudaDriver())
+        _installed = True
+
+
+# ----- launching --------------------------------------------------------------------------------
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _int_class(v: int) -> int:
+    # Triton specializes ints equal to 1 and ints divisible by 16, and picks i32 or i64 by range.
+    c = 1 if v == 1 else (2 if v % 16 == 0 else 3)
+    return c if _I32_MIN <= v <= _I32_MAX else c + 4
+
+
+class _Fast:
+    """A compiled kernel with everything its C launcher needs, minus the per-call values.
+
+    Triton 3.6's C launcher takes a value for every kernel parameter, constexprs included (it
+    skips them itself), so ``tail`` holds the values of the parameters after the positional ones
+    (keyword constexprs or defaults), fixed per cache entry because the key includes them.
+    """
+
+    __slots__ = ("c_launch", "coop", "function", "packed", "pdl", "tail")
+
+    def __init__(
+        self, compiled: Any, kernel: Any, n_positional: int, constexprs: dict[str, Any]
+    ) -> None:
+        compiled._init_handles()
+        run = compiled.run
+        self.c_launch = run.launch
+        self.function = compiled.function
+        self.coop = run.launch_cooperative_grid
+        self.pdl = run.launch_pdl
+        self.packed = compiled.packed_metadata
+        # The specialization key includes the constexpr values, so the tail is fixed per entry.
+        self.tail = tuple(
+            constexprs.get(p.name, p.default if p.has_default else None)
+            for p in kernel.params[n_positional:]
+        )
+
+
+def _fast_ok(compiled: Any) -> bool:
+    run = compiled.run
+    return bool(run.global_scratch_size == 0 and run.profile_scratch_size == 0)
+
+
+def _hooks_active() -> bool:
+    """Launch hooks (profilers) need Triton's full launch path; 3.6 keeps them in a HookChain."""
+    hook = triton.knobs.runtime.launch_enter_hook
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+_fast_cache: dict[tuple[Any, ...], _Fast | None] = {}
+_cuda_devices: dict[int, runtime.Device] = {}
+
+
+def _cuda_device(index: int) -> runtime.Device:
+    dev = _cuda_devices.get(index)
+    if dev is None:
+        dev = _cuda_devices[index] = runtime.Device("cuda", index)
+    return dev
+
+
+# Launchers cached in Rust (pygpukit._core.TritonFastPath): key and raw values in one native pass
+# over the arguments, then cuLaunchKernel. Kernels it cannot pass use _fast_cache above.
+_native_fast = _core.TritonFastPath(GPUArray)
+_pinned: dict[int, Any] = {}
+
+
+def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) -> None:
+    """Launch ``kernel`` on ``grid`` on pygpukit's current stream of the arrays' device."""
+    if type(kernel) is InterpretedFunction:
+        _launch_interpreted(kernel, grid, args, constexprs)
+        return
+    if not _installed:
+        install()
+    consts = tuple(constexprs.items())
+    dev = _state.device
+    if dev in _state.ready and not _hooks_active():
+        n = len(grid)
+        g = (grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1)
+        stream = runtime.current_stream(_cuda_device(dev)).handle
+        if _native_fast.launch(id(kernel), dev, stream, g, args, consts):
+            return
+    _launch_slow(kernel, grid, args, constexprs, consts)
+
+
+def _launch_slow(
+    kernel: Any,
+    grid: tuple[int, ...],
+    args: tuple[Any, ...],
+    constexprs: dict[str, Any],
+    consts: tuple[tuple[str, Any], ...],
+) -> None:
+    """First call of a specialization (compile or load, then cache), or a call the native path
+    does not take (launch hooks, another device, unusual arguments)."""
+    dev_index = 0
+    key: list[Any] = [id(kernel)]
+    values: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is GPUArray:
+            dt = a._dtype
+            p = a._ptr + ((a._offset * dt.bits) >> 3)  # data_ptr(), int4-aware
+            dev_index = a._device.index
+            key.append((dt, p & 15 == 0))
+            values.append(p)
+        elif t is int:
+            key.append(_int_class(a))
+            values.append(a)
+        elif t is float:
+            key.append(float)
+            values.append(a)
+        else:  # None, bool, a foreign tensor: keyed by value/type as Triton would specialize it
+            key.append(a if a is None or t is bool else t)
+            values.append(a)
+    key.append(consts)
+    key.append(dev_index)
+    k = tuple(key)
+    if dev_index not in _state.ready:
+        _core.make_current(dev_index)
+        _state.ready.add(dev_index)
+    _state.device = dev_index  # what Triton's driver reports, and the native path's device
+    fast = _fast_cache.get(k)
+    if fast is not None and not _hooks_active():
+        n = len(grid)
+        g0, g1, g2 = grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
+        if g0 * g1 * g2 > 0:
+            stream = runtime.current_stream(_cuda_device(dev_index)).handle
+            # fmt: off
+            fast.c_launch(g0, g1, g2, stream, fast.function, fast.coop, fast.pdl, None, None,
+                          fast.packed, None, None, None, *values, *fast.tail)
+            # fmt: on
+        return
+    compiled = kernel[grid](*args, **constexprs)
+    if k in _fast_cache:
+        return
+    # Both caches key on id(kernel): keep the kernel alive so its id is never reused by another
+    # object (a reloaded user module's new kernel, say) while entries refer to it.
+    _pinned[id(kernel)] = kernel
+    if _register_native(compiled, kernel, args, consts, dev_index):
+        _fast_cache[k] = None  # served by the native path from now on
+    else:
+        _fast_cache[k] = (
+            _Fast(compiled, kernel, len(args), constexprs) if _fast_ok(compiled) else None
+        )
+
+
+def _register_native(
+    compiled: Any, kernel: Any, args: tuple[Any, ...], consts: tuple[Any, ...], dev: int
+) -> bool:
+    """Cache ``compiled`` in the native fast path when a plain cuLaunchKernel can start it."""
+    if not _fast_ok(compiled):
+        return False
+    md = compiled.metadata
+    run = compiled.run
+    if md.num_ctas != 1 or run.launch_cooperative_grid or run.launch_pdl:
+        return False
+    signature = list(compiled.src.signature.values())
+    if not all(isinstance(t, str) for t in signature):
+        return False
+    ok: bool = _native_fast.register(
+        id(kernel), dev, args, consts, compiled.function, md.num_warps, md.shared, signature
+    )
+    return ok
+
+
+# ----- interpreter adapter ----------------------------------------------------------------------
+
+
+class _Storage:
+    """Host memory standing in for a torch storage: the interpreter reads it in place."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def data_ptr(self) -> int:
+        return self.base
+
+    def cpu(self) -> _Storage:
+        return self
+
+    def copy_(self, other: _Storage) -> None:
+        # Same memory on both sides: the interpreter's results are already in place.
+        return None
+
+
+class _InterpTensor:
+    """The tensor methods Triton's interpreter calls, over a CPU-device GPUArray (no copies)."""
+
+    __slots__ = ("_ptr", "_storage", "arr", "dtype")
+
+    def __init__(self, arr: GPUArray | None, dtype: Any) -> None:
+        self.arr = arr
+        self.dtype = dtype
+        self._ptr = 0 if arr is None else arr.data_ptr()
+        self._storage = None if arr is None else _Storage(arr._ptr)
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def untyped_storage(self) -> _Storage:
+        assert self._storage is not None
+        return self._storage
+
+    def storage_offset(self) -> int:
+        assert self.arr is not None
+        return self.arr._offset
+
+    def size(self) -> tuple[int, ...]:
+        assert self.arr is not None
+        return self.arr.shape
+
+    def stride(self) -> tuple[int, ...]:
+        assert self.arr is not None
+        return self.arr.element_strides
+
+    def new_empty(self, *_: Any, **__: Any) -> _InterpTensor:
+        return _InterpTensor(None, self.dtype)
+
+    def set_(self, storage: _Storage, offset: int, size: Any, stride: Any) -> None:
+        self._storage = storage
+        self._ptr = storage.base + offset * self.dtype.itemsize
+
+
+def _launch_interpreted(
+    kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...], constexprs: dict[str, Any]
+) -> None:
+    adapted = []
+    for a in args:
+        if isinstance(a, GPUArray):
+            if a.device.type != "cpu":
+                raise ValueError("under TRITON_INTERPRET=1 kernels run on CPU-device arrays only")
+            adapted.append(_InterpTensor(a, a.dtype))
+        else:
+            adapted.append(a)
+    kwargs = {k: v for k, v in constexprs.items() if k not in ("num_warps", "num_stages")}
+    kernel[grid](*adapted, **kwargs)

@@ -1,0 +1,91 @@
+"""The backend homes keep their contract (pygpukit/backends/_record.py): one record each, the
+routing table's family module names in every home that serves a family, no imports upward."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import pygpukit
+from pygpukit.backends import HOMES, records
+from pygpukit.routing.table import TABLE
+
+BACKENDS_DIR = Path(pygpukit.__file__).parent / "backends"
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module a file imports, anywhere in it (function bodies included)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+@pytest.mark.parametrize(
+    "path", sorted(BACKENDS_DIR.rglob("*.py")), ids=lambda p: str(p.relative_to(BACKENDS_DIR))
+)
+def test_no_backend_module_imports_ops_or_routing(path: Path) -> None:
+    upward = [
+        m
+        for m in _imports(path)
+        if m in ("pygpukit.ops", "pygpukit.routing")
+        or m.startswith(("pygpukit.ops.", "pygpukit.routing."))
+    ]
+    assert not upward, f"{path} imports {upward}: backends call their siblings or _support"
+
+
+def test_every_home_declares_its_record() -> None:
+    recs = records()
+    assert set(recs) == set(HOMES)
+    for name, rec in recs.items():
+        assert rec.name == name and rec.package == HOMES[name]
+        assert rec.devices
+        ok, why = rec.probe()
+        assert isinstance(ok, bool) and isinstance(why, str) and (ok or why)
+
+
+@pytest.mark.parametrize("op", sorted(TABLE))
+def test_each_candidate_home_has_the_family_module_and_op(op: str) -> None:
+    route = TABLE[op]
+    for cand in route.candidates:
+        rec = records()[cand.backend]
+        if cand.backend == "triton":
+            pytest.importorskip("triton")
+        mod = rec.module(route.family)
+        assert mod is not None, f"{rec.package} has no module {route.family}.py for {op}"
+        assert callable(getattr(mod, op, None)), f"{mod.__name__} has no function {op}"
+
+
+def test_gpu_twins_take_the_same_parameters() -> None:
+    """A Triton op and its native twin accept the same keyword parameters (ROUTE= may swap
+    them without the caller changing anything)."""
+    pytest.importorskip("triton")
+    recs = records()
+    for op, route in TABLE.items():
+        backends = {c.backend for c in route.candidates}
+        if not {"triton", "native"} <= backends:
+            continue
+        tri = getattr(recs["triton"].module(route.family), op)
+        nat = getattr(recs["native"].module(route.family), op)
+        kw = {
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        }
+        tp = {n for n, p in inspect.signature(tri).parameters.items() if p.kind in kw}
+        np_ = {n for n, p in inspect.signature(nat).parameters.items() if p.kind in kw}
+        assert tp == np_, (op, sorted(tp ^ np_))
+
+
+def test_the_former_triton_path_is_the_same_module() -> None:
+    import pygpukit.triton_kernels._common as old
+
+    import pygpukit.backends.triton_kernels._common as new
+
+    assert old is new
