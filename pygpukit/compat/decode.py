@@ -179,23 +179,28 @@ class DecodeM1Graph(DecodeM1):
 
     def _live(self) -> StepGraph | None:
         """The captured step, if it still belongs to the model's current cache."""
-        if self._step is not None and self._m().cache is not self.cache:
-            n = self._m().cache
-            size = "" if n is None else f" of {n.max_seq_len} tokens"
-            self._forget(
-                f"the model's cache was replaced by another{size} (a prefill or generate needed "
-                f"more than init_graph's {self.max_seq_len}): the graph pointed at the old cache; "
-                "call init_graph again"
-            )
+        cache = self._m().cache
+        if self._step is not None and cache is not self.cache:
+            self._replaced(cache)
         return self._step
+
+    def _replaced(self, cache: StaticKVCache | None) -> None:
+        size = "" if cache is None else f" of {cache.max_seq_len} tokens"
+        self._forget(
+            f"the model's cache was replaced by another{size} (a prefill or generate needed "
+            f"more than init_graph's {self.max_seq_len}): the graph pointed at the old cache; "
+            "call init_graph again"
+        )
 
     def _cache(self, max_seq_len: int | None, batch_size: int = 1) -> StaticKVCache:
         m = self._m()
         n = m.config.max_context if max_seq_len is None else int(max_seq_len)
         self._live()
-        self.cache = m.ensure_cache(batch_size, n)
-        self._live()
-        return self.cache
+        c = m.ensure_cache(batch_size, n)
+        if c is not self.cache and self._step is not None:
+            self._replaced(c)
+        self.cache = c
+        return c
 
     def init_graph(self, max_seq_len: int = 512) -> None:
         m = self._m()
