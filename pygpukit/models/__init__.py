@@ -1,6 +1,8 @@
 """The LLM engine: model specs, loading (safetensors, GGUF), tokenizer and chat template, the
-causal transformer built from pygpukit ops, static KV cache, sampling, generation and decode
-strategies. ``from pygpukit import llm`` is the 0.2.x facade over this package."""
+causal transformer built from pygpukit ops, static KV cache, sampling, and generation (one loop:
+generation.stream_batch, with CUDA-graph decode steps). The 0.2.x names (``from pygpukit import
+llm``, the decode strategies) live in pygpukit.compat, which imports this package, never the
+reverse."""
 
 from __future__ import annotations
 

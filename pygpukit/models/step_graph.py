@@ -4,8 +4,9 @@ One decode step of a model is a few hundred kernel launches; from Python each co
 microseconds of host time, which at batch 1 is most of a step. The step reads everything that
 changes between tokens from device memory (CausalTransformerModel.forward_device_step: the token
 id, its position, its cache write position and the new length), so it is captured once with
-gp.CUDAGraph and replayed with those three arrays rewritten. DecodeM1Graph, the chat session and
-the generation loop (batched too, through CausalTransformerModel.step_graph) use it.
+gp.CUDAGraph and replayed with those three arrays rewritten. The generation loop (batched too)
+and the 0.2.x DecodeM1Graph get it through CausalTransformerModel.step_graph, which keeps it with
+the model's cache; the chat session captures one over its own cache.
 """
 
 from __future__ import annotations

@@ -377,12 +377,14 @@ class CausalTransformerModel:
         use_cache: bool = True,
         **kwargs: Any,
     ) -> list[int] | list[list[int]]:
-        """Token ids in, the prompt plus new token ids out (0.2.x API).
+        """Token ids in, the prompt plus new token ids out (the 0.2.x call form).
 
-        ``input_ids``: one sequence (list of ints) or a batch (list of lists, lengths may
-        differ). temperature 0 is greedy. Extra keywords (repetition_penalty, seed,
-        stop_token_ids, max_seq_len) go to pygpukit.models.generation.generate. use_cache=False
-        re-runs the whole sequence every step (slow; kept for the old call form and checks).
+        The engine's generate (pygpukit.models.generation.generate, whose defaults are these),
+        with this model first: the same loop, so the same tokens. ``input_ids``: one sequence
+        (list of ints) or a batch (list of lists, lengths may differ). temperature 0 is greedy.
+        Extra keywords (repetition_penalty, seed, stop_token_ids, max_seq_len, stats, graph) go
+        through. use_cache=False re-runs the whole sequence every step (slow; kept for the old
+        call form and checks).
         """
         from pygpukit.models.generation import generate as _generate
 

@@ -1,16 +1,27 @@
-"""Decode strategies of the 0.2.x API: ``strategy.bind(model)``, then prefill/step or generate.
+"""The 0.2.x decode strategies: ``strategy.bind(model)``, then prefill/step or generate.
 
-- DecodeM1: one sequence, one token per forward (the baseline).
-- DecodeM1Graph: DecodeM1 with the decode step captured once in a CUDA graph (gp.CUDAGraph) and
-  replayed per token: the token id, position and lengths are written into device arrays the
-  captured kernels read, so one graph launch replaces the step's hundreds of kernel launches.
-- DecodeBatch(batch_size): several prompts decoded together (``generate_batch``), and the 0.2.x
-  ``step_batch`` that runs several consecutive tokens of one sequence in one forward.
+Every ``generate`` here that follows the engine's sampling (DecodeM1, DecodeM1Graph, DecodeBatch)
+runs the engine's own loop, pygpukit.models.generation.stream / stream_batch; this module only
+adapts the 0.2.x arguments and keeps the state the 0.2.x objects exposed (their cache, their
+graph). ``prefill``, ``step`` and ``step_batch`` are the 0.2.x single-forward calls, each one
+CausalTransformerModel.forward over the strategy's cache.
+
+- DecodeM1: one sequence, one token per forward, eager (the engine with graph=False) in a cache
+  of the strategy's own.
+- DecodeM1Graph: DecodeM1 with the decode step captured once in a CUDA graph and replayed per
+  token, the engine's graph decode: ``init_graph`` asks the model for its captured step
+  (CausalTransformerModel.step_graph, models.step_graph.StepGraph over gp.CUDAGraph) on the
+  model's own cache, which is the graph the engine's generate then replays.
+- DecodeBatch(batch_size): several prompts decoded together (``generate_batch``: the engine's
+  stream_batch, batch_size rows at a time), and the 0.2.x ``step_batch`` that runs several
+  consecutive tokens of one sequence in one forward.
 - DecodeJacobi: Jacobi fixed-point decoding (Santilli et al. 2023, "Accelerating Transformer
   Inference for Translation via Parallel Decoding", Algorithm 1): guess the next n tokens, run
   them in one forward, replace each guess by the argmax at its position, repeat until nothing
   changes. Each forward at least confirms one more token, and the accepted tokens are exactly the
-  greedy ones (the i-th output is greedy once the inputs before it are).
+  greedy ones (the i-th output is greedy once the inputs before it are). This is a different
+  loop from the engine's one-token step, so it is its own, built on model.forward(all_logits=True)
+  and gp.argmax.
 """
 
 from __future__ import annotations
@@ -22,20 +33,18 @@ import numpy as np
 
 from pygpukit import ops
 from pygpukit.array import GPUArray
-from pygpukit.models.errors import ContextLengthError
-from pygpukit.models.generation import GenerationStats, default_stop_ids, stream_batch
-from pygpukit.models.sampling import Sampler, SamplingParams
-from pygpukit.models.step_graph import StepGraph
+from pygpukit.models import ContextLengthError, GenerationStats, SamplingParams
+from pygpukit.models.generation import default_stop_ids, stream, stream_batch
 
 if TYPE_CHECKING:
-    from pygpukit.models.kv_cache import StaticKVCache
-    from pygpukit.models.transformer import CausalTransformerModel
+    from pygpukit.models import CausalTransformerModel, StaticKVCache
+    from pygpukit.models.step_graph import StepGraph
 
 __all__ = ["DecodeStrategy", "DecodeM1", "DecodeM1Graph", "DecodeBatch", "DecodeJacobi"]
 
 
 class DecodeStrategy:
-    """Base: holds the bound model and one cache row of batch 1."""
+    """Base: holds the bound model and a cache of its own (batch 1 unless a subclass asks)."""
 
     def __init__(self) -> None:
         self.model: CausalTransformerModel | None = None
@@ -102,92 +111,118 @@ class DecodeStrategy:
         seed: int | None = None,
         stop_token_ids: Iterable[int] | None = None,
     ) -> list[int]:
-        """The new token ids (greedy by default) for one prompt, via prefill() and step()."""
+        """The new token ids (greedy by default) of one prompt: the engine's
+        pygpukit.models.generation.stream, with this strategy's cache and graph choice."""
         ids = [int(t) for t in input_ids]
-        m = self._m()
-        stop = default_stop_ids(m) if stop_token_ids is None else frozenset(stop_token_ids)
-        sampler = Sampler(SamplingParams(temperature, top_k, top_p, repetition_penalty, seed))
-        n = min(int(max_new_tokens), m.config.max_context - len(ids))
-        if n <= 0:
-            raise ContextLengthError(
-                f"the prompt has {len(ids)} tokens; the context of {m.config.max_context} "
-                "leaves no room for new tokens"
-            )
-        logits = self.prefill(ids, max_seq_len=len(ids) + n)
-        history = list(ids)
-        out: list[int] = []
-        while True:
-            t = sampler(logits.reshape(1, -1), [history])[0]
-            out.append(t)
-            history.append(t)
-            if t in stop or len(out) >= n:
-                return out
-            logits = self.step(t, len(history) - 1)
+        params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
+        args = self._engine_args(len(ids), int(max_new_tokens))
+        return list(stream(self._m(), ids, max_new_tokens, params, stop_ids=stop_token_ids, **args))
+
+    def _engine_args(self, prompt_len: int, max_new: int) -> dict[str, Any]:
+        """Where the engine decodes: this strategy's cache (sized for the prompt and the new
+        tokens, within the context: the engine reports a prompt that does not fit), eagerly."""
+        n = min(prompt_len + max(max_new, 1), self._m().config.max_context)
+        return {"cache": self._cache(n), "graph": False}
 
 
 class DecodeM1(DecodeStrategy):
-    """Batch 1, one token per forward pass."""
+    """Batch 1, one token per forward pass (the engine's eager decode)."""
 
 
 class DecodeM1Graph(DecodeM1):
-    """DecodeM1 with the decode step replayed from a CUDA graph (models.step_graph.StepGraph).
+    """DecodeM1 with the decode step replayed from a CUDA graph: the engine's graph decode.
 
-    ``init_graph(max_seq_len)`` sizes the static cache and captures the step (the token id, its
-    position, and its write position and new length are read from device arrays).
-    ``step`` (so ``generate`` too) and ``step_graph`` then write the inputs and replay the graph
-    on the current stream. ``step_graph`` returns the graph's output array itself (the next step
-    overwrites it); ``step`` returns a copy, as DecodeM1's steps do.
+    ``init_graph(max_seq_len)`` sizes the model's own cache (CausalTransformerModel.ensure_cache)
+    and asks the model for its captured batch-1 step (CausalTransformerModel.step_graph: a
+    models.step_graph.StepGraph, the step recorded once with gp.CUDAGraph, reading the token id,
+    its position, and its write position and new length from device arrays). ``generate`` then
+    runs the engine's stream on that same cache, which replays that same graph per token;
+    ``step`` and ``step_graph`` write the inputs and replay it on the current stream.
+    ``step_graph`` returns the graph's output array itself (the next step overwrites it);
+    ``step`` returns a copy, as DecodeM1's steps do.
 
-    Without a graph (the CPU device, or a step that could not be captured; ``graph_reason`` says
-    why) steps run exactly as DecodeM1's. A prefill that needs a larger cache than init_graph's
-    allocates a new one, which drops the graph (call init_graph again).
+    Unlike DecodeM1 (and unlike 0.2.x, where the strategy owned its cache) the cache is the
+    model's own, where the engine keeps its captured steps: a model.generate call between a
+    prefill and its steps overwrites it, so prefill again after one.
+
+    Without a graph (the CPU device, or a step that cannot be captured; ``graph_reason`` says
+    why) steps run exactly as DecodeM1's. A prefill or generate that needs a larger cache than
+    init_graph's makes the model allocate a new one, which drops the graph (call init_graph
+    again).
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.graph_ready = False
-        self.graph_reason = "init_graph() has not been called"
+        self._reason = "init_graph() has not been called"
         self.max_seq_len = 0
         self._step: StepGraph | None = None
 
     def bind(self, model: CausalTransformerModel) -> DecodeM1Graph:
         super().bind(model)
-        self._drop_graph("init_graph() has not been called")
+        self._forget("init_graph() has not been called")
         return self
 
-    def _drop_graph(self, reason: str) -> None:
-        if self._step is not None:
-            self._step.reset()
+    def _forget(self, reason: str) -> None:
+        # The graph belongs to the model (it frees it with the cache): only let go of it here.
         self._step = None
-        self.graph_ready, self.graph_reason = False, reason
+        self._reason = reason
+
+    @property
+    def graph_ready(self) -> bool:
+        return self._live() is not None
+
+    @property
+    def graph_reason(self) -> str:
+        """Why steps replay a graph or run eagerly (read after the last prefill or generate)."""
+        self._live()
+        return self._reason
+
+    def _live(self) -> StepGraph | None:
+        """The captured step, if it still belongs to the model's current cache."""
+        cache = self._m().cache
+        if self._step is not None and cache is not self.cache:
+            self._replaced(cache)
+        return self._step
+
+    def _replaced(self, cache: StaticKVCache | None) -> None:
+        size = "" if cache is None else f" of {cache.max_seq_len} tokens"
+        self._forget(
+            f"the model's cache was replaced by another{size} (a prefill or generate needed "
+            f"more than init_graph's {self.max_seq_len}): the graph pointed at the old cache; "
+            "call init_graph again"
+        )
 
     def _cache(self, max_seq_len: int | None, batch_size: int = 1) -> StaticKVCache:
-        old = self.cache
-        c = super()._cache(max_seq_len, batch_size)
-        if c is not old and self._step is not None:
-            self._drop_graph(
-                f"prefill needed a cache of {c.max_seq_len} tokens, more than init_graph's: the "
-                "graph pointed at the old cache; call init_graph again"
-            )
+        m = self._m()
+        n = m.config.max_context if max_seq_len is None else int(max_seq_len)
+        self._live()
+        c = m.ensure_cache(batch_size, n)
+        if c is not self.cache and self._step is not None:
+            self._replaced(c)
+        self.cache = c
         return c
 
     def init_graph(self, max_seq_len: int = 512) -> None:
         m = self._m()
-        self._drop_graph("init_graph() is capturing")
+        self._forget("init_graph() is capturing")
         self.max_seq_len = int(max_seq_len)
-        cache = self._cache(self.max_seq_len)
+        self.cache = m.ensure_cache(1, self.max_seq_len)  # empty rows: a first capture writes one
         try:
-            self._step = StepGraph(m, cache)
+            step = m.step_graph(1)
         except RuntimeError as exc:
-            self.graph_reason = f"{exc}: decode steps run eagerly, as DecodeM1"
+            self._reason = f"{exc}: decode steps run eagerly, as DecodeM1"
             return
-        self.graph_ready = True
-        self.graph_reason = (
-            f"captured: one launch per step, {self._step.kept_bytes} bytes of activations kept"
-        )
+        self._step = step
+        self._reason = f"captured: one launch per step, {step.kept_bytes} bytes of activations kept"
 
     def has_graph(self) -> bool:
-        return self.graph_ready
+        return self._live() is not None
+
+    def _engine_args(self, prompt_len: int, max_new: int) -> dict[str, Any]:
+        if self._live() is None:
+            return super()._engine_args(prompt_len, max_new)
+        # The model's own cache (no cache argument): the engine replays the graph kept there.
+        return {"graph": None}
 
     def step(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
         logits = self.step_graph(token_id, position, context_len)
@@ -195,10 +230,11 @@ class DecodeM1Graph(DecodeM1):
 
     def step_graph(self, token_id: int, position: int, context_len: int | None = None) -> GPUArray:
         """step() by graph replay (as DecodeM1.step when no graph is captured)."""
-        if self._step is None:
+        g = self._live()
+        if g is None:
             return super().step(token_id, position, context_len)
         self._step_cache(position, context_len)
-        return self._step.step(token_id).reshape(-1)
+        return g.step(token_id).reshape(-1)
 
 
 class DecodeBatch(DecodeStrategy):
@@ -267,6 +303,11 @@ class DecodeBatch(DecodeStrategy):
 
 class DecodeJacobi(DecodeStrategy):
     """Greedy decoding by Jacobi iteration over a window of ``n_tokens`` guesses.
+
+    Its generate is not the engine's loop (which feeds one sampled token a step): each forward
+    here checks a window of guesses, which the engine has no step for, so the loop is this
+    class's own, over model.forward(all_logits=True) and gp.argmax, with the engine's stop ids.
+    It gives the engine's greedy tokens (temperature 0) and accepts nothing else.
 
     max_iter: iterations on one window before its verified prefix is accepted (None: until the
     fixed point, at most n_tokens iterations). init_strategy "repeat" fills new guesses with the
