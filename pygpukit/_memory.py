@@ -195,7 +195,7 @@ def _routed_copy(dst: GPUArray, src: GPUArray) -> bool:
     that cannot serve still raises.
     """
     from pygpukit.errors import BackendUnavailableError
-    from pygpukit.ops._dispatch import run
+    from pygpukit.routing.dispatch import run
 
     try:
         run("copy", (src,), None, out=dst)

@@ -2,10 +2,10 @@
 kernels``.
 
 ``kernels.rmsnorm(x, w, out, eps=1e-5)`` and friends write into ``out`` with the Triton kernels of
-``pygpukit.triton_kernels``: each call is the routed op (``gp.rmsnorm`` ...: validated by the op
-layer) with the triton backend forced, so when Triton cannot serve the call it raises RouteError
-saying why and never falls back to another backend. The routed ops are the current API; these
-remain for existing scripts.
+``pygpukit.backends.triton_kernels``: each call is the routed op (``gp.rmsnorm`` ...: validated by
+the op layer) with the triton backend forced, so when Triton cannot serve the call it raises
+RouteError saying why and never falls back to another backend. The routed ops are the current
+API; these remain for existing scripts.
 """
 
 from __future__ import annotations

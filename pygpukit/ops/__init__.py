@@ -1,7 +1,7 @@
 """The op functions, one module per family; `import pygpukit as gp` re-exports all of them.
 
 Each op validates its arguments (TypeError/ValueError naming the argument, its shape and dtype)
-and then calls pygpukit.ops._dispatch.run(op_name, inputs, params, out=out), which picks the
+and then calls pygpukit.routing.dispatch.run(op_name, inputs, params, out=out), which picks the
 backend for the inputs' device. op_name is the backend function's name.
 """
 

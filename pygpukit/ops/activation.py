@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
 from pygpukit.ops.unary import float_result
+from pygpukit.routing.dispatch import run
 
 __all__ = ["sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from pygpukit.array import GPUArray
 from pygpukit.dtypes import DataType, as_dtype, bool_
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
+from pygpukit.routing.dispatch import run
 
 __all__ = [
     "add",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
+from pygpukit.routing.dispatch import run
 
 __all__ = ["embedding"]
 

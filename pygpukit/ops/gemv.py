@@ -23,8 +23,8 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
 from pygpukit.qweight import QuantizedWeight
+from pygpukit.routing.dispatch import run
 
 __all__ = ["gemv", "linear_quantized", "GEMV_MAX_ROWS"]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
 from pygpukit.ops._epilogue import finish
+from pygpukit.routing.dispatch import run
 
 __all__ = ["matmul", "transpose", "linear", "linear_bias_gelu"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
+from pygpukit.routing.dispatch import run
 
 __all__ = ["layernorm", "rmsnorm"]
 

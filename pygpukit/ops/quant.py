@@ -31,8 +31,8 @@ from typing import Any
 from pygpukit.array import GPUArray
 from pygpukit.dtypes import DataType, as_dtype
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
 from pygpukit.ops._epilogue import finish
+from pygpukit.routing.dispatch import run
 
 __all__ = ["matmul_fp8", "quantize_fp8", "dequantize_fp8"]
 

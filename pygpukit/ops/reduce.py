@@ -14,7 +14,7 @@ from typing import Any
 from pygpukit.array import GPUArray
 from pygpukit.dtypes import DataType, float32, int64
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
+from pygpukit.routing.dispatch import run
 
 __all__ = ["sum", "sum_axis", "mean", "max", "min", "argmax"]
 

@@ -17,7 +17,7 @@ from pygpukit.backends import cpu
 from pygpukit.creation import from_numpy
 from pygpukit.dtypes import as_dtype
 from pygpukit.ops import _checks as chk
-from pygpukit.ops._dispatch import run
+from pygpukit.routing.dispatch import run
 
 __all__ = ["rope", "rope_inplace", "rope_tables"]
 
