@@ -1,6 +1,6 @@
-"""assert_close: compare a result with a float64 reference under DESIGN.md's per-dtype bounds.
+"""assert_close: compare a result with a float64 reference under docs/design.md's per-dtype bounds.
 
-The check (shared/DESIGN.md, Tests): relative norm ||out - ref|| / ||ref|| <= rtol, and every
+The check (docs/design.md, Tests): relative norm ||out - ref|| / ||ref|| <= rtol, and every
 element within rtol * (|ref_i| + scale) where scale = max |ref| (so the max abs error is bounded
 relative to the data's magnitude, and values near zero after cancellation do not fail on a
 meaningless elementwise relative error). NaN where the reference is finite, or a NaN/inf that
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-# DESIGN.md bounds; fp8 has none by design: each fp8 test passes its documented rtol.
+# docs/design.md bounds; fp8 has none by design: each fp8 test passes its documented rtol.
 BOUNDS = {
     "float64": 1e-12,
     "float32": 1e-5,

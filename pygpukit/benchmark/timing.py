@@ -1,5 +1,5 @@
 """Device timing for the bench CLI: CUDA events around each call, the L2 flushed before each
-round, the median of the rounds (DESIGN.md's benchmark method, as the pytest suites do it).
+round, the median of the rounds (docs/design.md's benchmark method, as the pytest suites do it).
 
 pygpukit and the peer (torch) run on one stream, so the same events bracket either library's
 work; nothing synchronizes between the flush and the timed call, so the events measure device

@@ -1,6 +1,6 @@
 """Argument checks shared by the op modules.
 
-Every public op validates before anything runs (shared/DESIGN.md, "One call, end to end") and its
+Every public op validates before anything runs (docs/design.md, "One call, end to end") and its
 errors name the op, the offending argument, and that argument's shape and dtype, e.g.
 "rmsnorm: weight has shape (7,) but x's last dim is 8".
 """

@@ -3,7 +3,7 @@
 matmul follows np.matmul / torch.matmul: 1-D operands act as a row (left) or column (right)
 vector, N-D operands are stacks of matrices whose leading dims broadcast. Half-precision inputs
 multiply with a float32 accumulator and round once; fp32 is exact fp32 (TF32 is opt-in, see
-shared/API.md). linear(x, weight, bias) = x @ weight^T + bias with weight stored
+docs/api-0.2.md). linear(x, weight, bias) = x @ weight^T + bias with weight stored
 [out_features, in_features] (torch.nn.Linear layout); bias and activation are applied before the
 single rounding, as a GEMM epilogue does.
 """

@@ -2,7 +2,7 @@
 
 Order is preference: the first candidate whose constraints all pass and whose backend is available
 serves the call. Constraints are data (checked by pygpukit.routing.select), so ``explain`` can say
-exactly which one failed. Triton comes first wherever it serves (DESIGN.md: Triton-first); the
+exactly which one failed. Triton comes first wherever it serves (docs/design.md: Triton-first); the
 native backend is the twin selectable with ``ROUTE=<op>:native``; NumPy serves the CPU device.
 """
 

@@ -1,4 +1,4 @@
-"""Every 0.2.x call form of shared/API.md's LLM section, from ``from pygpukit import llm``, on a
+"""Every 0.2.x call form of docs/api-0.2.md's LLM section, from ``from pygpukit import llm``, on a
 tiny random-weight Llama made here, CPU device; and the 0.2.x generate forms give the engine's
 tokens (pygpukit.models.generation) for the same arguments."""
 

@@ -1,4 +1,4 @@
-"""The 0.2.x Triton call forms of shared/API.md, from ``pygpukit.triton``, on the CPU device (the
+"""The 0.2.x Triton call forms of docs/api-0.2.md, from ``pygpukit.triton``, on the CPU device (the
 Triton interpreter; conftest sets TRITON_INTERPRET=1 without a GPU): each kernel writes every
 element of ``out`` (poisoned with NaN first) and returns it, on odd shapes."""
 

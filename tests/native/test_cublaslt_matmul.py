@@ -1,6 +1,6 @@
 """cuBLASLt matmul and linear on the GPU, against float64 NumPy references.
 
-Bounds are DESIGN.md's: fp32 1e-5 (exact fp32 is the default), tf32 only when asked, fp16 2e-3,
+Bounds are docs/design.md's: fp32 1e-5 (exact fp32 is the default), tf32 only when asked, fp16 2e-3,
 bf16 1e-2, fp64 1e-12. Inputs are drawn fresh per case; outputs are poisoned with NaN first.
 """
 

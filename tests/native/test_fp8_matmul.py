@@ -7,7 +7,7 @@ counts:
 - float32 result: 2e-3. Hopper's FP8 tensor-core MMA keeps a reduced-precision accumulator
   (about 14 mantissa bits, DeepSeek-V3 report section 3.3.2); cuBLASLt promotes it into fp32
   every few MMAs, so errors of ~2^-14 per promotion interval remain, far above fp32 rounding.
-- bfloat16 result: 1e-2 (DESIGN.md's bf16 bound; the final rounding dominates).
+- bfloat16 result: 1e-2 (docs/design.md's bf16 bound; the final rounding dominates).
 - float16 result: 3e-3 (fp16's 2e-3 plus the accumulator's share).
 - fast_accum (no promotion): 1e-2 for every result dtype.
 """

@@ -4,7 +4,7 @@ NumPy backend.
 
 add/sub/mul/div/maximum/minimum are single IEEE operations in float32 (float64 for float64)
 rounded once, exactly what the NumPy backend computes: those results must be bit-equal to it.
-pow uses CUDA's powf (<= 2 ulp): DESIGN.md's bounds against float64.
+pow uses CUDA's powf (<= 2 ulp): docs/design.md's bounds against float64.
 """
 
 from __future__ import annotations

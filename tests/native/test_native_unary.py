@@ -3,7 +3,7 @@ through the public ops with every route forced to native, against float64 refere
 
 neg/abs are exact; sqrt and rsqrt are correctly rounded (sqrt.rn, div.rn), so in float32 they
 equal NumPy's float32 results bit for bit; the transcendentals are CUDA's accurate functions
-(<= 2 ulp in float32), within DESIGN.md's bounds.
+(<= 2 ulp in float32), within docs/design.md's bounds.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat
 
 
 def _rtol(out_dtype: str) -> float | None:
-    """The NumPy backend is exact to DESIGN.md's bounds; on a GPU the cuBLASLt FP8 product's
+    """The NumPy backend is exact to docs/design.md's bounds; on a GPU the cuBLASLt FP8 product's
     documented bounds apply (tests/native/test_fp8_matmul.py: Hopper's FP8 MMA accumulates in
     reduced precision, measured 1.1e-4 relative for e5m2 x e4m3 with a float32 result)."""
     if DEVICE == "cpu":

@@ -29,7 +29,7 @@ def _fsum_product(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.n
 
 
 def _expect(y: gp.GPUArray, x: np.ndarray, w64: np.ndarray, b: np.ndarray) -> None:
-    """CPU: y is the exact product rounded once. GPU: DESIGN.md's bound and the kernels' own,
+    """CPU: y is the exact product rounded once. GPU: docs/design.md's bound and the kernels' own,
     |y - ref| <= u |ref| + (K/4 + 32) 2^-24 (|x| @ |W|^T + |b|) (native/src/gemv/*.cu)."""
     ref = _fsum_product(as64(x), w64, as64(b))
     got = y.to_numpy().astype(np.float64)

@@ -1,6 +1,6 @@
 """pygpukit.scheduler on the CPU simulation: sessions in threads and asyncio tasks, tasks and
 their queue, pacing of a BestEffort context while a Guaranteed one is active, quotas per
-context, the 0.2.x objects as shared/API.md writes them, and ``python -m pygpukit sched``."""
+context, the 0.2.x objects as docs/api-0.2.md writes them, and ``python -m pygpukit sched``."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def s() -> Iterator[sched.Scheduler]:
 
 
 def test_api_md_calls_run_as_written(s: sched.Scheduler) -> None:
-    # shared/API.md, "Scheduler", on a machine without a GPU (the CPU simulation).
+    # docs/api-0.2.md, "Scheduler", on a machine without a GPU (the CPU simulation).
     assert initialize("cpu") is s
     ctx = create_context("llm", max_vram=4 * GB, device="cpu")
     assert (ctx.qos, ctx.reservation, ctx.max_vram) == ("guaranteed", 4 * GB, 4 * GB)

@@ -1,6 +1,6 @@
-// The one error choke point of the native module (DESIGN.md convention 3): every CUDA runtime
+// The one error choke point of the native module (docs/design.md convention 3): every CUDA runtime
 // status goes through check(), which names the call, the error and the place. Argument checks
-// that repeat the Python-side validation (DESIGN.md: "asserted again in C++") use require().
+// that repeat the Python-side validation (docs/design.md: "asserted again in C++") use require().
 #pragma once
 
 #include <cuda_runtime.h>

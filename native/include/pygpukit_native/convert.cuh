@@ -1,5 +1,5 @@
 // Device-side numerics shared by the kernels: dispatch from a run-time dtype to a kernel
-// template (DESIGN.md convention 2), and conversions through the compute type. Half types
+// template (docs/design.md convention 2), and conversions through the compute type. Half types
 // compute in float, float64 in double, one rounding at the store (the numerics of
 // pygpukit/backends/cpu).
 #pragma once

@@ -3,7 +3,7 @@
 //
 //   PGK_FAMILY(norm) { m.def("rmsnorm", ..., py::call_guard<py::gil_scoped_release>()); }
 //
-// Every function that launches or waits releases the GIL (DESIGN.md) through that call guard.
+// Every function that launches or waits releases the GIL (docs/design.md) through that call guard.
 #pragma once
 
 #include <pybind11/pybind11.h>

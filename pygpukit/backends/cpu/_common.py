@@ -1,6 +1,6 @@
 """Dtype rules shared by the NumPy backend.
 
-The backend's numerics contract (shared/DESIGN.md, "correct"): a float64 input is computed in
+The backend's numerics contract (docs/design.md, "correct"): a float64 input is computed in
 float64; every other float type (float32, float16, bfloat16, fp8) is upcast to float32, computed,
 and rounded once to the result dtype, as a GPU kernel with a float32 accumulator would do.
 Integer arithmetic stays in the integer type.

@@ -1,7 +1,7 @@
 //! Errors raised inside destructors.
 //!
 //! `Drop` cannot return an error and must not panic, yet a failed cuMemFreeAsync or
-//! cuStreamDestroy must not vanish (DESIGN.md convention 4, after cudarc's `record_err`). They are
+//! cuStreamDestroy must not vanish (docs/design.md convention 4, after cudarc's `record_err`). They are
 //! recorded here; `MemoryPool::allocate` reports them at its next call, and callers can drain them
 //! with `take_deferred_errors()`. `has_deferred_errors()` is one relaxed atomic load, cheap enough
 //! for the allocation hot path.

@@ -1,6 +1,6 @@
 //! Errors of the core, and the one checker every CUDA driver status goes through.
 //!
-//! Convention (DESIGN.md, "one error choke point per layer"): every `CUresult` is turned into an
+//! Convention (docs/design.md, "one error choke point per layer"): every `CUresult` is turned into an
 //! `Error` by [`check`], which names the driver call and the error's name and description. Nothing
 //! in this crate panics on a driver failure; failures travel as values.
 
