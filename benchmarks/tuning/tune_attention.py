@@ -13,7 +13,7 @@ Per shape: torch F.scaled_dot_product_attention with the flash backend forced (t
 and, for context, torch's default dispatch and cuDNN, all timed in the same run on the same stream
 as pygpukit; then every candidate AttnConfig of pygpukit.backends.triton_kernels.attention, first
 checked against torch's float32 math on the same inputs (error = max |out - ref| / max |ref|, within
-1e-2 for bf16 and 2e-3 for fp16, docs/design.md's bounds; NaN fails), then timed (CUDA events around each
+1e-2 for bf16 and 2e-3 for fp16, the design bounds; NaN fails), then timed (CUDA events around each
 call, L2 flushed before it, median of --reps after warm-up). The best head-section sizes of the top
 configs are tried next. Candidates compile first in --jobs processes (they fill Triton's on-disk
 cache; the timed process then loads them). Prints a table per shape sorted by TFLOP/s and, last, the

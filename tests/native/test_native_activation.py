@@ -50,7 +50,7 @@ def _flush(ref: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _rtol(dtype: str) -> float | None:
-    # float64 erf-GELU: CUDA's erfc is accurate to a few ulp, not to docs/design.md's 1e-12 norm bound
+    # float64 erf-GELU: CUDA erfc: a few ulp, not docs/design.md's 1e-12 norm bound
     # at every point; 1e-11 is the Triton twin's bound (libdevice erfc).
     return 1e-11 if dtype == "float64" else None
 

@@ -1,8 +1,8 @@
 """The gemv family on the GPU (native/src/gemv): gp.gemv and gp.linear_quantized with the route
 forced to native, against the float64 product of x with the DEQUANTIZED weight.
 
-Every result is checked twice: docs/design.md's bound for its dtype (assert_close), and the bound each
-kernel documents at the top of its .cu file, element by element:
+Every result is checked twice: the bound for its dtype (assert_close, docs/design.md), and the bound
+each kernel documents at the top of its .cu file, element by element:
     |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (|x| @ |W|^T + |bias|)
 with u = 2^-8 (bfloat16) or 2^-11 (float16). Shapes: M = 1, 3, 16 (and 40: tiles of 16 rows);
 K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, a partial last
