@@ -1,4 +1,5 @@
-"""Gated activation silu(g) * x at 16384x8192 bf16 against torch's eager silu(g) * x."""
+"""Gated activation silu(g) * x at 16384x8192 bf16 against torch's eager silu(g) * x, and
+softplus at the same size against torch.nn.functional.softplus."""
 
 from __future__ import annotations
 
@@ -35,3 +36,24 @@ def test_silu_mul_torch(bench: Any) -> None:
     u = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
     silu = torch.nn.functional.silu
     bench(lambda: silu(g) * u, group=GROUP, bytes=BYTES)
+
+
+SOFTPLUS = "softplus 16384x8192 bf16"
+SOFTPLUS_BYTES = 2 * M * N * 2  # read x, write y
+
+
+def test_softplus_pygpukit(bench: Any) -> None:
+    rng = np.random.default_rng(1)
+    x = gp.from_numpy(
+        rng.standard_normal((M, N), dtype=np.float32).astype(ml_dtypes.bfloat16), device="cuda:0"
+    )
+    out = gp.empty_like(x)
+    bench(lambda: gp.softplus(x, out=out), group=SOFTPLUS, bytes=SOFTPLUS_BYTES)
+
+
+def test_softplus_torch(bench: Any) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    softplus = torch.nn.functional.softplus
+    out = torch.empty_like(x)
+    bench(lambda: softplus(x, out=out), group=SOFTPLUS, bytes=SOFTPLUS_BYTES)

@@ -30,6 +30,6 @@ PGK_FAMILY(activation) {
       py::arg("op"), py::arg("device"), py::arg("stream"), py::arg("dtype"), py::arg("rows"),
       py::arg("n"), py::arg("x"), py::arg("x_row_stride"), py::arg("up"),
       py::arg("up_row_stride"), py::arg("y"), py::arg("y_row_stride"), PGK_NOGIL,
-      "y = op(x) (or op(gate=x, up)) over rows of n elements; op is sigmoid, relu, silu, "
+      "y = op(x) (or op(gate=x, up)) over rows of n elements; op is sigmoid, relu, silu, softplus, "
       "gelu_none, gelu_tanh, silu_mul, gelu_mul_none or gelu_mul_tanh");
 }

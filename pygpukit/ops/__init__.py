@@ -7,7 +7,7 @@ backend for the inputs' device. op_name is the backend function's name.
 
 from __future__ import annotations
 
-from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
+from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul, softplus
 from pygpukit.ops.attention import sdpa, sdpa_causal
 from pygpukit.ops.attention_decode import kv_cache_write, sdpa_decode
 from pygpukit.ops.attention_varlen import sdpa_varlen
@@ -93,6 +93,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "silu_mul",
+    "softplus",
     "sin",
     "softmax",
     "sqrt",

@@ -1,8 +1,10 @@
-"""Activations: sigmoid, relu, silu, gelu, and the gated silu_mul / gelu_mul (SwiGLU, GeGLU).
+"""Activations: sigmoid, relu, silu, gelu, softplus, and the gated silu_mul / gelu_mul (SwiGLU,
+GeGLU).
 
 Formulas and numerics are those of pygpukit/backends/cpu/activation.py: gelu is
 0.5 x (1 + erf(x / sqrt 2)) (approximate="none") or the tanh form of Hendrycks & Gimpel
-(approximate="tanh"); silu(x) = x sigmoid(x); silu_mul(gate, up) = silu(gate) * up rounded once.
+(approximate="tanh"); silu(x) = x sigmoid(x); softplus(x) = log(1 + exp(x)); silu_mul(gate, up) =
+silu(gate) * up rounded once.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pygpukit.ops import _checks as chk
 from pygpukit.ops.unary import float_result
 from pygpukit.routing.dispatch import run
 
-__all__ = ["sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul"]
+__all__ = ["sigmoid", "relu", "silu", "gelu", "softplus", "silu_mul", "gelu_mul"]
 
 _APPROX = ("none", "tanh")
 
@@ -42,6 +44,13 @@ def relu(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def silu(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """x * sigmoid(x) (swish)."""
     return _float_valued("silu", x, out)
+
+
+def softplus(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+    """log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)): exact for every x (no
+    overflow, no threshold), as jax.nn.softplus and torch.nn.functional.softplus with beta=1
+    up to its threshold=20 linear cut-off. Integer inputs give float32."""
+    return _float_valued("softplus", x, out)
 
 
 def gelu(x: GPUArray, approximate: str = "none", *, out: GPUArray | None = None) -> GPUArray:

@@ -87,7 +87,10 @@ _ROUTES: list[OpRoute] = [
     ),
     # Integer (and bool) x: relu stays integer, the others give float32; both GPU backends
     # serve that. The gated forms take floats only (ops/activation.py).
-    *(_entry(op, "activation", *_gpu(_T_NUMERIC)) for op in ("sigmoid", "relu", "silu", "gelu")),
+    *(
+        _entry(op, "activation", *_gpu(_T_NUMERIC))
+        for op in ("sigmoid", "relu", "silu", "gelu", "softplus")
+    ),
     *(_entry(op, "activation", *_gpu(_T_FLOAT)) for op in ("silu_mul", "gelu_mul")),
     _entry("cast", "copy", *_gpu(_T_ANY)),
     # Strided copy (contiguous(), copy(), setitem on device): Triton first; without any GPU

@@ -23,7 +23,7 @@ FLOATS = ["float32", "float16", "bfloat16", "float64"]
 # per block), 3x4097 (rows not a whole number of packs), 2x5x1031 (leading dims flattened).
 SHAPES = [(1,), (7,), (4097,), (9, 33), (3, 4097), (2, 5, 1031)]
 LAYOUTS = ["contiguous", "rows", "strided", "transposed"]
-UNARY = ["sigmoid", "relu", "silu", "gelu", "gelu_tanh"]
+UNARY = ["sigmoid", "relu", "silu", "gelu", "gelu_tanh", "softplus"]
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -36,6 +36,8 @@ def _ref(op: str, x: np.ndarray) -> np.ndarray:
         return x * sig
     if op == "relu":
         return np.maximum(x, 0.0)
+    if op == "softplus":
+        return np.logaddexp(x, 0.0)
     if op == "gelu":
         return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
     u = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
@@ -157,7 +159,7 @@ def test_specials() -> None:
     x = np.array([-100.0, -88.0, -0.0, 0.0, 88.0, 100.0, np.nan, -np.inf, np.inf], np.float32)
     from pygpukit.backends import cpu
 
-    for op in ("sigmoid", "silu", "gelu", "relu"):
+    for op in ("sigmoid", "silu", "gelu", "relu", "softplus"):
         r = getattr(gp, op)(_up(x)).to_numpy()
         ref = getattr(cpu, op)(x)
         np.testing.assert_array_equal(np.isnan(r), np.isnan(ref), err_msg=op)

@@ -1,5 +1,5 @@
 """Public activations on the test device (ops._helpers.DEVICE, CPU by default): sigmoid, relu, silu,
-gelu, silu_mul, gelu_mul."""
+gelu, softplus, silu_mul, gelu_mul."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ ACT = {
     "relu": lambda x: np.where(x > 0, x, 0.0),
     "silu": lambda x: x / (1 + np.exp(-x)),
     "gelu": _gelu,
+    "softplus": lambda x: np.logaddexp(x, 0.0),
 }
 
 
@@ -50,6 +51,20 @@ def test_gelu_tanh_and_int_relu() -> None:
     r = gp.relu(up(np.array([-2, 0, 3], np.int32)))
     assert r.dtype is gp.int32 and r.to_numpy().tolist() == [0, 0, 3]
     assert gp.sigmoid(up(np.array([0], np.int32))).dtype is gp.float32
+
+
+def test_softplus_extremes_and_integers() -> None:
+    # Large |x| (exp would overflow, 1 + exp(x) would lose the small term), zero, NaN, inf:
+    # every value to float32's precision against float64's logaddexp (softplus(-100) is a
+    # float32 subnormal: there the bound is the subnormal spacing).
+    x = np.array([-1e4, -100.0, -30.0, -1e-6, 0.0, 1e-6, 30.0, 100.0, 1e4], np.float32)
+    r = gp.softplus(up(x)).to_numpy()
+    np.testing.assert_allclose(r, np.logaddexp(x.astype(np.float64), 0.0), rtol=2e-7, atol=1.5e-45)
+    special = gp.softplus(up(np.array([np.nan, -np.inf, np.inf], np.float32))).to_numpy()
+    assert np.isnan(special[0]) and special[1] == 0.0 and special[2] == np.inf
+    r = gp.softplus(up(np.array([-3, 0, 3], np.int32)))
+    assert r.dtype is gp.float32
+    assert_close(r, np.logaddexp(np.array([-3.0, 0.0, 3.0]), 0.0), "float32")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

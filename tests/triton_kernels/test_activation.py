@@ -1,4 +1,5 @@
-"""Triton activation launchers (sigmoid, relu, silu, gelu, silu_mul, gelu_mul) against NumPy."""
+"""Triton activation launchers (sigmoid, relu, silu, gelu, softplus, silu_mul, gelu_mul) against
+NumPy."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def _ref(op: str, x: np.ndarray) -> np.ndarray:
         return x * sig
     if op == "relu":
         return np.maximum(x, 0.0)
+    if op == "softplus":
+        return np.logaddexp(x, 0.0)
     if op == "gelu":
         return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
     u = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
@@ -36,7 +39,7 @@ def _ref(op: str, x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("shape", [(1,), (4097,), (7, 33)], ids=str)
-@pytest.mark.parametrize("op", ["sigmoid", "relu", "silu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("op", ["sigmoid", "relu", "silu", "gelu", "gelu_tanh", "softplus"])
 @pytest.mark.parametrize("dtype", FLOATS64)
 def test_activation(device: str, dtype: str, op: str, shape: tuple) -> None:
     rng = np.random.default_rng(seed("act", op, dtype, shape))
@@ -52,7 +55,7 @@ def test_activation(device: str, dtype: str, op: str, shape: tuple) -> None:
 
 def test_no_overflow_and_nan(device: str) -> None:
     x = np.array([-100.0, -88.0, 0.0, 88.0, 100.0, np.nan, -np.inf, np.inf], np.float32)
-    for op in ("sigmoid", "silu", "gelu", "relu"):
+    for op in ("sigmoid", "silu", "gelu", "relu", "softplus"):
         r = getattr(act, op)(up(x, device)).to_numpy()
         ref = getattr(cpu, op)(x)
         np.testing.assert_array_equal(np.isnan(r), np.isnan(ref), err_msg=op)

@@ -3,12 +3,13 @@
 // once at the store. The formulas are the Triton module's, written out in the same order:
 // - sigmoid(x) = 1/(1+e) for x >= 0, else e/(1+e), e = exp(-|x|): exp never overflows.
 // - silu(x) = x * sigmoid(x); relu(x) = x < 0 ? 0 : x (NaN stays NaN; integers stay integers).
+// - softplus(x) = max(x, 0) + log1p(exp(-|x|)): no overflow, log1p keeps the small term exact.
 // - gelu "none": 0.5 x erfc(-x/sqrt 2), erfc by the Numerical Recipes erfcc fit in float32
 //   (fractional error < 1.2e-7, as the reference) and CUDA's erfc in float64;
 //   gelu "tanh": x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) (0.5 (1 + tanh u) =
 //   sigmoid(2u), free of the cancellation of 1 + tanh u for x << 0).
 // - silu_mul(gate, up) = silu(gate) * up, gelu_mul likewise: fused, one rounding.
-// expf/exp/erfc are the accurate (non -use_fast_math) library functions.
+// expf/exp/erfc/log1pf are the accurate (non -use_fast_math) library functions.
 #include "activation/activation.h"
 
 #include "pygpukit_native/check.h"
@@ -20,6 +21,8 @@ namespace {
 
 __device__ __forceinline__ float ex(float v) { return expf(v); }
 __device__ __forceinline__ double ex(double v) { return exp(v); }
+__device__ __forceinline__ float lg1p(float v) { return log1pf(v); }
+__device__ __forceinline__ double lg1p(double v) { return log1p(v); }
 
 template <typename C>
 __device__ __forceinline__ C sigmoid_c(C x) {
@@ -77,6 +80,13 @@ struct Silu {
   template <typename C>
   __device__ static C apply(C x, C) {
     return x * sigmoid_c(x);
+  }
+};
+struct Softplus {
+  static constexpr int kArity = 1;
+  template <typename C>
+  __device__ static C apply(C x, C) {
+    return (x > C(0) ? x : C(0)) + lg1p(ex(-fabs(x)));  // NaN: the sum is NaN
   }
 };
 struct GeluNone {
@@ -163,6 +173,7 @@ void activation(const std::string& op, const ActivationArgs& a) {
   if (op == "sigmoid") return run_float<Sigmoid>(a, m, "sigmoid");
   if (op == "relu") return run_relu(a, m);
   if (op == "silu") return run_float<Silu>(a, m, "silu");
+  if (op == "softplus") return run_float<Softplus>(a, m, "softplus");
   if (op == "gelu_none") return run_float<GeluNone>(a, m, "gelu");
   if (op == "gelu_tanh") return run_float<GeluTanh>(a, m, "gelu");
   if (op == "silu_mul") return run_float<SiluMul>(a, m, "silu_mul");

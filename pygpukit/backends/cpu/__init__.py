@@ -13,7 +13,7 @@ from __future__ import annotations
 from pygpukit.backends._record import Backend
 
 from ._adapter import adapt
-from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul
+from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul, softplus
 from .attention import sdpa, sdpa_varlen
 from .attention_decode import kv_cache_write, sdpa_decode
 from .copy import cast, copy
@@ -98,6 +98,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "silu_mul",
+    "softplus",
     "sin",
     "softmax",
     "sqrt",

@@ -4,6 +4,8 @@ Formulas:
 - sigmoid(x) = 1 / (1 + exp(-x)), evaluated as e/(1+e) with e = exp(-|x|) on the negative side
   so that exp never overflows.
 - silu(x) = x * sigmoid(x) (Elfwing et al. 2018; "swish").
+- softplus(x) = log(1 + exp(x)), evaluated as max(x, 0) + log1p(exp(-|x|)): exp never
+  overflows and the small term keeps its precision (log1p) for |x| large.
 - gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016), evaluated as
   0.5 x erfc(-x / sqrt 2), which is the same function without the cancellation of 1 + erf for
   x << 0.
@@ -28,7 +30,7 @@ import numpy as np
 
 from ._common import Array, DTypeLike, compute_dtype, finish, float_result, promote
 
-__all__ = ["sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul"]
+__all__ = ["sigmoid", "relu", "silu", "gelu", "softplus", "silu_mul", "gelu_mul"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -74,6 +76,10 @@ def silu_compute(x: Array) -> Array:
     return x * sigmoid_compute(x)
 
 
+def softplus_compute(x: Array) -> Array:
+    return np.asarray(np.maximum(x, x.dtype.type(0)) + np.log1p(np.exp(-np.abs(x))))
+
+
 def relu_compute(x: Array) -> Array:
     # np.maximum propagates NaN, as torch.relu does.
     return np.asarray(np.maximum(x, x.dtype.type(0)))
@@ -111,6 +117,11 @@ def relu(x: Array, *, out_dtype: DTypeLike | None = None) -> Array:
 def silu(x: Array, *, out_dtype: DTypeLike | None = None) -> Array:
     """x * sigmoid(x)."""
     return _unary(silu_compute, x, out_dtype)
+
+
+def softplus(x: Array, *, out_dtype: DTypeLike | None = None) -> Array:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return _unary(softplus_compute, x, out_dtype)
 
 
 def gelu(x: Array, *, approximate: str = "none", out_dtype: DTypeLike | None = None) -> Array:

@@ -23,7 +23,7 @@ from pygpukit.backends.native._common import served_as, stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.dtypes import DataType, as_dtype
 
-__all__ = ["gelu", "gelu_mul", "relu", "sigmoid", "silu", "silu_mul"]
+__all__ = ["gelu", "gelu_mul", "relu", "sigmoid", "silu", "silu_mul", "softplus"]
 
 _F32 = as_dtype("float32")
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
@@ -90,6 +90,11 @@ def relu(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> 
 def silu(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
     """x * sigmoid(x)."""
     return _launch("silu", "silu", (x,), _float_rd(x, out_dtype), out)
+
+
+def softplus(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return _launch("softplus", "softplus", (x,), _float_rd(x, out_dtype), out)
 
 
 def gelu(

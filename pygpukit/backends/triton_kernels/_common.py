@@ -202,6 +202,7 @@ _erfc_vec = np.vectorize(math.erfc, otypes=[np.float64])
 _NP_FUNCS: dict[str, Callable[..., Any]] = {
     "exp": np.exp,
     "log": np.log,
+    "log1p": np.log1p,
     "sin": np.sin,
     "cos": np.cos,
     "tanh": np.tanh,

@@ -1,9 +1,11 @@
-"""Activations sigmoid, relu, silu, gelu and the gated silu_mul / gelu_mul (on the _map engine).
+"""Activations sigmoid, relu, silu, gelu, softplus and the gated silu_mul / gelu_mul (on the
+_map engine).
 
 Formulas are those of pygpukit/backends/cpu/activation.py, evaluated the same way in the same
 dtype (float32, float64 for float64), one rounding at the store:
 - sigmoid(x) = 1/(1+e) for x >= 0 and e/(1+e) otherwise, e = exp(-|x|): never overflows.
 - silu(x) = x * sigmoid(x); relu(x) = max(x, 0) with NaN kept (integers stay integers).
+- softplus(x) = max(x, 0) + log1p(exp(-|x|)) (libdevice log1p: accurate for the small term).
 - gelu "none": 0.5 x erfc(-x / sqrt 2) with, in float32, the Numerical Recipes erfcc fit the
   reference uses (fractional error < 1.2e-7) and libdevice erfc in float64;
   gelu "tanh": x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -37,7 +39,7 @@ from pygpukit.backends.triton_kernels._common import (
 )
 from pygpukit.backends.triton_kernels._map import run_map
 
-__all__ = ["gelu", "gelu_mul", "relu", "sigmoid", "silu", "silu_mul"]
+__all__ = ["gelu", "gelu_mul", "relu", "sigmoid", "silu", "silu_mul", "softplus"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -95,6 +97,8 @@ def _act_fn(a, b, c, CT: tl.constexpr, OP: tl.constexpr):
             r = tl.maximum(x, tl.zeros_like(x))
     elif OP == "silu":
         r = x * sigmoid_c(x)
+    elif OP == "softplus":
+        r = tl.maximum(x, tl.zeros_like(x)) + libdevice.log1p(tl.exp(-tl.abs(x)))
     elif OP == "gelu_none":
         r = gelu_c(x, "none")
     elif OP == "gelu_tanh":
@@ -135,6 +139,11 @@ def relu(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> 
 def silu(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
     """x * sigmoid(x)."""
     return _unary("silu", x, out_dtype, out)
+
+
+def softplus(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return _unary("softplus", x, out_dtype, out)
 
 
 def gelu(
