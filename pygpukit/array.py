@@ -186,7 +186,7 @@ class GPUArray:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
-        _memory.check_target(target, "setitem")
+        _memory.check_target(self if self._readonly else target, "setitem")
         if isinstance(value, (bool, int, float, np.generic)) or value is None:
             _memory.fill(target, value)
             return

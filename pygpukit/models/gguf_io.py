@@ -23,6 +23,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from pygpukit.models._gguf_scan import scan
 from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
 
 __all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
@@ -106,6 +107,7 @@ class GGUFSource:
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelLoadError(f"{self.path}: GGUF file not found", file=str(self.path))
+        scan(self.path)  # counts and lengths against the file, before the reader trusts them
         try:
             self.reader = gguf.GGUFReader(str(self.path))
         except (

@@ -155,7 +155,15 @@ class Tokenizer:
         merges = [tuple(m.split(" ", 1)) for m in merge_lines]
         types = _meta_list(meta, "tokenizer.ggml.token_type", int, where) or [1] * len(tokens)
         vocab = {t: i for i, t in enumerate(tokens)}
-        backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+        try:
+            backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+        except Exception as exc:  # tokenizers raises a bare Exception for inconsistent tables
+            raise ModelLoadError(
+                f"{where}: metadata 'tokenizer.ggml.tokens' and 'tokenizer.ggml.merges' do not "
+                f"form a BPE vocabulary ({exc})",
+                file=where,
+                field="tokenizer.ggml.merges",
+            ) from None
         pre = str(meta.get("tokenizer.ggml.pre", "default"))
         if pre not in _PRE:
             warnings.warn(
