@@ -44,6 +44,12 @@ if not HAS_GPU and importlib.util.find_spec("triton") is not None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `slow` tests (the 12,000-file reader fuzz) run with PYGPUKIT_SLOW=1 or `-m slow`.
+    if os.environ.get("PYGPUKIT_SLOW") != "1" and "slow" not in (config.option.markexpr or ""):
+        slow = pytest.mark.skip(reason="slow: set PYGPUKIT_SLOW=1 or pass -m slow")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(slow)
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="no CUDA device")

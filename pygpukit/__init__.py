@@ -42,12 +42,17 @@ from pygpukit.dtypes import (
 )
 from pygpukit.errors import (
     AdmissionError,
+    ArrayTooLargeError,
     BackendUnavailableError,
     CaptureError,
+    ConversionError,
     CudaError,
     NoDeviceError,
+    NvrtcUnavailableError,
     OutOfMemoryError,
+    OverlapError,
     QuotaExceededError,
+    ReadOnlyError,
     RouteError,
 )
 from pygpukit.graphs import CUDAGraph
@@ -145,6 +150,11 @@ __all__ = [
     "QuotaExceededError",
     "BackendUnavailableError",
     "RouteError",
+    "ConversionError",
+    "ReadOnlyError",
+    "OverlapError",
+    "ArrayTooLargeError",
+    "NvrtcUnavailableError",
     "jit",
     "NvrtcError",
     "is_nvrtc_available",

@@ -83,6 +83,7 @@ class Param:
     ctype: str
     pointer: bool
     code: str  # struct code ("P" for pointers; "e16"/"bf16" for 16-bit floats)
+    const_pointee: bool = False  # `const T*`: the kernel promises not to write through it
 
     @property
     def dtypes(self) -> tuple[str, ...] | None:
@@ -138,7 +139,8 @@ def _param(func: str, text: str) -> Param:
         name = words.pop()
     ctype = " ".join(words)
     if pointer:
-        return Param(name, ctype, True, "P")
+        star = tokens.index("*") if "*" in tokens else tokens.index("[")
+        return Param(name, ctype, True, "P", "const" in tokens[:star])
     got = _SCALARS.get(ctype)
     if got is None:
         raise ValueError(

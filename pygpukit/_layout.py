@@ -83,6 +83,45 @@ def is_contiguous(shape: Shape, strides: Shape) -> bool:
     return True
 
 
+_EXACT_OVERLAP_LIMIT = 1 << 22  # elements; larger unusual layouts count as overlapping
+
+
+def overlap_reason(shape: Shape, strides: Shape) -> str:
+    """Why two elements of this layout share one address, or "" when none do.
+
+    NumPy's solve_may_have_internal_overlap answers the same question. Layouts made by slicing,
+    transposing and reshaping are nested (each stride, sorted by size, steps past everything the
+    smaller ones reach) and are accepted at once; stride 0 along a dim of size > 1 (broadcast)
+    always overlaps. Anything else (foreign strides) is checked element by element up to
+    _EXACT_OVERLAP_LIMIT elements and counted as overlapping beyond that.
+    """
+    dims = [(abs(s), n, i) for i, (n, s) in enumerate(zip(shape, strides, strict=True)) if n > 1]
+    for s, n, i in dims:
+        if s == 0:
+            return f"stride 0 along dim {i} of size {n}"
+    reach = 0  # the largest offset the smaller strides reach
+    for s, n, _ in sorted(dims):
+        if s <= reach:
+            break
+        reach += (n - 1) * s
+    else:
+        return ""
+    total = numel(shape)
+    if total > _EXACT_OVERLAP_LIMIT:
+        return f"strides {tuple(strides)} may overlap and {total} elements are too many to check"
+    import numpy as np
+
+    offsets = np.zeros((), dtype=np.int64)
+    for n, s in zip(shape, strides, strict=True):
+        offsets = offsets[..., None] + np.arange(n, dtype=np.int64) * s
+    flat = offsets.reshape(-1)
+    uniq, counts = np.unique(flat, return_counts=True)
+    if counts.max(initial=1) <= 1:
+        return ""
+    k = int(np.argmax(counts > 1))
+    return f"{int(counts[k])} elements sit at element offset {int(uniq[k])}"
+
+
 def reshape_strides(shape: Shape, strides: Shape, new_shape: Shape) -> Shape | None:
     """Strides that view ``shape/strides`` as ``new_shape`` without a copy, or None if impossible.
 

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _core, _layout
+from pygpukit import _convert, _core, _layout
 from pygpukit.dtypes import DataType
+from pygpukit.errors import OverlapError, ReadOnlyError
 
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
@@ -44,11 +45,33 @@ def host_view(arr: GPUArray) -> np.ndarray:
         "version": 3,
         "shape": arr._shape,
         "typestr": _CARRIER[itemsize],
-        "data": (arr.data_ptr(), False),
+        "data": (arr.data_ptr(), arr._readonly),
         "strides": tuple(s * itemsize for s in arr._estrides),
     }
     view = np.asarray(_HostHolder(iface, arr._buf))
     return view if view.dtype == dt.np_dtype else view.view(dt.np_dtype)
+
+
+def check_target(arr: GPUArray, what: str) -> None:
+    """Refuse a write into ``arr`` when it is read-only or its elements share memory.
+
+    Every write path calls this before touching memory: setitem, fill, copies and host uploads
+    into an array here, ``out=`` and in-place ops in ops._dispatch.run, the KV cache write.
+    """
+    if arr._readonly:
+        raise ReadOnlyError(
+            f"{what}: the target array (shape {arr._shape}, dtype {arr._dtype.name}, on "
+            f"{arr._device}) is read-only: it was imported from a producer that marked its "
+            "memory read-only; write to a copy (x.copy()) instead"
+        )
+    if not _layout.is_contiguous(arr._shape, arr._estrides):
+        why = _layout.overlap_reason(arr._shape, arr._estrides)
+        if why:
+            raise OverlapError(
+                f"{what}: the target view (shape {arr._shape}, element strides "
+                f"{arr._estrides}) has elements that share memory ({why}); the writes would "
+                "race and change the source array. Write to the source array or to a copy()"
+            )
 
 
 def pack_int4(values: np.ndarray) -> np.ndarray:
@@ -113,6 +136,7 @@ def upload(dst: GPUArray, host: np.ndarray) -> None:
     from pygpukit import runtime
 
     dt = dst._dtype
+    check_target(dst, "copy")
     if dt.is_packed:
         if not dst.is_contiguous():
             raise ValueError("packed int4 arrays can only be written whole and contiguous")
@@ -143,6 +167,7 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
     """dst[...] = src for equal shapes and dtypes, on any pair of devices."""
     from pygpukit import runtime
 
+    check_target(dst, "copy")
     if dst._shape != src._shape or dst._dtype is not src._dtype:
         raise ValueError(
             f"copy: destination {dst._shape} {dst._dtype.name} does not match "
@@ -272,23 +297,12 @@ def fill(arr: GPUArray, value: Any) -> None:
     from pygpukit import runtime
 
     dt = arr._dtype
+    check_target(arr, "fill")
     if arr.size == 0:
         return
-    scalar = None
-    if not dt.is_packed:
-        # astype wraps out-of-range integers silently: range-check them first.
-        if dt.is_integer and isinstance(value, (int, np.integer)):
-            info = np.iinfo(dt.np_dtype)
-            if not info.min <= int(value) <= info.max:
-                raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}")
-        try:
-            scalar = np.asarray(value).astype(dt.np_dtype)
-        except (OverflowError, ValueError):
-            raise ValueError(f"fill value {value!r} does not fit dtype {dt.name}") from None
+    scalar = _convert.scalar(value, dt, "fill")
     if dt.is_packed:
-        v = int(value)
-        if not -8 <= v <= 7:
-            raise ValueError(f"fill value {value!r} does not fit dtype int4")
+        v = int(scalar)
         byte = (v & 0xF) | ((v & 0xF) << 4)
         if arr._device.type == "cpu":
             _raw_host_bytes(arr, arr.nbytes)[...] = byte
@@ -303,7 +317,6 @@ def fill(arr: GPUArray, value: Any) -> None:
         fill(tmp, value)
         copy_into(arr, tmp)
         return
-    assert scalar is not None
     raw = scalar.tobytes()
     stream = runtime.current_stream(arr._device)
     n, ptr = arr.size, arr.data_ptr()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import _layout, _memory
+from pygpukit import _convert, _layout, _memory
 from pygpukit.dtypes import DataType, as_dtype
 from pygpukit.runtime import Device
 
@@ -41,6 +41,7 @@ class GPUArray:
         "_estrides",
         "_offset",
         "_ptr",
+        "_readonly",
         "_shape",
     )
 
@@ -51,6 +52,7 @@ class GPUArray:
     _offset: int
     _dtype: DataType
     _device: Device
+    _readonly: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -67,6 +69,7 @@ class GPUArray:
         offset: int,
         dtype: DataType,
         device: Device,
+        readonly: bool = False,
     ) -> GPUArray:
         a = object.__new__(cls)
         a._buf = buf
@@ -76,13 +79,14 @@ class GPUArray:
         a._offset = offset
         a._dtype = dtype
         a._device = device
+        a._readonly = readonly
         return a
 
     def _view(self, shape: tuple[int, ...], estrides: tuple[int, ...], offset: int) -> GPUArray:
         if self._dtype.is_packed:
             _check_packed_view(shape, estrides, offset)
         return GPUArray._make(
-            self._buf, self._ptr, shape, estrides, offset, self._dtype, self._device
+            self._buf, self._ptr, shape, estrides, offset, self._dtype, self._device, self._readonly
         )
 
     # ----- metadata -------------------------------------------------------------------------
@@ -138,6 +142,20 @@ class GPUArray:
         """The object that owns the memory (a pool Buffer, a DLPack import, a foreign array)."""
         return self._buf
 
+    @property
+    def readonly(self) -> bool:
+        """True for imports of memory its producer marked read-only (DLPack's flag, a read-only
+        __cuda_array_interface__); every write to it raises gp.ReadOnlyError. Views keep it."""
+        return self._readonly
+
+    @property
+    def internal_overlap(self) -> bool:
+        """Whether two elements of this view share memory (a broadcast view, stride 0). Such a
+        view can be read but not written: gp.OverlapError (NumPy's internal overlap check)."""
+        if _layout.is_contiguous(self._shape, self._estrides):
+            return False
+        return bool(_layout.overlap_reason(self._shape, self._estrides))
+
     def data_ptr(self) -> int:
         """Address of the first element (what Triton and native kernels receive)."""
         return self._ptr + self.byte_offset
@@ -168,16 +186,14 @@ class GPUArray:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
-        if isinstance(value, (bool, int, float, np.generic)):
+        _memory.check_target(self if self._readonly else target, "setitem")
+        if isinstance(value, (bool, int, float, np.generic)) or value is None:
             _memory.fill(target, value)
             return
         src = value if isinstance(value, GPUArray) else None
         if src is None:
-            host = np.asarray(value)
-            if host.dtype.kind not in "biuf" and host.dtype != self._dtype.np_dtype:
-                raise TypeError(f"cannot assign a value of NumPy dtype {host.dtype}")
-            host = np.broadcast_to(host.astype(self._dtype.np_dtype, copy=False), target._shape)
-            _memory.upload(target, host)
+            host = _convert.array(np.asarray(value), self._dtype, "setitem")
+            _memory.upload(target, np.broadcast_to(host, target._shape))
             return
         if src._dtype is not self._dtype:
             src = src.astype(self._dtype)
@@ -256,7 +272,8 @@ class GPUArray:
         return self._view(shape, (*self._estrides[:ax], inner, *self._estrides[ax:]), self._offset)
 
     def broadcast_to(self, shape: Any) -> GPUArray:
-        """A read-only-in-spirit view with stride 0 along broadcast dims (NumPy rules)."""
+        """A view with stride 0 along broadcast dims (NumPy rules). Its elements share memory,
+        so it can be read but not written (setitem or out= raise gp.OverlapError)."""
         target = _layout.as_shape(shape)
         if _layout.broadcast_shapes(self._shape, target) != target:
             raise ValueError(f"cannot broadcast shape {self._shape} to {target}")

@@ -66,7 +66,9 @@ def to_dlpack(
 def from_dlpack(obj: Any) -> GPUArray:
     """A zero-copy GPUArray over a DLPack producer (torch/CuPy/JAX/NumPy arrays or a capsule).
 
-    The producer makes its pending work visible to our current stream before handing over.
+    The producer makes its pending work visible to our current stream before handing over. A
+    read-only producer gives a read-only array (``readonly``): writes to it raise
+    gp.ReadOnlyError. Exporting it again (``__dlpack__``) does not carry the flag onward.
     """
     if hasattr(obj, "__dlpack__"):
         dev_type, dev_id = obj.__dlpack_device__()
@@ -90,7 +92,9 @@ def from_dlpack(obj: Any) -> GPUArray:
     else:
         raise BufferError(f"from_dlpack: unsupported DLPack device type {dev_type}")
     shape = tuple(t.shape)
-    return GPUArray._make(t, t.ptr, shape, tuple(t.strides), 0, dt, dev)
+    # The producer's read-only flag (DLPack 1.0 DLPACK_FLAG_BITMASK_READ_ONLY: a bytes-backed
+    # NumPy array, a read-only memory map, a JAX buffer) is kept and enforced on every write.
+    return GPUArray._make(t, t.ptr, shape, tuple(t.strides), 0, dt, dev, bool(t.read_only))
 
 
 def cuda_array_interface(arr: GPUArray) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def cuda_array_interface(arr: GPUArray) -> dict[str, Any]:
     return {
         "shape": arr.shape,
         "typestr": arr.dtype.typestr,
-        "data": (arr.data_ptr(), False),
+        "data": (arr.data_ptr(), arr.readonly),
         "strides": None if arr.is_contiguous() else arr.strides,
         "version": 3,
         "stream": runtime.current_stream(arr.device).handle,
@@ -137,4 +141,5 @@ def from_cuda_array_interface(obj: Any) -> GPUArray:
         ev = _core.Event(device=dev.index, enable_timing=False)
         ev.record(_core.Stream.external(int(stream), dev.index))
         runtime.current_stream(dev).wait_event(ev)
-    return GPUArray._make(obj, ptr, shape, estrides, 0, dt, dev)
+    readonly = bool(iface["data"][1]) if len(iface["data"]) > 1 else False
+    return GPUArray._make(obj, ptr, shape, estrides, 0, dt, dev, readonly)

@@ -47,6 +47,7 @@ import numpy as np
 from pygpukit import _core, runtime
 from pygpukit._jit_signature import _SCALARS, Param, parse_kernels
 from pygpukit.array import GPUArray
+from pygpukit.errors import NoDeviceError, NvrtcUnavailableError, ReadOnlyError
 
 __all__ = [
     "jit",
@@ -122,7 +123,7 @@ def nvrtc_version() -> tuple[int, int] | None:
 def _require() -> tuple[str, tuple[int, int], tuple[int, ...]]:
     ok, path, ver, archs = _load()
     if not ok:
-        raise RuntimeError(f"gp.jit needs NVRTC, which is not available: {path}")
+        raise NvrtcUnavailableError(f"gp.jit needs NVRTC, which is not available: {path}")
     return path, ver, archs
 
 
@@ -398,7 +399,7 @@ class Kernel:
         if dev is None:
             dev = runtime.default_device()
             if dev.type != "cuda":
-                raise RuntimeError(f"{self.name}: no CUDA device to launch on")
+                raise NoDeviceError(f"{self.name}: no CUDA device to launch on")
         return dev
 
     def _pack(self, values: list[Any], dev: runtime.Device) -> bytes:
@@ -440,6 +441,11 @@ def _convert(func: str, i: int, p: Param, v: Any) -> Any:
             ok = p.dtypes
             if ok is not None and v.dtype.name not in ok:
                 raise TypeError(f"{label} takes a {' or '.join(ok)} array, got {v.dtype.name}")
+            if v.readonly and not p.const_pointee:
+                raise ReadOnlyError(
+                    f"{label} may write through the pointer but the array is read-only (an "
+                    "import of read-only memory); declare it const or pass a copy()"
+                )
             return v.data_ptr()
         if isinstance(v, int) and not isinstance(v, bool):
             if not 0 <= v < 2**64:
@@ -535,6 +541,6 @@ def jit(
     _require()
     dev = runtime.default_device()
     if dev.type != "cuda":
-        raise RuntimeError("jit: no CUDA device to compile for")
+        raise NoDeviceError("jit: no CUDA device to compile for")
     k._function(dev)
     return k

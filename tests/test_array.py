@@ -221,7 +221,7 @@ def test_numpy_conversion_and_scalars() -> None:
         (lambda: gp.zeros((2,))[np.array([0])], TypeError, r"advanced"),
         (lambda: gp.zeros((2, 3)).broadcast_to((4, 3)), ValueError, r"broadcast"),
         (lambda: gp.zeros((2, 3)).permute(0, 0), ValueError, r"not a permutation"),
-        (lambda: gp.full((2,), 300, dtype="int8"), ValueError, r"300 does not fit dtype int8"),
+        (lambda: gp.full((2,), 300, dtype="int8"), ValueError, r"300 is out of range for int8"),
         (lambda: gp.GPUArray(), TypeError, r"not constructed directly"),
     ],
 )

@@ -14,6 +14,7 @@ import time
 from typing import Any, TextIO
 
 from pygpukit._units import fmt_bytes
+from pygpukit.cli import _types as T
 
 HELP = "commands: /routes  /stats  /reset  /quit  (/help shows this)"
 
@@ -30,15 +31,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--route", help="backend overrides, e.g. rmsnorm:native,softmax:triton")
     p.add_argument("--prompt", help="answer this one message and exit (non-interactive)")
     p.add_argument("--system", help="system message")
-    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default 0.7)")
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--top-p", type=float, default=0.9)
-    p.add_argument("--repetition-penalty", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument(
+        "--temperature", type=T.non_negative_float, default=0.7, help="0 = greedy (default 0.7)"
+    )
+    p.add_argument("--top-k", type=T.non_negative_int, default=50, help="0 disables top-k")
+    p.add_argument("--top-p", type=T.fraction, default=0.9)
+    p.add_argument("--repetition-penalty", type=T.positive_float, default=1.0)
+    p.add_argument("--seed", type=T.non_negative_int, default=None)
+    p.add_argument("--max-new-tokens", type=T.non_negative_int, default=512)
     p.add_argument(
         "--context",
-        type=int,
+        type=T.positive_int,
         default=4096,
         help="KV cache length in tokens (capped at the model's context)",
     )
@@ -60,7 +63,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--sm-share",
-        type=float,
+        type=T.fraction,
         help="fraction of the GPU's SMs the chat's context reserves (guaranteed, burstable) or "
         "is capped to (best_effort); implies a scheduler context",
     )
@@ -203,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         ctx = _scheduler_context(args, device)
     except (ValueError, TypeError, AdmissionError) as exc:
         print(f"error: {exc}", file=err)
-        return 2
+        return 1
     with contextlib.nullcontext() if ctx is None else ctx:
         if ctx is not None and not args.quiet:
             print(f"[{ctx!r}]", file=err)
@@ -243,7 +246,7 @@ def _run(args: argparse.Namespace, device: str) -> int:
         )
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=err)
-        return 2
+        return 1
     if not args.quiet:
         print(
             f"[{model} from {model.source} loaded in {time.perf_counter() - t0:.1f} s; "

@@ -11,17 +11,18 @@ def run(args: argparse.Namespace) -> int:
     from pygpukit import routing
     from pygpukit.routing.overrides import env_rules
 
+    rules = env_rules()  # a bad ROUTE / PYGPUKIT_ROUTE fails here, before any output
     if args.json:
         print(
             json.dumps(
-                {"table": routing.table_rows(), "env": {var: rules for var, rules in env_rules()}},
+                {"table": routing.table_rows(), "env": dict(rules)},
                 indent=2,
             )
         )
         return 0
     routing.table()
-    for var, rules in env_rules():
-        print(f"{var}: " + ", ".join(f"{op}:{b}" for op, b in rules.items()))
+    for var, r in rules:
+        print(f"{var}: " + ", ".join(f"{op}:{b}" for op, b in r.items()))
     return 0
 
 

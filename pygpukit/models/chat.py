@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
 from pygpukit.models.generation import GenerationStats, default_stop_ids
@@ -40,6 +41,7 @@ class ChatSession:
         think: str = "show",
         graph: bool = True,
     ) -> None:
+        args = check_gen_args(max_new_tokens=max_new_tokens, max_seq_len=max_seq_len)
         tok = model.tokenizer
         if tok is None:
             raise ModelLoadError(f"{model.source}: the model has no tokenizer; chat needs one")
@@ -55,10 +57,10 @@ class ChatSession:
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
         self.sampling = sampling or SamplingParams()
-        self.max_new_tokens = int(max_new_tokens)
+        self.max_new_tokens = args.max_new_tokens
         self.think = think
         ThinkFilter(think)  # validates the mode
-        n = min(model.config.max_context, max_seq_len or model.config.max_context)
+        n = min(model.config.max_context, args.max_seq_len or model.config.max_context)
         self.cache = model.new_cache(1, n)
         # Decode steps replayed from a CUDA graph on a GPU (models.step_graph); otherwise, or when
         # the step cannot be captured, every step is an eager forward (graph_reason says why).
@@ -91,6 +93,8 @@ class ChatSession:
     def send(self, text: str) -> Iterator[str]:
         """Stream the reply to ``text``; the turn joins the history once the reply is complete.
         A prompt that does not fit raises ContextLengthError and leaves the history unchanged."""
+        if not isinstance(text, str):
+            raise TypeError(f"send: text must be a str, got {type(text).__name__}")
         msgs = [*self.messages, {"role": "user", "content": text}]
         ids = self.render(msgs)
         room = self.cache.max_seq_len - len(ids)

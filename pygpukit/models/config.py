@@ -151,21 +151,65 @@ def _need(cfg: dict[str, Any], *keys: str, source: str) -> Any:
     for k in keys:
         if cfg.get(k) is not None:
             return cfg[k]
-    raise ModelLoadError(f"{source}: missing field {' / '.join(repr(k) for k in keys)}")
+    raise ModelLoadError(
+        f"{source}: missing field {' / '.join(repr(k) for k in keys)}", file=source, field=keys[0]
+    )
 
 
 def _int(cfg: dict[str, Any], *keys: str, source: str) -> int:
     v = _need(cfg, *keys, source=source)
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ModelLoadError(f"{source}: field {keys[0]!r} must be a positive integer, got {v!r}")
+        raise _bad(source, keys[0], "a positive integer", v)
     return v
 
 
-def _eos(cfg: dict[str, Any]) -> tuple[int, ...]:
+def _bad(source: str, key: str, want: str, v: Any) -> ModelLoadError:
+    return ModelLoadError(
+        f"{source}: field {key!r} must be {want}, got {v!r}", file=source, field=key
+    )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_int(cfg: dict[str, Any], key: str, default: Any, source: str, low: int = 1) -> Any:
+    """cfg[key] as an int >= low; ``default`` when absent or null (JSON's null means unset)."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not _is_int(v) or v < low:
+        raise _bad(source, key, f"an integer >= {low}", v)
+    return v
+
+
+def _opt_float(cfg: dict[str, Any], key: str, default: float, source: str) -> float:
+    """cfg[key] as a finite positive float (eps, theta); ``default`` when absent or null."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+        raise _bad(source, key, "a positive finite number", v)
+    return float(v)
+
+
+def _opt_bool(cfg: dict[str, Any], key: str, default: bool, source: str) -> bool:
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):  # bool("false") is True: a string here is a mistake
+        raise _bad(source, key, "true or false", v)
+    return v
+
+
+def _eos(cfg: dict[str, Any], source: str = "config.json") -> tuple[int, ...]:
     v = cfg.get("eos_token_id")
     if v is None:
         return ()
-    return tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else (int(v),)
+    ids = v if isinstance(v, (list, tuple)) else [v]
+    if not all(_is_int(x) and x >= 0 for x in ids):
+        raise _bad(source, "eos_token_id", "a token id or a list of token ids", v)
+    return tuple(ids)
 
 
 def _rope(cfg: dict[str, Any], source: str) -> tuple[float, dict[str, Any] | None]:
@@ -174,8 +218,12 @@ def _rope(cfg: dict[str, Any], source: str) -> tuple[float, dict[str, Any] | Non
     (modeling_rope_utils._compute_llama3_parameters); other scalings change the math, so they
     are refused rather than ignored."""
     params = cfg.get("rope_parameters") or {}
-    theta = cfg.get("rope_theta", params.get("rope_theta", 10000.0))
+    if not isinstance(params, dict):
+        raise _bad(source, "rope_parameters", "an object", params)
+    theta = _opt_float(cfg, "rope_theta", _opt_float(params, "rope_theta", 10000.0, source), source)
     scaling = cfg.get("rope_scaling") or params or None
+    if scaling is not None and not isinstance(scaling, dict):
+        raise _bad(source, "rope_scaling", "an object", scaling)
     if scaling is not None:
         kind = scaling.get("rope_type", scaling.get("type", "default"))
         if kind in (None, "default"):
@@ -199,18 +247,20 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
         return _gpt2_config(cfg, source)
     hidden = _int(cfg, "hidden_size", source=source)
     heads = _int(cfg, "num_attention_heads", source=source)
-    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    kv_heads = _opt_int(cfg, "num_key_value_heads", heads, source)
     if heads % kv_heads:
         raise ModelLoadError(
             f"{source}: num_attention_heads {heads} is not a multiple of "
             f"num_key_value_heads {kv_heads}"
         )
-    head_dim = int(cfg.get("head_dim") or hidden // heads)
+    head_dim = _opt_int(cfg, "head_dim", hidden // heads, source)
+    if head_dim < 1:
+        raise _bad(source, "num_attention_heads", f"at most hidden_size ({hidden})", heads)
     theta, scaling = _rope(cfg, source)
     if cfg.get("mlp_bias"):
         raise UnsupportedModelError(f"{source}: mlp_bias=true is not supported")
-    act = str(cfg.get("hidden_act", "silu"))
-    if act not in ("silu", "swish"):
+    act = cfg.get("hidden_act", "silu")
+    if not isinstance(act, str) or act not in ("silu", "swish"):
         raise UnsupportedModelError(f"{source}: hidden_act {act!r} is not supported (only silu)")
     window = cfg.get("sliding_window")
     if spec is QWEN2_SPEC or spec is QWEN3_SPEC:
@@ -226,17 +276,18 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
         head_dim=head_dim,
         intermediate_size=_int(cfg, "intermediate_size", source=source),
         max_position_embeddings=_int(cfg, "max_position_embeddings", source=source),
-        norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+        norm_eps=_opt_float(cfg, "rms_norm_eps", 1e-6, source),
         activation="silu",
         rope_theta=theta,
         rope_scaling=scaling,
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        attention_bias=spec.qkv_bias or bool(cfg.get("attention_bias", False)),
-        num_experts=int(cfg.get("num_local_experts", 0)) if spec.moe else 0,
-        num_experts_per_tok=int(cfg.get("num_experts_per_tok", 0)) if spec.moe else 0,
-        sliding_window=int(window) if window else None,
-        bos_token_id=cfg.get("bos_token_id"),
-        eos_token_ids=_eos(cfg),
+        tie_word_embeddings=_opt_bool(cfg, "tie_word_embeddings", False, source),
+        attention_bias=spec.qkv_bias or _opt_bool(cfg, "attention_bias", False, source),
+        num_experts=_opt_int(cfg, "num_local_experts", 0, source, 0) if spec.moe else 0,
+        num_experts_per_tok=_opt_int(cfg, "num_experts_per_tok", 0, source, 0) if spec.moe else 0,
+        sliding_window=_opt_int({"sliding_window": window}, "sliding_window", None, source, 0)
+        or None,
+        bos_token_id=_opt_int(cfg, "bos_token_id", None, source, 0),
+        eos_token_ids=_eos(cfg, source),
         extra={"model_type": model_type, "rope_freq_factors": cfg.get("rope_freq_factors")},
     )
 
@@ -247,8 +298,8 @@ _GPT2_ACTS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu":
 def _gpt2_config(cfg: dict[str, Any], source: str) -> ModelConfig:
     hidden = _int(cfg, "n_embd", "hidden_size", source=source)
     heads = _int(cfg, "n_head", "num_attention_heads", source=source)
-    act = str(cfg.get("activation_function", "gelu_new"))
-    if act not in _GPT2_ACTS:
+    act = cfg.get("activation_function", "gelu_new")
+    if not isinstance(act, str) or act not in _GPT2_ACTS:
         raise UnsupportedModelError(f"{source}: activation_function {act!r} is not supported")
     if cfg.get("reorder_and_upcast_attn"):
         raise UnsupportedModelError(f"{source}: reorder_and_upcast_attn is not supported")
@@ -260,16 +311,18 @@ def _gpt2_config(cfg: dict[str, Any], source: str) -> ModelConfig:
         num_heads=heads,
         num_kv_heads=heads,
         head_dim=hidden // heads,
-        intermediate_size=int(cfg.get("n_inner") or 4 * hidden),
+        intermediate_size=_opt_int(cfg, "n_inner", 4 * hidden, source),
         max_position_embeddings=_int(cfg, "n_positions", "max_position_embeddings", source=source),
-        norm_eps=float(cfg.get("layer_norm_epsilon", 1e-5)),
+        norm_eps=_opt_float(cfg, "layer_norm_epsilon", 1e-5, source),
         activation=_GPT2_ACTS[act],
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        tie_word_embeddings=_opt_bool(cfg, "tie_word_embeddings", True, source),
         attention_bias=True,
         attn_scale=None if cfg.get("scale_attn_weights", True) else 1.0,
-        scale_attn_by_inverse_layer_idx=bool(cfg.get("scale_attn_by_inverse_layer_idx", False)),
-        bos_token_id=cfg.get("bos_token_id"),
-        eos_token_ids=_eos(cfg),
+        scale_attn_by_inverse_layer_idx=_opt_bool(
+            cfg, "scale_attn_by_inverse_layer_idx", False, source
+        ),
+        bos_token_id=_opt_int(cfg, "bos_token_id", None, source, 0),
+        eos_token_ids=_eos(cfg, source),
         extra={"model_type": "gpt2"},
     )
 

@@ -14,7 +14,26 @@ __all__ = [
 
 
 class ModelLoadError(ValueError):
-    """A checkpoint, config or tokenizer file is missing, truncated or malformed."""
+    """A checkpoint, config or tokenizer file is missing, truncated or malformed.
+
+    The message names the file and, where one is at fault, the tensor and the header or config
+    field; the same are kept as ``file``, ``tensor`` and ``field`` (None where not known), so a
+    caller can report or skip the file without parsing the text. Loading nothing is the only
+    effect: no partial model, no read past the end of the file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        tensor: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.tensor = tensor
+        self.field = field
 
 
 class UnsupportedModelError(ModelLoadError):

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from pygpukit.models import _gen_args
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.sampling import Sampler, SamplingParams
@@ -66,19 +65,7 @@ def default_stop_ids(model: CausalTransformerModel) -> frozenset[int]:
 
 def _as_batch(input_ids: Any) -> tuple[list[list[int]], bool]:
     """(prompts, was_single) from a list of ints, a list of lists, or a NumPy array."""
-    if isinstance(input_ids, np.ndarray):
-        input_ids = input_ids.tolist()
-    seq = list(input_ids)
-    if seq and isinstance(seq[0], (list, tuple, np.ndarray)):
-        prompts = [[int(t) for t in p] for p in seq]
-        single = False
-    else:
-        prompts = [[int(t) for t in seq]]
-        single = True
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompt {i} is empty: generation needs at least one input token")
-    return prompts, single
+    return _gen_args.token_ids(input_ids)
 
 
 def _check_lengths(model: CausalTransformerModel, prompts: list[list[int]], max_new: int) -> int:
@@ -139,17 +126,18 @@ def stream_batch(
     None (default): wherever the step can be captured, else eager; True: raise RuntimeError with
     the reason when it cannot; False: eager. ``stats.decode_mode`` says which ran and why.
     """
-    batch, _ = _as_batch(prompts)
-    max_new = _check_lengths(model, batch, int(max_new_tokens))
+    args = _gen_args.check(prompts, max_new_tokens, max_seq_len, stop_ids)
+    batch = args.prompts
+    max_new = _check_lengths(model, batch, args.max_new_tokens)
     if max_new <= 0:
         return
     params = sampling or SamplingParams()
     sampler = Sampler(params)
-    stop = default_stop_ids(model) if stop_ids is None else frozenset(int(i) for i in stop_ids)
+    stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
     need = max(len(p) for p in batch) + max_new
     own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:
-        n = need if max_seq_len is None else int(max_seq_len)
+        n = need if args.max_seq_len is None else args.max_seq_len
         if n < need:
             raise ContextLengthError(
                 f"max_seq_len {n} is too small for a {need - max_new}-token prompt plus "
@@ -253,7 +241,10 @@ def stream(
     **kwargs: Any,
 ) -> Iterator[int]:
     """The new token ids of one prompt, as they are produced."""
-    for step in stream_batch(model, [list(input_ids)], max_new_tokens, sampling, **kwargs):
+    prompts, _ = _gen_args.token_ids(input_ids)
+    if len(prompts) != 1:
+        raise ValueError(f"stream takes one prompt, got {len(prompts)}; use stream_batch")
+    for step in stream_batch(model, prompts, max_new_tokens, sampling, **kwargs):
         for _, t in step:
             yield t
 
@@ -275,7 +266,8 @@ def generate(
 ) -> list[int] | list[list[int]]:
     """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
     graph: CUDA-graph decode steps (see stream_batch)."""
-    prompts, single = _as_batch(input_ids)
+    args = _gen_args.check(input_ids, max_new_tokens, max_seq_len, stop_token_ids)
+    prompts, single = args.prompts, args.single
     params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
     outs = [list(p) for p in prompts]
     for step in stream_batch(

@@ -14,6 +14,7 @@ tensor and type before anything is loaded.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from pygpukit.models._gguf_scan import scan
 from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
 
 __all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
@@ -104,17 +106,20 @@ class GGUFSource:
 
         self.path = Path(path)
         if not self.path.is_file():
-            raise ModelLoadError(f"{self.path}: GGUF file not found")
+            raise ModelLoadError(f"{self.path}: GGUF file not found", file=str(self.path))
+        scan(self.path)  # counts and lengths against the file, before the reader trusts them
         try:
             self.reader = gguf.GGUFReader(str(self.path))
         except (
             Exception
         ) as exc:  # the reader raises ValueError/struct.error/IndexError on bad files
-            raise ModelLoadError(
-                f"{self.path}: not a readable GGUF file ({type(exc).__name__}: {exc})"
-            ) from None
+            raise self._error(f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
         self.meta = self._metadata()
-        self.arch = str(self.meta.get("general.architecture", ""))
+        if "general.architecture" not in self.meta:
+            raise self._error(
+                "metadata 'general.architecture' is missing", field="general.architecture"
+            )
+        self.arch = str(self.meta["general.architecture"])
         if self.arch not in _ARCHS:
             raise UnsupportedModelError(
                 f"{self.path}: GGUF architecture {self.arch!r} is not supported "
@@ -130,9 +135,12 @@ class GGUFSource:
                 f"{self.path}: unsupported quantization in {len(bad)} tensors, e.g. "
                 f"{', '.join(bad[:3])}; supported types: {', '.join(SUPPORTED_TYPES)}"
             )
+        self.file_size = self.path.stat().st_size
+        for t in self.reader.tensors:
+            self._check_tensor(t)
         self._tensors = {t.name: t for t in self.reader.tensors}
         self._names: dict[str, tuple[str, int | None]] = {}
-        n_exp = int(self.meta.get(f"{self.arch}.expert_count", 0) or 0)
+        n_exp = self.meta_int(f"{self.arch}.expert_count", 0)
         for name in self._tensors:
             if name in _GLOBAL_MAP:
                 self._names[_GLOBAL_MAP[name]] = (name, None)
@@ -148,6 +156,66 @@ class GGUFSource:
                     hf = f"model.layers.{i}.block_sparse_moe.experts.{e}.{_EXPERT_MAP[rest]}.weight"
                     self._names[hf] = (name, e)
 
+    def _error(self, what: str, tensor: str | None = None, field: str | None = None) -> Exception:
+        return ModelLoadError(
+            f"{self.path}: {what}", file=str(self.path), tensor=tensor, field=field
+        )
+
+    def _check_tensor(self, t: Any) -> None:
+        """Its byte count from shape and type (Python ints: no wrap-around) against the bytes
+        the reader mapped and the file's size, so no later view reads past the file."""
+        import gguf
+
+        dims = [int(d) for d in t.shape.tolist()]
+        if not dims or any(d <= 0 for d in dims):
+            raise self._error(f"tensor {t.name!r} has shape {dims}", t.name, "shape")
+        block, size = gguf.GGML_QUANT_SIZES[t.tensor_type]
+        n = math.prod(dims)
+        if n % block:
+            raise self._error(
+                f"tensor {t.name!r} has {n} elements, not a multiple of {t.tensor_type.name}'s "
+                f"block of {block}",
+                t.name,
+                "shape",
+            )
+        nbytes = n // block * size
+        end = int(t.data_offset) + nbytes
+        if end > self.file_size or int(np.asarray(t.data).nbytes) != nbytes:
+            raise self._error(
+                f"truncated GGUF file: tensor {t.name!r} ({t.tensor_type.name}{dims}) needs "
+                f"{nbytes} bytes ending at byte {end}, the file has {self.file_size} bytes",
+                t.name,
+                "data_offset",
+            )
+
+    def meta_int(self, key: str, default: int | None = None) -> int:
+        """Integer metadata ``key`` (``default`` when absent; ModelLoadError naming the key
+        when it is missing without a default or is not a non-negative integer)."""
+        v = self.meta.get(key)
+        if v is None:
+            if default is None:
+                raise self._error(f"metadata {key!r} is missing", field=key)
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise self._error(
+                f"metadata {key!r} must be a non-negative integer, got {v!r}", field=key
+            )
+        return int(v)
+
+    def meta_float(self, key: str, default: float | None = None) -> float:
+        v = self.meta.get(key)
+        if v is None:
+            if default is None:
+                raise self._error(f"metadata {key!r} is missing", field=key)
+            return default
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float, np.number))
+            or not math.isfinite(v)
+        ):
+            raise self._error(f"metadata {key!r} must be a finite number, got {v!r}", field=key)
+        return float(v)
+
     def _metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {}
         for key, field in self.reader.fields.items():
@@ -156,7 +224,7 @@ class GGUFSource:
             try:
                 meta[key] = field.contents()
             except Exception as exc:
-                raise ModelLoadError(f"{self.path}: metadata {key!r} is corrupt ({exc})") from None
+                raise self._error(f"metadata {key!r} is corrupt ({exc})", field=key) from None
         return meta
 
     @property
@@ -182,42 +250,42 @@ class GGUFSource:
             w = self._raw(gname)
         if self.arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
             key = "head_count" if name.endswith("q_proj.weight") else "head_count_kv"
-            n_head = int(self.meta[f"llama.attention.{key}"])
+            n_head = self.meta_int(f"llama.attention.{key}")
             w = _unpermute(np.asarray(w), n_head)
         return w
 
     def config_dict(self) -> dict[str, Any]:
         """config.json fields from the ``<arch>.*`` metadata (llama.cpp's names, reversed)."""
         a, m = self.arch, self.meta
-
-        def need(key: str) -> Any:
-            if f"{a}.{key}" not in m:
-                raise ModelLoadError(f"{self.path}: metadata '{a}.{key}' is missing")
-            return m[f"{a}.{key}"]
-
-        hidden = int(need("embedding_length"))
-        heads = int(need("attention.head_count"))
-        n_exp = int(m.get(f"{a}.expert_count", 0) or 0)
-        vocab = m.get(f"{a}.vocab_size") or len(m.get("tokenizer.ggml.tokens", []))
+        hidden = self.meta_int(f"{a}.embedding_length")
+        heads = self.meta_int(f"{a}.attention.head_count")
+        if hidden == 0 or heads == 0:
+            raise self._error(
+                f"metadata '{a}.embedding_length' ({hidden}) and '{a}.attention.head_count' "
+                f"({heads}) must be positive",
+                field=f"{a}.attention.head_count",
+            )
+        n_exp = self.meta_int(f"{a}.expert_count", 0)
+        vocab = self.meta_int(f"{a}.vocab_size", 0) or len(m.get("tokenizer.ggml.tokens", []))
         cfg: dict[str, Any] = {
             "model_type": "mixtral" if (a == "llama" and n_exp) else a,
             "hidden_size": hidden,
-            "num_hidden_layers": int(need("block_count")),
+            "num_hidden_layers": self.meta_int(f"{a}.block_count"),
             "num_attention_heads": heads,
-            "num_key_value_heads": int(m.get(f"{a}.attention.head_count_kv", heads)),
-            "head_dim": int(m.get(f"{a}.attention.key_length", hidden // heads)),
-            "intermediate_size": int(need("feed_forward_length")),
-            "max_position_embeddings": int(need("context_length")),
-            "rms_norm_eps": float(need("attention.layer_norm_rms_epsilon")),
-            "rope_theta": float(m.get(f"{a}.rope.freq_base", 10000.0)),
-            "vocab_size": int(vocab),
+            "num_key_value_heads": self.meta_int(f"{a}.attention.head_count_kv", heads),
+            "head_dim": self.meta_int(f"{a}.attention.key_length", hidden // heads),
+            "intermediate_size": self.meta_int(f"{a}.feed_forward_length"),
+            "max_position_embeddings": self.meta_int(f"{a}.context_length"),
+            "rms_norm_eps": self.meta_float(f"{a}.attention.layer_norm_rms_epsilon"),
+            "rope_theta": self.meta_float(f"{a}.rope.freq_base", 10000.0),
+            "vocab_size": vocab,
             "tie_word_embeddings": "output.weight" not in self._tensors,
             "bos_token_id": m.get("tokenizer.ggml.bos_token_id"),
             "eos_token_id": m.get("tokenizer.ggml.eos_token_id"),
         }
         if n_exp:
             cfg["num_local_experts"] = n_exp
-            cfg["num_experts_per_tok"] = int(need("expert_used_count"))
+            cfg["num_experts_per_tok"] = self.meta_int(f"{a}.expert_used_count")
         if "rope_freqs.weight" in self._tensors:
             # Llama 3.1+ GGUFs store the llama3 frequency divisors as a tensor instead of the
             # rope_scaling parameters.

@@ -12,6 +12,7 @@ the end, a size that does not match the shape) raises ModelLoadError naming the 
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 from collections.abc import Iterator
@@ -50,55 +51,100 @@ class SafeTensorsFile:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise ModelLoadError(f"{self.path}: safetensors file not found")
+            raise ModelLoadError(f"{self.path}: safetensors file not found", file=str(self.path))
         self.file_size = self.path.stat().st_size
         if self.file_size < 8:
-            raise ModelLoadError(
-                f"{self.path}: truncated safetensors file ({self.file_size} bytes, the header "
-                "length alone needs 8)"
+            raise self._error(
+                f"truncated safetensors file ({self.file_size} bytes, the header length alone "
+                "needs 8)",
+                field="header length",
             )
         with open(self.path, "rb") as f:
             n = int.from_bytes(f.read(8), "little")
             if n > _MAX_HEADER or 8 + n > self.file_size:
-                raise ModelLoadError(
-                    f"{self.path}: truncated or corrupt safetensors file (header says {n} bytes "
-                    f"of JSON, the file has {self.file_size} bytes)"
+                raise self._error(
+                    f"truncated or corrupt safetensors file (header says {n} bytes "
+                    f"of JSON, the file has {self.file_size} bytes)",
+                    field="header length",
                 )
             raw = f.read(n)
         try:
             header = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelLoadError(f"{self.path}: corrupt safetensors header ({exc})") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise self._error(f"corrupt safetensors header ({exc})", field="header") from None
         if not isinstance(header, dict):
-            raise ModelLoadError(f"{self.path}: corrupt safetensors header (not a JSON object)")
-        self.metadata: dict[str, str] = header.pop("__metadata__", None) or {}
+            raise self._error("corrupt safetensors header (not a JSON object)", field="header")
+        meta = header.pop("__metadata__", None) or {}
+        if not isinstance(meta, dict):
+            raise self._error(
+                f"'__metadata__' must be a JSON object, got {type(meta).__name__}",
+                field="__metadata__",
+            )
+        self.metadata: dict[str, str] = meta
         self._data_start = 8 + n
         self._info: dict[str, tuple[Any, tuple[int, ...], int, int]] = {}
         for name, entry in header.items():
             self._info[name] = self._check_entry(name, entry)
         self._mmap: mmap.mmap | None = None
 
+    def _error(
+        self, what: str, tensor: str | None = None, field: str | None = None, named: bool = False
+    ) -> Exception:
+        where = f"tensor {tensor!r}: " if tensor is not None and not named else ""
+        return ModelLoadError(
+            f"{self.path}: {where}{what}", file=str(self.path), tensor=tensor, field=field
+        )
+
     def _check_entry(self, name: str, entry: Any) -> tuple[Any, tuple[int, ...], int, int]:
-        try:
-            dtype = _DTYPES[entry["dtype"]]
-            shape = tuple(int(d) for d in entry["shape"])
-            begin, end = (int(o) for o in entry["data_offsets"])
-        except KeyError as exc:
-            raise ModelLoadError(
-                f"{self.path}: tensor {name!r} has a bad header entry (missing or unknown {exc})"
-            ) from None
-        except (TypeError, ValueError):
-            raise ModelLoadError(f"{self.path}: tensor {name!r} has a bad header entry") from None
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if end - begin != nbytes or begin < 0:
-            raise ModelLoadError(
-                f"{self.path}: tensor {name!r} {entry['dtype']}{list(shape)} needs {nbytes} "
-                f"bytes but its offsets span {end - begin}"
+        """dtype, shape and offsets of one header entry, each checked against the file.
+
+        Python integers do the arithmetic, so no product of dims can wrap around (a wrapped
+        byte count once passed the bounds check with a wrong shape)."""
+        if not isinstance(entry, dict):
+            raise self._error(f"header entry must be a JSON object, got {entry!r}", name)
+        for key in ("dtype", "shape", "data_offsets"):
+            if key not in entry:
+                raise self._error(f"header entry has no {key!r}", name, key)
+        code = entry["dtype"]
+        if not isinstance(code, str) or code not in _DTYPES:
+            raise self._error(
+                f"unknown dtype {code!r} (known: {', '.join(_DTYPES)})", name, "dtype"
+            )
+        dtype = _DTYPES[code]
+        shape = _ints(entry["shape"])
+        if shape is None:
+            raise self._error(
+                f"shape must be a list of non-negative integers, got {entry['shape']!r}",
+                name,
+                "shape",
+            )
+        offsets = _ints(entry["data_offsets"])
+        if offsets is None or len(offsets) != 2:
+            raise self._error(
+                "data_offsets must be two non-negative integers [begin, end], got "
+                f"{entry['data_offsets']!r}",
+                name,
+                "data_offsets",
+            )
+        begin, end = offsets
+        if end < begin:
+            raise self._error(
+                f"data_offsets [{begin}, {end}] end before they begin", name, "data_offsets"
+            )
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if end - begin != nbytes:
+            raise self._error(
+                f"{code}{list(shape)} needs {nbytes} bytes but its offsets span {end - begin}",
+                name,
+                "data_offsets",
             )
         if self._data_start + end > self.file_size:
-            raise ModelLoadError(
-                f"{self.path}: truncated safetensors file: tensor {name!r} ends at byte "
-                f"{self._data_start + end} but the file has {self.file_size} bytes"
+            raise self._error(
+                f"truncated safetensors file: tensor {name!r} ends at byte "
+                f"{self._data_start + end} but the file has {self.file_size} bytes",
+                name,
+                "data_offsets",
+                named=True,
             )
         return dtype, shape, begin, end
 
@@ -205,6 +251,15 @@ class ShardedSafeTensors:
             f"ShardedSafeTensors({str(self.path)!r}, shards={len(self.shards)}, "
             f"num_tensors={self.num_tensors})"
         )
+
+
+def _ints(v: Any) -> tuple[int, ...] | None:
+    """v as a tuple of non-negative ints (JSON integers only: no bools, floats or strings)."""
+    if not isinstance(v, list):
+        return None
+    if any(type(d) is not int or d < 0 for d in v):
+        return None
+    return tuple(v)
 
 
 def find_checkpoint(model_dir: str | os.PathLike[str]) -> Path:

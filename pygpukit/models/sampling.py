@@ -33,14 +33,11 @@ class SamplingParams:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 disables it), got {self.top_k}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.repetition_penalty <= 0:
-            raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        # NaN slips past every comparison: the shared check refuses it by name (top_k 0
+        # disables top-k).
+        from pygpukit.models._gen_args import check_sampling
+
+        check_sampling(self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.seed)
 
     @property
     def greedy(self) -> bool:

@@ -142,11 +142,28 @@ class Tokenizer:
                 f"{where}: tokenizer model {kind!r} is not supported (only byte-level BPE, "
                 "tokenizer.ggml.model = 'gpt2')"
             )
-        tokens: list[str] = list(meta["tokenizer.ggml.tokens"])
-        merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges", [])]
-        types = list(meta.get("tokenizer.ggml.token_type", [1] * len(tokens)))
+        tokens: list[str] = _meta_list(meta, "tokenizer.ggml.tokens", str, where, required=True)
+        merge_lines = _meta_list(meta, "tokenizer.ggml.merges", str, where)
+        bad = next((m for m in merge_lines if " " not in m), None)
+        if bad is not None:
+            raise ModelLoadError(
+                f"{where}: metadata 'tokenizer.ggml.merges' holds {bad!r}, not two tokens "
+                "separated by a space",
+                file=where,
+                field="tokenizer.ggml.merges",
+            )
+        merges = [tuple(m.split(" ", 1)) for m in merge_lines]
+        types = _meta_list(meta, "tokenizer.ggml.token_type", int, where) or [1] * len(tokens)
         vocab = {t: i for i, t in enumerate(tokens)}
-        backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+        try:
+            backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+        except Exception as exc:  # tokenizers raises a bare Exception for inconsistent tables
+            raise ModelLoadError(
+                f"{where}: metadata 'tokenizer.ggml.tokens' and 'tokenizer.ggml.merges' do not "
+                f"form a BPE vocabulary ({exc})",
+                file=where,
+                field="tokenizer.ggml.merges",
+            ) from None
         pre = str(meta.get("tokenizer.ggml.pre", "default"))
         if pre not in _PRE:
             warnings.warn(
@@ -170,18 +187,53 @@ class Tokenizer:
         backend.add_special_tokens(special)
 
         def tok(key: str) -> str | None:
-            i = meta.get(key)
-            return tokens[int(i)] if i is not None and 0 <= int(i) < len(tokens) else None
+            i = _meta_id(meta, key, where)
+            return tokens[i] if i is not None and 0 <= i < len(tokens) else None
 
-        eos = meta.get("tokenizer.ggml.eos_token_id")
+        eos = _meta_id(meta, "tokenizer.ggml.eos_token_id", where)
         return cls(
             backend,
             bos_token=tok("tokenizer.ggml.bos_token_id"),
             eos_token=tok("tokenizer.ggml.eos_token_id"),
             chat_template=meta.get("tokenizer.chat_template"),
             add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)),
-            eos_ids=[int(eos)] if eos is not None else [],
+            eos_ids=[eos] if eos is not None else [],
         )
+
+
+def _meta_list(
+    meta: dict[str, Any], key: str, kind: type, where: str, required: bool = False
+) -> list[Any]:
+    """A GGUF metadata array of ``kind`` elements; a ModelLoadError naming the key otherwise
+    (missing when required, or of the wrong type)."""
+    if key not in meta:
+        if required:
+            raise ModelLoadError(f"{where}: metadata {key!r} is missing", file=where, field=key)
+        return []
+    v = meta[key]
+    if not isinstance(v, (list, tuple)) or not all(
+        isinstance(x, kind) and not isinstance(x, bool) for x in v
+    ):
+        raise ModelLoadError(
+            f"{where}: metadata {key!r} must be an array of {kind.__name__}, got "
+            f"{type(v).__name__}",
+            file=where,
+            field=key,
+        )
+    return list(v)
+
+
+def _meta_id(meta: dict[str, Any], key: str, where: str) -> int | None:
+    v = meta.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ModelLoadError(
+            f"{where}: metadata {key!r} must be a token id (an integer), got {v!r}",
+            file=where,
+            field=key,
+        )
+    return v
 
 
 class StreamDecoder:

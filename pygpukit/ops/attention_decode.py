@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pygpukit._memory import check_target
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
@@ -192,5 +193,7 @@ def kv_cache_write(
             )
         if sin.shape != cos.shape:
             raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+    check_target(k_cache, f"{op}: k_cache")
+    check_target(v_cache, f"{op}: v_cache")
     inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin)
     run(op, inputs, {"rope_style": rope_style})

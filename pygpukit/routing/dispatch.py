@@ -14,6 +14,7 @@ from functools import partial
 from time import perf_counter
 from typing import Any
 
+from pygpukit._memory import check_target
 from pygpukit.array import GPUArray
 from pygpukit.routing.select import _stats, _times, _timing, select
 from pygpukit.runtime import Device, alloc_target, gated, launch_gate
@@ -43,8 +44,10 @@ def run(
 ) -> Any:
     """Run ``op`` on the routed backend; returns a GPUArray or a tuple of them."""
     dev = device_of(op, inputs)
-    if out is not None and out._device is not dev:
-        raise ValueError(f"{op}: out is on {out.device} but the inputs are on {dev}")
+    if out is not None:
+        if out._device is not dev:
+            raise ValueError(f"{op}: out is on {out.device} but the inputs are on {dev}")
+        check_target(out, f"{op}: out")
     p = params or {}
     backend, impl = select(op, dev, inputs, p)
     _stats[op][backend] += 1

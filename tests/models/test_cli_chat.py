@@ -56,18 +56,18 @@ def test_repl_from_stdin_with_commands() -> None:
 
 def test_bad_model_path_is_a_clear_error() -> None:
     r = _chat("--model", "/nonexistent/model", "--prompt", "hi")
-    assert r.returncode == 2
+    assert r.returncode == 1
     assert "error:" in r.stderr and "/nonexistent/model" in r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_model_without_tokenizer_is_a_clear_error() -> None:
     r = _chat("--model", str(FIXTURES / "llama"), "--prompt", "hi")
-    assert r.returncode == 2
+    assert r.returncode == 1
     assert "tokenizer" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bad_route_is_a_clear_error() -> None:
     r = _chat("--model", str(FIXTURES / "llama"), "--route", "rmsnorm:warp", "--prompt", "x")
-    assert r.returncode == 2
+    assert r.returncode == 1
     assert "warp" in r.stderr and "Traceback" not in r.stderr
