@@ -76,7 +76,7 @@ def bench(benchmark: Any, flush: Callable[[], None]) -> Callable[..., Any]:
 @pytest.fixture
 def copy_ceiling(bench: Callable[..., Any]) -> Callable[[], None]:
     """copy_ceiling() times the 1 GiB device-to-device copy in group "copy 1 GiB", the ceiling
-    that scripts/gpu_summary.py's %copy column divides by. Every bandwidth file runs it, so each
+    that .ci/gpu/summary.py's %copy column divides by. Every bandwidth file runs it, so each
     file also stands alone (the summary keeps the best of the run)."""
 
     def run() -> None:

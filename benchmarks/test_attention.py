@@ -7,7 +7,7 @@ target names. Varlen prefill: 8 causal sequences of mixed lengths (64 to 4096, 1
 packed in one gp.sdpa_varlen call, H32 Hkv8 D128, against torch's flash SDPA called once per
 sequence (what an engine without a varlen kernel does); FLOPs = the sum over sequences.
 Decode: one query per sequence, 32 query / 8 KV heads, D128, contexts 4096 and 32768, batch 1
-and 16; bytes = the K and V read once. Targets (issue 5): prefill >= 85% of torch's TFLOP/s,
+and 16; bytes = the K and V read once. Targets: prefill >= 85% of torch's TFLOP/s,
 decode >= 80% of the device copy bandwidth.
 """
 

@@ -6,7 +6,7 @@ contiguous cache, paged caches of 16- and 64-slot blocks (vLLM's default and Fla
 size; the block table a random permutation, so pages are scattered), the same three with the
 route forced to the native split-key kernel (native-*), the older gp.sdpa over cache views, torch
 SDPA (enable_gqa) on the contiguous cache, and flash-attn's flash_attn_with_kvcache
-when it is installed. Targets (issue 5): >= 80% of the device copy bandwidth (the "copy 1 GiB"
+when it is installed. Targets: >= 80% of the device copy bandwidth (the "copy 1 GiB"
 group of benchmarks/test_copy.py, run in the same session) and paged within 10% of contiguous.
 test_decode_graph times the same calls replayed back to back from a CUDA graph over rotated
 caches, as the engine's graph decode runs them.
@@ -173,7 +173,7 @@ def test_decode_graph(bench: Any, case: tuple[int, int], impl: str) -> None:
 
     This is how the engine runs a decode step (StepGraph): each layer's attention is a graph
     node behind the previous kernel, so the per-launch host cost and the event floor (2.7 us for
-    an empty kernel, scripts/diag_decode.py) are out of the number, and every call reads its
+    an empty kernel, tuning/diag_decode.py) are out of the number, and every call reads its
     keys from HBM (n caches of over 256 MiB in all, and the L2 flush before each replay).
     The per-call column of the summary is the time of one attention call. The read-floor rows
     time a kernel that only reads the same K and V bytes (one wave, in four shapes), captured the

@@ -1,7 +1,7 @@
-"""Decode GEMV (issue 4): y[M, N] = x[M, K] @ W^T for M = 1..16, bf16 activations, L2 flushed
+"""Decode GEMV: y[M, N] = x[M, K] @ W^T for M = 1..16, bf16 activations, L2 flushed
 before every round (a 256 MiB read, benchmarks/conftest.py), weight bytes as the bytes moved.
 
-Groups (read with scripts/gpu_summary.py, which adds GB/s, % of the copy ceiling measured in the
+Groups (read with .ci/gpu/summary.py, which adds GB/s, % of the copy ceiling measured in the
 same run - the "copy 1 GiB" row below - and the ratio to the torch row of each group):
 - "gemv bf16 K.. N.. M..": the native GEMV kernel (gp.gemv) against gp.linear's cuBLASLt path
   (the GEMV crossover held off) and torch.nn.functional.linear, M in 1, 2, 4, 8, 16: the

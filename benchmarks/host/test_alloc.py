@@ -1,6 +1,6 @@
 """Allocation round trip from Python: gp.empty + release vs torch.empty + del, same run.
 
-Target (issue 2): median <= 2.5 us per empty+release and within 1.5x of torch.
+Target: median <= 2.5 us per empty+release and within 1.5x of torch.
 """
 
 from __future__ import annotations

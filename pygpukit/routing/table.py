@@ -142,7 +142,7 @@ _ROUTES: list[OpRoute] = [
     # Decode attention over a (paged) KV cache and the cache write: int32 lengths, positions and
     # block tables are inputs too. D <= 256: a [rows, D] fp32 accumulator per program. The native
     # twin (split-key tensor cores for half dtypes, else the row kernel) measured 1.15-1.4x
-    # slower than Triton on an H200 (BENCHMARKS.md, session 8): Triton stays first.
+    # slower than Triton on an H200 (docs/benchmark-notes.md): Triton stays first.
     _entry(
         "sdpa_decode",
         "attention_decode",

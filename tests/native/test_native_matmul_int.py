@@ -266,7 +266,7 @@ def test_matmul_int_mixed_dtypes_out_and_empty() -> None:
 @gpu
 def test_matmul_int_default_route() -> None:
     """Without a forced route, integer products on a GPU find the native backend (the
-    BackendUnavailableError of issue 4)."""
+    BackendUnavailableError)."""
     i = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
     np.testing.assert_array_equal(gp.matmul(_up(i), _up(i.T)).to_numpy(), i @ i.T)
     assert gp.routing.explain("matmul", _up(i), _up(i.T)).backend == "native"

@@ -1,7 +1,7 @@
 """Helpers for op tests through the public API: uploads, non-contiguous views, poisoned outs.
 
 The tests run on DEVICE: "cpu" (the NumPy backend) unless PYGPUKIT_TEST_DEVICE names another,
-e.g. PYGPUKIT_TEST_DEVICE=cuda:0 runs the same tests through the GPU routes (scripts/gpu_check.sh
+e.g. PYGPUKIT_TEST_DEVICE=cuda:0 runs the same tests through the GPU routes (.ci/gpu/check.sh
 does, with the default routes and with PYGPUKIT_ROUTE='*:native'). Every helper also takes an
 explicit device, which the Triton kernel tests pass (tests/triton_kernels/_tkutil.py re-exports
 these helpers).

@@ -195,7 +195,7 @@ def test_native_adapters_match_the_reference_signatures() -> None:
 
 
 def test_linear_keeps_cublaslt_by_default() -> None:
-    """Until the crossover is measured, gp.linear never takes the GEMV kernel (issue 4)."""
+    """Until the crossover is measured, gp.linear never takes the GEMV kernel."""
     import os
 
     from pygpukit.backends.native import matmul as native

@@ -277,7 +277,7 @@ def test_chunked_prefill(device: str, dtype: str) -> None:
         assert_close(out, _ref(q, k, v, True), dtype)
 
 
-# Configurations scripts/tune_attention.py may put in CONFIGS, checked on the GPU.
+# Configurations benchmarks/tuning/tune_attention.py may put in CONFIGS, checked on the GPU.
 GPU_TILES = [
     AttnConfig(128, 64, 8, 3, "desc"),
     AttnConfig(128, 128, 8, 2, "desc"),

@@ -25,7 +25,7 @@
 // the next launch. A length outside [0, cap] or a block id outside the cache makes the
 // sequence's rows NaN and nothing out of bounds is read.
 //
-// Measured (H200, bf16 Hq32 Hkv8 D128, graph-timed; BENCHMARKS.md session 8): 16-slot pages are
+// Measured (H200, bf16 Hq32 Hkv8 D128, graph-timed; docs/benchmark-notes.md): 16-slot pages are
 // within a few percent of the contiguous cache here, as designed, but the kernel is about 1.4x
 // slower than the Triton kernel at batch 1 and 1.15-1.4x at batch 16, so the routing table keeps
 // Triton first. Each warp runs its 16-key steps alone on its SM sub-partition (one block of 4

@@ -20,7 +20,7 @@ __all__ = ["Unfinished", "deliver", "target"]
 
 class Unfinished(NamedTuple):
     """A product whose epilogue a backend could not fuse, handed back to the ops layer, which
-    finishes it with the routed ops (pygpukit/ops/matmul.py): ``y`` + ``bias`` (when not None),
+    finishes it with the routed ops (pygpukit/ops/_epilogue.py): ``y`` + ``bias`` (when not None),
     then ``activation`` (when not None), then a cast to ``dtype``, delivered into ``out``.
 
     This keeps composition where it belongs: a backend computes what its kernels can (cuBLASLt

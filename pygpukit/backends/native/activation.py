@@ -6,7 +6,7 @@ Layout: contiguous operands run as one flat row; otherwise every operand is read
 its rows step with one stride (the gate/up halves of a fused projection, every other row), else
 it is copied first; the result goes straight into out= when out's rows step with one stride.
 Dtypes: every operand of one launch has the result dtype; an input of another dtype is converted
-first where that is exactly the kernel's own conversion (_rowio.served_as), e.g. sigmoid of an
+first where that is exactly the kernel's own conversion (_common.served_as), e.g. sigmoid of an
 integer array (a float32 result) or silu_mul of float16 gate and float32 up.
 """
 

@@ -36,10 +36,10 @@ _SPLIT_DIMS = (64, 80, 96, 128, 256)
 _ROWS = 16  # query rows of a tile (the kernel's mma M)
 _STEP = 16  # keys of a warp step; chunks are whole steps
 
-# Split policy of the split-key kernel, read at every call (python scripts/diag_paged.py --native
+# Split policy of the split-key kernel, read at every call (python tuning/diag_paged.py --native
 # sweeps them). Head dims <= 128: a ring of STAGES 16-key steps a warp (3: 104 KiB of shared
 # memory at D128; 4: 139 KiB) and PROGRAMS_PER_SM blocks per SM in one wave; D256: 2 stages,
-# one block. H200, bf16 Hq32 Hkv8 D128 (BENCHMARKS.md, session 8): one block per SM was fastest
+# one block. H200, bf16 Hq32 Hkv8 D128 (docs/benchmark-notes.md): one block per SM was fastest
 # at batch 1 (15.2 against 18.3 us at 4096 keys with two); two were faster at batch 16 in two runs
 # of three (80.5 against 89.5 us at 4096 keys). 3 and 4 stages were within noise. Chunks of at
 # least MIN_SPLIT_KEYS keys; a paged split holds at most MAX_ENTRIES table entries in shared

@@ -157,7 +157,7 @@ def _gemm(
         )
 
 
-# Decode GEMV crossover (issue 4): _gemm_rows hands products of at most GEMV_MAX_M[class] rows
+# Decode GEMV crossover: _gemm_rows hands products of at most GEMV_MAX_M[class] rows
 # to the native GEMV kernel (native/src/gemv, the op gp.gemv; same numerics: fp32 accumulation,
 # bias in fp32, one rounding) instead of cuBLASLt, for float16/bfloat16 without an activation,
 # K % 8 == 0 and 16-byte aligned operands, when the extension has the gemv family. Class by

@@ -75,7 +75,7 @@ class AttnConfig:
 
 # Prefill configuration per (BLOCK_D, element bits, causal): BLOCK_D is the head dim rounded up
 # to a power of two (at least 64; 80 and 96 run as 128 with masked loads), element bits 16 for
-# fp16/bf16 and 32 for fp32. The causal 16-bit D64/D128 rows are scripts/tune_attention.py's
+# fp16/bf16 and 32 for fp32. The causal 16-bit D64/D128 rows are tuning/tune_attention.py's
 # winners on an H200 (2026-11-21, bf16, torch 2.11 in the same run): B1 H32 S4096 D128 441
 # TFLOP/s (torch flash backend 272, cuDNN 532), B4 H16 S4096 D64 372 (flash 264, cuDNN 414),
 # B1 H16 S4096 D256 369 (flash 254, cuDNN 526; the previous 64x32/8-warp entry gave 106).
@@ -418,7 +418,7 @@ def _sdpa(
     config: AttnConfig | None = None,
 ) -> GPUArray:
     """sdpa with the key-split count (None: from the shape) and the config (None: CONFIGS)
-    forced, for tests and scripts/tune_attention.py."""
+    forced, for tests and benchmarks/tuning/tune_attention.py."""
     _check_dtype("sdpa", q)
     if max(v.shape[-1], 1) > MAX_HEAD_DIM:
         raise ValueError(f"sdpa (triton): v head dim {v.shape[-1]} exceeds {MAX_HEAD_DIM}")

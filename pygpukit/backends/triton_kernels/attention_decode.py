@@ -57,7 +57,7 @@ __all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
 
 LOG2E = 1.4426950408889634
 
-# Tuning knobs, read at every call (scripts/tune_decode.py sweeps them on the GPU). H200 sweep
+# Tuning knobs, read at every call (tuning/tune_decode.py sweeps them on the GPU). H200 sweep
 # (2026-11-21, bf16 H32/Hkv8 D128, batch 16, contexts 4096-32768, L2 evicted by a read): BLOCK_N
 # 64 / 4 warps / 3 stages has the best geometric mean over the contiguous cache and paged caches
 # of 16- and 64-slot pages, which it keeps within 0-5% of the contiguous one; BLOCK_N 128 / 2
@@ -76,7 +76,7 @@ FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate 
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
 # the knobs above serve every other launch. One program per SM in a single wave: with
 # PROGRAMS_PER_SM programs a wave would pay a program's fixed cost (the length load, pipeline
-# fill, partial store, counter) on each SM twice. H200 sweeps (scripts/tune_decode.py --stage
+# fill, partial store, counter) on each SM twice. H200 sweeps (tuning/tune_decode.py --stage
 # few, 2026-11-21, bf16 Hq32/Hkv8 D128, L2 flushed by a read): 64-key blocks, 4 stages beat 3
 # (B1 S32768 3236 vs 3071 GB/s, B4 S8192 3396 vs 3235). With the flat combine (_combine) the
 # 64-slot pages are 2-5% faster in the default class than in this one (B1 S32768 3303 vs 3161
@@ -207,7 +207,7 @@ def _combine(
     # as one flat axis c = row * BLOCK_D + d: the [BLOCK_S, BLOCK_R * BLOCK_D] tiles spread the
     # long contiguous axis over the threads and keep the split axis inside each thread, so the
     # max and the sums over splits need no shared memory or barrier, and each thread gathers the
-    # lse of its own columns' row. H200 (scripts/diag_decode.py, 2026-11-21, batch 1, 16 splits):
+    # lse of its own columns' row. H200 (tuning/diag_decode.py, 2026-11-21, batch 1, 16 splits):
     # the combine tail of the last split took 2.8-4.6 us with [BLOCK_S, BLOCK_R, BLOCK_D] tiles.
     c = tl.arange(0, BLOCK_R * BLOCK_D)
     r = c // BLOCK_D

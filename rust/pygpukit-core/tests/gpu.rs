@@ -1,5 +1,5 @@
 //! Device tests. They are `#[ignore]`d so `cargo test` on a machine without a GPU (CI) does not
-//! run them; scripts/gpu_check.sh runs them on the GPU host with `--include-ignored`, where a
+//! run them; .ci/gpu/check.sh runs them on the GPU host with `--include-ignored`, where a
 //! missing device is a failure, not a pass.
 
 use std::sync::{Mutex, MutexGuard};
@@ -23,7 +23,7 @@ fn gpu() -> Option<MutexGuard<'static, ()>> {
 }
 
 #[test]
-#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+#[ignore = "needs a CUDA device; run by .ci/gpu/check.sh"]
 fn device_pool_copies_and_stats() {
     let Some(_serial) = gpu() else { return };
     let pool = MemoryPool::new(0, "t", None, true).unwrap();
@@ -65,7 +65,7 @@ fn device_pool_copies_and_stats() {
 }
 
 #[test]
-#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+#[ignore = "needs a CUDA device; run by .ci/gpu/check.sh"]
 fn staged_async_copies_reuse_blocks_safely() {
     let Some(_serial) = gpu() else { return };
     let pool = MemoryPool::new(0, "staging", None, true).unwrap();
@@ -97,7 +97,7 @@ fn staged_async_copies_reuse_blocks_safely() {
 }
 
 #[test]
-#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+#[ignore = "needs a CUDA device; run by .ci/gpu/check.sh"]
 fn oom_ladder_reclaims_another_pools_cache() {
     let Some(_serial) = gpu() else { return };
     let (free, total) = mem_get_info(0).unwrap();
@@ -138,7 +138,7 @@ fn oom_ladder_reclaims_another_pools_cache() {
 }
 
 #[test]
-#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+#[ignore = "needs a CUDA device; run by .ci/gpu/check.sh"]
 fn events_streams_and_threads() {
     let Some(_serial) = gpu() else { return };
     let s = Stream::new(0, 0, true).unwrap();
@@ -185,7 +185,7 @@ fn events_streams_and_threads() {
 }
 
 #[test]
-#[ignore = "needs a CUDA device; run by scripts/gpu_check.sh"]
+#[ignore = "needs a CUDA device; run by .ci/gpu/check.sh"]
 fn graph_capture_replays_and_refuses_host_copies() {
     use pygpukit_core::graph::{begin_capture, end_capture, is_capturing};
     let Some(_serial) = gpu() else { return };
