@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     device = args.device or ("cuda:0" if gp.is_cuda_available() else "cpu")
     initialize(device)
-    ctx = create_context("soak", max_vram=QUOTA)
+    ctx = create_context("soak", max_vram=QUOTA, device=device)
     t0 = time.perf_counter()
     workers = [Worker(args.seed + i, device, ctx, t0 + args.seconds) for i in range(args.threads)]
     threads = [threading.Thread(target=w.run, name=f"soak-{i}") for i, w in enumerate(workers)]

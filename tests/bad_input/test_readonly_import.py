@@ -18,18 +18,25 @@ def _bytes_backed() -> tuple[gp.GPUArray, bytes]:
     return gp.from_dlpack(np.frombuffer(raw, dtype=np.float32).reshape(3, 4)), raw
 
 
+# The imported array lives on the CPU device: every other operand is made there too.
 WRITES = [
     ("setitem", lambda a: a.__setitem__(0, 1.0)),
     ("setitem", lambda a: a.__setitem__(slice(None), 0.0)),
     ("setitem", lambda a: a.__setitem__(Ellipsis, np.zeros((3, 4), np.float32))),
-    ("setitem", lambda a: a.__setitem__((1, 2), gp.zeros(()))),
+    ("setitem", lambda a: a.__setitem__((1, 2), gp.zeros((), device="cpu"))),
     ("fill", lambda a: a.fill_(7.0)),
-    ("exp: out", lambda a: gp.exp(gp.ones((3, 4)), out=a)),
-    ("add: out", lambda a: gp.add(gp.ones((3, 4)), 2.0, out=a)),
-    ("matmul: out", lambda a: gp.matmul(gp.ones((3, 5)), gp.ones((5, 4)), out=a)),
-    ("rmsnorm: out", lambda a: gp.rmsnorm(gp.ones((3, 4)), gp.ones((4,)), out=a)),
-    ("bias_add: out", lambda a: gp.bias_add_inplace(a, gp.ones((4,)))),
-    ("copy", lambda a: gp._memory.copy_into(a, gp.ones((3, 4)))),
+    ("exp: out", lambda a: gp.exp(gp.ones((3, 4), device="cpu"), out=a)),
+    ("add: out", lambda a: gp.add(gp.ones((3, 4), device="cpu"), 2.0, out=a)),
+    (
+        "matmul: out",
+        lambda a: gp.matmul(gp.ones((3, 5), device="cpu"), gp.ones((5, 4), device="cpu"), out=a),
+    ),
+    (
+        "rmsnorm: out",
+        lambda a: gp.rmsnorm(gp.ones((3, 4), device="cpu"), gp.ones((4,), device="cpu"), out=a),
+    ),
+    ("bias_add: out", lambda a: gp.bias_add_inplace(a, gp.ones((4,), device="cpu"))),
+    ("copy", lambda a: gp._memory.copy_into(a, gp.ones((3, 4), device="cpu"))),
     ("copy", lambda a: gp._memory.upload(a, np.ones((3, 4), np.float32))),
     ("setitem", lambda a: a[1:].__setitem__(slice(None), 3.0)),  # a view keeps the flag
     ("setitem", lambda a: a.T.__setitem__(0, 3.0)),

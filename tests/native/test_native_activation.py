@@ -85,7 +85,7 @@ def _call(op: str, x: gp.GPUArray, **kw: Any) -> gp.GPUArray:
 
 @pytest.fixture(autouse=True)
 def _native() -> object:
-    ops = ("sigmoid", "relu", "silu", "gelu", "silu_mul", "gelu_mul")
+    ops = ("sigmoid", "relu", "silu", "gelu", "softplus", "silu_mul", "gelu_mul")
     with gp.route(",".join(f"{op}:native" for op in ops)):
         yield
 
