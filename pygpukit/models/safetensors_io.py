@@ -131,7 +131,14 @@ class SafeTensorsFile:
             raise self._error(
                 f"data_offsets [{begin}, {end}] end before they begin", name, "data_offsets"
             )
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        itemsize = np.dtype(dtype).itemsize
+        # NumPy cannot describe an array whose non-zero dims span more than 2**63 bytes, even
+        # with another dim 0 (then it holds no bytes at all): refuse the shape by name.
+        if math.prod(d for d in shape if d) * itemsize > np.iinfo(np.intp).max:
+            raise self._error(
+                f"{code}{list(shape)} is too large to address (over 2**63 bytes)", name, "shape"
+            )
+        nbytes = math.prod(shape) * itemsize
         if end - begin != nbytes:
             raise self._error(
                 f"{code}{list(shape)} needs {nbytes} bytes but its offsets span {end - begin}",
