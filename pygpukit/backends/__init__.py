@@ -12,6 +12,7 @@ pygpukit.ops: they call their own siblings or ``_support``.
 from __future__ import annotations
 
 import importlib
+import threading
 
 from pygpukit.backends._record import Backend
 
@@ -23,14 +24,24 @@ HOMES = {
     "native": "pygpukit.backends.native",
     "cpu": "pygpukit.backends.cpu",
 }
-_records: dict[str, Backend] = {}
+_records: dict[str, Backend] | None = None
+_lock = threading.Lock()
 
 
 def records() -> dict[str, Backend]:
-    """Every home's record by backend name (the homes are imported on first use)."""
-    if not _records:
-        for name, package in HOMES.items():
-            rec: Backend = importlib.import_module(package).BACKEND
-            assert rec.name == name, (rec.name, name)
-            _records[name] = rec
-    return _records
+    """Every home's record by backend name (the homes are imported on first use). The dict is
+    built whole under a lock and then published, so a thread never sees it half filled."""
+    global _records
+    got = _records
+    if got is None:
+        with _lock:
+            got = _records
+            if got is None:
+                built: dict[str, Backend] = {}
+                for name, package in HOMES.items():
+                    rec: Backend = importlib.import_module(package).BACKEND
+                    if rec.name != name:
+                        raise ImportError(f"{package}.BACKEND is named {rec.name!r}, not {name!r}")
+                    built[name] = rec
+                _records = got = built
+    return got

@@ -89,3 +89,36 @@ def test_the_former_triton_path_is_the_same_module() -> None:
     import pygpukit.backends.triton_kernels._common as new
 
     assert old is new
+
+
+def test_records_are_whole_when_threads_ask_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first lookup may come from several threads at once: none sees a partial table (the
+    imports are slowed down so that the threads overlap while it is being built)."""
+    import importlib
+    import threading
+    import time
+
+    import pygpukit.backends as homes
+
+    real = importlib.import_module
+
+    def slow_import(name: str) -> object:
+        time.sleep(0.002)
+        return real(name)
+
+    monkeypatch.setattr(homes.importlib, "import_module", slow_import)
+    for _ in range(5):
+        monkeypatch.setattr(homes, "_records", None)
+        seen: list[set[str]] = []
+        barrier = threading.Barrier(8)
+
+        def ask(barrier: threading.Barrier, seen: list[set[str]]) -> None:
+            barrier.wait()
+            seen.append(set(homes.records()))
+
+        threads = [threading.Thread(target=ask, args=(barrier, seen)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [set(HOMES)] * 8
