@@ -42,6 +42,7 @@ from pygpukit.backends._support.collapse import contiguous_strides, plan_nd
 from pygpukit.backends._support.dtypes import as_dt, compute_name, float_result
 from pygpukit.backends._support.output import target
 from pygpukit.backends._support.rows import MAX_LEAD, plan_rows, row_view
+from pygpukit.creation import empty
 from pygpukit.dtypes import DataType
 
 __all__ = [
@@ -90,9 +91,14 @@ def tl_dtype(dt: DataType) -> Any:
     return _TL[dt.name]
 
 
+# Compute dtype per result dtype, derived once from the shared rule (_support.dtypes.compute_name):
+# launchers read it on every call, so one dict lookup.
+_CT = {name: _TL[compute_name(as_dt(name))] for name in _TL}
+
+
 def compute_tl(dt: DataType) -> Any:
     """Triton dtype the arithmetic for a result of ``dt`` runs in (``compute_name``)."""
-    return _TL[compute_name(dt)]
+    return _CT[dt.name]
 
 
 def cdiv(a: int, b: int) -> int:
@@ -111,8 +117,9 @@ def next_pow2(n: int) -> int:
 
 
 def new_out(out: GPUArray | None, shape: tuple[int, ...], dt: DataType, like: GPUArray) -> GPUArray:
-    """``out`` itself (the kernels take its strides), or a fresh contiguous array."""
-    return target(out, shape, dt, like, strided=True)
+    """``out`` itself (the kernels take its strides), or a fresh contiguous array: the
+    ``target(..., strided=True)`` policy, written out because every launcher calls it."""
+    return out if out is not None else empty(shape, dt, like._device)
 
 
 def _signed32(v: int) -> int:
