@@ -46,9 +46,9 @@ def test_bad_numeric_flag_is_a_usage_error(flag: str, value: str) -> None:
 
 @pytest.mark.skipif(os.environ.get("PYGPUKIT_DEVICE") == "cuda", reason="needs a CPU-only host")
 def test_chat_on_a_missing_gpu_is_one_line() -> None:
-    from conftest import HAS_GPU
+    import pygpukit as gp
 
-    if HAS_GPU:
+    if gp.is_cuda_available():
         pytest.skip("the machine has a GPU")
     r = _cli("chat", "--device", "cuda:0", "--prompt", "hi", "--quiet")
     assert r.returncode == 1 and "Traceback" not in r.stderr

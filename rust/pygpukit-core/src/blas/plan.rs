@@ -326,6 +326,12 @@ pub(super) unsafe fn enqueue(
 ) -> Result<()> {
     let [la, lb, ld] = plan.layouts.map(|h| h as *mut c_void);
     let d = p.d as *mut c_void;
+    // One enqueue at a time per process: concurrent cublasLtMatmul calls on one handle from
+    // several host threads gave wrong products (8 threads of gp.matmul on an H200 with cuBLAS
+    // 13: about 1 in 1000 results wrong, none with the calls serialized). The enqueue is a few
+    // microseconds of host time; the kernels still overlap on the device.
+    static ENQUEUE: Mutex<()> = Mutex::new(());
+    let _one = ENQUEUE.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: upheld by the caller (pointers, stream) and by the plan (live descriptors whose
     // algorithm was chosen for this workspace size and these alignments).
     let s = unsafe {
