@@ -7,12 +7,13 @@ leading dim (``split_leading``): rare, it needs broadcasting that interleaves wi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pygpukit import _layout
 from pygpukit.array import GPUArray
 
-__all__ = ["broadcast_strides", "contiguous_strides", "plan_nd", "split_leading"]
+__all__ = ["broadcast_strides", "contiguous_strides", "plan_nd", "reduce_view", "split_leading"]
 
 
 def broadcast_strides(x: GPUArray, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -49,3 +50,32 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
             _contig.clear()
         _contig[shape] = st
     return st
+
+
+def _group(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    rows = _layout.merge_dims(shape, strides)
+    if not rows:
+        return (0, 0) if 0 in shape else (1, 0)
+    return (rows[0][0], rows[0][1]) if len(rows) == 1 else None
+
+
+def reduce_view(
+    x: GPUArray, axes: tuple[int, ...], contiguous: Callable[[GPUArray], GPUArray]
+) -> tuple[GPUArray, list[tuple[int, int]]]:
+    """x as three (size, stride) groups for a reduction over ``axes``: the kept dims before,
+    the reduced dims, the kept dims after, each collapsed to one stride. Reduced axes that are
+    not adjacent are permuted next to each other first; groups that do not collapse take one
+    contiguous copy (the home's own ``contiguous``)."""
+    nd = x.ndim
+    if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
+        kept = [i for i in range(nd) if i not in axes]
+        x = x.permute(kept + list(axes))
+        axes = tuple(range(len(kept), nd))
+    i, j = (axes[0], axes[-1] + 1) if axes else (nd, nd)
+    for attempt in range(2):
+        sh, st = x._shape, x._estrides
+        groups = [_group(sh[:i], st[:i]), _group(sh[i:j], st[i:j]), _group(sh[j:], st[j:])]
+        if all(g is not None for g in groups) or attempt:
+            break
+        x = contiguous(x)
+    return x, groups  # type: ignore[return-value]

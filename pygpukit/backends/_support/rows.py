@@ -15,6 +15,8 @@ Two addressing schemes, one per kernel kind:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pygpukit import _layout
 from pygpukit._layout import single_stride
 from pygpukit.array import GPUArray
@@ -23,6 +25,7 @@ from pygpukit.dtypes import DataType
 
 __all__ = [
     "MAX_LEAD",
+    "as_2d",
     "as_rows",
     "in_rows",
     "out_rows",
@@ -139,3 +142,23 @@ def row_view(x: GPUArray, *others: GPUArray | None) -> tuple[list[int], list[lis
             res.append([*st[k], o._estrides[-1] if o.ndim else 1])
             k += 1
     return sizes, res
+
+
+def as_2d(
+    x: GPUArray, contiguous: Callable[[GPUArray], GPUArray]
+) -> tuple[GPUArray, int, int, int, int]:
+    """(x or ``contiguous(x)``, R, C, row stride, column stride) of x's [R, C] view: the leading
+    dims collapsed into R when they step with one stride (quantize/dequantize read any column
+    stride), else a contiguous copy made by the home's own ``contiguous``."""
+    c = x._shape[-1]
+    lead = x._shape[:-1]
+    rows = 1
+    for n in lead:
+        rows *= n
+    if not lead:
+        return x, 1, c, 0, x._estrides[-1]
+    sr = single_stride(lead, x._estrides[:-1])
+    if sr is None:
+        x = contiguous(x)
+        return x, rows, c, c, 1
+    return x, rows, c, sr, x._estrides[-1]

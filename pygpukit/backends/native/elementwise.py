@@ -21,6 +21,7 @@ import numpy as np
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.dtypes import as_dt, compute_name
+from pygpukit.backends._support.signatures import binary, compare
 from pygpukit.backends.cpu._common import float_result as np_float_result
 from pygpukit.backends.cpu._common import promote as np_promote
 from pygpukit.backends.native._libs import extension
@@ -133,71 +134,6 @@ def _compare(op: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
     return launch(extension().elementwise, op, in_dt.name, res, operands)
 
 
-def add(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a + b."""
-    return _arith("add", a, b, out_dtype, out)
-
-
-def sub(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a - b."""
-    return _arith("sub", a, b, out_dtype, out)
-
-
-def mul(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a * b."""
-    return _arith("mul", a, b, out_dtype, out)
-
-
-def div(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """True division (correctly rounded); floating out_dtype only."""
-    return _arith("div", a, b, out_dtype, out)
-
-
-def maximum(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Elementwise max, NaN-propagating."""
-    return _arith("maximum", a, b, out_dtype, out)
-
-
-def minimum(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Elementwise min, NaN-propagating."""
-    return _arith("minimum", a, b, out_dtype, out)
-
-
-def pow(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a ** b (CUDA's pow for floats; integers by squaring, see the module docstring)."""
-    return _arith("pow", a, b, out_dtype, out)
-
-
-def eq(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a == b -> bool."""
-    return _compare("eq", a, b, out)
-
-
-def ne(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a != b -> bool (NaN != NaN)."""
-    return _compare("ne", a, b, out)
-
-
-def lt(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a < b -> bool."""
-    return _compare("lt", a, b, out)
-
-
-def le(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a <= b -> bool."""
-    return _compare("le", a, b, out)
-
-
-def gt(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a > b -> bool."""
-    return _compare("gt", a, b, out)
-
-
-def ge(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a >= b -> bool."""
-    return _compare("ge", a, b, out)
-
-
 def _where_bits(v: Any, rd: DataType) -> Scalar:
     """A where scalar as the bits of rd: the value in rd's compute dtype (as the Triton twin
     passes scalars), converted to rd by the NumPy backend's rules."""
@@ -211,6 +147,22 @@ def _where_bits(v: Any, rd: DataType) -> Scalar:
         conv = cpu.cast(val, dtype=rd.np_dtype)
     bits = int(np.asarray(conv).reshape(1).view(_BITS[rd.itemsize])[0])
     return Scalar(0.0, bits - (1 << 64) if bits >= 1 << 63 else bits)
+
+
+# The family's public functions (the contract in _support/signatures.py).
+add = binary("add", _arith)
+sub = binary("sub", _arith)
+mul = binary("mul", _arith)
+div = binary("div", _arith)
+maximum = binary("maximum", _arith)
+minimum = binary("minimum", _arith)
+pow = binary("pow", _arith)
+eq = compare("eq", _compare)
+ne = compare("ne", _compare)
+lt = compare("lt", _compare)
+le = compare("le", _compare)
+gt = compare("gt", _compare)
+ge = compare("ge", _compare)
 
 
 def where(

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygpukit import _layout, runtime
+from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
+from pygpukit.backends._support.rows import as_2d
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
@@ -33,22 +34,6 @@ def _sm_count(x: GPUArray) -> int:
     return runtime.sm_count(x._device)
 
 
-def _as2d(x: GPUArray) -> tuple[GPUArray, int, int, int, int]:
-    """(x or a contiguous copy, R, C, row stride, column stride) of the [R, C] view."""
-    c = x._shape[-1]
-    lead = x._shape[:-1]
-    rows = 1
-    for n in lead:
-        rows *= n
-    if not lead:
-        return x, 1, c, 0, x._estrides[-1]
-    sr = _layout.single_stride(lead, x._estrides[:-1])
-    if sr is None:
-        x = x.contiguous()
-        return x, rows, c, c, 1
-    return x, rows, c, sr, x._estrides[-1]
-
-
 def quantize_fp8(
     x: GPUArray,
     *,
@@ -60,7 +45,7 @@ def quantize_fp8(
     """(q, scale) with one scale per ``group`` of x's [R, C] view (module docstring)."""
     del out  # two results: the op layer passes none
     dt = as_dtype(dtype)
-    x2, rows, cols, sr, sc = _as2d(x)
+    x2, rows, cols, sr, sc = as_2d(x, GPUArray.contiguous)
     gr, gc = group
     q = empty(x._shape, dt, x._device)
     nr, nc = _cdiv(rows, gr), _cdiv(cols, gc)
@@ -90,7 +75,7 @@ def dequantize_fp8(
 ) -> GPUArray:
     """q * scale rounded once to ``out_dtype`` (one scale per ``group`` of q's [R, C] view)."""
     dt = as_dtype(out_dtype)
-    q2, rows, cols, sr, sc = _as2d(q)
+    q2, rows, cols, sr, sc = as_2d(q, GPUArray.contiguous)
     gr, gc = group
     s2 = scale.reshape(_cdiv(rows, gr), _cdiv(cols, gc))
     ssr, ssc = s2._estrides

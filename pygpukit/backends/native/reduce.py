@@ -24,8 +24,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from pygpukit import _layout, runtime
+from pygpukit import runtime
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.collapse import reduce_view
 from pygpukit.backends._support.dtypes import as_dt, compute_name
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
@@ -49,29 +50,6 @@ def _cdiv(a: int, b: int) -> int:
 
 def _sm_count(x: GPUArray) -> int:
     return runtime.sm_count(x._device)
-
-
-def _group(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
-    rows = _layout.merge_dims(shape, strides)
-    if not rows:
-        return (0, 0) if 0 in shape else (1, 0)
-    return (rows[0][0], rows[0][1]) if len(rows) == 1 else None
-
-
-def _view(x: GPUArray, axes: tuple[int, ...]) -> tuple[GPUArray, list[tuple[int, int]]]:
-    nd = x.ndim
-    if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
-        kept = [i for i in range(nd) if i not in axes]
-        x = x.permute(kept + list(axes))
-        axes = tuple(range(len(kept), nd))
-    i, j = (axes[0], axes[-1] + 1) if axes else (nd, nd)
-    for attempt in range(2):
-        sh, st = x._shape, x._estrides
-        groups = [_group(sh[:i], st[:i]), _group(sh[i:j], st[i:j]), _group(sh[j:], st[j:])]
-        if all(g is not None for g in groups) or attempt:
-            break
-        x = contiguous(x)
-    return x, groups  # type: ignore[return-value]
 
 
 def _natural(op: str, dt: DataType) -> DataType:
@@ -126,7 +104,7 @@ def _layout_for(k: int, b: int, sk: int, sb: int) -> tuple[int, int, bool]:
 
 
 def _run(op: str, x: GPUArray, axes: tuple[int, ...], rd: DataType, y: GPUArray) -> None:
-    x, ((a, sa), (k, sk), (b, sb)) = _view(x, axes)
+    x, ((a, sa), (k, sk), (b, sb)) = reduce_view(x, axes, contiguous)
     if b == 1 and a > 1:  # rows: walk A in the B slot
         a, sa, b, sb = 1, 0, a, sa
     kt, bt, kfast = _layout_for(k, b, sk, sb)

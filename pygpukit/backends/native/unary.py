@@ -15,6 +15,7 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.dtypes import as_dt, compute_name
+from pygpukit.backends._support.signatures import unary as _unary_op
 from pygpukit.backends.native._libs import extension
 from pygpukit.backends.native._map import kernel_inputs, launch
 from pygpukit.backends.native.copy import cast
@@ -52,46 +53,13 @@ def _float_valued(op: str, x: GPUArray, out_dtype: Any, out: GPUArray | None) ->
     return _run(op, x, rd, out)
 
 
-def neg(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """-x."""
-    return _same_type("neg", x, out_dtype, out)
-
-
-def abs(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """|x|."""
-    return _same_type("abs", x, out_dtype, out)
-
-
-def exp(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """e**x."""
-    return _float_valued("exp", x, out_dtype, out)
-
-
-def log(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Natural logarithm."""
-    return _float_valued("log", x, out_dtype, out)
-
-
-def sqrt(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Square root (correctly rounded)."""
-    return _float_valued("sqrt", x, out_dtype, out)
-
-
-def rsqrt(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """1 / sqrt(x)."""
-    return _float_valued("rsqrt", x, out_dtype, out)
-
-
-def sin(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Sine (radians)."""
-    return _float_valued("sin", x, out_dtype, out)
-
-
-def cos(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Cosine (radians)."""
-    return _float_valued("cos", x, out_dtype, out)
-
-
-def tanh(x: GPUArray, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Hyperbolic tangent."""
-    return _float_valued("tanh", x, out_dtype, out)
+# The family's public functions (the contract in _support/signatures.py).
+neg = _unary_op("neg", _same_type)
+abs = _unary_op("abs", _same_type)
+exp = _unary_op("exp", _float_valued)
+log = _unary_op("log", _float_valued)
+sqrt = _unary_op("sqrt", _float_valued)
+rsqrt = _unary_op("rsqrt", _float_valued)
+sin = _unary_op("sin", _float_valued)
+cos = _unary_op("cos", _float_valued)
+tanh = _unary_op("tanh", _float_valued)

@@ -24,6 +24,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from pygpukit.backends._support.signatures import binary, compare
 from pygpukit.backends.cpu._common import float_result as np_float_result
 from pygpukit.backends.cpu._common import promote as np_promote
 from pygpukit.backends.triton_kernels._common import (
@@ -200,69 +201,20 @@ def _compare(op: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
     return run_map(binary_fn, op, ct, res, (_operand(a, ct), _operand(b, ct)))
 
 
-def add(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a + b."""
-    return _arith("add", a, b, out_dtype, out)
-
-
-def sub(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a - b."""
-    return _arith("sub", a, b, out_dtype, out)
-
-
-def mul(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a * b."""
-    return _arith("mul", a, b, out_dtype, out)
-
-
-def div(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """True division (correctly rounded); floating out_dtype only."""
-    return _arith("div", a, b, out_dtype, out)
-
-
-def maximum(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Elementwise max, NaN-propagating."""
-    return _arith("maximum", a, b, out_dtype, out)
-
-
-def minimum(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """Elementwise min, NaN-propagating."""
-    return _arith("minimum", a, b, out_dtype, out)
-
-
-def pow(a: Any, b: Any, *, out_dtype: Any = None, out: GPUArray | None = None) -> GPUArray:
-    """a ** b (libdevice pow for floats; integers by squaring, see the module docstring)."""
-    return _arith("pow", a, b, out_dtype, out)
-
-
-def eq(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a == b -> bool."""
-    return _compare("eq", a, b, out)
-
-
-def ne(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a != b -> bool (NaN != NaN)."""
-    return _compare("ne", a, b, out)
-
-
-def lt(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a < b -> bool."""
-    return _compare("lt", a, b, out)
-
-
-def le(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a <= b -> bool."""
-    return _compare("le", a, b, out)
-
-
-def gt(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a > b -> bool."""
-    return _compare("gt", a, b, out)
-
-
-def ge(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
-    """a >= b -> bool."""
-    return _compare("ge", a, b, out)
+# The family's public functions (the contract in _support/signatures.py).
+add = binary("add", _arith)
+sub = binary("sub", _arith)
+mul = binary("mul", _arith)
+div = binary("div", _arith)
+maximum = binary("maximum", _arith)
+minimum = binary("minimum", _arith)
+pow = binary("pow", _arith)
+eq = compare("eq", _compare)
+ne = compare("ne", _compare)
+lt = compare("lt", _compare)
+le = compare("le", _compare)
+gt = compare("gt", _compare)
+ge = compare("ge", _compare)
 
 
 def where(

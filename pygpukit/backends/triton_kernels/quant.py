@@ -33,7 +33,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from pygpukit import _layout
+from pygpukit.backends._support.rows import as_2d
 from pygpukit.backends.triton_kernels._common import (
     GPUArray,
     as_dt,
@@ -189,23 +189,6 @@ def _dequant_kernel(
     tl.store(Y + r64 * syr + c64 * syc, convert(y, OUT), mask=m)
 
 
-def _as2d(x: GPUArray) -> tuple[GPUArray, int, int, int, int]:
-    """(x or a contiguous copy, R, C, row stride, column stride) of the [R, C] view."""
-    c = x.shape[-1]
-    lead = x.shape[:-1]
-    rows = 1
-    for n in lead:
-        rows *= n
-    if not lead:
-        return x, 1, c, 0, x.element_strides[-1]
-    merged = _layout.merge_dims(lead, x.element_strides[:-1])
-    if len(merged) > 1:
-        x = contiguous(x)
-        return x, rows, c, c, 1
-    sr = merged[0][1] if merged else 0
-    return x, rows, c, sr, x.element_strides[-1]
-
-
 def quantize_fp8(
     x: GPUArray,
     *,
@@ -219,7 +202,7 @@ def quantize_fp8(
     dt = as_dt(dtype)
     fmax = _FP8_MAX[dt.name]
     dst = tl_dtype(dt)
-    x2, rows, cols, sxr, sxc = _as2d(x)
+    x2, rows, cols, sxr, sxc = as_2d(x, contiguous)
     gr, gc = group
     q = empty(x.shape, dt, x.device)
     nr, nc = cdiv(rows, gr), cdiv(cols, gc)
@@ -274,7 +257,7 @@ def dequantize_fp8(
 ) -> GPUArray:
     """q * scale rounded once to ``out_dtype`` (one scale per ``group`` of q's [R, C] view)."""
     dt = as_dt(out_dtype)
-    q2, rows, cols, sqr, sqc = _as2d(q)
+    q2, rows, cols, sqr, sqc = as_2d(q, contiguous)
     gr, gc = group
     s2 = scale.reshape(cdiv(rows, gr), cdiv(cols, gc))
     ssr, ssc = s2.element_strides

@@ -28,7 +28,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from pygpukit import _layout
+from pygpukit.backends._support.collapse import reduce_view
 from pygpukit.backends.triton_kernels._common import (
     GPUArray,
     as_dt,
@@ -157,29 +157,6 @@ def _ident(op: str, dt: Any) -> Any:
     return int(info.min) if op in ("max", "argmax") else int(info.max)
 
 
-def _group(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
-    rows = _layout.merge_dims(shape, strides)
-    if not rows:
-        return (0, 0) if 0 in shape else (1, 0)
-    return (rows[0][0], rows[0][1]) if len(rows) == 1 else None
-
-
-def _view(x: GPUArray, axes: tuple[int, ...]) -> tuple[GPUArray, list[tuple[int, int]]]:
-    nd = x.ndim
-    if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
-        kept = [i for i in range(nd) if i not in axes]
-        x = x.permute(kept + list(axes))
-        axes = tuple(range(len(kept), nd))
-    i, j = (axes[0], axes[-1] + 1) if axes else (nd, nd)
-    for attempt in range(2):
-        sh, st = x.shape, x.element_strides
-        groups = [_group(sh[:i], st[:i]), _group(sh[i:j], st[i:j]), _group(sh[j:], st[j:])]
-        if all(g is not None for g in groups) or attempt:
-            break
-        x = contiguous(x)
-    return x, groups  # type: ignore[return-value]
-
-
 def _reduce(op: str, x: GPUArray, axis: Any, keepdims: bool, rd: Any, out: GPUArray | None) -> Any:
     nd = x.ndim
     if axis is None:
@@ -201,7 +178,7 @@ def _reduce(op: str, x: GPUArray, axis: Any, keepdims: bool, rd: Any, out: GPUAr
 
 
 def _run(op: str, x: GPUArray, axes: tuple[int, ...], rd: Any, y: GPUArray) -> None:
-    x, ((a, sa), (k, sk), (b, sb)) = _view(x, axes)
+    x, ((a, sa), (k, sk), (b, sb)) = reduce_view(x, axes, contiguous)
     if b == 1 and a > 1:  # rows: walk A in the B slot of the tile
         a, sa, b, sb = 1, 0, a, sa
     if op in ("sum", "mean"):
