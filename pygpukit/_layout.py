@@ -241,8 +241,8 @@ class BatchPlan(NamedTuple):
 def plan_batches(lead: Shape, *strides: Shape) -> BatchPlan:
     """Loop over the fewest outer dims of ``lead`` that leave every operand (its batch strides,
     one set per operand) one stride through the rest (single_stride); those rest dims are the
-    batch. Shared by the cuBLASLt (backends/native.py) and integer (native_kernels/matmul_int.py)
-    products."""
+    batch. Shared by the cuBLASLt (backends/native/matmul.py) and integer
+    (backends/native/matmul_int.py) products."""
     p = 0
     while any(single_stride(lead[p:], s[p:]) is None for s in strides):
         p += 1

@@ -56,7 +56,7 @@ def check_target(arr: GPUArray, what: str) -> None:
     """Refuse a write into ``arr`` when it is read-only or its elements share memory.
 
     Every write path calls this before touching memory: setitem, fill, copies and host uploads
-    into an array here, ``out=`` and in-place ops in ops._dispatch.run, the KV cache write.
+    into an array here, ``out=`` and in-place ops in routing/dispatch.py run, the KV cache write.
     """
     if arr._readonly:
         raise ReadOnlyError(

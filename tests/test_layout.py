@@ -1,6 +1,6 @@
 """pygpukit._layout's stride helpers against brute force, on random shapes and strides.
 
-The native adapters (pygpukit/backends/native*.py, native_kernels/) plan kernel arguments with
+The native adapters (pygpukit/backends/native/) plan kernel arguments with
 these helpers; their GPU tests cover the launches, these cover the arithmetic on any machine:
 non-contiguous and negative-step views, size-1 and size-0 dims, broadcast (zero) strides, and
 arbitrary integer strides.

@@ -32,8 +32,8 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
-The workspace (partials, counters; pygpukit/_decode_split.py, shared with the native twin) is
-kept per (device, stream) and grows but is never freed, so a captured graph never points at
+The workspace (partials, counters; pygpukit/backends/_support/scratch.py, shared with the native
+twin) is kept per (device, stream) and grows but is never freed, so a captured graph never points at
 released memory.
 """
 

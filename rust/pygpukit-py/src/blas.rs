@@ -1,6 +1,6 @@
 //! cuBLASLt bindings: loading the library and one (batched) row-major matmul call.
 //!
-//! Thin: pygpukit/backends/native.py validates arrays, maps views to transposes and strides,
+//! Thin: pygpukit/backends/native/matmul.py validates arrays, maps views to transposes and strides,
 //! allocates the output and workspace from the pool, and passes raw addresses here. The GIL is
 //! released around the cuBLASLt calls (plan building and the enqueue).
 

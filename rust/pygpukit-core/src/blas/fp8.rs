@@ -24,7 +24,7 @@
 //! matrix 16-byte aligned, cublasLtMatmul's FP8 requirements; torch checks the same), and under
 //! block scaling M % 4 == 0: the Block1x128 scale of A has M-contiguous columns whose stride
 //! public references state as M (torch) or round_up(M, 4) (TransformerEngine's GEMM-ready
-//! scales); with M % 4 == 0 both agree. pygpukit/backends/native_fp8.py pads to meet these.
+//! scales); with M % 4 == 0 both agree. pygpukit/backends/native/matmul_fp8.py pads to meet these.
 //!
 //! Before asking cuBLASLt, a product the loaded library or the device cannot run is refused
 //! with a message naming the modes, the library version and the compute capability; so is any
