@@ -69,3 +69,19 @@ def test_debug_shows_the_traceback(how: str, env: dict[str, str]) -> None:
     args = [how] if how else []
     r = _cli(*args, "routes", ROUTE="rmsnorm:warp", **env)
     assert r.returncode == 1 and "Traceback" in r.stderr and "RouteError" in r.stderr
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`python -m pygpukit routes | head -1`: a closed pipe ends the command quietly, exit 0 (the
+    reader is gone before the first write, so the write fails for certain)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "pygpukit", "routes"],
+            stdout=w, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
