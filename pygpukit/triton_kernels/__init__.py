@@ -19,7 +19,13 @@ _NEW = "pygpukit.backends.triton_kernels"
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves ``pygpukit.triton_kernels.X`` to the already-imported new module."""
+    """Resolves ``pygpukit.triton_kernels.X`` to the already-imported new module.
+
+    The import system sets ``__spec__`` of what ``create_module`` returns to the alias spec;
+    ``exec_module`` puts the real module's spec back (its origin, its loader for reload)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, Any] = {}
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
@@ -29,10 +35,13 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(_NEW + spec.name[len(_OLD) :])
+        real = importlib.import_module(_NEW + spec.name[len(_OLD) :])
+        self._specs[real.__name__] = real.__spec__
+        return real
 
     def exec_module(self, module: ModuleType) -> None:
-        pass  # the new module has run already
+        # The new module has run already: only its spec needs restoring.
+        module.__spec__ = self._specs.pop(module.__name__, module.__spec__)
 
 
 if not any(isinstance(f, _Alias) for f in sys.meta_path):

@@ -15,6 +15,7 @@ never points at memory an eager call may free or grow.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pygpukit import _core, runtime
@@ -32,6 +33,7 @@ def _stream_key(dev: Any) -> tuple[int, int]:
 
 _MAX_BUFFERS = 8
 _buffers: dict[tuple[str, int, int], Any] = {}
+_buffers_lock = threading.Lock()  # lookup, insert and eviction from several threads
 
 
 def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
@@ -48,12 +50,16 @@ def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
     buf = _buffers.get(key)
     if buf is None:
         # The default context's pool: a process-wide scratch area is not charged to the quota of
-        # whichever user context happened to run first.
-        pool = runtime._default_context(dev).pool
-        buf = pool.allocate(nbytes, runtime.current_stream(dev))
-        if len(_buffers) >= _MAX_BUFFERS:
-            _buffers.pop(next(iter(_buffers)))
-        _buffers[key] = buf
+        # whichever user context happened to run first. An evicted buffer stays alive while a
+        # caller still holds it and is freed in its own stream's order.
+        with _buffers_lock:
+            buf = _buffers.get(key)
+            if buf is None:
+                pool = runtime._default_context(dev).pool
+                buf = pool.allocate(nbytes, runtime.current_stream(dev))
+                if len(_buffers) >= _MAX_BUFFERS:
+                    _buffers.pop(next(iter(_buffers)))
+                _buffers[key] = buf
     return buf
 
 

@@ -25,6 +25,9 @@ __all__ = ["BACKEND", "cublaslt_status", "extension", "status"]
 
 # Families served by cuBLASLt (pygpukit._core) rather than the extension.
 _CUBLASLT_FAMILIES = frozenset({"matmul", "matmul_fp8"})
+# Families whose adapters also launch another family's kernels (bool/fp8 results and strided
+# inputs go through the copy family's cast and copy).
+_NEEDS = {"unary": ("copy",), "elementwise": ("copy",), "reduce": ("copy",)}
 
 
 def _probe() -> tuple[bool, str]:
@@ -51,11 +54,13 @@ def _family_status(family: str) -> tuple[bool, str]:
         return False, why + "; build it with scripts/build_native.sh"
     # A partial build (PYGPUKIT_NATIVE_FAMILIES) lacks the other families' kernels.
     built = getattr(extension(), "families", ())
-    if family not in built:
-        return False, (
-            f"the {family} family of _pygpukit_native is not built (this build has "
-            f"{', '.join(built) or 'none'}); rebuild with scripts/build_native.sh"
-        )
+    for fam in (family, *_NEEDS.get(family, ())):
+        if fam not in built:
+            needed = "" if fam == family else f" (the {family} family needs it)"
+            return False, (
+                f"the {fam} family of _pygpukit_native is not built{needed}; this build has "
+                f"{', '.join(built) or 'none'}; rebuild with scripts/build_native.sh"
+            )
     return True, ""
 
 

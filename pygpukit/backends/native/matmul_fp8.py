@@ -191,9 +191,8 @@ def matmul_fp8(
     m, k = a._shape
     n = b._shape[0]
     dev = a._device
-    res = target(out, (m, n), dt, a)
     if m == 0 or n == 0:
-        return deliver(res, out)
+        return deliver(target(out, (m, n), dt, a), out)
     kind_a, kind_b = _mode(groups[0], m, k), _mode(groups[1], n, k)
     mode_a, mode_b = cublas_modes(kind_a, kind_b)
     blocked = mode_a.startswith("block")
@@ -215,6 +214,7 @@ def matmul_fp8(
               None, fast_accum)  # fmt: skip
         return Unfinished(acc[:m, :n], bias, None, dt)
 
+    res = target(out, (m, n), dt, a)
     direct = m_pad == m and n_pad == n and res.is_contiguous() and _aligned(res)
     d = res if direct else empty((m_pad, n_pad), dt, dev)
     bias_op = None
