@@ -13,7 +13,14 @@ from typing import Any
 from pygpukit import _layout
 from pygpukit.array import GPUArray
 
-__all__ = ["broadcast_strides", "contiguous_strides", "plan_nd", "reduce_view", "split_leading"]
+__all__ = [
+    "broadcast_strides",
+    "contiguous_strides",
+    "plan_nd",
+    "reduce_axes",
+    "reduce_view",
+    "split_leading",
+]
 
 
 def broadcast_strides(x: GPUArray, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -50,6 +57,24 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
             _contig.clear()
         _contig[shape] = st
     return st
+
+
+def reduce_axes(
+    shape: tuple[int, ...], axis: Any, keepdims: bool
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the reduced axes, sorted and non-negative; the result's shape) of a reduction over
+    ``axis`` (None: every axis; an int; a tuple or list of ints), keeping size-1 dims when
+    ``keepdims``. The ops layer has checked the axes are in range."""
+    nd = len(shape)
+    if axis is None:
+        axes = tuple(range(nd))
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(sorted({int(a) % nd for a in axis}))
+    else:
+        axes = (int(axis) % nd,) if nd else ()
+    if keepdims:
+        return axes, tuple(1 if d in axes else n for d, n in enumerate(shape))
+    return axes, tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
 def _group(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:

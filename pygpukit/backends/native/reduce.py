@@ -26,7 +26,7 @@ from typing import Any
 
 from pygpukit import runtime
 from pygpukit.array import GPUArray
-from pygpukit.backends._support.collapse import reduce_view
+from pygpukit.backends._support.collapse import reduce_axes, reduce_view
 from pygpukit.backends._support.dtypes import as_dt, compute_name
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
@@ -69,17 +69,7 @@ def _acc_name(op: str, dt: DataType) -> str:
 
 
 def _reduce(op: str, x: GPUArray, axis: Any, keepdims: bool, rd: DataType, out: Any) -> GPUArray:
-    nd = x.ndim
-    if axis is None:
-        axes = tuple(range(nd))
-    elif isinstance(axis, (tuple, list)):
-        axes = tuple(sorted({int(a) % nd for a in axis}))
-    else:
-        axes = (int(axis) % nd,) if nd else ()
-    if keepdims:
-        oshape = tuple(1 if d in axes else n for d, n in enumerate(x._shape))
-    else:
-        oshape = tuple(n for d, n in enumerate(x._shape) if d not in axes)
+    axes, oshape = reduce_axes(x._shape, axis, keepdims)
     y = out if out is not None and out.is_contiguous() else empty(oshape, rd, x._device)
     if y.size:
         if op in ("sum", "mean") and rd is not _natural(op, x._dtype):

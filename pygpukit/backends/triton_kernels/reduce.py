@@ -28,7 +28,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from pygpukit.backends._support.collapse import reduce_view
+from pygpukit.backends._support.collapse import reduce_axes, reduce_view
 from pygpukit.backends.triton_kernels._common import (
     GPUArray,
     as_dt,
@@ -158,17 +158,7 @@ def _ident(op: str, dt: Any) -> Any:
 
 
 def _reduce(op: str, x: GPUArray, axis: Any, keepdims: bool, rd: Any, out: GPUArray | None) -> Any:
-    nd = x.ndim
-    if axis is None:
-        axes = tuple(range(nd))
-    elif isinstance(axis, (tuple, list)):
-        axes = tuple(sorted({int(a) % nd for a in axis}))
-    else:
-        axes = (int(axis) % nd,) if nd else ()
-    if keepdims:
-        oshape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
-    else:
-        oshape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    axes, oshape = reduce_axes(x.shape, axis, keepdims)
     y = out if out is not None and out.is_contiguous() else empty(oshape, rd, x.device)
     if y.size:
         _run(op, x, axes, rd, y)
