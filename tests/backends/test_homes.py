@@ -151,3 +151,10 @@ def test_native_family_status_names_a_missing_needed_family(
     ok, why = native.BACKEND.family_status("unary")
     assert not ok and "copy family" in why and "unary family needs it" in why
     assert native.BACKEND.family_status("norm") == (True, "")
+
+
+@pytest.mark.parametrize("op", sorted(TABLE))
+def test_candidates_run_on_devices_their_home_declares(op: str) -> None:
+    for cand in TABLE[op].candidates:
+        home = records()[cand.backend]
+        assert cand.devices <= home.devices, (op, cand.backend, cand.devices, home.devices)

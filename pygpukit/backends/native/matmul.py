@@ -260,7 +260,19 @@ def matmul(
 
         return matmul_int(a, b, out=out, out_dtype=dt)
     _check_dtype("matmul", dt)
-    a, b = _cast(a, dt), _cast(b, dt)
+    return product(_cast(a, dt), _cast(b, dt), dt, out, _gemm)
+
+
+def product(
+    a: GPUArray,
+    b: GPUArray,
+    dt: DataType,
+    out: GPUArray | None,
+    gemm: Callable[[GPUArray, GPUArray, GPUArray], None],
+) -> GPUArray:
+    """np.matmul's shapes around ``gemm(a2, b2, d)`` (d[..., M, N] = a2 @ b2, all of dtype dt):
+    a 1-D ``a`` is a row and a 1-D ``b`` a column, batch dims broadcast, K == 0 gives zeros.
+    Shared by the cuBLASLt product here and the integer one (matmul_int.py)."""
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(1) if b.ndim == 1 else b
     lead = tuple(np.broadcast_shapes(a2._shape[:-2], b2._shape[:-2]))
@@ -271,7 +283,7 @@ def matmul(
         if k == 0:
             res.fill_(0)
         else:
-            _gemm(a2, b2, res.view((*lead, m, n)))
+            gemm(a2, b2, res.view((*lead, m, n)))
     return deliver(res, out)
 
 

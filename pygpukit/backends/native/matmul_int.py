@@ -15,11 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from pygpukit import _layout
 from pygpukit.array import GPUArray
-from pygpukit.backends._support.output import deliver, target
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.dtypes import DataType, as_dtype, result_type
@@ -77,17 +74,8 @@ def matmul(
         raise TypeError(
             f"matmul: the native integer product serves {sorted(INT_DTYPES)}, got {dt.name}"
         )
+    from pygpukit.backends.native.matmul import product
+
     a = a if a._dtype is dt else a.astype(dt)
     b = b if b._dtype is dt else b.astype(dt)
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(1) if b.ndim == 1 else b
-    lead = tuple(np.broadcast_shapes(a2._shape[:-2], b2._shape[:-2]))
-    m, k, n = a2._shape[-2], a2._shape[-1], b2._shape[-1]
-    shape = (*lead, *((m,) if a.ndim > 1 else ()), *((n,) if b.ndim > 1 else ()))
-    res = target(out, shape, dt, a)
-    if res.size:
-        if k == 0:
-            res.fill_(0)
-        else:
-            _gemm(a2, b2, res.view((*lead, m, n)))
-    return deliver(res, out)
+    return product(a, b, dt, out, _gemm)

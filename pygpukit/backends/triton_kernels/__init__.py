@@ -6,9 +6,9 @@ at its directory to run it instead of the shipped module, with nothing to recomp
 ``python -m pygpukit kernels eject <family> DIR`` copies a shipped module there to start from.
 Importing this package does not import Triton; the routing table loads modules on first use.
 
-Available with Triton installed and a CUDA driver, or anywhere under ``TRITON_INTERPRET=1``;
-the routing table sends it CUDA arrays only, and under the interpreter the kernels' tests call
-the launchers directly on CPU-device arrays (tests/triton_kernels).
+Available with Triton installed and a CUDA driver, or anywhere under ``TRITON_INTERPRET=1``.
+The routing table chooses it for CUDA arrays; a forced triton route under the interpreter also
+serves CPU-device arrays (routing/select.py), which is how CI runs these kernels without a GPU.
 """
 
 from __future__ import annotations

@@ -40,7 +40,6 @@ from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.collapse import contiguous_strides, plan_nd
 from pygpukit.backends._support.dtypes import as_dt, compute_name, float_result
-from pygpukit.backends._support.output import target
 from pygpukit.backends._support.rows import MAX_LEAD, plan_rows, row_view
 from pygpukit.creation import empty
 from pygpukit.dtypes import DataType
@@ -62,7 +61,6 @@ __all__ = [
     "row_offset",
     "row_view",
     "contiguous_strides",
-    "target",
     "scalar_bits",
     "scalar_value",
 ]
@@ -118,7 +116,8 @@ def next_pow2(n: int) -> int:
 
 def new_out(out: GPUArray | None, shape: tuple[int, ...], dt: DataType, like: GPUArray) -> GPUArray:
     """``out`` itself (the kernels take its strides), or a fresh contiguous array: the
-    ``target(..., strided=True)`` policy, written out because every launcher calls it."""
+    ``_support.output.target(..., strided=True)`` policy, written out because every launcher
+    calls it."""
     return out if out is not None else empty(shape, dt, like._device)
 
 
