@@ -22,7 +22,7 @@ from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
 
-__all__ = ["DecodeScratch", "decode_workspace", "key_splits", "stream_buffer"]
+__all__ = ["DecodeScratch", "decode_workspace", "key_splits", "retained_bytes", "stream_buffer"]
 
 
 def _stream_key(dev: Any) -> tuple[int, int]:
@@ -156,3 +156,16 @@ def decode_workspace(dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScr
     if n_cnt:
         ws.cnt = _grown(ws.cnt, n_cnt, "int32", dev, True)  # counters start at 0, self-resetting
     return ws
+
+
+def retained_bytes(dev: Any) -> int:
+    """Bytes of ``dev``'s default pool that these workspaces keep by design (the fixed-size
+    stream buffers, the decode workspaces and their outgrown predecessors): what a leak check
+    expects the pool to still hold once every array is gone."""
+    index = dev.index
+    with _buffers_lock:
+        total = sum(int(b.nbytes) for (_, i, _), b in _buffers.items() if i == index)
+    arrays = [a for ws in [v for (i, _), v in _scratch.items() if i == index]
+              for a in (ws.parts, ws.lse, ws.cnt) if a is not None]  # fmt: skip
+    arrays += [a for a in _retired if a.device.index == index]
+    return total + sum(int(a.owner.nbytes) for a in arrays)
