@@ -41,13 +41,21 @@ def to_dlpack(
         raise BufferError(f"__dlpack__: cannot export a {dev} array to device {dl_device}")
     if copy:
         arr = arr.copy()
+    versioned = max_version is not None and tuple(max_version) >= (1, 0)
+    if arr.readonly and not versioned:
+        # NumPy's rule: a legacy capsule has no read-only flag, so the consumer would get
+        # writable memory the producer marked immutable.
+        raise BufferError(
+            f"__dlpack__: the array (shape {arr.shape}, dtype {arr.dtype.name}) is read-only and "
+            "a pre-1.0 DLPack capsule cannot say so; the consumer must ask for "
+            "max_version=(1, 0), or export a copy (copy=True)"
+        )
     if dev.type == "cuda" and stream != -1:
         if stream == 0:
             raise ValueError("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 or 2 or a handle")
         consumer = 1 if stream is None else int(stream)
         _make_stream_wait(consumer, dev, runtime.current_stream(dev))
     code, bits = arr.dtype.dlpack
-    versioned = max_version is not None and tuple(max_version) >= (1, 0)
     dev_type, dev_id = arr.__dlpack_device__()
     return _core.dlpack_export(
         arr,
@@ -60,6 +68,7 @@ def to_dlpack(
         dev_type,
         dev_id,
         versioned,
+        arr.readonly,
     )
 
 
@@ -68,7 +77,8 @@ def from_dlpack(obj: Any) -> GPUArray:
 
     The producer makes its pending work visible to our current stream before handing over. A
     read-only producer gives a read-only array (``readonly``): writes to it raise
-    gp.ReadOnlyError. Exporting it again (``__dlpack__``) does not carry the flag onward.
+    gp.ReadOnlyError. Exporting it again (``__dlpack__``) carries the flag onward (DLPack 1.0;
+    a legacy capsule, which cannot carry it, is refused with BufferError).
     """
     if hasattr(obj, "__dlpack__"):
         dev_type, dev_id = obj.__dlpack_device__()

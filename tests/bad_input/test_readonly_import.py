@@ -93,3 +93,23 @@ def test_jit_refuses_readonly_for_non_const_pointer() -> None:
     assert jit._convert("k", 1, p_in, a) == a.data_ptr()
     with pytest.raises(gp.ReadOnlyError, match="parameter out"):
         jit._convert("k", 0, p_out, a)
+
+
+def test_export_carries_the_flag_onward() -> None:
+    """A re-export keeps the memory read-only: NumPy's view of it refuses writes, and a legacy
+    capsule (which has no flag) is refused rather than handed out writable."""
+    a, raw = _bytes_backed()
+    view = np.from_dlpack(a)
+    assert not view.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        view[0, 0] = 5.0
+    with pytest.raises(BufferError, match=r"read-only.*max_version=\(1, 0\)"):
+        a.__dlpack__()
+    writable = gp.from_dlpack(a.__dlpack__(max_version=(1, 0), copy=True))
+    assert not writable.readonly
+    writable[0, 0] = 5.0  # a copy is the caller's own
+    assert raw == np.arange(12, dtype=np.float32).tobytes()
+    b = gp.from_dlpack(a)  # round trip: still read-only
+    assert b.readonly
+    with pytest.raises(gp.ReadOnlyError):
+        b[0] = 1.0

@@ -75,9 +75,10 @@ unsafe extern "C" fn destroy_versioned_capsule(capsule: *mut ffi::PyObject) {
 
 /// Export `ptr` as a DLPack capsule. `strides` are in elements (None: C-contiguous); `owner` is
 /// kept alive until the consumer (or the capsule, if never consumed) releases the tensor.
-/// versioned=True gives a DLPack 1.0 "dltensor_versioned" capsule.
+/// versioned=True gives a DLPack 1.0 "dltensor_versioned" capsule, which carries `read_only`;
+/// a legacy capsule cannot carry it, so a read-only export must be versioned.
 #[pyfunction]
-#[pyo3(signature = (owner, ptr, shape, strides, dtype_code, bits, lanes, device_type, device_id, versioned=false))]
+#[pyo3(signature = (owner, ptr, shape, strides, dtype_code, bits, lanes, device_type, device_id, versioned=false, read_only=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn dlpack_export<'py>(
     py: Python<'py>,
@@ -91,7 +92,14 @@ pub fn dlpack_export<'py>(
     device_type: i32,
     device_id: i32,
     versioned: bool,
+    read_only: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if read_only && !versioned {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "a read-only array cannot be exported as a legacy (pre-1.0) DLPack capsule, which \
+             has no read-only flag; ask for max_version=(1, 0) or export a copy",
+        ));
+    }
     let desc = TensorDesc {
         data: ptr,
         shape,
@@ -111,7 +119,7 @@ pub fn dlpack_export<'py>(
     // calls its deleter exactly once; on capsule creation failure we call it ourselves.
     unsafe {
         let cap = if versioned {
-            let m = export_versioned(&desc, owner, false).py()?;
+            let m = export_versioned(&desc, owner, read_only).py()?;
             let cap = ffi::PyCapsule_New(
                 m as *mut c_void,
                 DLTENSOR_VERSIONED.as_ptr(),
