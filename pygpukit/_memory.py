@@ -74,6 +74,44 @@ def check_target(arr: GPUArray, what: str) -> None:
             )
 
 
+def _extent(arr: GPUArray) -> tuple[int, int]:
+    """The byte range [lo, hi) that arr's elements lie in."""
+    if arr._dtype.is_packed:
+        lo = arr.data_ptr()
+        return lo, lo + packed_nbytes(arr._dtype, arr.size)
+    item = arr._dtype.itemsize
+    lo = hi = arr.data_ptr()
+    for n, s in zip(arr._shape, arr._estrides, strict=True):
+        step = (n - 1) * s * item
+        lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+    return lo, hi + item
+
+
+def may_share_memory(a: GPUArray, b: GPUArray) -> bool:
+    """Whether a and b may address a common byte (their byte ranges intersect), as NumPy's
+    may_share_memory: interleaved views such as x[::2] and x[1::2] count as sharing."""
+    if a.size == 0 or b.size == 0 or a._device != b._device:
+        return False
+    alo, ahi = _extent(a)
+    blo, bhi = _extent(b)
+    return alo < bhi and blo < ahi
+
+
+def same_view(a: GPUArray, b: GPUArray) -> bool:
+    """a and b address the same elements in the same order (an in-place write is safe for a
+    kernel that reads each element before writing it)."""
+    return (
+        a.data_ptr() == b.data_ptr()
+        and a._device == b._device
+        and a._shape == b._shape
+        and a._dtype.itemsize == b._dtype.itemsize
+        and a._dtype.is_packed == b._dtype.is_packed
+        and all(
+            s1 == s2 for n, s1, s2 in zip(a._shape, a._estrides, b._estrides, strict=True) if n > 1
+        )
+    )
+
+
 def pack_int4(values: np.ndarray) -> np.ndarray:
     """Pack int4 values (last dim even) two a byte, low nibble first."""
     v = np.ascontiguousarray(values).astype(np.int8).reshape(-1)
@@ -175,6 +213,12 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
         )
     if dst.size == 0:
         return
+    if may_share_memory(dst, src):
+        if same_view(dst, src):
+            return  # x[...] = x
+        # A kernel or memcpy over overlapping ranges would read elements it already wrote:
+        # copy the source out first (NumPy's copyto does the same).
+        src = src.copy()
     dd, sd = dst._device, src._device
     if dd.type == "cpu" and sd.type == "cpu":
         if dst._dtype.is_packed:

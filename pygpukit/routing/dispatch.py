@@ -14,12 +14,17 @@ from functools import partial
 from time import perf_counter
 from typing import Any
 
-from pygpukit._memory import check_target
+from pygpukit._memory import check_target, copy_into, may_share_memory, same_view
 from pygpukit.array import GPUArray
 from pygpukit.routing.select import _stats, _times, _timing, select
+from pygpukit.routing.table import TABLE
 from pygpukit.runtime import Device, alloc_target, gated, launch_gate
 
 __all__ = ["run", "device_of"]
+
+# Families whose kernels read each element of an input before writing the same element of out,
+# so out may be exactly an input (x += y); any other overlap goes through a fresh result.
+_IN_PLACE_FAMILIES = frozenset({"elementwise", "unary", "activation", "copy"})
 
 
 def device_of(op: str, inputs: tuple[Any, ...]) -> Device:
@@ -36,6 +41,18 @@ def device_of(op: str, inputs: tuple[Any, ...]) -> Device:
     return dev
 
 
+def _clashes(op: str, out: GPUArray, inputs: tuple[Any, ...]) -> bool:
+    """out shares memory with an input in a way the kernel cannot write in place: any overlap,
+    except out being exactly that input for the element-by-element families."""
+    route = TABLE.get(op)
+    exact_ok = route is not None and route.family in _IN_PLACE_FAMILIES
+    for a in inputs:
+        if isinstance(a, GPUArray) and may_share_memory(out, a):
+            if not (exact_ok and same_view(out, a)):
+                return True
+    return False
+
+
 def run(
     op: str,
     inputs: tuple[Any, ...],
@@ -48,6 +65,12 @@ def run(
         if out._device is not dev:
             raise ValueError(f"{op}: out is on {out.device} but the inputs are on {dev}")
         check_target(out, f"{op}: out")
+    # NumPy's rule: the result is as if the inputs were read before out is written. When out
+    # overlaps an input otherwise than in place, the kernel writes a fresh array that is then
+    # copied into out (one extra pass, only for such calls).
+    dest = out
+    if out is not None and _clashes(op, out, inputs):
+        dest = None
     p = params or {}
     backend, impl = select(op, dev, inputs, p)
     _stats[op][backend] += 1
@@ -55,8 +78,12 @@ def run(
     if pacer is not None:  # a scheduler context: its launch gate (pygpukit.scheduler)
         impl = partial(gated, pacer, alloc_target(dev)[1], impl)
     if not _timing[0]:
-        return impl(*inputs, out=out, **p)
-    t0 = perf_counter()
-    res = impl(*inputs, out=out, **p)
-    _times[op][backend] += perf_counter() - t0
-    return res
+        res = impl(*inputs, out=dest, **p)
+    else:
+        t0 = perf_counter()
+        res = impl(*inputs, out=dest, **p)
+        _times[op][backend] += perf_counter() - t0
+    if dest is not out and isinstance(res, GPUArray):
+        copy_into(out, res)  # type: ignore[arg-type]
+        return out
+    return res  # an Unfinished product: ops/_epilogue.py delivers it into out

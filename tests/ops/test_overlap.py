@@ -1,0 +1,97 @@
+"""out= and setitem targets that overlap an input give NumPy's answer: as if every input were
+read before out is written.
+
+Exactly in place (out is the input, x += y) the element-by-element kernels write directly; any
+other overlap (shifted, transposed, broadcast, a product or a row op into its own input) goes
+through a fresh result copied into out. On the GPU the shifted cases race without that (blocks
+read elements that other blocks already wrote), so the arrays are large enough to span many
+blocks. Runs on DEVICE (tests/ops/_helpers.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pygpukit as gp
+from pygpukit.routing import dispatch
+from tests.ops._helpers import DEVICE, up
+
+N = 1 << 20
+RNG = np.random.default_rng(0)
+
+
+def _vec() -> np.ndarray:
+    return RNG.standard_normal(N).astype(np.float32)
+
+
+def _mat(n: int = 96) -> np.ndarray:
+    return RNG.standard_normal((n, n)).astype(np.float32)
+
+
+# (name, host data, what NumPy does to x, the same on a GPUArray x)
+CASES: list[tuple[str, Any, Any, Any]] = [
+    ("add shifted right", _vec, lambda x: np.add(x[:-1], 1, out=x[1:]),
+     lambda x: gp.add(x[:-1], 1.0, out=x[1:])),
+    ("exp shifted left", _vec, lambda x: np.exp(x[1:], out=x[:-1]),
+     lambda x: gp.exp(x[1:], out=x[:-1])),
+    ("mul by its reverse half", _vec, lambda x: np.multiply(x[: N // 2], x[N // 2 - 7 : N - 7],
+     out=x[3 : N // 2 + 3]), lambda x: gp.mul(x[: N // 2], x[N // 2 - 7 : N - 7],
+     out=x[3 : N // 2 + 3])),
+    ("setitem shifted right", _vec, lambda x: x.__setitem__(slice(1, None), x[:-1]),
+     lambda x: x.__setitem__(slice(1, None), x[:-1])),
+    ("setitem shifted left", _vec, lambda x: x.__setitem__(slice(None, -1), x[1:]),
+     lambda x: x.__setitem__(slice(None, -1), x[1:])),
+    ("add transposed into itself", _mat, lambda x: np.add(x.T, x, out=x),
+     lambda x: gp.add(x.T, x, out=x)),
+    ("add a broadcast row of out", _mat, lambda x: np.add(x, x[5], out=x),
+     lambda x: gp.add(x, x[5], out=x)),
+    ("matmul into its left operand", _mat, lambda x: np.matmul(x, x.T.copy(), out=x),
+     lambda x: gp.matmul(x, x.T.copy(), out=x)),
+    ("softmax in place", _mat, lambda x: x.__setitem__(Ellipsis, _softmax(x)),
+     lambda x: gp.softmax(x, out=x)),
+    ("in place add", _vec, lambda x: np.add(x, x, out=x), lambda x: gp.add(x, x, out=x)),
+]  # fmt: skip
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize(("name", "data", "host", "dev"), CASES, ids=[c[0] for c in CASES])
+def test_overlapping_out_matches_numpy(name: str, data: Any, host: Any, dev: Any) -> None:
+    x = data()
+    g = up(x)
+    host(x)
+    dev(g)
+    tol = 1e-5 if "matmul" not in name else 1e-4
+    np.testing.assert_allclose(g.to_numpy(), x, rtol=tol, atol=tol)
+
+
+def test_only_a_clash_costs_a_fresh_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend gets out itself unless out overlaps an input otherwise than in place."""
+    seen: list[bool] = []  # add and softmax calls only (copies route too on the GPU)
+    select = dispatch.select
+
+    def spy(op: str, *a: Any) -> Any:
+        backend, impl = select(op, *a)
+
+        def wrapped(*inputs: Any, out: Any = None, **p: Any) -> Any:
+            if op in ("add", "softmax"):
+                seen.append(out is None)
+            return impl(*inputs, out=out, **p)
+
+        return backend, wrapped
+
+    monkeypatch.setattr(dispatch, "select", spy)
+    x = gp.arange(12, dtype="float32", device=DEVICE).reshape(3, 4)
+    other = gp.ones((3, 4), device=DEVICE)
+    gp.add(x, other, out=x)  # exactly in place: direct
+    gp.add(other, 1.0, out=x)  # disjoint: direct
+    gp.add(x[:, 1:], 1.0, out=x[:, :-1])  # shifted: fresh
+    gp.softmax(x, out=x)  # a row op into its input: fresh
+    gp.add(x[::2], 1.0, out=x[1:2].broadcast_to((2, 4)).copy())  # a copy is disjoint
+    assert seen == [False, False, True, True, False]
