@@ -81,3 +81,17 @@ def test_plain_views_stay_writable() -> None:
     want.T[1] = 2
     want.reshape(2, 12)[1, :3] = 3
     np.testing.assert_array_equal(a.to_numpy(), want)
+
+
+def test_a_row_of_a_broadcast_is_an_ordinary_view() -> None:
+    """torch's rule, not NumPy's read-only broadcast: a view of a broadcast that repeats no
+    element (one row) is writable and writes its source, each element once; the broadcast
+    itself, whose rows share those elements, stays refused."""
+    src = _src()
+    b = src.broadcast_to((4, 3))
+    row = b[2]
+    assert not row.internal_overlap and not row.readonly
+    row[...] = np.array([7, 8, 9], np.float32)
+    np.testing.assert_array_equal(src.to_numpy(), [7, 8, 9])
+    with pytest.raises(gp.OverlapError):
+        b[:2] = 0.0
