@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pygpukit.models._gen_args as _gen_args
+import pygpukit.models.speculative as _speculative
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.sampling import Sampler, SamplingParams
@@ -44,6 +45,13 @@ class GenerationStats:
     decode_steps: int = 0
     batch_rows: int = 1
     decode_mode: str = ""
+    draft_tokens: int = 0  # speculative decoding: tokens the drafter proposed
+    accepted_tokens: int = 0  # ... and how many of them the model kept
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Kept drafts over proposed drafts (0 without speculative decoding)."""
+        return self.accepted_tokens / self.draft_tokens if self.draft_tokens else 0.0
 
     @property
     def prefill_tokens_per_s(self) -> float:
@@ -118,8 +126,16 @@ def stream_batch(
     cache: StaticKVCache | None = None,
     use_cache: bool = True,
     graph: bool | None = None,
+    speculative: Any = None,
+    draft_tokens: int | None = None,
 ) -> Iterator[list[tuple[int, int]]]:
     """Yield, after prefill and after each decode step, the (row, token) pairs of that step.
+
+    speculative: "ngram" (prompt lookup) or a smaller draft model of the same tokenizer (or a
+    drafter from models.speculative): each step checks ``draft_tokens`` proposed tokens (default
+    8 for ngram, 4 for a model) in one forward and yields every token it keeps, all of row 0;
+    greedy output is greedy decoding's and sampled output has the sampler's distribution
+    (models/speculative.py). One prompt only; stats count proposed and kept drafts.
 
     graph: decode steps replayed from a CUDA graph of the model's own cache
     (CausalTransformerModel.step_graph; the same kernels as the eager step, one launch a step).
@@ -134,6 +150,9 @@ def stream_batch(
     params = sampling or SamplingParams()
     sampler = Sampler(params)
     stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
+    drafter, k = None, 0
+    if speculative is not None:
+        drafter, k = _speculation(speculative, draft_tokens, sampler, batch, use_cache)
     need = max(len(p) for p in batch) + max_new
     own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:
@@ -143,10 +162,11 @@ def stream_batch(
                 f"max_seq_len {n} is too small for a {need - max_new}-token prompt plus "
                 f"{max_new} new tokens"
             )
-        cache = model.ensure_cache(len(batch), n)
+        # A check feeds k + 1 tokens: room for the drafts past the last kept token.
+        cache = model.ensure_cache(len(batch), min(n + k, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
-    # Before the prefill: a first capture runs the step once, writing slot 0 of the rows.
-    step_graph = _decode_graph(model, len(batch), graph, use_cache, own_cache, max_new, st)
+    # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
+    step_graph = _decode_graph(model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1)
     st.prompt_tokens += sum(len(p) for p in batch)
     st.batch_rows = len(batch)
     history = [list(p) for p in batch]
@@ -162,6 +182,14 @@ def stream_batch(
         done[r] = t in stop
     st.new_tokens += len(step)
     yield step
+    if drafter is not None:
+        if not done[0]:
+            drafter.start(model, batch[0], cache.max_seq_len)
+            for kept in _speculative.decode(
+                model, cache, history[0], max_new, sampler, stop, drafter, k, step_graph, st
+            ):
+                yield [(0, t) for t in kept]
+        return
     for _ in range(max_new - 1):
         if all(done):
             return
@@ -189,6 +217,30 @@ def stream_batch(
         yield step
 
 
+def _speculation(
+    speculative: Any,
+    draft_tokens: int | None,
+    sampler: Sampler,
+    batch: list[list[int]],
+    use_cache: bool,
+) -> tuple[Any, int]:
+    """(drafter, drafts a check) for a ``speculative=`` argument, checked."""
+    from pygpukit.models.transformer import DECODE_TOKENS
+
+    if len(batch) != 1:
+        raise ValueError(
+            f"speculative decoding takes one prompt, got {len(batch)}; batch rows decode "
+            "together already (leave speculative=None)"
+        )
+    if not use_cache:
+        raise ValueError("speculative decoding needs the KV cache (use_cache=True)")
+    drafter = _speculative.drafter_for(speculative, sampler)
+    k = _speculative.DEFAULT_DRAFT_TOKENS[drafter.kind] if draft_tokens is None else draft_tokens
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < DECODE_TOKENS:
+        raise ValueError(f"draft_tokens must be an int in 1..{DECODE_TOKENS - 1}, got {k!r}")
+    return drafter, k
+
+
 def _decode_graph(
     model: CausalTransformerModel,
     rows: int,
@@ -197,8 +249,10 @@ def _decode_graph(
     own_cache: bool,
     max_new: int,
     st: GenerationStats,
+    tokens: int = 1,
 ) -> StepGraph | None:
-    """The captured step to decode with, or None for eager steps (st.decode_mode says why)."""
+    """The captured step to decode with (``tokens`` tokens a row: more than 1 checks
+    speculative drafts), or None for eager steps (st.decode_mode says why)."""
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
@@ -212,8 +266,10 @@ def _decode_graph(
         why = "graphs are kept for the model's own cache, not a caller's"
     else:
         try:
-            g = model.step_graph(rows)
-            st.decode_mode = f"CUDA graph replay, {rows} row(s) a step"
+            g = model.step_graph(rows, tokens)
+            st.decode_mode = f"CUDA graph replay, {rows} row(s) a step" + (
+                f", {tokens} tokens a row (speculative check)" if tokens > 1 else ""
+            )
             return g
         except RuntimeError as exc:
             why = str(exc)
@@ -263,9 +319,12 @@ def generate(
     use_cache: bool = True,
     stats: GenerationStats | None = None,
     graph: bool | None = None,
+    speculative: Any = None,
+    draft_tokens: int | None = None,
 ) -> list[int] | list[list[int]]:
     """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
-    graph: CUDA-graph decode steps (see stream_batch)."""
+    graph: CUDA-graph decode steps; speculative ("ngram" or a draft model) and draft_tokens:
+    speculative decoding of one prompt (see stream_batch)."""
     args = _gen_args.check(input_ids, max_new_tokens, max_seq_len, stop_token_ids)
     prompts, single = args.prompts, args.single
     params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
@@ -280,6 +339,8 @@ def generate(
         stats=stats,
         use_cache=use_cache,
         graph=graph,
+        speculative=speculative,
+        draft_tokens=draft_tokens,
     ):
         for r, t in step:
             outs[r].append(t)

@@ -61,6 +61,13 @@ class Sampler:
         return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
 
     def sample_row(self, logits: np.ndarray, seen: list[int]) -> int:
+        probs = self.probs_row(logits, seen)
+        if probs is None:
+            return int(np.argmax(self.penalized(logits, seen)))
+        return int(self.rng.choice(probs.shape[0], p=probs))
+
+    def penalized(self, logits: np.ndarray, seen: list[int]) -> np.ndarray:
+        """A float32 copy of one row's logits with the repetition penalty applied."""
         p = self.params
         x = np.array(logits, dtype=np.float32)
         if p.repetition_penalty != 1.0 and seen:
@@ -68,9 +75,16 @@ class Sampler:
             ids = ids[(ids >= 0) & (ids < x.shape[0])]
             v = x[ids]
             x[ids] = np.where(v < 0, v * p.repetition_penalty, v / p.repetition_penalty)
+        return x
+
+    def probs_row(self, logits: np.ndarray, seen: list[int]) -> np.ndarray | None:
+        """The distribution one row's next token is drawn from (float64, after the penalty,
+        temperature, top-k and top-p), or None when greedy. Speculative decoding's acceptance
+        test (models/speculative.py) uses it as the target distribution."""
+        p = self.params
         if p.greedy:
-            return int(np.argmax(x))
-        x = x / np.float32(p.temperature)
+            return None
+        x = self.penalized(logits, seen) / np.float32(p.temperature)
         if 0 < p.top_k < x.shape[0]:
             kth = np.partition(x, -p.top_k)[-p.top_k]
             x = np.where(x < kth, -np.inf, x)
@@ -81,8 +95,7 @@ class Sampler:
             before = np.cumsum(probs) - probs
             drop = order[before >= p.top_p]
             x[drop] = -np.inf
-        probs = _softmax(x)
-        return int(self.rng.choice(x.shape[0], p=probs))
+        return _softmax(x)  # type: ignore[no-any-return]
 
 
 def _softmax(x: np.ndarray) -> Any:

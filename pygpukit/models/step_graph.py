@@ -30,32 +30,40 @@ __all__ = ["StepGraph"]
 
 
 class StepGraph:
-    """The captured step of ``model`` over rows 0..rows-1 of ``cache``.
+    """The captured step of ``model`` over rows 0..rows-1 of ``cache``, ``tokens`` new tokens a
+    row (1: decode; more: verifying speculative drafts, with the logits of every position).
 
-    Construction runs the step once (the warm-up: kernels compile; it writes cache slot 0 of
-    those rows, which a prefill overwrites) and captures it on a stream of its own; it raises
-    CaptureError (a RuntimeError) with the reason when the step can never be captured (Mixtral:
-    the expert routing reads the router's output on the host; a device that is not a GPU), and
-    RuntimeError when the capture failed for a passing reason (out of memory, another capture
-    running on this thread). ``step`` feeds one token per row at that row's cached length, as
-    ``model.forward([[t] for t in tokens], cache)`` does, by writing the inputs and replaying on
-    the current stream. The graph reads the model's RoPE tables of capture time: they are kept
+    Construction runs the step once (the warm-up: kernels compile; it writes the first cache
+    slots of those rows, which a prefill overwrites) and captures it on a stream of its own; it
+    raises CaptureError (a RuntimeError) with the reason when the step can never be captured
+    (Mixtral: the expert routing reads the router's output on the host; a device that is not a
+    GPU), and RuntimeError when the capture failed for a passing reason (out of memory, another
+    capture running on this thread). ``step`` feeds the tokens of each row at that row's cached
+    length, as ``model.forward(rows, cache)`` does, by writing the inputs and replaying on the
+    current stream. The graph reads the model's RoPE tables of capture time: they are kept
     here, so a model that later builds longer tables does not free them.
     """
 
-    def __init__(self, model: CausalTransformerModel, cache: StaticKVCache, rows: int = 1) -> None:
+    def __init__(
+        self, model: CausalTransformerModel, cache: StaticKVCache, rows: int = 1, tokens: int = 1
+    ) -> None:
+        from pygpukit.models.transformer import DECODE_TOKENS
+
         dev = model.device
         if dev.type != "cuda":
             raise CaptureError(f"CUDA graphs are not available on the {dev.type.upper()} device")
         if not 1 <= rows <= cache.batch_size:
             raise ValueError(f"StepGraph: rows must be in 1..{cache.batch_size}, got {rows}")
+        if not 1 <= tokens <= DECODE_TOKENS:
+            raise ValueError(f"StepGraph: tokens must be in 1..{DECODE_TOKENS}, got {tokens}")
         if runtime.capture_pool(dev) is not None:  # its warm-up would be recorded there
             raise RuntimeError(
                 f"StepGraph: this thread is already capturing a CUDA graph on {dev}; make the "
                 "step graph outside that capture"
             )
-        ids, pos = zeros((rows, 1), "int64", dev), zeros((rows, 1), "int64", dev)
-        marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
+        ids = zeros((rows, tokens), "int64", dev)
+        pos = from_numpy(np.tile(np.arange(tokens, dtype=np.int64), (rows, 1)), device=dev)
+        marks = from_numpy(np.array([[0] * rows, [tokens] * rows], np.int32), device=dev)
         graph = CUDAGraph(dev)
         recording = False
         try:
@@ -74,9 +82,10 @@ class StepGraph:
             raise kind(f"the decode step could not be captured: {exc}") from exc
         self.cache = cache
         self.rows = rows
+        self.tokens = tokens
         self.vocab = model.config.vocab_size
         self.graph = graph
-        self.logits = logits  # [rows, 1, vocab], rewritten by every replay
+        self.logits = logits  # [rows, tokens, vocab], rewritten by every replay
         self._inputs = (ids, pos, marks)
         self._tables = (model._rope, model._positions)  # read by the graph: keep them alive
         self._last: Any = None  # the stream of the last replay
@@ -88,23 +97,32 @@ class StepGraph:
         """Device memory the graph keeps for the step's activations."""
         return self.graph.kept_bytes
 
-    def step(self, token_ids: int | Sequence[int]) -> GPUArray:
-        """Feed one token per row after that row's cached tokens and count it there; the logits
-        [rows, 1, vocab], overwritten by the next step."""
+    def step(self, token_ids: int | Sequence[int] | Sequence[Sequence[int]]) -> GPUArray:
+        """Feed ``tokens`` tokens a row after that row's cached tokens and count them there
+        (one id a row, or one sequence of ``tokens`` ids a row); the logits
+        [rows, tokens, vocab], overwritten by the next step."""
         if not self.graph.captured:
             raise RuntimeError("StepGraph.step after reset(): the captured step was released")
-        tokens = [int(token_ids)] if isinstance(token_ids, (int, np.integer)) else list(token_ids)
-        n = self.rows
-        if len(tokens) != n:
+        n, s = self.rows, self.tokens
+        if isinstance(token_ids, (int, np.integer)):
+            token_ids = [token_ids]
+        try:
+            rows = [[t] if isinstance(t, (int, np.integer)) else list(t) for t in token_ids]
+            grid = np.array([[int(x) for x in r] for r in rows], dtype=np.int64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"StepGraph.step: token ids must be integers: {exc}") from None
+        if grid.shape != (n, s):
             raise ValueError(
-                f"StepGraph.step: {n} token ids expected (one a row), got {len(tokens)}"
+                f"StepGraph.step: {n} row(s) of {s} token id(s) expected, got shape {grid.shape}"
             )
         lengths = self.cache.lengths[:n]
         for r in range(n):
-            self.cache.check_room(r, 1)
-        bad = [t for t in tokens if not 0 <= t < self.vocab]
-        if bad:
-            raise ValueError(f"StepGraph.step: token ids outside [0, {self.vocab}): {bad[:5]}")
+            self.cache.check_room(r, s)
+        bad = grid[(grid < 0) | (grid >= self.vocab)]
+        if bad.size:
+            raise ValueError(
+                f"StepGraph.step: token ids outside [0, {self.vocab}): {bad[:5].tolist()}"
+            )
         start = lengths.copy()
         cur = runtime.current_stream(self.graph.device)
         if self._last is not None and self._last != cur:
@@ -114,12 +132,12 @@ class StepGraph:
             ev.record(self._last)
             cur.wait_event(ev)
         ids, pos, marks = self._inputs
-        ids[:] = np.asarray(tokens, np.int64)[:, None]
-        pos[:] = start[:, None]
-        marks[:] = np.stack([start, start + 1]).astype(np.int32)
+        ids[:] = grid
+        pos[:] = start[:, None] + np.arange(s, dtype=np.int64)
+        marks[:] = np.stack([start, start + s]).astype(np.int32)
         self.graph.replay(cur)
         self._last = cur
-        lengths += 1
+        lengths += s
         return self.logits
 
     def reset(self) -> None:

@@ -66,7 +66,7 @@ class CausalTransformerModel:
         self._positions: GPUArray | None = None
         # Captured decode steps of self.cache by row count, or why one cannot be captured; the
         # cache setter drops them, so they never outlive or point past the model's cache.
-        self._step_graphs: dict[int, StepGraph | str] = {}
+        self._step_graphs: dict[tuple[int, int], StepGraph | str] = {}  # (rows, tokens)
         self._cache: StaticKVCache | None = None
 
     @property
@@ -109,7 +109,7 @@ class CausalTransformerModel:
         c.reset()
         return c
 
-    def step_graph(self, rows: int) -> StepGraph:
+    def step_graph(self, rows: int, tokens: int = 1) -> StepGraph:
         """The decode step of rows 0..rows-1 of the model's own cache (``self.cache``) captured
         in a CUDA graph (models.step_graph), made on first use and kept until the cache is
         replaced: the generation loop replays it for every decode step. Capturing runs the step
@@ -125,7 +125,8 @@ class CausalTransformerModel:
             raise RuntimeError("the model has no cache: ensure_cache() first")
         if rows < 1 or rows > cache.batch_size:
             raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
-        got = self._step_graphs.get(rows)
+        key = (rows, tokens)
+        got = self._step_graphs.get(key)
         if isinstance(got, str):
             raise CaptureError(got)
         if got is not None:
@@ -133,18 +134,18 @@ class CausalTransformerModel:
                 return got
             # Recorded on other SMs (another scheduler context's partition): record it again
             # where the caller runs now, so its kernels run on the caller's SMs.
-            del self._step_graphs[rows]
+            del self._step_graphs[key]
         if any(int(n) for n in cache.lengths[:rows]):
             raise RuntimeError(
-                f"rows 0..{rows - 1} of the cache hold tokens, and a first capture writes slot 0 "
-                "of each: capture before the prefill"
+                f"rows 0..{rows - 1} of the cache hold tokens, and a first capture writes the "
+                "first slots of each: capture before the prefill"
             )
         try:
-            got = StepGraph(self, cache, rows)
+            got = StepGraph(self, cache, rows, tokens)
         except CaptureError as exc:
-            self._step_graphs[rows] = str(exc)  # fixed for this model
+            self._step_graphs[key] = str(exc)  # fixed for this model
             raise
-        self._step_graphs[rows] = got
+        self._step_graphs[key] = got
         return got
 
     def drop_step_graphs(self) -> None:
@@ -208,26 +209,28 @@ class CausalTransformerModel:
         self, ids: GPUArray, positions: GPUArray, marks: GPUArray, cache: StaticKVCache
     ) -> GPUArray:
         """One decode step of cache rows 0..B-1 whose inputs are already on the device: ids
-        int64 [B, 1], positions int64 [B, 1] (each new token's position), marks int32 [2, B]
-        (each row's write position and new length). Nothing here reads host values that change
-        between steps, so the step can be captured in a CUDA graph and replayed with new inputs
-        written into the same arrays (models.step_graph). cache.lengths is left to the caller.
-        Logits [B, 1, vocab]."""
-        b = ids.shape[0] if ids.ndim == 2 else 0
+        int64 [B, S] (S new tokens a row, 1..DECODE_TOKENS: 1 for decode, more to verify
+        speculative drafts), positions int64 [B, S] (each new token's position), marks int32
+        [2, B] (each row's write position and new length). Nothing here reads host values that
+        change between steps, so the step can be captured in a CUDA graph and replayed with new
+        inputs written into the same arrays (models.step_graph). cache.lengths is left to the
+        caller. Logits [B, S, vocab]."""
+        b, s = ids.shape if ids.ndim == 2 else (0, 0)
         for name, a, shape, dtype in (
-            ("ids", ids, (b, 1), "int64"),
-            ("positions", positions, (b, 1), "int64"),
+            ("ids", ids, (b, s), "int64"),
+            ("positions", positions, (b, s), "int64"),
             ("marks", marks, (2, b), "int32"),
         ):
-            if b < 1 or a.shape != shape or a.dtype.name != dtype:
+            if b < 1 or not 1 <= s <= DECODE_TOKENS or a.shape != shape or a.dtype.name != dtype:
                 raise ValueError(
-                    "forward_device_step: ids int64 [B, 1], positions int64 [B, 1] and marks "
-                    f"int32 [2, B] expected; {name} is {a.dtype.name} {a.shape}"
+                    "forward_device_step: ids int64 [B, S], positions int64 [B, S] and marks "
+                    f"int32 [2, B] expected, 1 <= S <= {DECODE_TOKENS}; {name} is "
+                    f"{a.dtype.name} {a.shape}"
                 )
         if b > cache.batch_size:
             raise ValueError(f"forward_device_step: {b} rows but the cache has {cache.batch_size}")
         self._ensure_tables(cache.max_seq_len)
-        return self._run(ids, positions, cache, 0, [0] * b, (marks[0], marks[1]), False)
+        return self._run(ids, positions, cache, 0, [0] * b, (marks[0], marks[1]), s > 1)
 
     def _run(
         self,
