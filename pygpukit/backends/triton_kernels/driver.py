@@ -18,6 +18,7 @@ installed they still run on ``gp.current_stream()``.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,102 @@ _installed = False
 _install_lock = threading.Lock()
 
 
+class _NoTorchHere:
+    """A meta-path finder that refuses ``import torch`` in one thread, for one call."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if (name == "torch" or name.startswith("torch.")) and threading.get_ident() == self.thread:
+            raise ImportError(f"{name} is not imported while Triton sets up its specializer")
+
+
+def _stored_triton_key() -> None:
+    """Serve Triton's ``triton_key`` (the part of every compile-cache key that identifies Triton
+    itself) from pygpukit's cache directory.
+
+    Triton computes it once a process, at the first cache lookup, by hashing its compiler,
+    backend and language sources (importing every package among them) and its libtriton shared
+    library (hundreds of MB): 0.4 s of the first launch on an H100 host, although the value
+    changes only with those files. Here it is stored under a stamp of the same files (path,
+    size, mtime) and Triton's version, and recomputed by Triton whenever the stamp changes."""
+    import functools
+
+    from triton.runtime import cache as tcache
+
+    original = tcache.triton_key
+    if getattr(original, "_pygpukit", False):
+        return
+
+    @functools.lru_cache
+    def triton_key() -> str:
+        path = cache_dir() / "triton_key" / triton_stamp(Path(tcache.__file__).resolve().parents[1])
+        try:
+            return path.read_text()
+        except OSError:
+            pass
+        value: str = original()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(value)
+            os.replace(tmp, path)  # atomic: a concurrent process reads all or nothing
+        except OSError:
+            pass  # a read-only cache directory: computed each process, as Triton does
+        return value
+
+    triton_key._pygpukit = True  # type: ignore[attr-defined]
+    tcache.triton_key = triton_key
+    autotuner = sys.modules.get("triton.runtime.autotuner")
+    if autotuner is not None and hasattr(autotuner, "triton_key"):
+        setattr(autotuner, "triton_key", triton_key)  # noqa: B010 - untyped module attribute
+
+
+def triton_stamp(root: Path) -> str:
+    """A hash of Triton's version and the path, size and mtime of every .py and .so file under
+    root's compiler, backends, language, runtime and _C directories (a superset of what
+    triton_key hashes)."""
+    import hashlib
+
+    stamp = hashlib.sha256(triton.__version__.encode())
+    for sub in ("compiler", "backends", "language", "runtime", "_C"):
+        for dirpath, dirnames, files in os.walk(root / sub):
+            dirnames.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".so")):
+                    st = os.stat(os.path.join(dirpath, f))
+                    stamp.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return stamp.hexdigest()
+
+
+def _prime_specializer() -> None:
+    """Set up Triton's native argument specializer without importing torch.
+
+    Its one-time set-up imports torch when torch is installed, only to recognise torch.Tensor
+    arguments by type; without it they are recognised by their data_ptr attribute, with the
+    same result. pygpukit never passes torch tensors, and that import cost 2.5-3 s of the first
+    Triton launch of a process on an H100 host (import pygpukit + first op: 4.0 s). So the
+    set-up runs here, once, with ``import torch`` refused in this thread (other threads import
+    normally). If torch is already imported, or the set-up fails, nothing is changed and the
+    first launch sets it up as usual."""
+    if "torch" in sys.modules:
+        return
+    try:
+        from triton._C.libtriton import native_specialize_impl
+        from triton.backends.compiler import BaseBackend
+    except ImportError:  # another Triton version: it sets itself up as it does
+        return
+    blocker = _NoTorchHere()
+    sys.meta_path.insert(0, blocker)  # type: ignore[arg-type]
+    try:
+        native_specialize_impl(BaseBackend, 1, False, True, True)
+    except Exception:  # the first launch retries the set-up, torch allowed
+        pass
+    finally:
+        sys.meta_path.remove(blocker)  # type: ignore[arg-type]
+
+
 def install() -> None:
     """Make pygpukit's driver Triton's active driver and point Triton's cache at pygpukit's."""
     global _installed
@@ -126,6 +223,8 @@ def install() -> None:
         triton.knobs.cache.dir = str(path)
         if not interpreting():
             triton.runtime.driver.set_active(PygpukitCudaDriver())
+            _prime_specializer()
+            _stored_triton_key()
         _installed = True
 
 
