@@ -1,4 +1,7 @@
-"""GGUF checkpoints (llama.cpp) through the ``gguf`` package: metadata, names, dequantization.
+"""GGUF checkpoints (llama.cpp): metadata, names, dequantization.
+
+The header is read by _gguf_scan.py (checked against the file as it is read); the ``gguf``
+package supplies the type table.
 
 Tensors are renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed) and
 dequantized at load with vectorized NumPy. Block layouts (ggml-quants.c, dequantize_row_*):
@@ -23,7 +26,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from pygpukit.models._gguf_scan import scan
+from pygpukit.models._gguf_scan import TensorInfo, scan
 from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
 
 __all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
@@ -92,29 +95,44 @@ def dequantize(data: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.n
     return vals.reshape(shape)
 
 
+def _type_name(ggml_type: int) -> str:
+    import gguf
+
+    try:
+        return gguf.GGMLQuantizationType(ggml_type).name
+    except ValueError:
+        return f"unknown type {ggml_type}"
+
+
 def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     """Undo llama.cpp's LlamaModel.permute (rows of each head interleaved as pairs)."""
     rows = w.shape[0]
     return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+class _Tensor:
+    """One tensor of the file: its name, type, HF-order shape, byte range and bytes (a view of
+    the file's memory map)."""
+
+    __slots__ = ("data", "name", "nbytes", "offset", "shape", "type_name")
+
+    def __init__(
+        self, name: str, type_name: str, shape: tuple[int, ...], offset: int, nbytes: int
+    ) -> None:
+        self.name, self.type_name, self.shape = name, type_name, shape
+        self.offset, self.nbytes = offset, nbytes
+        self.data: np.ndarray | None = None
+
+
 class GGUFSource:
     """A GGUF file seen as HF-named tensors plus an HF-style config dict and its metadata."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        import gguf
-
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelLoadError(f"{self.path}: GGUF file not found", file=str(self.path))
-        scan(self.path)  # counts and lengths against the file, before the reader trusts them
-        try:
-            self.reader = gguf.GGUFReader(str(self.path))
-        except (
-            Exception
-        ) as exc:  # the reader raises ValueError/struct.error/IndexError on bad files
-            raise self._error(f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
-        self.meta = self._metadata()
+        head = scan(self.path)  # every count and length checked against the file
+        self.meta = head.meta
         if "general.architecture" not in self.meta:
             raise self._error(
                 "metadata 'general.architecture' is missing", field="general.architecture"
@@ -125,20 +143,23 @@ class GGUFSource:
                 f"{self.path}: GGUF architecture {self.arch!r} is not supported "
                 f"(supported: {', '.join(_ARCHS)})"
             )
-        bad = [
-            f"{t.name} ({t.tensor_type.name})"
-            for t in self.reader.tensors
-            if t.tensor_type.name not in SUPPORTED_TYPES
-        ]
+        self.file_size = self.path.stat().st_size
+        names = {t.ggml_type: _type_name(t.ggml_type) for t in head.tensors}
+        bad = [f"{t.name} ({names[t.ggml_type]})" for t in head.tensors
+               if names[t.ggml_type] not in SUPPORTED_TYPES]  # fmt: skip
         if bad:
             raise UnsupportedModelError(
                 f"{self.path}: unsupported quantization in {len(bad)} tensors, e.g. "
                 f"{', '.join(bad[:3])}; supported types: {', '.join(SUPPORTED_TYPES)}"
             )
-        self.file_size = self.path.stat().st_size
-        for t in self.reader.tensors:
-            self._check_tensor(t)
-        self._tensors = {t.name: t for t in self.reader.tensors}
+        self._tensors: dict[str, _Tensor] = {}
+        for t in head.tensors:
+            if t.name in self._tensors:
+                raise self._error(f"tensor {t.name!r} appears twice", t.name, "name")
+            self._tensors[t.name] = self._checked(t, names[t.ggml_type], head.data_start)
+        self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if self._tensors else np.empty(0)
+        for info in self._tensors.values():
+            info.data = self._map[info.offset : info.offset + info.nbytes]
         self._names: dict[str, tuple[str, int | None]] = {}
         n_exp = self.meta_int(f"{self.arch}.expert_count", 0)
         for name in self._tensors:
@@ -161,32 +182,39 @@ class GGUFSource:
             f"{self.path}: {what}", file=str(self.path), tensor=tensor, field=field
         )
 
-    def _check_tensor(self, t: Any) -> None:
-        """Its byte count from shape and type (Python ints: no wrap-around) against the bytes
-        the reader mapped and the file's size, so no later view reads past the file."""
+    def _checked(self, t: TensorInfo, type_name: str, data_start: int) -> _Tensor:
+        """Its byte count from shape and type (Python ints: no wrap-around) against the file's
+        size, so no later view reads past the file."""
         import gguf
 
-        dims = [int(d) for d in t.shape.tolist()]
-        if not dims or any(d <= 0 for d in dims):
+        dims = list(t.dims)
+        if any(d <= 0 for d in dims):
             raise self._error(f"tensor {t.name!r} has shape {dims}", t.name, "shape")
-        block, size = gguf.GGML_QUANT_SIZES[t.tensor_type]
+        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t.ggml_type)]
         n = math.prod(dims)
         if n % block:
             raise self._error(
-                f"tensor {t.name!r} has {n} elements, not a multiple of {t.tensor_type.name}'s "
+                f"tensor {t.name!r} has {n} elements, not a multiple of {type_name}'s "
                 f"block of {block}",
                 t.name,
                 "shape",
             )
         nbytes = n // block * size
-        end = int(t.data_offset) + nbytes
-        if end > self.file_size or int(np.asarray(t.data).nbytes) != nbytes:
+        start = data_start + t.offset
+        end = start + nbytes
+        if end > self.file_size:
             raise self._error(
-                f"truncated GGUF file: tensor {t.name!r} ({t.tensor_type.name}{dims}) needs "
+                f"truncated GGUF file: tensor {t.name!r} ({type_name}{dims}) needs "
                 f"{nbytes} bytes ending at byte {end}, the file has {self.file_size} bytes",
                 t.name,
                 "data_offset",
             )
+        return _Tensor(t.name, type_name, tuple(reversed(dims)), start, nbytes)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of tensor data in the file."""
+        return sum(t.nbytes for t in self._tensors.values())
 
     def meta_int(self, key: str, default: int | None = None) -> int:
         """Integer metadata ``key`` (``default`` when absent; ModelLoadError naming the key
@@ -216,25 +244,14 @@ class GGUFSource:
             raise self._error(f"metadata {key!r} must be a finite number, got {v!r}", field=key)
         return float(v)
 
-    def _metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {}
-        for key, field in self.reader.fields.items():
-            if key.startswith("GGUF."):
-                continue
-            try:
-                meta[key] = field.contents()
-            except Exception as exc:
-                raise self._error(f"metadata {key!r} is corrupt ({exc})", field=key) from None
-        return meta
-
     @property
     def tensor_names(self) -> list[str]:
         return list(self._names)
 
     def _raw(self, gguf_name: str) -> np.ndarray:
         t = self._tensors[gguf_name]
-        shape = tuple(int(d) for d in reversed(t.shape.tolist()))
-        return dequantize(t.data, t.tensor_type.name, shape)
+        assert t.data is not None
+        return dequantize(t.data, t.type_name, t.shape)
 
     def tensor(self, name: str) -> np.ndarray:
         try:
@@ -243,9 +260,9 @@ class GGUFSource:
             raise KeyError(f"{self.path}: no tensor maps to {name!r}") from None
         if expert is not None:
             t = self._tensors[gname]
-            shape = tuple(int(d) for d in reversed(t.shape.tolist()))
-            data = t.data[expert]  # one expert's rows: [E, rows, bytes] -> [rows, bytes]
-            w = dequantize(data, t.tensor_type.name, shape[1:])
+            assert t.data is not None
+            data = t.data.reshape(t.shape[0], -1)[expert]  # one expert's bytes
+            w = dequantize(data, t.type_name, t.shape[1:])
         else:
             w = self._raw(gname)
         if self.arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):

@@ -133,7 +133,7 @@ def load_model_from_gguf(
     src = GGUFSource(path)
     config = config_from_dict(src.config_dict(), str(src.path))
     tok = Tokenizer.from_gguf_fields(src.meta, str(src.path))
-    total = sum(int(t.n_bytes) for t in src.reader.tensors)
+    total = src.total_bytes
     return _build(src, config, dtype, device, tok, str(src.path), total, progress)
 
 
