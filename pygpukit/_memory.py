@@ -76,15 +76,15 @@ def check_target(arr: GPUArray, what: str) -> None:
 
 def _extent(arr: GPUArray) -> tuple[int, int]:
     """The byte range [lo, hi) that arr's elements lie in."""
-    if arr._dtype.is_packed:
-        lo = arr.data_ptr()
-        return lo, lo + packed_nbytes(arr._dtype, arr.size)
-    item = arr._dtype.itemsize
-    lo = hi = arr.data_ptr()
+    lo = hi = 0  # element offsets from the first element
     for n, s in zip(arr._shape, arr._estrides, strict=True):
-        step = (n - 1) * s * item
+        step = (n - 1) * s
         lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
-    return lo, hi + item
+    if arr._dtype.is_packed:  # two elements a byte: element e of the owner is in byte e // 2
+        base = arr.data_ptr() - arr._offset // 2
+        return base + (arr._offset + lo) // 2, base + (arr._offset + hi) // 2 + 1
+    item = arr._dtype.itemsize
+    return arr.data_ptr() + lo * item, arr.data_ptr() + (hi + 1) * item
 
 
 def may_share_memory(a: GPUArray, b: GPUArray) -> bool:

@@ -144,7 +144,8 @@ def _walk(c: _Cursor) -> Header:
         c.where = "metadata key"
         key = c.string()
         c.where = f"metadata {key!r}"
-        head.meta[key] = c.value(c.u32())
+        value = c.value(c.u32())
+        head.meta.setdefault(key, value)  # a repeated key: the first value, as the gguf package
     for _ in range(n_tensors):
         c.where = "tensor name"
         name = c.string()
@@ -158,7 +159,7 @@ def _walk(c: _Cursor) -> Header:
         head.tensors.append(TensorInfo(name, tuple(int(d) for d in dims), ggml_type, offset))
     c.where = "metadata 'general.alignment'"
     align = head.meta.get("general.alignment", 32)
-    if isinstance(align, bool) or not isinstance(align, int) or align <= 0:
-        raise c.fail(f"alignment {align!r} is not a positive integer")
+    if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align % 8:
+        raise c.fail(f"alignment {align!r} is not a positive multiple of 8 (the GGUF spec)")
     head.data_start = -(-c.pos // align) * align
     return head

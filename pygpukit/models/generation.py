@@ -152,7 +152,7 @@ def stream_batch(
     stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
     drafter, k = None, 0
     if speculative is not None:
-        drafter, k = _speculation(speculative, draft_tokens, sampler, batch, use_cache)
+        drafter, k = _speculation(model, speculative, draft_tokens, sampler, batch, use_cache)
     need = max(len(p) for p in batch) + max_new
     own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:
@@ -184,7 +184,9 @@ def stream_batch(
     yield step
     if drafter is not None:
         if not done[0]:
-            drafter.start(model, batch[0], cache.max_seq_len)
+            t0 = time.perf_counter()
+            drafter.start(model, batch[0], cache.max_seq_len)  # the draft's own prefill
+            st.prefill_s += time.perf_counter() - t0
             for kept in _speculative.decode(
                 model, cache, history[0], max_new, sampler, stop, drafter, k, step_graph, st
             ):
@@ -218,6 +220,7 @@ def stream_batch(
 
 
 def _speculation(
+    model: CausalTransformerModel,
     speculative: Any,
     draft_tokens: int | None,
     sampler: Sampler,
@@ -235,6 +238,7 @@ def _speculation(
     if not use_cache:
         raise ValueError("speculative decoding needs the KV cache (use_cache=True)")
     drafter = _speculative.drafter_for(speculative, sampler)
+    drafter.check(model)  # before anything is allocated or prefilled
     k = _speculative.DEFAULT_DRAFT_TOKENS[drafter.kind] if draft_tokens is None else draft_tokens
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < DECODE_TOKENS:
         raise ValueError(f"draft_tokens must be an int in 1..{DECODE_TOKENS - 1}, got {k!r}")
@@ -266,7 +270,7 @@ def _decode_graph(
         why = "graphs are kept for the model's own cache, not a caller's"
     else:
         try:
-            g = model.step_graph(rows, tokens)
+            g = model.step_graph(rows) if tokens == 1 else model.step_graph(rows, tokens)
             st.decode_mode = f"CUDA graph replay, {rows} row(s) a step" + (
                 f", {tokens} tokens a row (speculative check)" if tokens > 1 else ""
             )

@@ -67,6 +67,9 @@ class NgramDrafter:
             )
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
 
+    def check(self, model: CausalTransformerModel) -> None:
+        pass
+
     def start(self, model: CausalTransformerModel, prompt: list[int], n_positions: int) -> None:
         pass
 
@@ -103,8 +106,8 @@ class ModelDrafter:
         self.cache: StaticKVCache | None = None
         self.graph: Any = None
 
-    def start(self, model: CausalTransformerModel, prompt: list[int], n_positions: int) -> None:
-        """Prefill the prompt into the draft model's own cache (and capture its step)."""
+    def check(self, model: CausalTransformerModel) -> None:
+        """ValueError when this draft cannot serve ``model`` (checked before the prefill)."""
         d = self.model
         if d is model:
             raise ValueError(
@@ -120,6 +123,11 @@ class ModelDrafter:
             raise ValueError(
                 f"speculative: the draft model is on {d.device} but the model is on {model.device}"
             )
+
+    def start(self, model: CausalTransformerModel, prompt: list[int], n_positions: int) -> None:
+        """Prefill the prompt into the draft model's own cache (and capture its step)."""
+        self.check(model)
+        d = self.model
         self.cache = d.ensure_cache(1, min(n_positions, d.config.max_context))
         self.graph = None
         if d.device.type == "cuda":
@@ -280,8 +288,15 @@ def decode(
             logits = model.forward([feed], cache, all_logits=True)
         rows = logits.reshape(logits.shape[-2], logits.shape[-1])[: len(feed)]
         if greedy:
-            n, nxt = accept_drafts(None, ops.argmax(rows, axis=-1).to_numpy(), drafts, q, sampler,
-                                   history)  # fmt: skip
+            ids = ops.argmax(rows, axis=-1).to_numpy()
+            n, nxt = accept_drafts(None, ids, drafts, q, sampler, history)
+        elif sampler.params.greedy:
+            # Greedy with a repetition penalty: each position's argmax after the penalty of the
+            # tokens before it, as plain greedy decoding takes it (Sampler.sample_row).
+            host = rows.to_numpy().astype(np.float32)
+            ids = np.array([np.argmax(sampler.penalized(host[j], [*history, *drafts[:j]]))
+                            for j in range(len(feed))])  # fmt: skip
+            n, nxt = accept_drafts(None, ids, drafts, q, sampler, history)
         else:
             host = rows.to_numpy().astype(np.float32)
             n, nxt = accept_drafts(host, None, drafts, q, sampler, history)

@@ -386,8 +386,8 @@ class CausalTransformerModel:
         with this model first: the same loop, so the same tokens. ``input_ids``: one sequence
         (list of ints) or a batch (list of lists, lengths may differ). temperature 0 is greedy.
         Extra keywords (repetition_penalty, seed, stop_token_ids, max_seq_len, stats, graph,
-        speculative, draft_tokens) go through. use_cache=False re-runs the whole sequence every step (slow; kept for the old
-        call form and checks).
+        speculative, draft_tokens) go through. use_cache=False re-runs the whole sequence every
+        step (slow; kept for the old call form and checks).
         """
         from pygpukit.models.generation import generate as _generate
 

@@ -23,8 +23,10 @@ from pygpukit.runtime import Device, alloc_target, gated, launch_gate
 __all__ = ["run", "device_of"]
 
 # Families whose kernels read each element of an input before writing the same element of out,
-# so out may be exactly an input (x += y); any other overlap goes through a fresh result.
+# so out may be exactly an input (x += y), and single ops whose kernels both homes document as
+# safe in place (rope_inplace, bias_add_inplace); any other overlap goes through a fresh result.
 _IN_PLACE_FAMILIES = frozenset({"elementwise", "unary", "activation", "copy"})
+_IN_PLACE_OPS = frozenset({"rope", "bias_add"})
 
 
 def device_of(op: str, inputs: tuple[Any, ...]) -> Device:
@@ -45,7 +47,7 @@ def _clashes(op: str, out: GPUArray, inputs: tuple[Any, ...]) -> bool:
     """out shares memory with an input in a way the kernel cannot write in place: any overlap,
     except out being exactly that input for the element-by-element families."""
     route = TABLE.get(op)
-    exact_ok = route is not None and route.family in _IN_PLACE_FAMILIES
+    exact_ok = op in _IN_PLACE_OPS or (route is not None and route.family in _IN_PLACE_FAMILIES)
     for a in inputs:
         if isinstance(a, GPUArray) and may_share_memory(out, a):
             if not (exact_ok and same_view(out, a)):

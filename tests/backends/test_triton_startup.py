@@ -3,6 +3,7 @@ cost seconds of the first launch), and leaves ``import torch`` working afterward
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -25,13 +26,25 @@ def test_specializer_setup_skips_torch_and_leaves_it_importable(tmp_path: Path) 
         from pygpukit.backends.triton_kernels import driver
         driver._prime_specializer()
         assert "torch" not in sys.modules and "FAKE_TORCH_IMPORTED" not in os.environ
-        assert not any(type(f).__name__ == "_NoTorchHere" for f in sys.meta_path)
+        assert not driver._no_torch.on
         from triton._C.libtriton import native_specialize_impl
         from triton.backends.compiler import BaseBackend
         assert native_specialize_impl(BaseBackend, 16, False, True, True) == ("i32", "D")
         assert native_specialize_impl(BaseBackend, 1, False, True, True) == ("constexpr", 1)
+        driver._no_torch.on = True  # refused in this thread only
+        import threading
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(__import__("torch")))
+        t.start(); t.join()
+        assert seen and os.environ["FAKE_TORCH_IMPORTED"] == "1"
+        del sys.modules["torch"]
+        try:
+            import torch
+            raise SystemExit("imported while refused")
+        except ImportError:
+            pass
+        driver._no_torch.on = False
         import torch  # the fake one: imports normally once the set-up is done
-        assert os.environ["FAKE_TORCH_IMPORTED"] == "1"
         print("ok")
         """
     )
@@ -98,3 +111,17 @@ def test_triton_stamp_follows_the_files(tmp_path: Path) -> None:
     changed = triton_stamp(tmp_path)
     (tmp_path / "_C" / "libtriton.so").write_bytes(b"\1" * 65)
     assert triton_stamp(tmp_path) != changed
+    changed = triton_stamp(tmp_path)
+    st = src.stat()
+    src.write_text("a = 33\n")  # same size, same mtime: the contents count
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert triton_stamp(tmp_path) != changed
+    # A backend linked in from elsewhere (a source install) is followed.
+    real = tmp_path.parent / f"{tmp_path.name}-nvidia"
+    real.mkdir()
+    (real / "compiler.py").write_text("x = 1\n")
+    (tmp_path / "backends").mkdir()
+    (tmp_path / "backends" / "nvidia").symlink_to(real, target_is_directory=True)
+    linked = triton_stamp(tmp_path)
+    (real / "compiler.py").write_text("x = 2\n")
+    assert triton_stamp(tmp_path) != linked

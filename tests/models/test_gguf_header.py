@@ -80,3 +80,20 @@ def test_the_chat_model_reads_as_the_package_reads_it() -> None:
     path = smollm2_path()
     assert path is not None
     _same_as_the_package(path)
+
+
+@pytest.mark.parametrize("align", [12, 0])
+def test_an_alignment_off_the_spec_is_named(tmp_path: Path, align: int) -> None:
+    from pygpukit.models import ModelLoadError
+
+    path = tmp_path / "align.gguf"
+    w = gguf.GGUFWriter(str(path), "test")
+    w.add_uint32("general.alignment", align)
+    w.add_tensor("t", np.ones(8, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(ModelLoadError, match=r"general\.alignment") as e:
+        scan(path)
+    assert e.value.field == "metadata 'general.alignment'"

@@ -110,6 +110,18 @@ def test_stop_token_and_max_new_tokens_cut_a_check(model) -> None:  # type: igno
         )
 
 
+@pytest.mark.parametrize("spec", ["ngram", "twin"])
+def test_greedy_with_a_repetition_penalty_equals_plain(model, twin, spec: str) -> None:  # type: ignore[no-untyped-def]
+    prompt = _prompt(3)
+    kw = {"temperature": 0, "repetition_penalty": 1.3, "stop_token_ids": ()}
+    want = model.generate(prompt, 30, **kw)
+    st = GenerationStats()
+    got = model.generate(prompt, 30, speculative=twin if spec == "twin" else spec, stats=st, **kw)
+    assert got == want
+    if spec == "twin":  # drafts checked under the penalty: the twin applies the same one
+        assert st.draft_tokens > 0 and st.acceptance_rate == 1.0
+
+
 def test_sampled_speculation_is_seeded(model, twin) -> None:  # type: ignore[no-untyped-def]
     kw = {"temperature": 1.0, "top_k": 20, "top_p": 0.9, "stop_token_ids": ()}
     for spec in ("ngram", twin):
@@ -165,6 +177,11 @@ def test_bad_speculative_arguments(model) -> None:  # type: ignore[no-untyped-de
         model.generate(p, 4, temperature=0, speculative="ngram", use_cache=False)
     with pytest.raises(ValueError, match="the model itself"):
         model.generate(p, 4, temperature=0, speculative=model)
+    from pygpukit.models import stream_batch
+
+    steps = stream_batch(model, [p], 4, SamplingParams(temperature=0), speculative=model)
+    with pytest.raises(ValueError, match="the model itself"):
+        next(steps)  # refused before the prefill yields a first token
     # Every fixture has 300 tokens: a stand-in with another vocabulary size.
     other = SimpleNamespace(config=SimpleNamespace(vocab_size=301), device=model.device)
     drafter = ModelDrafter(other, Sampler(SamplingParams(temperature=0)))  # type: ignore[arg-type]

@@ -31,28 +31,33 @@ def _mat(n: int = 96) -> np.ndarray:
     return RNG.standard_normal((n, n)).astype(np.float32)
 
 
-# (name, host data, what NumPy does to x, the same on a GPUArray x)
-CASES: list[tuple[str, Any, Any, Any]] = [
+# (name, host data, what NumPy does to x, the same on a GPUArray x, the path expected:
+# "fresh": the backend is given no out and its result is copied into out; "direct": it writes
+# out itself; "copy first": setitem copies the overlapping source before writing)
+CASES: list[tuple[str, Any, Any, Any, str]] = [
     ("add shifted right", _vec, lambda x: np.add(x[:-1], 1, out=x[1:]),
-     lambda x: gp.add(x[:-1], 1.0, out=x[1:])),
+     lambda x: gp.add(x[:-1], 1.0, out=x[1:]), "fresh"),
     ("exp shifted left", _vec, lambda x: np.exp(x[1:], out=x[:-1]),
-     lambda x: gp.exp(x[1:], out=x[:-1])),
+     lambda x: gp.exp(x[1:], out=x[:-1]), "fresh"),
     ("mul by its reverse half", _vec, lambda x: np.multiply(x[: N // 2], x[N // 2 - 7 : N - 7],
      out=x[3 : N // 2 + 3]), lambda x: gp.mul(x[: N // 2], x[N // 2 - 7 : N - 7],
-     out=x[3 : N // 2 + 3])),
+     out=x[3 : N // 2 + 3]), "fresh"),
     ("setitem shifted right", _vec, lambda x: x.__setitem__(slice(1, None), x[:-1]),
-     lambda x: x.__setitem__(slice(1, None), x[:-1])),
+     lambda x: x.__setitem__(slice(1, None), x[:-1]), "copy first"),
     ("setitem shifted left", _vec, lambda x: x.__setitem__(slice(None, -1), x[1:]),
-     lambda x: x.__setitem__(slice(None, -1), x[1:])),
+     lambda x: x.__setitem__(slice(None, -1), x[1:]), "copy first"),
+    ("setitem from the other half", _vec, lambda x: x.__setitem__(slice(None, N // 2), x[N // 2 :]),
+     lambda x: x.__setitem__(slice(None, N // 2), x[N // 2 :]), "direct"),
     ("add transposed into itself", _mat, lambda x: np.add(x.T, x, out=x),
-     lambda x: gp.add(x.T, x, out=x)),
+     lambda x: gp.add(x.T, x, out=x), "fresh"),
     ("add a broadcast row of out", _mat, lambda x: np.add(x, x[5], out=x),
-     lambda x: gp.add(x, x[5], out=x)),
+     lambda x: gp.add(x, x[5], out=x), "fresh"),
     ("matmul into its left operand", _mat, lambda x: np.matmul(x, x.T.copy(), out=x),
-     lambda x: gp.matmul(x, x.T.copy(), out=x)),
+     lambda x: gp.matmul(x, x.T.copy(), out=x), "fresh"),
     ("softmax in place", _mat, lambda x: x.__setitem__(Ellipsis, _softmax(x)),
-     lambda x: gp.softmax(x, out=x)),
-    ("in place add", _vec, lambda x: np.add(x, x, out=x), lambda x: gp.add(x, x, out=x)),
+     lambda x: gp.softmax(x, out=x), "fresh"),
+    ("in place add", _vec, lambda x: np.add(x, x, out=x), lambda x: gp.add(x, x, out=x),
+     "direct"),
 ]  # fmt: skip
 
 
@@ -61,14 +66,41 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return (e / e.sum(-1, keepdims=True)).astype(np.float32)
 
 
-@pytest.mark.parametrize(("name", "data", "host", "dev"), CASES, ids=[c[0] for c in CASES])
-def test_overlapping_out_matches_numpy(name: str, data: Any, host: Any, dev: Any) -> None:
+@pytest.mark.parametrize(("name", "data", "host", "dev", "path"), CASES, ids=[c[0] for c in CASES])
+def test_overlapping_out_matches_numpy(
+    name: str, data: Any, host: Any, dev: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     x = data()
     g = up(x)
+    given: list[bool] = []  # whether the routed op's backend was handed an out
+    copies = [0]
+    select, copy = dispatch.select, gp.GPUArray.copy
+
+    def spy(op: str, *a: Any) -> Any:
+        backend, impl = select(op, *a)
+
+        def wrapped(*inputs: Any, out: Any = None, **p: Any) -> Any:
+            if op in ("add", "exp", "mul", "matmul", "softmax"):
+                given.append(out is not None)
+            return impl(*inputs, out=out, **p)
+
+        return backend, wrapped
+
+    def counted(self: gp.GPUArray) -> gp.GPUArray:
+        copies[0] += 1
+        return copy(self)
+
+    monkeypatch.setattr(dispatch, "select", spy)
+    monkeypatch.setattr(gp.GPUArray, "copy", counted)
     host(x)
     dev(g)
+    monkeypatch.undo()
     tol = 1e-5 if "matmul" not in name else 1e-4
     np.testing.assert_allclose(g.to_numpy(), x, rtol=tol, atol=tol)
+    if name.startswith("setitem"):
+        assert copies[0] == (1 if path == "copy first" else 0)
+    else:
+        assert given == [path == "direct"]
 
 
 def test_only_a_clash_costs_a_fresh_result(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,3 +127,17 @@ def test_only_a_clash_costs_a_fresh_result(monkeypatch: pytest.MonkeyPatch) -> N
     gp.softmax(x, out=x)  # a row op into its input: fresh
     gp.add(x[::2], 1.0, out=x[1:2].broadcast_to((2, 4)).copy())  # a copy is disjoint
     assert seen == [False, False, True, True, False]
+
+
+def test_may_share_memory_by_byte_range() -> None:
+    from pygpukit._memory import may_share_memory, same_view
+
+    y = gp.arange(12, dtype="float32", device=DEVICE).reshape(3, 4)
+    assert may_share_memory(y[:, ::2], y[:, 1::2])  # interleaved: counted as sharing, as NumPy
+    assert not may_share_memory(y[0], y[1])
+    assert may_share_memory(y.T, y) and not same_view(y.T, y)
+    assert same_view(y, y.reshape(3, 4)) and not same_view(y[:2], y[1:])
+    assert not may_share_memory(y[:0], y)  # empty views share nothing
+    q = gp.from_numpy(np.zeros((4, 8), np.int8), dtype="int4", device=DEVICE)
+    assert may_share_memory(q[::2], q[2:3])  # row 2 is in both (two values a byte)
+    assert not may_share_memory(q[0:1], q[1:2])

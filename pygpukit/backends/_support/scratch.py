@@ -161,11 +161,13 @@ def decode_workspace(dev: Any, n_rows: int, width: int, n_cnt: int) -> DecodeScr
 def retained_bytes(dev: Any) -> int:
     """Bytes of ``dev``'s default pool that these workspaces keep by design (the fixed-size
     stream buffers, the decode workspaces and their outgrown predecessors): what a leak check
-    expects the pool to still hold once every array is gone."""
+    expects that pool to still hold once every array is gone. Workspaces first made inside a
+    scheduler context live in that context's pool and are not counted."""
+    pool = runtime._default_context(dev).pool.name
     index = dev.index
     with _buffers_lock:
-        total = sum(int(b.nbytes) for (_, i, _), b in _buffers.items() if i == index)
-    arrays = [a for ws in [v for (i, _), v in _scratch.items() if i == index]
-              for a in (ws.parts, ws.lse, ws.cnt) if a is not None]  # fmt: skip
-    arrays += [a for a in _retired if a.device.index == index]
-    return total + sum(int(a.owner.nbytes) for a in arrays)
+        kept = [b for (_, i, _), b in _buffers.items() if i == index]
+    spaces = [v for (i, _), v in list(_scratch.items()) if i == index]
+    kept += [a.owner for ws in spaces for a in (ws.parts, ws.lse, ws.cnt) if a is not None]
+    kept += [a.owner for a in list(_retired) if a.device.index == index]
+    return sum(int(b.nbytes) for b in kept if getattr(b, "pool_name", None) == pool)

@@ -114,15 +114,48 @@ _installed = False
 _install_lock = threading.Lock()
 
 
-class _NoTorchHere:
-    """A meta-path finder that refuses ``import torch`` in one thread, for one call."""
+class _NoTorchHere(threading.local):
+    """A meta-path finder that refuses ``import torch`` in the threads that switched it on.
 
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
+    Installed once and never removed: editing sys.meta_path while another thread's import
+    walks it could make that import skip a finder."""
+
+    on = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if (name == "torch" or name.startswith("torch.")) and threading.get_ident() == self.thread:
+        if self.on and (name == "torch" or name.startswith("torch.")):
             raise ImportError(f"{name} is not imported while Triton sets up its specializer")
+
+
+_no_torch = _NoTorchHere()
+
+
+def _prime_specializer() -> None:
+    """Set up Triton's native argument specializer without importing torch.
+
+    Its one-time set-up imports torch when torch is installed, only to recognise torch.Tensor
+    arguments by type; without it they are recognised by their data_ptr attribute, with the
+    same result. pygpukit never passes torch tensors, and that import cost 2.5-3 s of the first
+    Triton launch of a process on an H100 host (import pygpukit + first op: 4.0 s). So the
+    set-up runs here, once, with ``import torch`` refused in this thread (other threads import
+    normally). If torch is already imported, or the set-up fails, nothing is changed and the
+    first launch sets it up as usual."""
+    if "torch" in sys.modules:
+        return
+    try:
+        from triton._C.libtriton import native_specialize_impl
+        from triton.backends.compiler import BaseBackend
+    except ImportError:  # another Triton version: it sets itself up as it does
+        return
+    if _no_torch not in sys.meta_path:
+        sys.meta_path.insert(0, _no_torch)  # type: ignore[arg-type]
+    _no_torch.on = True
+    try:
+        native_specialize_impl(BaseBackend, 1, False, True, True)
+    except Exception:  # the first launch retries the set-up, torch allowed
+        pass
+    finally:
+        _no_torch.on = False
 
 
 def _stored_triton_key() -> None:
@@ -138,9 +171,9 @@ def _stored_triton_key() -> None:
 
     from triton.runtime import cache as tcache
 
-    original = tcache.triton_key
-    if getattr(original, "_pygpukit", False):
-        return
+    original = getattr(tcache, "triton_key", None)
+    if original is None or getattr(original, "_pygpukit", False):
+        return  # another Triton layout, or already served from here
 
     @functools.lru_cache
     def triton_key() -> str:
@@ -167,47 +200,27 @@ def _stored_triton_key() -> None:
 
 
 def triton_stamp(root: Path) -> str:
-    """A hash of Triton's version and the path, size and mtime of every .py and .so file under
-    root's compiler, backends, language, runtime and _C directories (a superset of what
-    triton_key hashes)."""
+    """A hash of Triton's version, the contents of every .py file and the path, size and mtime
+    of every .so file under root's compiler, backends, language, runtime and _C directories,
+    symbolic links followed (a superset of what triton_key hashes; a source install links its
+    backends in)."""
     import hashlib
 
     stamp = hashlib.sha256(triton.__version__.encode())
     for sub in ("compiler", "backends", "language", "runtime", "_C"):
-        for dirpath, dirnames, files in os.walk(root / sub):
+        for dirpath, dirnames, files in os.walk(root / sub, followlinks=True):
             dirnames.sort()
             for f in sorted(files):
-                if f.endswith((".py", ".so")):
-                    st = os.stat(os.path.join(dirpath, f))
-                    stamp.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+                full = os.path.join(dirpath, f)
+                if f.endswith(".py"):
+                    with open(full, "rb") as fh:
+                        digest = hashlib.sha256(fh.read()).hexdigest()
+                    stamp.update(f"{os.path.relpath(full, root)}:{digest};".encode())
+                elif f.endswith(".so"):
+                    st = os.stat(full)
+                    real = os.path.realpath(full)
+                    stamp.update(f"{real}:{st.st_size}:{st.st_mtime_ns};".encode())
     return stamp.hexdigest()
-
-
-def _prime_specializer() -> None:
-    """Set up Triton's native argument specializer without importing torch.
-
-    Its one-time set-up imports torch when torch is installed, only to recognise torch.Tensor
-    arguments by type; without it they are recognised by their data_ptr attribute, with the
-    same result. pygpukit never passes torch tensors, and that import cost 2.5-3 s of the first
-    Triton launch of a process on an H100 host (import pygpukit + first op: 4.0 s). So the
-    set-up runs here, once, with ``import torch`` refused in this thread (other threads import
-    normally). If torch is already imported, or the set-up fails, nothing is changed and the
-    first launch sets it up as usual."""
-    if "torch" in sys.modules:
-        return
-    try:
-        from triton._C.libtriton import native_specialize_impl
-        from triton.backends.compiler import BaseBackend
-    except ImportError:  # another Triton version: it sets itself up as it does
-        return
-    blocker = _NoTorchHere()
-    sys.meta_path.insert(0, blocker)  # type: ignore[arg-type]
-    try:
-        native_specialize_impl(BaseBackend, 1, False, True, True)
-    except Exception:  # the first launch retries the set-up, torch allowed
-        pass
-    finally:
-        sys.meta_path.remove(blocker)  # type: ignore[arg-type]
 
 
 def install() -> None:
