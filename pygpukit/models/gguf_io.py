@@ -1,18 +1,15 @@
 """GGUF checkpoints (llama.cpp): metadata, names, dequantization.
 
-The header is read by _gguf_scan.py (checked against the file as it is read); the ``gguf``
-package supplies the type table.
-
-Tensors are renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed) and
-dequantized at load with vectorized NumPy. Block layouts (ggml-quants.c, dequantize_row_*):
-  Q8_0: 32 values per 34-byte block: fp16 scale d, 32 int8 q;            x = d * q
-  Q4_0: 32 values per 18-byte block: fp16 d, 16 bytes of nibbles;         x = d * (q - 8)
-  Q4_1: 32 values per 20-byte block: fp16 d, fp16 min m, 16 bytes;        x = d * q + m
-where byte j holds value j in its low nibble and value j + 16 in its high nibble.
-llama.cpp permutes the rows of q and k of Llama-architecture models so its rotary kernel can
-rotate adjacent pairs; the permutation is undone here (as HF's GGUF loader does), so the model
-runs the HF rotate_half layout. Any other quantization raises UnsupportedModelError naming the
-tensor and type before anything is loaded.
+The header is read by _gguf_scan.py (checked against the file as it is read). Tensors are
+renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed) and quantized ones
+are dequantized at load to float32 by the ``gguf`` package's NumPy reference
+(gguf.quants.dequantize, bit for bit llama.cpp's dequantize_row_*): the legacy 32-value blocks
+Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the 256-value k-quant super-blocks Q2_K, Q3_K, Q4_K, Q5_K,
+Q6_K, which most GGUF files on the hub use (a Q4_K_M file mixes Q4_K and Q6_K). Each row of a
+quantized tensor is whole blocks. llama.cpp permutes the rows of q and k of Llama-architecture
+models so its rotary kernel can rotate adjacent pairs; the permutation is undone here (as HF's
+GGUF loader does), so the model runs the HF rotate_half layout. Any other type raises
+UnsupportedModelError naming the tensor and type before anything is loaded.
 """
 
 from __future__ import annotations
@@ -31,7 +28,8 @@ from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
 
 __all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
 
-SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+_QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
+SUPPORTED_TYPES = ("F32", "F16", "BF16", *_QUANTIZED)
 _ARCHS = ("llama", "qwen2", "qwen3")
 
 _LAYER_MAP = {
@@ -64,35 +62,25 @@ _GLOBAL_MAP = {
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
 
-def _f16(raw: np.ndarray, lo: int) -> np.ndarray:
-    return raw[:, lo : lo + 2].copy().view(np.float16).astype(np.float32)
-
-
-def _nibbles(qs: np.ndarray) -> np.ndarray:
-    return np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32)
-
-
 def dequantize(data: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Values of one GGUF tensor as a NumPy array of ``shape`` (float32 for quantized types)."""
+    """Values of one GGUF tensor as a NumPy array of ``shape`` (float32 for quantized types;
+    each row of ``shape[-1]`` values is whole blocks)."""
     if type_name == "F32":
         return np.asarray(data).view(np.float32).reshape(shape)
     if type_name == "F16":
         return np.asarray(data).view(np.float16).reshape(shape)
     if type_name == "BF16":
         return np.asarray(data).view(np.uint16).view(ml_dtypes.bfloat16).reshape(shape)
-    raw = np.ascontiguousarray(data).view(np.uint8)
-    if type_name == "Q8_0":
-        b = raw.reshape(-1, 34)
-        vals = _f16(b, 0) * b[:, 2:].view(np.int8).astype(np.float32)
-    elif type_name == "Q4_0":
-        b = raw.reshape(-1, 18)
-        vals = _f16(b, 0) * (_nibbles(b[:, 2:]) - np.float32(8))
-    elif type_name == "Q4_1":
-        b = raw.reshape(-1, 20)
-        vals = _f16(b, 0) * _nibbles(b[:, 4:]) + _f16(b, 2)
-    else:
+    if type_name not in _QUANTIZED:
         raise UnsupportedModelError(f"GGUF type {type_name} is not supported ({SUPPORTED_TYPES})")
-    return vals.reshape(shape)
+    import gguf
+
+    qtype = gguf.GGMLQuantizationType[type_name]
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    rows = np.ascontiguousarray(data).view(np.uint8).reshape(-1, shape[-1] // block * size)
+    with np.errstate(all="ignore"):  # a NaN scale in the file gives NaN weights, as in llama.cpp
+        vals = gguf.quants.dequantize(rows, qtype)
+    return np.asarray(vals, dtype=np.float32).reshape(shape)
 
 
 def _type_name(ggml_type: int) -> str:
@@ -192,10 +180,10 @@ class GGUFSource:
             raise self._error(f"tensor {t.name!r} has shape {dims}", t.name, "shape")
         block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t.ggml_type)]
         n = math.prod(dims)
-        if n % block:
+        if dims[0] % block:  # rows of whole blocks (ggml's rule; n follows)
             raise self._error(
-                f"tensor {t.name!r} has {n} elements, not a multiple of {type_name}'s "
-                f"block of {block}",
+                f"tensor {t.name!r} has rows of {dims[0]} values, not a multiple of "
+                f"{type_name}'s block of {block}",
                 t.name,
                 "shape",
             )

@@ -102,18 +102,18 @@ def test_missing_shard(tmp_path: Path) -> None:
 def test_gguf_with_unsupported_quantization(tmp_path: Path) -> None:
     import gguf
 
-    path = tmp_path / "q5.gguf"
+    path = tmp_path / "iq4.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_block_count(1)
-    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
-    qt = gguf.GGMLQuantizationType.Q5_0
-    w.add_tensor("blk.0.attn_q.weight", gguf.quants.quantize(x, qt), raw_dtype=qt)
+    qt = gguf.GGMLQuantizationType.IQ4_NL  # 32 values in 18 bytes; not read here
+    raw = np.random.default_rng(0).integers(0, 255, (4, 36), dtype=np.uint8)
+    w.add_tensor("blk.0.attn_q.weight", raw, raw_dtype=qt)
     w.add_tensor("output_norm.weight", np.ones(64, np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    with pytest.raises(UnsupportedModelError, match=r"unsupported quantization.*Q5_0"):
+    with pytest.raises(UnsupportedModelError, match=r"unsupported quantization.*IQ4_NL"):
         load_model(path, device="cpu")
     _still_works()
 

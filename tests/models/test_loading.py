@@ -130,3 +130,66 @@ def test_gguf_round_trip_of_the_llama_fixture(tmp_path: Path, qtype: str) -> Non
     tok = m.tokenizer
     assert tok is not None
     assert tok.encode("hi<|im_end|>") == [104, 105, 257] and 257 in tok.stop_ids
+
+
+# Where each k-quant block keeps its fp16 scales (ggml-common.h block_q*_K): random bytes
+# everywhere else are valid quants and sub-block scales.
+_KQ_HALVES = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+
+
+def _random_blocks(qtype: str, rows: int, cols: int, seed: int) -> np.ndarray:
+    import gguf
+
+    qt = gguf.GGMLQuantizationType[qtype]
+    rng = np.random.default_rng(seed)
+    if qtype in _KQ_HALVES:
+        block, size = gguf.GGML_QUANT_SIZES[qt]
+        raw = rng.integers(0, 256, (rows, cols // block, size), dtype=np.uint8)
+        for at in _KQ_HALVES[qtype]:
+            halves = rng.uniform(0.001, 0.05, (rows, cols // block)).astype(np.float16)
+            raw[:, :, at : at + 2] = halves[..., None].view(np.uint8)
+        return raw.reshape(rows, -1)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    return np.asarray(gguf.quants.quantize(x, qt))
+
+
+@pytest.mark.parametrize("qtype", ["Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+def test_gguf_quantized_tensors_load_as_the_reference_dequantizes(
+    tmp_path: Path, qtype: str
+) -> None:
+    """A llama.cpp-style file with q (permuted by llama.cpp), down and a Mixtral expert stack in
+    ``qtype``: each HF-named tensor is the gguf package's dequantization, q un-permuted."""
+    import gguf
+
+    from pygpukit.models.gguf_io import GGUFSource
+
+    qt = gguf.GGMLQuantizationType[qtype]
+    cols = 512
+    q_raw = _random_blocks(qtype, 8, cols, 1)
+    down_raw = _random_blocks(qtype, 6, cols, 2)
+    exp_raw = np.stack([_random_blocks(qtype, 4, cols, 3 + e) for e in range(3)])
+    path = tmp_path / f"{qtype}.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_head_count(2)
+    w.add_expert_count(3)
+    w.add_tensor("blk.0.attn_q.weight", q_raw, raw_dtype=qt)
+    w.add_tensor("blk.0.ffn_down.weight", down_raw, raw_dtype=qt)
+    w.add_tensor("blk.0.ffn_down_exps.weight", exp_raw, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    src = GGUFSource(path)
+    ref = {n: np.asarray(gguf.quants.dequantize(r, qt), np.float32)
+           for n, r in (("q", q_raw), ("down", down_raw), ("exp", exp_raw))}  # fmt: skip
+    assert np.isfinite(ref["q"]).all() and ref["q"].shape == (8, cols)
+    np.testing.assert_array_equal(src.tensor("model.layers.0.mlp.down_proj.weight"), ref["down"])
+    # llama.cpp's permute undone: rows of each head back in rotate_half order.
+    q = src.tensor("model.layers.0.self_attn.q_proj.weight")
+    np.testing.assert_array_equal(
+        q, ref["q"].reshape(2, 2, 2, cols).swapaxes(1, 2).reshape(8, cols)
+    )
+    for e in range(3):
+        got = src.tensor(f"model.layers.0.block_sparse_moe.experts.{e}.w2.weight")
+        np.testing.assert_array_equal(got, ref["exp"][e])
