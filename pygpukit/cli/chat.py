@@ -57,6 +57,19 @@ def add_parser(sub: Any) -> None:
         help="run every decode step eagerly instead of replaying it from a CUDA graph",
     )
     p.add_argument(
+        "--speculative",
+        choices=("ngram",),
+        help="speculative decoding: ngram drafts the continuation of text seen in the context "
+        "(prompt lookup), checked several tokens a step; the output is what decoding without it "
+        "gives, up to rounding",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        type=T.positive_int,
+        default=None,
+        help="tokens drafted a check with --speculative (1-15, default 8)",
+    )
+    p.add_argument(
         "--qos",
         choices=("guaranteed", "burstable", "best_effort"),
         help="run the chat in a pygpukit.scheduler context of this QoS class",
@@ -112,6 +125,13 @@ def print_stats(session: Any, out: TextIO) -> None:
         file=out,
     )
     print(f"decode steps: {session.graph_reason}", file=out)
+    tot = session.total_stats
+    if tot.draft_tokens:
+        print(
+            f"speculative: {tot.accepted_tokens} of {tot.draft_tokens} drafted tokens kept "
+            f"({100 * tot.acceptance_rate:.0f}%)",
+            file=out,
+        )
     from pygpukit.scheduler import ScheduledContext
 
     ctx = gp.runtime.current_context(m.device)
@@ -201,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     from pygpukit.errors import AdmissionError
 
     err = sys.stderr
+    if args.draft_tokens is not None and args.speculative is None:
+        print("error: --draft-tokens needs --speculative", file=err)
+        return 1
     device = args.device or _default_device(err)
     try:
         ctx = _scheduler_context(args, device)
@@ -243,6 +266,8 @@ def _run(args: argparse.Namespace, device: str) -> int:
             args.context,
             args.think,
             graph=not args.no_graph,
+            speculative=args.speculative,
+            draft_tokens=args.draft_tokens,
         )
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=err)

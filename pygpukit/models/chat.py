@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
-from pygpukit.models.generation import GenerationStats, default_stop_ids
+from pygpukit.models.generation import GenerationStats, default_stop_ids, speculation
 from pygpukit.models.sampling import Sampler, SamplingParams
+from pygpukit.models.speculative import decode as decode_speculative
 from pygpukit.models.step_graph import StepGraph
 from pygpukit.models.tokenizer import StreamDecoder
 
@@ -40,7 +41,12 @@ class ChatSession:
         max_seq_len: int | None = None,
         think: str = "show",
         graph: bool = True,
+        speculative: Any = None,
+        draft_tokens: int | None = None,
     ) -> None:
+        """speculative ("ngram", a draft model or a drafter; models/speculative.py) and
+        draft_tokens: each decode step checks that many proposed tokens in one forward, captured
+        in a CUDA graph of its own next to the 1-token step's."""
         args = check_gen_args(max_new_tokens=max_new_tokens, max_seq_len=max_seq_len)
         tok = model.tokenizer
         if tok is None:
@@ -57,6 +63,16 @@ class ChatSession:
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
         self.sampling = sampling or SamplingParams()
+        self.drafter: Any = None
+        self.draft_tokens = 0
+        if speculative is None and draft_tokens is not None:
+            raise ValueError(
+                "draft_tokens sets speculative decoding's drafts; pass speculative too"
+            )
+        if speculative is not None:
+            self.drafter, self.draft_tokens = speculation(
+                model, speculative, draft_tokens, Sampler(self.sampling), [[0]], True
+            )
         self.max_new_tokens = args.max_new_tokens
         self.think = think
         ThinkFilter(think)  # validates the mode
@@ -65,13 +81,21 @@ class ChatSession:
         # Decode steps replayed from a CUDA graph on a GPU (models.step_graph); otherwise, or when
         # the step cannot be captured, every step is an eager forward (graph_reason says why).
         self.step_graph: StepGraph | None = None
+        self.check_graph: StepGraph | None = None  # the speculative check's k + 1 token step
         self.graph_reason = "off (graph=False)"
         if graph:
             try:
                 self.step_graph = StepGraph(model, self.cache)
                 self.graph_reason = "CUDA graph replay, one launch per token"
+                if self.drafter is not None:
+                    self.check_graph = StepGraph(model, self.cache, 1, self.draft_tokens + 1)
+                    self.graph_reason += (
+                        f"; speculative ({self.drafter.kind}, {self.draft_tokens} drafts a "
+                        "check), one launch per check"
+                    )
             except RuntimeError as exc:
                 self.graph_reason = f"eager ({exc})"
+                self.step_graph = self.check_graph = None
         self.stop_ids = default_stop_ids(model)
         self.messages: list[dict[str, str]] = []
         self.cached_ids: list[int] = []
@@ -121,28 +145,13 @@ class ChatSession:
         st.prompt_tokens = len(ids) - common
         history = list(ids)
         out: list[int] = []
-        first = True
-        while True:
-            tok = sampler(logits, [history])[0]
-            now = time.perf_counter()
-            if first:
-                st.prefill_s = now - t0
-                first = False
-            else:
-                st.decode_s += now - t0
-                st.decode_steps += 1
+        for tok in self._tokens(logits, history, sampler, max_new, st, t0):
             out.append(tok)
-            history.append(tok)
-            st.new_tokens += 1
             if tok in self.stop_ids:
                 break
             piece = think.push(stream.push(tok))
             if piece:
                 yield piece
-            if len(out) >= max_new:
-                break
-            t0 = time.perf_counter()
-            logits = self._step(tok)
         tail = think.push(stream.flush()) + think.flush()
         if tail:
             yield tail
@@ -156,7 +165,46 @@ class ChatSession:
         tot.prefill_s += st.prefill_s
         tot.decode_s += st.decode_s
         tot.decode_steps += st.decode_steps
+        tot.draft_tokens += st.draft_tokens
+        tot.accepted_tokens += st.accepted_tokens
         tot.batch_rows = self.turns = self.turns + 1  # one prefill-made token per turn
+
+    def _tokens(
+        self,
+        logits: GPUArray,
+        history: list[int],
+        sampler: Sampler,
+        max_new: int,
+        st: GenerationStats,
+        t0: float,
+    ) -> Iterator[int]:
+        """The reply's tokens as they are decided (appended to history; the last one, a stop
+        token or the max_new-th, is never fed to the cache)."""
+        tok = sampler(logits, [history])[0]
+        st.prefill_s = time.perf_counter() - t0
+        st.new_tokens += 1
+        history.append(tok)
+        yield tok
+        if tok in self.stop_ids or max_new <= 1:
+            return
+        if self.drafter is not None:
+            self.drafter.start(self.model, history[:-1], self.cache.max_seq_len)
+            for kept in decode_speculative(
+                self.model, self.cache, history, max_new, sampler, self.stop_ids,
+                self.drafter, self.draft_tokens, self.check_graph, st,
+            ):  # fmt: skip
+                yield from kept
+            return
+        for _ in range(max_new - 1):
+            t0 = time.perf_counter()
+            tok = sampler(self._step(history[-1]), [history])[0]
+            st.decode_s += time.perf_counter() - t0
+            st.decode_steps += 1
+            st.new_tokens += 1
+            history.append(tok)
+            yield tok
+            if tok in self.stop_ids:
+                return
 
     def _step(self, tok: int) -> GPUArray:
         """One decode step of row 0; logits [1, 1, vocab]."""

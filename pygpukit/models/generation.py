@@ -151,8 +151,10 @@ def stream_batch(
     sampler = Sampler(params)
     stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
     drafter, k = None, 0
+    if speculative is None and draft_tokens is not None:
+        raise ValueError("draft_tokens sets speculative decoding's drafts; pass speculative= too")
     if speculative is not None:
-        drafter, k = _speculation(model, speculative, draft_tokens, sampler, batch, use_cache)
+        drafter, k = speculation(model, speculative, draft_tokens, sampler, batch, use_cache)
     need = max(len(p) for p in batch) + max_new
     own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:
@@ -219,7 +221,7 @@ def stream_batch(
         yield step
 
 
-def _speculation(
+def speculation(
     model: CausalTransformerModel,
     speculative: Any,
     draft_tokens: int | None,

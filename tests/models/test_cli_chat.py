@@ -71,3 +71,25 @@ def test_bad_route_is_a_clear_error() -> None:
     r = _chat("--model", str(FIXTURES / "llama"), "--route", "rmsnorm:warp", "--prompt", "x")
     assert r.returncode == 1
     assert "warp" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_smollm2
+def test_speculative_chat_answers_as_plain_and_reports_drafts() -> None:
+    passage = "The routing table picks a backend for every op, and users can override it."
+    script = f"Repeat exactly: {passage}\nAnd once more, exactly.\n/stats\n/quit\n"
+    common = ("--temperature", "0", "--max-new-tokens", "40", "--quiet")
+    plain = _chat(*common, stdin=script)
+    spec = _chat(*common, "--speculative", "ngram", "--draft-tokens", "6", stdin=script)
+    assert plain.returncode == 0 and spec.returncode == 0, spec.stderr
+    answers = [line for line in plain.stdout.splitlines() if "tok/s" not in line]
+    spec_answers = [line for line in spec.stdout.splitlines() if "tok/s" not in line]
+    assert answers[:2] == spec_answers[:2] and "routing table" in spec.stdout
+    assert "speculative: " in spec.stdout and "drafted tokens kept" in spec.stdout
+    assert "speculative" not in plain.stdout
+
+
+def test_draft_tokens_without_speculative_is_a_clear_error() -> None:
+    r = _chat("--draft-tokens", "4", "--prompt", "hi")  # refused before any model loads
+    assert r.returncode == 1 and r.stderr == "error: --draft-tokens needs --speculative\n"
+    r = _chat("--speculative", "medusa", "--prompt", "hi")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
