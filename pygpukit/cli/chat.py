@@ -126,7 +126,7 @@ def print_stats(session: Any, out: TextIO) -> None:
     )
     print(f"decode steps: {session.graph_reason}", file=out)
     tot = session.total_stats
-    if tot.draft_tokens:
+    if session.drafter is not None:
         print(
             f"speculative: {tot.accepted_tokens} of {tot.draft_tokens} drafted tokens kept "
             f"({100 * tot.acceptance_rate:.0f}%)",

@@ -83,19 +83,22 @@ class ChatSession:
         self.step_graph: StepGraph | None = None
         self.check_graph: StepGraph | None = None  # the speculative check's k + 1 token step
         self.graph_reason = "off (graph=False)"
+        spec = (
+            ""
+            if self.drafter is None
+            else f"; speculative ({self.drafter.kind}, {self.draft_tokens} drafts a check)"
+        )
         if graph:
             try:
-                self.step_graph = StepGraph(model, self.cache)
-                self.graph_reason = "CUDA graph replay, one launch per token"
-                if self.drafter is not None:
+                if self.drafter is None:
+                    self.step_graph = StepGraph(model, self.cache)
+                    self.graph_reason = "CUDA graph replay, one launch per token"
+                else:  # every decode step is a check: only its graph is replayed
                     self.check_graph = StepGraph(model, self.cache, 1, self.draft_tokens + 1)
-                    self.graph_reason += (
-                        f"; speculative ({self.drafter.kind}, {self.draft_tokens} drafts a "
-                        "check), one launch per check"
-                    )
+                    self.graph_reason = "CUDA graph replay, one launch per check"
             except RuntimeError as exc:
                 self.graph_reason = f"eager ({exc})"
-                self.step_graph = self.check_graph = None
+        self.graph_reason += spec
         self.stop_ids = default_stop_ids(model)
         self.messages: list[dict[str, str]] = []
         self.cached_ids: list[int] = []
@@ -178,8 +181,9 @@ class ChatSession:
         st: GenerationStats,
         t0: float,
     ) -> Iterator[int]:
-        """The reply's tokens as they are decided (appended to history; the last one, a stop
-        token or the max_new-th, is never fed to the cache)."""
+        """The reply's tokens as they are decided, appended to history. Every token before the
+        last is in the cache when the turn ends (a speculative check may have cached more past
+        it; the next turn's prefix match starts from cached_ids, never from the cache length)."""
         tok = sampler(logits, [history])[0]
         st.prefill_s = time.perf_counter() - t0
         st.new_tokens += 1
@@ -188,7 +192,9 @@ class ChatSession:
         if tok in self.stop_ids or max_new <= 1:
             return
         if self.drafter is not None:
+            t0 = time.perf_counter()
             self.drafter.start(self.model, history[:-1], self.cache.max_seq_len)
+            st.prefill_s += time.perf_counter() - t0  # a draft model's own prefill
             for kept in decode_speculative(
                 self.model, self.cache, history, max_new, sampler, self.stop_ids,
                 self.drafter, self.draft_tokens, self.check_graph, st,

@@ -144,17 +144,17 @@ def stream_batch(
     """
     args = _gen_args.check(prompts, max_new_tokens, max_seq_len, stop_ids)
     batch = args.prompts
-    max_new = _check_lengths(model, batch, args.max_new_tokens)
-    if max_new <= 0:
-        return
     params = sampling or SamplingParams()
     sampler = Sampler(params)
-    stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
     drafter, k = None, 0
     if speculative is None and draft_tokens is not None:
         raise ValueError("draft_tokens sets speculative decoding's drafts; pass speculative= too")
     if speculative is not None:
         drafter, k = speculation(model, speculative, draft_tokens, sampler, batch, use_cache)
+    max_new = _check_lengths(model, batch, args.max_new_tokens)
+    if max_new <= 0:
+        return
+    stop = default_stop_ids(model) if args.stop_ids is None else args.stop_ids
     need = max(len(p) for p in batch) + max_new
     own_cache = cache is None  # graphs are kept only for the model's own cache
     if cache is None:

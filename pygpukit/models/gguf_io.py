@@ -77,9 +77,14 @@ def dequantize(data: np.ndarray, type_name: str, shape: tuple[int, ...]) -> np.n
 
     qtype = gguf.GGMLQuantizationType[type_name]
     block, size = gguf.GGML_QUANT_SIZES[qtype]
-    rows = np.ascontiguousarray(data).view(np.uint8).reshape(-1, shape[-1] // block * size)
+    if not shape or shape[-1] % block:
+        raise ValueError(f"{type_name} rows must be whole blocks of {block}, got shape {shape}")
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    # Blocks decode independently: rows of up to 4096 blocks, whatever the tensor's rows (the
+    # package decodes a few rows a call, so short rows cost calls).
+    per_row = math.gcd(raw.size // size, 4096)
     with np.errstate(all="ignore"):  # a NaN scale in the file gives NaN weights, as in llama.cpp
-        vals = gguf.quants.dequantize(rows, qtype)
+        vals = gguf.quants.dequantize(raw.reshape(-1, per_row * size), qtype)
     return np.asarray(vals, dtype=np.float32).reshape(shape)
 
 

