@@ -42,8 +42,7 @@ _FORMATS = {
     12: "d",
 }
 _SIZES = {k: struct.calcsize("<" + f) for k, f in _FORMATS.items()}
-_NUMPY = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?",
-          10: "<u8", 11: "<i8", 12: "<f8"}  # fmt: skip
+_NUMPY = {k: np.dtype("<" + f) for k, f in _FORMATS.items()}  # the same layouts for arrays
 _STRING, _ARRAY = 8, 9
 _MAX_DIMS = 4  # GGML_MAX_DIMS
 _MAX_DEPTH = 4  # nested arrays; the format allows them, real files do not use them

@@ -71,7 +71,7 @@ class ChatSession:
             )
         if speculative is not None:
             self.drafter, self.draft_tokens = speculation(
-                model, speculative, draft_tokens, Sampler(self.sampling), [[0]], True
+                model, speculative, draft_tokens, Sampler(self.sampling)
             )
         self.max_new_tokens = args.max_new_tokens
         self.think = think

@@ -150,7 +150,14 @@ def stream_batch(
     if speculative is None and draft_tokens is not None:
         raise ValueError("draft_tokens sets speculative decoding's drafts; pass speculative= too")
     if speculative is not None:
-        drafter, k = speculation(model, speculative, draft_tokens, sampler, batch, use_cache)
+        if len(batch) != 1:
+            raise ValueError(
+                f"speculative decoding takes one prompt, got {len(batch)}; batch rows decode "
+                "together already (leave speculative=None)"
+            )
+        if not use_cache:
+            raise ValueError("speculative decoding needs the KV cache (use_cache=True)")
+        drafter, k = speculation(model, speculative, draft_tokens, sampler)
     max_new = _check_lengths(model, batch, args.max_new_tokens)
     if max_new <= 0:
         return
@@ -222,23 +229,11 @@ def stream_batch(
 
 
 def speculation(
-    model: CausalTransformerModel,
-    speculative: Any,
-    draft_tokens: int | None,
-    sampler: Sampler,
-    batch: list[list[int]],
-    use_cache: bool,
+    model: CausalTransformerModel, speculative: Any, draft_tokens: int | None, sampler: Sampler
 ) -> tuple[Any, int]:
-    """(drafter, drafts a check) for a ``speculative=`` argument, checked."""
+    """(drafter, drafts a check) for a ``speculative=`` argument, checked against ``model``."""
     from pygpukit.models.transformer import DECODE_TOKENS
 
-    if len(batch) != 1:
-        raise ValueError(
-            f"speculative decoding takes one prompt, got {len(batch)}; batch rows decode "
-            "together already (leave speculative=None)"
-        )
-    if not use_cache:
-        raise ValueError("speculative decoding needs the KV cache (use_cache=True)")
     drafter = _speculative.drafter_for(speculative, sampler)
     drafter.check(model)  # before anything is allocated or prefilled
     k = _speculative.DEFAULT_DRAFT_TOKENS[drafter.kind] if draft_tokens is None else draft_tokens

@@ -18,7 +18,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -103,18 +103,14 @@ def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-class _Tensor:
-    """One tensor of the file: its name, type, HF-order shape, byte range and bytes (a view of
-    the file's memory map)."""
+class _Tensor(NamedTuple):
+    """One tensor of the file: its name, type, HF-order shape and bytes (a view of the file's
+    memory map)."""
 
-    __slots__ = ("data", "name", "nbytes", "offset", "shape", "type_name")
-
-    def __init__(
-        self, name: str, type_name: str, shape: tuple[int, ...], offset: int, nbytes: int
-    ) -> None:
-        self.name, self.type_name, self.shape = name, type_name, shape
-        self.offset, self.nbytes = offset, nbytes
-        self.data: np.ndarray | None = None
+    name: str
+    type_name: str
+    shape: tuple[int, ...]
+    data: np.ndarray
 
 
 class GGUFSource:
@@ -145,14 +141,12 @@ class GGUFSource:
                 f"{self.path}: unsupported quantization in {len(bad)} tensors, e.g. "
                 f"{', '.join(bad[:3])}; supported types: {', '.join(SUPPORTED_TYPES)}"
             )
+        self._map = np.memmap(self.path, dtype=np.uint8, mode="r")  # the file holds a header
         self._tensors: dict[str, _Tensor] = {}
         for t in head.tensors:
             if t.name in self._tensors:
                 raise self._error(f"tensor {t.name!r} appears twice", t.name, "name")
             self._tensors[t.name] = self._checked(t, names[t.ggml_type], head.data_start)
-        self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if self._tensors else np.empty(0)
-        for info in self._tensors.values():
-            info.data = self._map[info.offset : info.offset + info.nbytes]
         self._names: dict[str, tuple[str, int | None]] = {}
         n_exp = self.meta_int(f"{self.arch}.expert_count", 0)
         for name in self._tensors:
@@ -202,12 +196,12 @@ class GGUFSource:
                 t.name,
                 "data_offset",
             )
-        return _Tensor(t.name, type_name, tuple(reversed(dims)), start, nbytes)
+        return _Tensor(t.name, type_name, tuple(reversed(dims)), self._map[start:end])
 
     @property
     def total_bytes(self) -> int:
         """Bytes of tensor data in the file."""
-        return sum(t.nbytes for t in self._tensors.values())
+        return sum(int(t.data.nbytes) for t in self._tensors.values())
 
     def meta_int(self, key: str, default: int | None = None) -> int:
         """Integer metadata ``key`` (``default`` when absent; ModelLoadError naming the key
@@ -243,7 +237,6 @@ class GGUFSource:
 
     def _raw(self, gguf_name: str) -> np.ndarray:
         t = self._tensors[gguf_name]
-        assert t.data is not None
         return dequantize(t.data, t.type_name, t.shape)
 
     def tensor(self, name: str) -> np.ndarray:
@@ -253,7 +246,6 @@ class GGUFSource:
             raise KeyError(f"{self.path}: no tensor maps to {name!r}") from None
         if expert is not None:
             t = self._tensors[gname]
-            assert t.data is not None
             data = t.data.reshape(t.shape[0], -1)[expert]  # one expert's bytes
             w = dequantize(data, t.type_name, t.shape[1:])
         else:

@@ -53,12 +53,20 @@ class Sampler:
 
     def __call__(self, logits: GPUArray, history: list[list[int]]) -> list[int]:
         """Next token per row of logits [B, 1, V] (or [B, V]); history[b] = tokens so far."""
-        p = self.params
         lg = logits.reshape(logits.shape[0], logits.shape[-1])
-        if p.greedy and p.repetition_penalty == 1.0:
-            return [int(i) for i in ops.argmax(lg, axis=-1).to_numpy()]
+        if self.params.greedy:
+            return self.greedy_ids(lg, history)
         host = lg.to_numpy().astype(np.float32)
         return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
+
+    def greedy_ids(self, rows: GPUArray, seen: list[list[int]]) -> list[int]:
+        """The greedy choice of each row of logits [R, V], seen[r] the tokens before row r:
+        argmax on the device (one id a row comes back), or on the host after the repetition
+        penalty when there is one."""
+        if self.params.repetition_penalty == 1.0:
+            return [int(i) for i in ops.argmax(rows, axis=-1).to_numpy()]
+        host = rows.to_numpy().astype(np.float32)
+        return [int(np.argmax(self.penalized(host[r], seen[r]))) for r in range(host.shape[0])]
 
     def sample_row(self, logits: np.ndarray, seen: list[int]) -> int:
         probs = self.probs_row(logits, seen)

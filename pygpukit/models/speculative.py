@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops
 from pygpukit.models.sampling import Sampler
 
 if TYPE_CHECKING:
@@ -138,12 +137,11 @@ class ModelDrafter:
         d.forward([prompt], self.cache)
 
     def _next(self, logits: GPUArray, seen: list[int]) -> tuple[int, np.ndarray | None]:
-        row = logits.reshape(logits.shape[-1])
-        probs = None if self.sampler.params.greedy else self.sampler.probs_row(row.to_numpy(), seen)
-        if probs is None:
-            if self.sampler.params.repetition_penalty != 1.0:
-                return int(np.argmax(self.sampler.penalized(row.to_numpy(), seen))), None
-            return int(ops.argmax(row, axis=-1).to_numpy()), None
+        row = logits.reshape(1, logits.shape[-1])
+        if self.sampler.params.greedy:
+            return self.sampler.greedy_ids(row, [seen])[0], None
+        probs = self.sampler.probs_row(row.to_numpy()[0], seen)
+        assert probs is not None
         return int(self.sampler.rng.choice(probs.shape[0], p=probs)), probs
 
     def propose(self, history: list[int], k: int) -> tuple[list[int], list[np.ndarray] | None]:
@@ -275,7 +273,6 @@ def decode(
     import time
 
     produced = 1
-    greedy = sampler.params.greedy and sampler.params.repetition_penalty == 1.0
     while produced < max_new:
         t0 = time.perf_counter()
         start = int(cache.lengths[0])
@@ -287,15 +284,9 @@ def decode(
         else:
             logits = model.forward([feed], cache, all_logits=True)
         rows = logits.reshape(logits.shape[-2], logits.shape[-1])[: len(feed)]
-        if greedy:
-            ids = ops.argmax(rows, axis=-1).to_numpy()
-            n, nxt = accept_drafts(None, ids, drafts, q, sampler, history)
-        elif sampler.params.greedy:
-            # Greedy with a repetition penalty: each position's argmax after the penalty of the
-            # tokens before it, as plain greedy decoding takes it (Sampler.sample_row).
-            host = rows.to_numpy().astype(np.float32)
-            ids = np.array([np.argmax(sampler.penalized(host[j], [*history, *drafts[:j]]))
-                            for j in range(len(feed))])  # fmt: skip
+        if sampler.params.greedy:  # each position after the tokens before it, as plain decoding
+            seen = [[*history, *drafts[:j]] for j in range(len(feed))]
+            ids = np.asarray(sampler.greedy_ids(rows, seen))
             n, nxt = accept_drafts(None, ids, drafts, q, sampler, history)
         else:
             host = rows.to_numpy().astype(np.float32)
