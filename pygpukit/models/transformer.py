@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops, runtime
+from pygpukit import determinism, ops, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import arange, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
@@ -66,7 +66,7 @@ class CausalTransformerModel:
         self._positions: GPUArray | None = None
         # Captured decode steps of self.cache by row count, or why one cannot be captured; the
         # cache setter drops them, so they never outlive or point past the model's cache.
-        self._step_graphs: dict[tuple[int, int], StepGraph | str] = {}  # (rows, tokens)
+        self._step_graphs: dict[tuple[int, int, bool], StepGraph | str] = {}  # (rows, tokens, mode)
         self._cache: StaticKVCache | None = None
 
     @property
@@ -117,7 +117,9 @@ class CausalTransformerModel:
         it before the prefill). Raises RuntimeError with the reason when the step cannot be
         captured; a CaptureError (the step can never be captured: not a GPU, a host read inside
         the step) is remembered and raised again, so it is not retried. A graph recorded on
-        another SM partition than the current stream's (pygpukit.scheduler) is recorded again."""
+        another SM partition than the current stream's (pygpukit.scheduler) is recorded again.
+        Graphs are kept per mode (gp.set_deterministic): each replays the kernels of the mode it
+        was recorded in."""
         from pygpukit.models.step_graph import StepGraph
 
         cache = self.cache
@@ -125,7 +127,7 @@ class CausalTransformerModel:
             raise RuntimeError("the model has no cache: ensure_cache() first")
         if rows < 1 or rows > cache.batch_size:
             raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
-        key = (rows, tokens)
+        key = (rows, tokens, determinism.is_deterministic())
         got = self._step_graphs.get(key)
         if isinstance(got, str):
             raise CaptureError(got)
@@ -197,7 +199,10 @@ class CausalTransformerModel:
         # Decode-sized steps read the cache through sdpa_decode: each row's write position and
         # new length on the device (int32), one small copy per forward shared by every layer.
         decode: tuple[GPUArray, GPUArray] | None = None
-        if s <= DECODE_TOKENS:
+        # The deterministic mode prefills through the decode path too: otherwise a prompt
+        # prefilled whole runs flash sdpa and one cut into decode-sized chunks sdpa_decode, two
+        # kernels with two sets of bits.
+        if s <= DECODE_TOKENS or determinism.is_deterministic():
             se = np.asarray([starts, [st + s for st in starts]], dtype=np.int32)
             marks = from_numpy(se, device=self.device)
             decode = (marks[0], marks[1])

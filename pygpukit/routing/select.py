@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pygpukit import determinism
 from pygpukit.array import GPUArray
 from pygpukit.errors import BackendUnavailableError, RouteError
 from pygpukit.routing import backends
@@ -86,6 +87,13 @@ def _reasons(
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
+    if determinism._on[0]:
+        if cand.invariant is not None:
+            bad = next((a.dtype.name for a in arrays if a.dtype.name not in cand.invariant), None)
+            if bad is not None:
+                why.append(f"not batch invariant for {bad} (the deterministic mode is on)")
+    elif cand.deterministic_only and not forced:
+        why.append("serves the deterministic mode only (gp.set_deterministic(True))")
     if cand.min_capability > (0, 0) and dev.type == "cuda":
         props = dev.properties
         cap = (props["major"], props["minor"])
@@ -107,7 +115,7 @@ def select(
     """(backend name, implementation) for this call; raises rather than fall back silently."""
     forced, source = forced_backend(op)
     # The cache key is built with plain loops: this runs on every op call (budget well under 1 us).
-    key: list[Any] = [op, forced, dev]
+    key: list[Any] = [op, forced, dev, determinism._on[0]]
     first: GPUArray | None = None
     for a in inputs:
         if type(a) is GPUArray:

@@ -24,6 +24,9 @@ class Candidate:
     dtypes: allowed dtypes of every array input (names); devices: device types it runs on;
     min_capability: CUDA compute capability; params: exact values a call's parameter must have
     (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim.
+    Deterministic mode (pygpukit/determinism.py): ``invariant`` lists the dtypes for which the
+    backend is batch invariant (None: all, e.g. row-wise ops), and the mode refuses it for any
+    other; ``deterministic_only`` candidates serve only under the mode (unless forced).
     """
 
     backend: str
@@ -32,6 +35,8 @@ class Candidate:
     min_capability: tuple[int, int] = (0, 0)
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
+    invariant: frozenset[str] | None = None
+    deterministic_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ def _entry(op: str, family: str, *cands: Candidate, route_params: tuple[str, ...
 _T_FLOAT = Candidate("triton", dtypes=FLOATS)
 _T_NUMERIC = Candidate("triton", dtypes=NUMERIC | {"bool"})
 _T_ANY = Candidate("triton", dtypes=ANY)
+_T_FIXED_GEMM = Candidate("triton", dtypes=FLOATS - {"float64"}, deterministic_only=True)
+_N_GEMM = Candidate("native", dtypes=FLOATS, invariant=frozenset())
+_NOT_INVARIANT: frozenset[str] = frozenset()
 _GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 
@@ -117,13 +125,21 @@ _ROUTES: list[OpRoute] = [
     ),
     _entry("embedding", "embedding", *_gpu(_T_ANY)),
     _entry("bias_add", "embedding", *_gpu(_T_FLOAT)),
-    # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native/matmul.py).
+    # GEMM-class ops: cuBLASLt through the native backend (pygpukit/backends/native/matmul.py);
+    # under the deterministic mode the Triton fixed-tile GEMM (cuBLASLt's heuristic picks its
+    # kernel per M, so a row's bits depend on the batch; integer products are exact either way).
     # sdpa: Triton flash attention (fp16/bf16/fp32, head dim <= 256), then the native twin
     # (native/src/attention: every float dtype, so float64 on CUDA runs there; D <= 256).
     # Integer results: native/src/matmul_int (wraparound as NumPy), reached through native.matmul.
-    _entry("matmul", "matmul", Candidate("native", dtypes=FLOATS | INTS), CPU),
-    _entry("linear", "matmul", Candidate("native", dtypes=FLOATS), CPU),
-    _entry("linear_bias_gelu", "matmul", Candidate("native", dtypes=FLOATS), CPU),
+    _entry(
+        "matmul",
+        "matmul",
+        _T_FIXED_GEMM,
+        Candidate("native", dtypes=FLOATS | INTS, invariant=INTS),
+        CPU,
+    ),
+    _entry("linear", "matmul", _T_FIXED_GEMM, _N_GEMM, CPU),
+    _entry("linear_bias_gelu", "matmul", _T_FIXED_GEMM, _N_GEMM, CPU),
     _entry(
         "sdpa",
         "attention",
@@ -147,7 +163,7 @@ _ROUTES: list[OpRoute] = [
         "sdpa_decode",
         "attention_decode",
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
-        Candidate("native", dtypes=FLOATS | {"int32"}, max_last_dim=256),
+        Candidate("native", dtypes=FLOATS | {"int32"}, max_last_dim=256, invariant=_NOT_INVARIANT),
         CPU,
     ),
     _entry(
@@ -162,7 +178,7 @@ _ROUTES: list[OpRoute] = [
     _entry(
         "matmul_fp8",
         "matmul_fp8",
-        Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9)),
+        Candidate("native", dtypes=_FP8_IO, min_capability=(8, 9), invariant=_NOT_INVARIANT),
         CPU,
     ),
     _entry(
@@ -186,7 +202,12 @@ _ROUTES: list[OpRoute] = [
         _entry(
             op,
             "gemv",
-            Candidate("native", dtypes=_GEMV_IO | extra, min_capability=(8, 0)),
+            Candidate(
+                "native",
+                dtypes=_GEMV_IO | extra,
+                min_capability=(8, 0),
+                invariant=_NOT_INVARIANT,
+            ),
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for op, extra in (

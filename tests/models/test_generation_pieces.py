@@ -95,7 +95,7 @@ def test_graph_decode_modes_on_the_cpu(model) -> None:  # type: ignore[no-untype
     own = model.new_cache(1, 32)
     list(stream(model, prompt, 3, SamplingParams(0.0), stats=st, cache=own))
     assert st.decode_mode == "eager (graphs are kept for the model's own cache, not a caller's)"
-    assert "CPU device" in str(model._step_graphs[(1, 1)])  # a fixed reason is remembered
+    assert "CPU device" in str(model._step_graphs[(1, 1, False)])  # a fixed reason is remembered
     with pytest.raises(gp.CaptureError, match="CPU device"):
         model.step_graph(1)
     model.cache = None  # replacing the cache forgets what was captured for it

@@ -141,16 +141,18 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     want = model.generate(prompts, 12, temperature=0, stop_token_ids=(), stats=st_e, graph=False)
     assert st_g.decode_mode.startswith("CUDA graph replay, 3 row"), st_g.decode_mode
     assert got == want
-    kept = model._step_graphs[(3, 1)]
+    kept = model._step_graphs[(3, 1, False)]
     # Another row count gets its own capture and keeps the first; equal-length rows too.
     pair = [g["prompts"][0], g["prompts"][0][::-1]]
     kw = {"temperature": 0.9, "top_k": 20, "seed": 5, "stop_token_ids": ()}  # host sampling
     assert model.generate(pair, 9, graph=True, **kw) == model.generate(pair, 9, graph=False, **kw)
     assert model.generate(prompts, 12, temperature=0, stop_token_ids=(), graph=True) == want
-    assert model._step_graphs[(3, 1)] is kept and (2, 1) in model._step_graphs
+    assert model._step_graphs[(3, 1, False)] is kept and (2, 1, False) in model._step_graphs
     # A longer request reallocates the cache: the graphs go with the old one.
     longer = model.generate(prompts, 40, temperature=0, stop_token_ids=(), graph=True)
-    assert kept is not model._step_graphs[(3, 1)] and list(model._step_graphs) == [(3, 1)]
+    assert kept is not model._step_graphs[(3, 1, False)] and list(model._step_graphs) == [
+        (3, 1, False)
+    ]
     assert longer == model.generate(prompts, 40, temperature=0, stop_token_ids=(), graph=False)
     # A cache that already holds tokens is not captured (the capture's step would write slot 0).
     model.cache = None
@@ -164,7 +166,7 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     outer = gp.CUDAGraph(model.device)
     with pytest.raises(RuntimeError, match="already capturing") as err, outer.capture():
         model.step_graph(2)
-    assert not isinstance(err.value, gp.CaptureError) and (2, 1) not in model._step_graphs
+    assert not isinstance(err.value, gp.CaptureError) and (2, 1, False) not in model._step_graphs
 
     # Nor is a CaptureError from the warm-up, which runs on the caller's stream (another library
     # may be capturing it): only one raised while recording on the graph's own stream is fixed.
@@ -175,7 +177,7 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     model.forward_device_step = busy_caller_stream  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="caller's stream") as err:
         model.step_graph(2)
-    assert not isinstance(err.value, gp.CaptureError) and (2, 1) not in model._step_graphs
+    assert not isinstance(err.value, gp.CaptureError) and (2, 1, False) not in model._step_graphs
     assert model.step_graph(2).rows == 2
 
 

@@ -13,7 +13,7 @@ pytest.importorskip("triton")
 from _assert import assert_close
 from _data import as64, rand, seed
 from _kvcache import ref_decode, ref_rope_k, ref_write, to_paged
-from _tkutil import FLOATS64, GPU, poisoned, poisoned_strided, up
+from _tkutil import FLOATS, FLOATS64, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
@@ -454,3 +454,25 @@ def test_gpu_cuda_graph_replays_new_lengths(device: str, page: int | None) -> No
             for a, b in zip(graph_kv, eager_kv, strict=True):
                 np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
             assert_close(outs[0], ref_step(n), "bfloat16", name=f"graph replay, length {n}")
+
+
+@pytest.mark.parametrize("group", [3, 4])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_fixed_plan_rows_do_not_depend_on_sq_or_batch(device: str, dtype: str, group: int) -> None:
+    """The deterministic mode's plan (fixed 256-key splits, 16-row tiles): query row i of a
+    k-token call equals the 1-token call at its position bit for bit (a speculative check equals
+    plain decoding), and a sequence's rows do not depend on the other sequences."""
+    lens = np.array([600, 300, 513], np.int32)
+    q, kc, vc, _ = _caches(("fixed", group), dtype, 3, 2 * group, 2, 16, 700, 64, None)
+    with gp.deterministic():
+        assert ad.decode_plan(3, 2 * group, 2, 9, 64, 700, False, 132, fixed=True).splits == 3
+        for sq in (1, 5, 9, 16):
+            qs = np.ascontiguousarray(q[:, :, :sq])
+            many = _run(device, qs, kc, vc, lens, None).to_numpy()
+            assert_close(many, ref_decode(qs, kc, vc, lens, None, True), dtype)
+            for i in range(sq):
+                one = _run(device, q[:, :, i : i + 1], kc, vc, lens - sq + 1 + i, None)
+                assert one.to_numpy().tobytes() == many[:, :, i : i + 1].tobytes(), (sq, i)
+        alone = _run(device, q[1:2, :, :5], kc[1:2], vc[1:2], lens[1:2], None).to_numpy()
+        batch = _run(device, q[:, :, :5], kc, vc, lens, None).to_numpy()
+        assert alone.tobytes() == batch[1:2].tobytes()

@@ -8,7 +8,9 @@ Two cache layouts (the ones vLLM and FlashInfer use):
 sdpa_decode: q [B, H, Sq, D] attends to the first cache_seqlens[b] keys of sequence b (the Sq new
 tokens are already in the cache, they are its last Sq entries). The causal mask is aligned to the
 end of those keys: query i sees keys j <= i + cache_seqlens[b] - Sq; a query that sees no key gets
-zeros. Numerics are those of sdpa (float32, float64 for float64, one rounding).
+zeros. Numerics are those of sdpa (float32, float64 for float64, one rounding). Under the
+deterministic mode (pygpukit/determinism.py) each query row attends over exactly the keys it
+sees, one row at a time, so its bits do not depend on Sq or on the other rows.
 
 kv_cache_write: token j of k, v [B, Hkv, Sq, D] goes to cache position positions[b] + j of
 sequence b, in place. With cos/sin tables ([max_pos, rotary_dim // 2], see rope.py) k is rotated
@@ -18,6 +20,8 @@ at that position first (the rope reference, rounded once to k's dtype); v is sto
 from __future__ import annotations
 
 import numpy as np
+
+from pygpukit import determinism
 
 from ._common import Array, float_result
 from .attention import sdpa
@@ -87,7 +91,15 @@ def sdpa_decode(
         if n == 0:
             continue  # no key: zeros
         k, v = _gather(kc, b, n, bt), _gather(vc, b, n, bt)
-        out[b] = sdpa(q[b : b + 1], k[None], v[None], causal=causal, scale=scale)[0]
+        if not determinism.is_deterministic():
+            out[b] = sdpa(q[b : b + 1], k[None], v[None], causal=causal, scale=scale)[0]
+            continue
+        for i in range(sq):
+            seen = n - sq + i + 1 if causal else n
+            if seen > 0:
+                row = q[b : b + 1, :, i : i + 1]
+                kv = k[None, :, :seen], v[None, :, :seen]
+                out[b, :, i] = sdpa(row, *kv, causal=False, scale=scale)[0, :, 0]
     return out
 
 

@@ -6,12 +6,15 @@ multiplied in float32 with a float32 accumulator (NumPy's sgemm), float64 in flo
 in the integer type, and the result is rounded once.
 linear(x, w, b) = x @ w^T + b with w stored [out_features, in_features] (torch.nn.Linear layout);
 bias and activation are applied to the float32 accumulator before the single rounding, as a GEMM
-epilogue does.
+epilogue does. Under the deterministic mode (pygpukit/determinism.py) products are computed one
+row at a time (a BLAS GEMM's blocking, and so a row's bits, may depend on the number of rows).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from pygpukit import determinism
 
 from ._common import Array, DTypeLike, compute_dtype, finish, promote
 from .activation import gelu_compute, relu_compute, silu_compute
@@ -27,7 +30,15 @@ def matmul(a: Array, b: Array, *, out_dtype: DTypeLike | None = None) -> Array:
     rd = promote(a.dtype, b.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        return finish(np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False)), rd)
+        return finish(_product(a.astype(ct, copy=False), b.astype(ct, copy=False)), rd)
+
+
+def _product(a: Array, b: Array) -> Array:
+    """np.matmul(a, b), one row of a at a time under the deterministic mode."""
+    if not determinism.is_deterministic() or a.ndim < 2 or a.shape[-2] <= 1:
+        return np.matmul(a, b)
+    rows = [np.matmul(a[..., i : i + 1, :], b) for i in range(a.shape[-2])]
+    return np.concatenate(rows, axis=-2)
 
 
 def _activate(y: Array, activation: str | None) -> Array:
@@ -57,7 +68,7 @@ def linear(
     rd = promote(x.dtype, w.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        y = np.matmul(x.astype(ct, copy=False), w.astype(ct, copy=False).T)
+        y = _product(x.astype(ct, copy=False), w.astype(ct, copy=False).T)
         if bias is not None:
             y = y + np.asarray(bias).astype(ct, copy=False)
         return finish(_activate(y, activation), rd)

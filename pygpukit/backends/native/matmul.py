@@ -33,10 +33,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from pygpukit import _core, _layout, precision, runtime
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.matmul_shape import product
 from pygpukit.backends._support.output import Unfinished, deliver, target
 from pygpukit.backends._support.scratch import stream_buffer
 from pygpukit.dtypes import DataType, as_dtype, result_type
@@ -261,30 +260,6 @@ def matmul(
         return matmul_int(a, b, out=out, out_dtype=dt)
     _check_dtype("matmul", dt)
     return product(_cast(a, dt), _cast(b, dt), dt, out, _gemm)
-
-
-def product(
-    a: GPUArray,
-    b: GPUArray,
-    dt: DataType,
-    out: GPUArray | None,
-    gemm: Callable[[GPUArray, GPUArray, GPUArray], None],
-) -> GPUArray:
-    """np.matmul's shapes around ``gemm(a2, b2, d)`` (d[..., M, N] = a2 @ b2, all of dtype dt):
-    a 1-D ``a`` is a row and a 1-D ``b`` a column, batch dims broadcast, K == 0 gives zeros.
-    Shared by the cuBLASLt product here and the integer one (matmul_int.py)."""
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(1) if b.ndim == 1 else b
-    lead = tuple(np.broadcast_shapes(a2._shape[:-2], b2._shape[:-2]))
-    m, k, n = a2._shape[-2], a2._shape[-1], b2._shape[-1]
-    shape = (*lead, *((m,) if a.ndim > 1 else ()), *((n,) if b.ndim > 1 else ()))
-    res = target(out, shape, dt, a)
-    if res.size:
-        if k == 0:
-            res.fill_(0)
-        else:
-            gemm(a2, b2, res.view((*lead, m, n)))
-    return deliver(res, out)
 
 
 # linear's activations: which cuBLASLt epilogue computes them exactly as the NumPy backend does.

@@ -74,7 +74,7 @@ def matmul(
         raise TypeError(
             f"matmul: the native integer product serves {sorted(INT_DTYPES)}, got {dt.name}"
         )
-    from pygpukit.backends.native.matmul import product
+    from pygpukit.backends._support.matmul_shape import product
 
     a = a if a._dtype is dt else a.astype(dt)
     b = b if b._dtype is dt else b.astype(dt)

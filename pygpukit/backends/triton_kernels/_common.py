@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
-from pygpukit import runtime
+from pygpukit import determinism, runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.collapse import contiguous_strides, plan_nd
 from pygpukit.backends._support.dtypes import as_dt, compute_name, float_result
@@ -325,12 +325,14 @@ def row_cfg(n: int, m: int) -> tuple[int, int, int, bool]:
     3527/4064/3702/2947, softmax 4081/4063/4145/2911; 8 warps is the best overall at 8192
     (about 95% of the 4246 GB/s copy rate), 32 warps is always worse. Rows of 512 or fewer are
     packed several to a program (up to 2048 elements a tile) so short rows do not leave most
-    lanes idle.
+    lanes idle; under the deterministic mode always 2048 // BLOCK_N of them, so the tile's
+    layout (and a row's reduction order) does not depend on the number of rows.
     """
     bn = next_pow2(n)
     if bn > SINGLE_MAX:
         return 1, CHUNK, 8, False
     if bn <= 512:
-        return min(next_pow2(m), 2048 // bn), bn, 4, True
+        per = 2048 // bn
+        return (per if determinism._on[0] else min(next_pow2(m), per)), bn, 4, True
     warps = 4 if bn <= 2048 else (8 if bn <= 8192 else 16)
     return 1, bn, warps, True

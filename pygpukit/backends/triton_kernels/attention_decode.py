@@ -48,6 +48,7 @@ from typing import NamedTuple
 import triton
 import triton.language as tl
 
+from pygpukit import determinism
 from pygpukit.backends._support.scratch import decode_workspace, key_splits
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.backends.triton_kernels.driver import launch
@@ -93,6 +94,16 @@ FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N block
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
 # 1.4 us, 16384 (one step) in 2.1 us.
 COMBINE_ELEMS = 4096
+# The deterministic mode's plan (pygpukit/determinism.py): every launch shape that enters a
+# row's arithmetic is fixed, whatever the batch, Sq or capacity. A split covers FIXED_SPLIT_KEYS
+# keys (a multiple of BLOCK_N), rows are packed FIXED_BLOCK_M to a tile (tl.dot's smallest), a
+# partial is FIXED_BLOCK_M rows, and the combine takes COMBINE_ELEMS // (rows * BLOCK_D) splits a
+# step. Every key block takes the masked path (the unmasked one may contract the scale into the
+# softmax shift differently), the launch compiles without FMA contraction, and a block or split
+# past a row's keys leaves its sums exactly as they were, so the row of a k-token check equals
+# the 1-token step at the same position bit for bit.
+FIXED_SPLIT_KEYS = 256
+FIXED_BLOCK_M = 16
 
 
 @triton.jit
@@ -165,7 +176,9 @@ def _decode_block(
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
         m_use = m_new
     p = tl.math.exp2(qk - m_use[:, None])
-    alpha = tl.math.exp2(m_i - m_use)
+    # An unchanged maximum rescales by exactly 1 (exp2 is approximate: exp2(0) need not be 1), so
+    # a block that adds nothing to a row leaves its sums bit for bit as they were.
+    alpha = tl.where(m_new == m_i, 1.0, tl.math.exp2(m_i - m_use))
     l_i = l_i * alpha + tl.sum(p, axis=1)
     acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt, input_precision=PREC)
     return acc, m_new, l_i, bad
@@ -237,8 +250,10 @@ def _combine(
         )
         m_new = tl.maximum(m, tl.max(lse, axis=0))
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        w = tl.math.exp2(lse - m_use[None, :])  # [BLOCK_S, BLOCK_R]
-        alpha = tl.math.exp2(m - m_use)
+        # Exactly 1 for the split holding the maximum and for an unchanged maximum (as in
+        # _decode_block): one split's partial comes out of the combine unchanged.
+        w = tl.where(lse == m_use[None, :], 1.0, tl.math.exp2(lse - m_use[None, :]))
+        alpha = tl.where(m_new == m, 1.0, tl.math.exp2(m - m_use))
         den = den * alpha + tl.sum(w, axis=0)
         acc = acc * _flat(alpha, 1, BLOCK_R, BLOCK_D) + tl.sum(
             o * _flat(w, BLOCK_S, BLOCK_R, BLOCK_D), axis=0
@@ -265,7 +280,7 @@ def _decode_fwd(
     GROUP: tl.constexpr, TILES: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
-    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr,
+    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -299,7 +314,10 @@ def _decode_fwd(
             full = L
         lo = split * chunk
         top = tl.minimum(lo + chunk, L)
-        mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
+        if FIXED:  # every block takes the masked path: a row's arithmetic never depends on Sq
+            mid = lo
+        else:
+            mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
@@ -392,6 +410,7 @@ class DecodePlan(NamedTuple):
     num_stages: int
     fused: bool  # the last split combines (else a combine kernel runs)
     few: bool  # the few-programs class (FEW_* knobs)
+    fixed: bool = False  # the deterministic mode's plan
 
 
 def decode_plan(
@@ -407,11 +426,21 @@ def decode_plan(
     num_splits: int | None = None,
     page: int = 0,
     few: bool | None = None,
+    fixed: bool = False,
 ) -> DecodePlan:
     """The launch shape for q [batch, heads, sq, head_dim] over ``capacity`` cache slots per
     sequence on a device with ``sms`` multiprocessors; page: slots per page of a paged cache (0:
-    contiguous). num_splits forces the split count, few the knob class (tests, tuning)."""
+    contiguous). num_splits forces the split count, few the knob class (tests, tuning); fixed:
+    the deterministic mode's batch-invariant plan."""
     rows = heads // kv_heads * sq
+    if fixed:
+        bm, bd = FIXED_BLOCK_M, max(16, next_pow2(head_dim))
+        ns = max(1, cdiv(capacity, FIXED_SPLIT_KEYS))
+        bs = max(2, COMBINE_ELEMS // (bm * bd))
+        return DecodePlan(
+            bm, cdiv(rows, bm), BLOCK_N, ns, FIXED_SPLIT_KEYS, bm, bs, NUM_WARPS,
+            NUM_STAGES if half else 2, bool(FUSED_COMBINE), False, True,
+        )  # fmt: skip
     bm = max(16, min(next_pow2(rows), MAX_BLOCK_M))
     tiles = cdiv(rows, bm)
     progs = batch * kv_heads * tiles
@@ -482,6 +511,7 @@ def _sdpa_decode(
     pl = decode_plan(
         batch, h, hkv, sq, d, cap, half, sm_count(q), num_splits=num_splits,
         page=k.shape[2] if paged else 0, few=few,
+        fixed=num_splits is None and few is None and determinism.is_deterministic(),
     )  # fmt: skip
     fuse = pl.fused if fused is None else fused
     nbh = batch * hkv * pl.tiles
@@ -507,13 +537,14 @@ def _sdpa_decode(
         PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
-        BLOCK_S=pl.block_s, EVEN_D=bd == d, num_warps=pl.num_warps, num_stages=pl.num_stages,
+        BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed, num_warps=pl.num_warps,
+        num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:
         launch(
             _decode_combine, (nbh,),
             o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.splits, *so,
             GROUP=group, TILES=pl.tiles, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
-            BLOCK_S=pl.block_s, num_warps=pl.num_warps,
+            BLOCK_S=pl.block_s, num_warps=pl.num_warps, enable_fp_fusion=not pl.fixed,
         )  # fmt: skip
     return o

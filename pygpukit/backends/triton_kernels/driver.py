@@ -465,6 +465,10 @@ class _InterpTensor:
         self._ptr = storage.base + offset * self.dtype.itemsize
 
 
+# Launch keywords that are compile options, not kernel parameters: the interpreter takes none.
+_COMPILE_OPTIONS = frozenset({"num_warps", "num_stages", "enable_fp_fusion"})
+
+
 def _launch_interpreted(
     kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...], constexprs: dict[str, Any]
 ) -> None:
@@ -476,5 +480,5 @@ def _launch_interpreted(
             adapted.append(_InterpTensor(a, a.dtype))
         else:
             adapted.append(a)
-    kwargs = {k: v for k, v in constexprs.items() if k not in ("num_warps", "num_stages")}
+    kwargs = {k: v for k, v in constexprs.items() if k not in _COMPILE_OPTIONS}
     kernel[grid](*adapted, **kwargs)
