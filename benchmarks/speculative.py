@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--deterministic", action="store_true", help="the batch-invariant mode")
     args = p.parse_args(argv)
-    gp.set_deterministic(args.deterministic)
+    gp.set_deterministic(True if args.deterministic else None)
     device = args.device or ("cuda:0" if gp.is_cuda_available() else "cpu")
     dtype = args.dtype or ("bfloat16" if device != "cpu" else "float32")
     path = args.model or default_model_path()

@@ -17,13 +17,19 @@ reduced dimension alone:
 - ``sdpa_decode``: a fixed split size in keys (not a split count from the grid), fixed 16-row
   tiles and a fixed combine step; on the CPU each query row attends over exactly its visible keys.
 - The Triton row kernels (rmsnorm, layernorm, softmax): a fixed number of rows per program.
+- ``sum`` / ``mean`` (Triton): one tile shape per reduced length and no split.
+- flash ``sdpa`` (Triton): no key split (its count followed the batch). Its query tiles still
+  follow the query count, which is why the engine does not prefill through it under the mode.
 - The transformer runs every step, prefill included, through the KV-cache write and
-  ``sdpa_decode`` (so a prompt prefilled whole or in chunks gives the same bits).
+  ``sdpa_decode`` (so a prompt prefilled whole or in chunks gives the same bits), in forward
+  calls of at most 256 tokens (models/transformer.py DETERMINISTIC_CHUNK).
 
 Ops that are batch invariant by construction (element-wise ops, embedding, rope, the KV-cache
-write, flash ``sdpa`` with no key split) run unchanged. Ops for which no batch-invariant kernel
-exists yet (``matmul_fp8``, the ``gemv`` family, the native ``sdpa_decode`` and cuBLASLt
-products) are refused under the mode with a RouteError that says so, never silently run.
+write, max / min / argmax, integer products) run unchanged. Ops for which no batch-invariant
+kernel exists yet are refused under the mode with a RouteError that says "not batch invariant",
+never silently run: ``matmul_fp8``, the ``gemv`` family, cuBLASLt products (so float64 products
+on a GPU, which the Triton GEMM does not serve), and the native twins of ``sdpa``,
+``sdpa_decode``, ``sum`` and ``mean`` for floating dtypes.
 
 Switch it with ``gp.set_deterministic(True)`` (process-wide), ``with gp.deterministic():``, or
 ``PYGPUKIT_DETERMINISTIC=1`` at start-up; ``set_deterministic(None)`` goes back to what the
@@ -53,9 +59,10 @@ def set_deterministic(on: bool | None) -> None:
     captured."""
     if on is not None and not isinstance(on, bool):
         raise TypeError(f"set_deterministic: on must be True, False or None, got {on!r}")
+    value = _env_flag("PYGPUKIT_DETERMINISTIC") if on is None else on  # may raise: first
     with _lock:
         _explicit[0] = on
-        _on[0] = _env_flag("PYGPUKIT_DETERMINISTIC") if on is None else on
+        _on[0] = value
 
 
 def is_deterministic() -> bool:
@@ -65,7 +72,9 @@ def is_deterministic() -> bool:
 
 @contextmanager
 def deterministic(on: bool = True) -> Iterator[None]:
-    """``with gp.deterministic():`` the mode on for the block, then back to what it was."""
+    """``with gp.deterministic():`` the mode on for the block, then back to what it was. The mode
+    is process-wide, like the matmul precision: switch it between calls, not while other threads
+    run ops (a forward in flight would mix kernels of both modes)."""
     if not isinstance(on, bool):
         raise TypeError(f"deterministic: on must be True or False, got {on!r}")
     with _lock:

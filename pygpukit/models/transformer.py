@@ -20,7 +20,7 @@ import numpy as np
 
 from pygpukit import determinism, ops, runtime
 from pygpukit.array import GPUArray
-from pygpukit.creation import arange, empty_like, from_numpy
+from pygpukit.creation import arange, empty, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
 from pygpukit.errors import CaptureError
 from pygpukit.models.config import ModelConfig, ModelSpec
@@ -36,8 +36,13 @@ if TYPE_CHECKING:
 __all__ = ["CausalTransformerModel"]
 
 # New tokens per row up to which a forward step reads the cache with sdpa_decode and writes it
-# with kv_cache_write (RoPE on k fused into the write); longer steps (prefill) use flash sdpa.
+# with kv_cache_write (RoPE on k fused into the write); longer steps (prefill) use flash sdpa,
+# except under the deterministic mode, where every step takes the decode path.
 DECODE_TOKENS = 16
+# The deterministic mode's prefill runs in forward calls of at most this many tokens: its results
+# do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
+# 256-key split) stay bounded.
+DETERMINISTIC_CHUNK = 256
 
 
 class CausalTransformerModel:
@@ -193,6 +198,8 @@ class CausalTransformerModel:
             )
         for r in range(row0, row0 + b):
             cache.check_room(r, s)
+        if s > DETERMINISTIC_CHUNK and determinism.is_deterministic():
+            return self._forward_chunks(ids, cache, row0, all_logits)
         starts = [int(n) for n in cache.lengths[row0 : row0 + b]]
         self._ensure_tables(cache.max_seq_len)
         pos = self._position_ids(starts, s)
@@ -209,6 +216,24 @@ class CausalTransformerModel:
         logits = self._run(ids, pos, cache, row0, starts, decode, all_logits)
         cache.lengths[row0 : row0 + b] += s
         return logits
+
+    def _forward_chunks(
+        self, ids: GPUArray, cache: StaticKVCache, row0: int, all_logits: bool
+    ) -> GPUArray:
+        """forward() in calls of DETERMINISTIC_CHUNK tokens (the deterministic mode's prefill)."""
+        s = ids.shape[1]
+        parts = []
+        for c0 in range(0, s, DETERMINISTIC_CHUNK):
+            parts.append(
+                self.forward(ids[:, c0 : c0 + DETERMINISTIC_CHUNK], cache, row0, all_logits)
+            )
+        if not all_logits:
+            return parts[-1]
+        whole = empty((ids.shape[0], s, parts[0].shape[-1]), parts[0].dtype, self.device)
+        for i, part in enumerate(parts):
+            c0 = i * DETERMINISTIC_CHUNK
+            whole[:, c0 : c0 + part.shape[1]] = part
+        return whole
 
     def forward_device_step(
         self, ids: GPUArray, positions: GPUArray, marks: GPUArray, cache: StaticKVCache

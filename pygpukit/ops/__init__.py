@@ -38,6 +38,7 @@ from pygpukit.ops.norm import layernorm, rmsnorm
 from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
 from pygpukit.ops.rope import rope, rope_inplace, rope_tables
+from pygpukit.ops.sampling import sample
 from pygpukit.ops.softmax import softmax
 from pygpukit.ops.unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
@@ -85,6 +86,7 @@ __all__ = [
     "rope",
     "rope_inplace",
     "rope_tables",
+    "sample",
     "rsqrt",
     "sdpa",
     "sdpa_causal",

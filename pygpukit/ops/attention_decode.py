@@ -96,7 +96,8 @@ def sdpa_decode(
     the Sq new ones (already written, e.g. by kv_cache_write). causal: query i sees keys
     j <= i + cache_seqlens[b] - Sq (end-aligned); a query that sees no key gets zeros. scale:
     1/sqrt(D) by default. Grouped-query attention: query head h reads kv head h // (H // Hkv).
-    Built for Sq of 1..16 (decode, speculative verification); prefill belongs to gp.sdpa.
+    Built for Sq of 1..16 (decode, speculative verification); any Sq works, and under the
+    deterministic mode the engine prefills through it too (flash gp.sdpa is faster there).
     """
     op = "sdpa_decode"
     chk.array(op, "q", q)

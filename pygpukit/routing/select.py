@@ -64,8 +64,10 @@ def _reasons(
     arrays: list[GPUArray],
     params: dict[str, Any],
     forced: bool = False,
+    det: bool | None = None,
 ) -> list[str]:
-    """Every constraint of ``cand`` this call fails, in words (empty = it can serve)."""
+    """Every constraint of ``cand`` this call fails, in words (empty = it can serve); det: the
+    deterministic mode as read once by the caller (None: read it now)."""
     why: list[str] = []
     devices = cand.devices
     if forced and cand.backend == "triton" and backends.interpreting():
@@ -87,7 +89,9 @@ def _reasons(
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
-    if determinism._on[0]:
+    if det is None:
+        det = determinism._on[0]
+    if det:
         if cand.invariant is not None:
             bad = next((a.dtype.name for a in arrays if a.dtype.name not in cand.invariant), None)
             if bad is not None:
@@ -115,7 +119,8 @@ def select(
     """(backend name, implementation) for this call; raises rather than fall back silently."""
     forced, source = forced_backend(op)
     # The cache key is built with plain loops: this runs on every op call (budget well under 1 us).
-    key: list[Any] = [op, forced, dev, determinism._on[0]]
+    det = determinism._on[0]  # read once: the key and the decision agree on the mode
+    key: list[Any] = [op, forced, dev, det]
     first: GPUArray | None = None
     for a in inputs:
         if type(a) is GPUArray:
@@ -144,7 +149,7 @@ def select(
                 f"{op}: {source} forces {forced}, which is not a backend for "
                 f"{op} (candidates: {names})"
             )
-        why = _reasons(cand, route, dev, arrays, params, forced=True)
+        why = _reasons(cand, route, dev, arrays, params, forced=True, det=det)
         if why:
             raise RouteError(
                 f"{op}: {source} forces {forced}, which cannot serve this call: " + "; ".join(why)
@@ -154,7 +159,7 @@ def select(
         chosen = None
         failures = []
         for c in route.candidates:
-            why = _reasons(c, route, dev, arrays, params)
+            why = _reasons(c, route, dev, arrays, params, det=det)
             if not why:
                 chosen = c
                 break

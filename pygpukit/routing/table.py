@@ -50,8 +50,15 @@ class OpRoute:
 CPU = Candidate("cpu", devices=frozenset({"cpu"}))
 
 
-def _gpu(*triton: Candidate, native: Candidate | None = None) -> tuple[Candidate, ...]:
-    nat = native or Candidate("native", dtypes=triton[0].dtypes if triton else ANY)
+def _gpu(
+    *triton: Candidate,
+    native: Candidate | None = None,
+    native_invariant: frozenset[str] | None = None,
+) -> tuple[Candidate, ...]:
+    """Triton first, the native twin (batch invariant for native_invariant's dtypes under the
+    deterministic mode; None: all), NumPy on the CPU."""
+    dt = triton[0].dtypes if triton else ANY
+    nat = native or Candidate("native", dtypes=dt, invariant=native_invariant)
     return (*triton, nat, CPU)
 
 
@@ -63,8 +70,8 @@ _T_FLOAT = Candidate("triton", dtypes=FLOATS)
 _T_NUMERIC = Candidate("triton", dtypes=NUMERIC | {"bool"})
 _T_ANY = Candidate("triton", dtypes=ANY)
 _T_FIXED_GEMM = Candidate("triton", dtypes=FLOATS - {"float64"}, deterministic_only=True)
-_N_GEMM = Candidate("native", dtypes=FLOATS, invariant=frozenset())
 _NOT_INVARIANT: frozenset[str] = frozenset()
+_N_GEMM = Candidate("native", dtypes=FLOATS, invariant=_NOT_INVARIANT)
 _GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 
@@ -104,9 +111,20 @@ _ROUTES: list[OpRoute] = [
     # Strided copy (contiguous(), copy(), setitem on device): Triton first; without any GPU
     # backend the runtime's driver copy engine serves it (pygpukit/_memory.py).
     _entry("copy", "copy", *_gpu(_T_ANY)),
+    # sum and mean: the native twin's split follows the number of outputs, so the deterministic
+    # mode keeps it for integers only (exact); max, min and argmax are exact in any order.
+    *(
+        _entry(
+            op,
+            "reduce",
+            *_gpu(_T_NUMERIC, native_invariant=INTS | {"bool"}),
+            route_params=("axis",),
+        )
+        for op in ("sum", "mean")
+    ),
     *(
         _entry(op, "reduce", *_gpu(_T_NUMERIC), route_params=("axis",))
-        for op in ("sum", "mean", "max", "min", "argmax")
+        for op in ("max", "min", "argmax")
     ),
     _entry(
         "softmax",
@@ -144,7 +162,7 @@ _ROUTES: list[OpRoute] = [
         "sdpa",
         "attention",
         Candidate("triton", dtypes=FLOATS - {"float64"}, max_last_dim=256),
-        Candidate("native", dtypes=FLOATS, max_last_dim=256),
+        Candidate("native", dtypes=FLOATS, max_last_dim=256, invariant=_NOT_INVARIANT),
         CPU,
     ),
     # Packed variable-length attention: the int32 cu_seqlens are inputs too; D <= 256 as sdpa.
@@ -170,6 +188,14 @@ _ROUTES: list[OpRoute] = [
         "kv_cache_write",
         "attention_decode",
         *_gpu(Candidate("triton", dtypes=FLOATS | {"int32"})),
+    ),
+    # Drawing the next token on the device (Philox; int64 counters and uint8 seen marks are
+    # inputs too). One program a row: batch invariant. No native twin yet.
+    _entry(
+        "sample",
+        "sampling",
+        Candidate("triton", dtypes=FLOATS - {"float64"} | {"int64", "uint8"}),
+        CPU,
     ),
     # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
     # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize

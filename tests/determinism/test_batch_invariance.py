@@ -73,3 +73,33 @@ def test_greedy_tokens_do_not_depend_on_the_batch(model) -> None:
     kw = {"max_new_tokens": 12, "temperature": 0, "stop_token_ids": ()}
     alone = model.generate([prompts[0]], **kw)[0]
     assert model.generate(prompts, **kw)[0] == alone
+
+
+def test_matrix_by_vector_under_the_mode() -> None:
+    rng = np.random.default_rng(4)
+    a, v = (
+        rng.standard_normal((2, 3, 4)).astype(np.float32),
+        rng.standard_normal(4).astype(np.float32),
+    )
+    got = gp.matmul(gp.from_numpy(a), gp.from_numpy(v)).to_numpy()
+    assert got.shape == (2, 3)
+    np.testing.assert_allclose(got, a @ v, rtol=1e-6)
+    got = gp.matmul(gp.from_numpy(a[0]), gp.from_numpy(v)).to_numpy()
+    np.testing.assert_allclose(got, a[0] @ v, rtol=1e-6)
+
+
+def test_long_prefill_runs_in_chunks_with_the_same_bits(
+    model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefill longer than DETERMINISTIC_CHUNK runs as several forward calls; all_logits joins
+    them, and the bits equal a prefill in chunks of 3."""
+    from pygpukit.models import transformer
+
+    monkeypatch.setattr(transformer, "DETERMINISTIC_CHUNK", 8)
+    rng = np.random.default_rng(12)
+    prompt = [_prompt(rng, 21, model.config.vocab_size)]
+    cache = model.new_cache(1, 24)
+    every = model.forward(prompt, cache, all_logits=True).to_numpy()
+    assert every.shape[:2] == (1, 21)
+    np.testing.assert_array_equal(_bits(every[:, -1]), _bits(_last_logits(model, prompt, 3)))
+    np.testing.assert_array_equal(_bits(every[:, 9]), _bits(_last_logits(model, [prompt[0][:10]])))

@@ -12,7 +12,6 @@ import pytest
 
 import pygpukit as gp
 from pygpukit import routing
-from pygpukit.routing.table import TABLE
 
 select_mod = importlib.import_module("pygpukit.routing.select")
 
@@ -51,10 +50,17 @@ def test_integer_products_stay_native_under_the_mode() -> None:
         assert not any("batch invariant" in r for r in _reasons("matmul", a, a.T)["native"])
 
 
-@pytest.mark.parametrize("op", ["sdpa_decode", "matmul_fp8", "gemv", "gemv_int4"])
-def test_kernels_without_an_invariant_plan_are_marked(op: str) -> None:
-    native = next(c for c in TABLE[op].candidates if c.backend == "native")
-    assert native.invariant == frozenset()
+def test_native_twins_without_an_invariant_plan_are_refused() -> None:
+    rng = np.random.default_rng(1)
+    x = gp.from_numpy(rng.standard_normal((2, 4, 3, 8)).astype(np.float32), device="cpu")
+    with gp.deterministic():
+        native = _reasons("sdpa", x, x, x)["native"]
+        assert "not batch invariant for float32 (the deterministic mode is on)" in native
+        assert any("batch invariant" in r for r in _reasons("sum", _f32(3, 8))["native"])
+        ints = gp.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3), device="cpu")
+        assert not any("batch invariant" in r for r in _reasons("sum", ints)["native"])
+        assert not any("batch invariant" in r for r in _reasons("max", _f32(3, 8))["native"])
+    assert not any("batch invariant" in r for r in _reasons("sdpa", x, x, x)["native"])
 
 
 def test_forced_backend_that_is_not_invariant_raises_under_the_mode() -> None:

@@ -8,7 +8,9 @@ never points at memory an eager call may free or grow.
   kernel, pygpukit/backends/triton_kernels/attention_decode.py, and its native twin,
   pygpukit/backends/native/attention_decode.py): fp32 partial outputs and log2-sum-exps of the
   key splits, and int32 counters, one per (sequence, kv head, row tile), with which the last split
-  to finish finds out that it combines. Both kernels leave every counter at 0 when a launch ends,
+  to finish finds out that it combines. The deterministic mode's fixed-tile GEMM
+  (triton_kernels/matmul.py) keeps its K-chunk partials and per-tile counters here too. Every
+  kernel leaves every counter at 0 when a launch ends,
   so calls in order on one stream share one workspace whichever backend serves them. It grows
   but is never freed, so a captured CUDA graph never points at released memory.
 """
@@ -132,10 +134,13 @@ def _capture_workspace(cap: Any, dev: Any, n_rows: int, width: int, n_cnt: int) 
         and ws.cnt.shape[0] >= n_cnt
     ):
         return ws  # type: ignore[no-any-return]
-    ws = cap.scratch["sdpa_decode"] = DecodeScratch()  # a smaller one stays kept by the graph
-    ws.parts = empty((n_rows * width,), "float32", dev)
-    ws.lse = empty((n_rows,), "float32", dev)
-    ws.cnt = empty((max(n_cnt, 1),), "int32", dev)
+    # A larger one replaces it (the smaller one stays kept by the graph), each buffer at least as
+    # large as before: the decode attention and the fixed-tile GEMM ask for different shapes.
+    old = ws
+    ws = cap.scratch["sdpa_decode"] = DecodeScratch()
+    ws.parts = empty((max(n_rows * width, old.parts.shape[0] if old else 0),), "float32", dev)
+    ws.lse = empty((max(n_rows, old.lse.shape[0] if old else 0),), "float32", dev)
+    ws.cnt = empty((max(n_cnt, 1, old.cnt.shape[0] if old else 0),), "int32", dev)
     _core.memset_d32(ws.cnt.data_ptr(), 0, ws.cnt.shape[0], cap.side)
     cap.side.synchronize()
     return ws  # type: ignore[no-any-return]

@@ -42,6 +42,7 @@ from .norm import layernorm, rmsnorm
 from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
+from .sampling import sample
 from .softmax import softmax
 from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
@@ -92,6 +93,7 @@ __all__ = [
     "rope",
     "rope_tables",
     "rsqrt",
+    "sample",
     "sdpa",
     "sdpa_varlen",
     "sdpa_decode",

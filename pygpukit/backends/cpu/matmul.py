@@ -38,7 +38,8 @@ def _product(a: Array, b: Array) -> Array:
     if not determinism.is_deterministic() or a.ndim < 2 or a.shape[-2] <= 1:
         return np.matmul(a, b)
     rows = [np.matmul(a[..., i : i + 1, :], b) for i in range(a.shape[-2])]
-    return np.concatenate(rows, axis=-2)
+    # a vector b drops the column axis: row i is then [..., 1] and the rows join on the last axis
+    return np.concatenate(rows, axis=-1 if b.ndim == 1 else -2)
 
 
 def _activate(y: Array, activation: str | None) -> Array:

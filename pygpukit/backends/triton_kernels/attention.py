@@ -43,6 +43,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from pygpukit import determinism
 from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.backends.triton_kernels.driver import launch
@@ -441,7 +442,9 @@ def _sdpa(
     ns = num_splits
     if ns is None:
         ns, progs = 1, tiles * nbh
-        if progs < sm_count(q) and sk >= 4 * bn:
+        # The deterministic mode: no key split (its count follows the batch: rows of one
+        # sequence would round differently beside other sequences).
+        if progs < sm_count(q) and sk >= 4 * bn and not determinism._on[0]:
             ns = min(MAX_SPLITS, cdiv(sm_count(q), progs), cdiv(sk, 2 * bn))
     ns = max(1, min(int(ns), cdiv(max(sk, 1), bn)))
     chunk = cdiv(cdiv(max(sk, 1), bn), ns) * bn

@@ -275,9 +275,9 @@ def _seq_len(LENS, b, cap, chunk):
 
 @triton.jit
 def _decode_fwd(
-    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, NS,
+    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, NS, TILES,
     sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
-    GROUP: tl.constexpr, TILES: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
+    GROUP: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr,
@@ -336,7 +336,8 @@ def _decode_fwd(
                 MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
                 BLOCK_N=BLOCK_N,
             )  # fmt: skip
-        for start in range(mid, top, BLOCK_N):  # the tail: one or two blocks when Sq <= BLOCK_N
+        # The tail (one or two blocks when Sq <= BLOCK_N), or every block of the fixed plan.
+        for start in range(mid, top, BLOCK_N):
             phys = _table(BT, bt_row, start, L, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
             acc, m_i, l_i, bad = _decode_block(
                 acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
@@ -378,8 +379,8 @@ def _decode_fwd(
 
 @triton.jit
 def _decode_combine(
-    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, NS, so0, so1, so2, so3,
-    GROUP: tl.constexpr, TILES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
+    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, NS, TILES, so0, so1, so2, so3,
+    GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     # The unfused combine: one program per (sequence, kv head, row tile).
@@ -531,9 +532,9 @@ def _sdpa_decode(
     launch(
         _decode_fwd, (nbh, pl.splits),
         q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
-        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.splits,
+        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.splits, pl.tiles,
         *q.element_strides, *k.element_strides, *v.element_strides, *so, *sbt,
-        GROUP=group, TILES=pl.tiles, CAUSAL=bool(causal), PAGED=paged,
+        GROUP=group, CAUSAL=bool(causal), PAGED=paged,
         PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
@@ -543,8 +544,8 @@ def _sdpa_decode(
     if pl.splits > 1 and not fuse:
         launch(
             _decode_combine, (nbh,),
-            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.splits, *so,
-            GROUP=group, TILES=pl.tiles, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
+            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.splits, pl.tiles, *so,
+            GROUP=group, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
             BLOCK_S=pl.block_s, num_warps=pl.num_warps, enable_fp_fusion=not pl.fixed,
         )  # fmt: skip
     return o

@@ -73,7 +73,7 @@ def _chunk_sum(
     am = rm.to(tl.int64)[:, None] * sam
     bn = rn.to(tl.int64)[None, :] * sbn
     for k in range(k0, k1, BLOCK_K):
-        rk = k + tl.arange(0, BLOCK_K)
+        rk = (k + tl.arange(0, BLOCK_K)).to(tl.int64)  # K x stride may pass 2^31
         a = tl.load(
             A + am + rk[None, :] * sak, mask=(rm < M)[:, None] & (rk < k1)[None, :], other=0.0
         )

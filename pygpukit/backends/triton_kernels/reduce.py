@@ -28,6 +28,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from pygpukit import determinism
 from pygpukit.backends._support.collapse import reduce_axes, reduce_view
 from pygpukit.backends.triton_kernels._common import (
     GPUArray,
@@ -180,7 +181,12 @@ def _run(op: str, x: GPUArray, axes: tuple[int, ...], rd: Any, y: GPUArray) -> N
         ct = acc = compute_tl(x.dtype)
     ident = _ident(op, acc if op != "argmax" else ct)
     # Tile of up to 4096 elements: coalesced along B when B is the contiguous dim, else along K.
-    if sb == 1 and b > 1:
+    # The deterministic mode: one tile shape and no split for every call with this K, so an
+    # output element's reduction order never follows the number of outputs.
+    det = determinism._on[0]
+    if det:
+        bb, bk = 16, _bmin(next_pow2(k), 256)
+    elif sb == 1 and b > 1:
         bb = _bmin(next_pow2(b), 256)
         bk = _bmin(next_pow2(k), _bmax(1, 4096 // bb))
     else:
@@ -190,7 +196,7 @@ def _run(op: str, x: GPUArray, axes: tuple[int, ...], rd: Any, y: GPUArray) -> N
     tiles = a * n_bb
     nsm = sm_count(x)
     splits = 1
-    if tiles < 2 * nsm and k > 2 * bk:  # too few programs to fill the GPU: split K
+    if tiles < 2 * nsm and k > 2 * bk and not det:  # too few programs to fill the GPU: split K
         splits = _bmin(cdiv(k, bk), cdiv(4 * nsm, tiles))
     k_chunk = cdiv(cdiv(k, splits), bk) * bk if k else bk
     splits = _bmax(1, cdiv(k, k_chunk))

@@ -1,0 +1,186 @@
+"""The device sampler: one token per row of logits, drawn on the GPU (the algorithm and the
+random stream of pygpukit/backends/cpu/sampling.py: Philox4x32-10 at counter[b], repetition
+penalty, temperature, top-k, top-p, min-p, an inverse-CDF draw in index order).
+
+One program per row; the row is read from L2 once per pass:
+- pass 1: the maximum of the transformed logits x (penalty, then / temperature);
+- top-k: bisection over the float32 order (keys: the bits, negatives with their magnitude bits
+  flipped, so integer order is float order) for the k-th largest value: 32 counting passes;
+- top-p: bisection for the smallest kept value whose tokens strictly above it hold less than
+  top_p of the kept mass: 32 passes summing exp(x - max) in float32, block by block in order;
+- the draw: the kept tokens' running sum in index order (tl.cumsum within a block, carried
+  across blocks) against u x the total.
+Only the token ids leave the device (int32 [B]); the counter and the seen marks are updated in
+place, so the kernel can sit inside a captured decode step. Every sum runs in a fixed order: the
+same logits, seed and counter give the same token run to run and under graph replay.
+"""
+
+# Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from pygpukit.backends.triton_kernels._common import GPUArray, new_out
+from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.dtypes import int32
+
+__all__ = ["sample"]
+
+BLOCK = 2048
+NUM_WARPS = 8
+
+
+@triton.jit
+def _key(x):
+    """An int64 whose order is x's float32 order (-0.0 just below +0.0): the bits, negatives
+    with their magnitude bits flipped (int64, so bisection midpoints never overflow)."""
+    bits = x.to(tl.int32, bitcast=True)
+    return tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).to(tl.int64)
+
+
+@triton.jit
+def _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY: tl.constexpr,
+            GREEDY: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """x for tokens start..start+BLOCK-1 (-inf past V): penalized, then divided by temp."""
+    i = start + tl.arange(0, BLOCK)
+    ok = i < V
+    x = tl.load(row + i.to(tl.int64) * sl1, mask=ok, other=float("-inf")).to(tl.float32)
+    if PENALTY:
+        s = tl.load(seen_row + i.to(tl.int64) * ss1, mask=ok, other=0)
+        x = tl.where(s != 0, tl.where(x < 0, x * pen, x / pen), x)
+    if not GREEDY:
+        x = x / temp
+    return tl.where(ok, x, float("-inf")), i, ok
+
+
+@triton.jit
+def _sample_kernel(
+    L, SEEN, CNT, OUT, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
+    PENALTY: tl.constexpr, MARK: tl.constexpr, GREEDY: tl.constexpr, TOP_K: tl.constexpr,
+    TOP_P: tl.constexpr, MIN_P: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    b = tl.program_id(0)
+    row = L + b.to(tl.int64) * sl0
+    seen_row = SEEN + b.to(tl.int64) * ss0
+    c = tl.load(CNT + b)
+    # pass 1: the maximum (and, greedy, its first index)
+    m = tl.full([BLOCK], float("-inf"), tl.float32)
+    arg = tl.full([BLOCK], 2147483647, tl.int32)
+    for start in range(0, V, BLOCK):
+        x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY=PENALTY,
+                           GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+        better = (x > m) | (ok & (arg == 2147483647))  # a row of -inf still names a token
+        arg = tl.where(better, i, arg)
+        m = tl.where(better, x, m)
+    mx = tl.max(m, axis=0)
+    if GREEDY:
+        tok = tl.min(tl.where(m == mx, arg, 2147483647), axis=0)
+    else:
+        thr = _key(mx) * 0 - 2147483648  # the smallest key: every token kept
+        if TOP_K:  # the largest key K with count(key >= K) >= top_k: the k-th largest value
+            lo = thr
+            hi = _key(mx)
+            for _ in range(32):
+                mid = lo + (hi - lo + 1) // 2
+                cnt = 0
+                for start in range(0, V, BLOCK):
+                    x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp,
+                                       PENALTY=PENALTY, GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+                    cnt += tl.sum((_key(x) >= mid).to(tl.int32), axis=0)
+                up = cnt >= top_k
+                lo = tl.where(up, mid, lo)
+                hi = tl.where(up, hi, mid - 1)
+            thr = lo
+        if TOP_P:  # the smallest key K >= thr with mass(key > K, kept) < top_p * kept mass
+            total = 0.0
+            for start in range(0, V, BLOCK):
+                x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp,
+                                   PENALTY=PENALTY, GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+                e = tl.where(_key(x) >= thr, tl.exp(x - mx), 0.0)
+                total += tl.sum(e, axis=0)
+            goal = top_p * total
+            lo = thr
+            hi = _key(mx)
+            for _ in range(32):
+                mid = lo + (hi - lo) // 2
+                above = 0.0
+                for start in range(0, V, BLOCK):
+                    x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp,
+                                       PENALTY=PENALTY, GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+                    k = _key(x)
+                    e = tl.where((k > mid) & (k >= thr), tl.exp(x - mx), 0.0)
+                    above += tl.sum(e, axis=0)
+                down = above < goal
+                hi = tl.where(down, mid, hi)
+                lo = tl.where(down, lo, mid + 1)
+            thr = tl.maximum(thr, lo)
+        if MIN_P:
+            thr = tl.maximum(thr, _key(mx + log_min_p))
+        # the draw: u from Philox at this row's counter
+        r = tl.randint(seed, c)
+        u = (r.to(tl.uint32, bitcast=True) >> 8).to(tl.float32) * 5.9604644775390625e-08
+        total = 0.0
+        for start in range(0, V, BLOCK):
+            x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY=PENALTY,
+                               GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+            total += tl.sum(tl.where(_key(x) >= thr, tl.exp(x - mx), 0.0), axis=0)
+        target = u * total
+        run = 0.0
+        tok = 2147483647
+        last = 0
+        for start in range(0, V, BLOCK):
+            x, i, ok = _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY=PENALTY,
+                               GREEDY=GREEDY, BLOCK=BLOCK)  # fmt: skip
+            kept = ok & (_key(x) >= thr)
+            e = tl.where(kept, tl.exp(x - mx), 0.0)
+            cum = tl.cumsum(e, axis=0) + run
+            tok = tl.minimum(tok, tl.min(tl.where(kept & (cum > target), i, 2147483647), axis=0))
+            last = tl.maximum(last, tl.max(tl.where(kept, i, 0), axis=0))
+            run = tl.max(cum, axis=0)
+        tok = tl.where(tok == 2147483647, last, tok)
+    tl.store(CNT + b, c + 1)  # every call advances the stream, greedy ones included
+    tl.store(OUT + b, tok)
+    if MARK:
+        tl.store(seen_row + tok.to(tl.int64) * ss1, 1)
+
+
+def sample(
+    logits: GPUArray,
+    counter: GPUArray,
+    seen: GPUArray | None = None,
+    *,
+    seed: int = 0,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    min_p: float = 0.0,
+    repetition_penalty: float = 1.0,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """int32 [B]: one token per row of logits [B, V] (counter [B] int64 advanced and seen [B, V]
+    uint8 marked in place)."""
+    b, v = logits.shape
+    o = new_out(out, (b,), int32, logits)
+    if b == 0:
+        return o
+    greedy = temperature == 0
+    ss = tuple(seen.element_strides) if seen is not None else (0, 0)
+    sl = tuple(logits.element_strides)
+    args: list[Any] = [logits, seen if seen is not None else o, counter, o, v, *sl, *ss]
+    args += [int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature) or 1.0]
+    args += [float(repetition_penalty), int(top_k), float(top_p)]
+    args.append(math.log(min_p) if min_p > 0 else 0.0)
+    launch(
+        _sample_kernel, (b,), *args,
+        PENALTY=seen is not None and repetition_penalty != 1.0, MARK=seen is not None,
+        GREEDY=greedy,
+        TOP_K=0 < top_k < v, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0, BLOCK=BLOCK,
+        num_warps=NUM_WARPS,
+    )  # fmt: skip
+    return o
