@@ -105,9 +105,18 @@ def check(
 
 
 def check_sampling(
-    temperature: Any, top_k: Any, top_p: Any, repetition_penalty: Any, seed: Any
+    temperature: Any,
+    top_k: Any,
+    top_p: Any,
+    repetition_penalty: Any,
+    seed: Any,
+    min_p: Any = 0.0,
+    on_device: Any = None,
 ) -> None:
     """SamplingParams' values: finite numbers in range (0 temperature is greedy)."""
+    _number("min_p", min_p, lambda f: 0 <= f < 1, "in [0, 1)")
+    if on_device not in (None, True, False):
+        raise ValueError(f"on_device must be None, True or False, got {on_device!r}")
     _number("temperature", temperature, lambda f: 0 <= f < math.inf, "a finite number >= 0")
     _int("top_k", top_k, 0)
     _number("top_p", top_p, lambda f: 0 < f <= 1, "in (0, 1]")

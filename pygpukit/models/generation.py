@@ -181,7 +181,9 @@ def stream_batch(
     history = [list(p) for p in batch]
     t0 = time.perf_counter()
     logits = _prefill(model, cache, batch)
-    tokens = [sampler(lg, [h])[0] for lg, h in zip(logits, history, strict=True)]
+    tokens = [
+        sampler(lg, [h], rows=[r])[0] for r, (lg, h) in enumerate(zip(logits, history, strict=True))
+    ]
     st.prefill_s += time.perf_counter() - t0
     done = [False] * len(batch)
     step: list[tuple[int, int]] = []

@@ -1,14 +1,26 @@
-"""Choosing the next token from logits: greedy, temperature, top-k, top-p, repetition penalty.
+"""Choosing the next token from logits: greedy, temperature, top-k, top-p, min-p, repetition
+penalty.
 
 The order and semantics follow HF transformers' logits processors (generation/logits_process.py):
 RepetitionPenaltyLogitsProcessor (CTRL, Keskar et al. 2019: a seen token's logit is divided by the
 penalty when positive, multiplied when negative), then TemperatureLogitsWarper, TopKLogitsWarper,
 TopPLogitsWarper (keep the smallest set of tokens whose probability mass reaches top_p, at least
-one), then a draw from the softmax. temperature 0 (or do_sample False) is greedy: argmax, first
-index on ties, as torch.argmax.
+one), MinPLogitsWarper (keep probabilities >= min_p x the largest), then a draw from the
+softmax. temperature 0 (or do_sample False) is greedy: argmax, first index on ties, as
+torch.argmax.
 
-Greedy runs gp.argmax on the device and copies back one id per row. Sampling copies the logits
-row to the host and draws there with a seeded NumPy Generator, so a seed reproduces a run.
+Where the draw runs (SamplingParams.on_device):
+- None (the default): on the device when the logits are on a GPU. Greedy without a penalty is
+  gp.argmax; everything else is gp.sample (Philox4x32-10 keyed by a 64-bit key derived from the
+  seed, at counter (row << 32) + position, so a row's draw depends on neither the batch nor the
+  other rows). One id a row comes back; the logits never leave the device. On the CPU device the
+  host draws, as below.
+- False: the host draws: greedy as above, sampling copies the logits row to the host and draws
+  with a seeded NumPy Generator (the reference the device draws are tested against).
+- True: gp.sample wherever the logits are (on the CPU device its NumPy twin: the same stream).
+A seed reproduces a run either way; the two streams differ, so the same seed gives different
+(equally distributed) tokens on the host and on the device. Speculative decoding's acceptance
+test uses the host distribution (probs_row).
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ import numpy as np
 
 from pygpukit import ops
 from pygpukit.array import GPUArray
+from pygpukit.creation import from_numpy
 
 __all__ = ["SamplingParams", "Sampler"]
 
@@ -31,13 +44,18 @@ class SamplingParams:
     top_p: float = 0.9
     repetition_penalty: float = 1.0
     seed: int | None = None
+    min_p: float = 0.0
+    on_device: bool | None = None  # where the draw runs (module docstring)
 
     def __post_init__(self) -> None:
         # NaN slips past every comparison: the shared check refuses it by name (top_k 0
         # disables top-k).
         from pygpukit.models._gen_args import check_sampling
 
-        check_sampling(self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.seed)
+        check_sampling(
+            self.temperature, self.top_k, self.top_p, self.repetition_penalty, self.seed,
+            self.min_p, self.on_device,
+        )  # fmt: skip
 
     @property
     def greedy(self) -> bool:
@@ -50,14 +68,51 @@ class Sampler:
     def __init__(self, params: SamplingParams) -> None:
         self.params = params
         self.rng = np.random.default_rng(params.seed)
+        # The device stream's 64-bit Philox key, from the seed (fresh entropy without one).
+        words = np.random.SeedSequence(params.seed).generate_state(2, np.uint32)
+        self.key = (int(words[0]) << 31) ^ int(words[1])
 
-    def __call__(self, logits: GPUArray, history: list[list[int]]) -> list[int]:
-        """Next token per row of logits [B, 1, V] (or [B, V]); history[b] = tokens so far."""
+    def __call__(
+        self, logits: GPUArray, history: list[list[int]], rows: list[int] | None = None
+    ) -> list[int]:
+        """Next token per row of logits [B, 1, V] (or [B, V]); history[b] = tokens so far;
+        rows[b]: row b's index in its batch (default 0..B-1), which keys its device draws."""
         lg = logits.reshape(logits.shape[0], logits.shape[-1])
-        if self.params.greedy:
+        p = self.params
+        if self.on_device(lg) and not (p.greedy and p.repetition_penalty == 1.0):
+            return self.device_ids(lg, history, rows)
+        if p.greedy:
             return self.greedy_ids(lg, history)
         host = lg.to_numpy().astype(np.float32)
         return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
+
+    def on_device(self, logits: GPUArray) -> bool:
+        want = self.params.on_device
+        return want is True or (want is None and logits.device.type == "cuda")
+
+    def device_ids(
+        self, rows_logits: GPUArray, history: list[list[int]], rows: list[int] | None = None
+    ) -> list[int]:
+        """gp.sample on each row of logits [R, V]: counters (row << 32) + position uploaded
+        (8 bytes a row), the seen marks only with a penalty (one byte a vocabulary entry)."""
+        p = self.params
+        n, v = rows_logits.shape
+        idx = list(range(n)) if rows is None else rows
+        ctr = np.asarray([(r << 32) + len(h) for r, h in zip(idx, history, strict=True)], np.int64)
+        dev = rows_logits.device
+        seen = None
+        if p.repetition_penalty != 1.0:
+            marks = np.zeros((n, v), np.uint8)
+            for b, h in enumerate(history):
+                ids = np.asarray(h, np.int64)
+                marks[b, ids[(ids >= 0) & (ids < v)]] = 1
+            seen = from_numpy(marks, device=dev)
+        out = ops.sample(
+            rows_logits, from_numpy(ctr, device=dev), seen, seed=self.key,
+            temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p,
+            repetition_penalty=p.repetition_penalty,
+        )  # fmt: skip
+        return [int(t) for t in out.to_numpy()]
 
     def greedy_ids(self, rows: GPUArray, seen: list[list[int]]) -> list[int]:
         """The greedy choice of each row of logits [R, V], seen[r] the tokens before row r:
@@ -103,6 +158,8 @@ class Sampler:
             before = np.cumsum(probs) - probs
             drop = order[before >= p.top_p]
             x[drop] = -np.inf
+        if p.min_p > 0.0:
+            x = np.where(x < np.max(x) + np.float32(np.log(p.min_p)), -np.inf, x)
         return _softmax(x)  # type: ignore[no-any-return]
 
 

@@ -135,3 +135,19 @@ def test_default_mode_repeats_and_replays(model: CausalTransformerModel) -> None
     assert model.generate(prompts, graph=False, **kw) == first
     a, b = _last(model, prompts), _last(model, prompts)
     assert (a == b).all()
+
+
+def test_sampled_decode_draws_on_the_device(model: CausalTransformerModel) -> None:
+    """Sampling draws on the device (gp.sample): a seed repeats the run, graph replay equals
+    eager, and under the deterministic mode a row's sampled tokens do not depend on the batch."""
+    prompts = _prompts(8, 20, seed=13)
+    kw: dict[str, Any] = {
+        "max_new_tokens": 40, "temperature": 0.8, "top_k": 50, "top_p": 0.9, "seed": 7,
+        "stop_token_ids": (),
+    }  # fmt: skip
+    first = model.generate(prompts, **kw)
+    assert model.generate(prompts, **kw) == first
+    assert model.generate(prompts, graph=False, **kw) == first
+    with gp.deterministic():
+        alone = model.generate(prompts[:1], **kw)[0]
+        assert model.generate(prompts, **kw)[0] == alone
