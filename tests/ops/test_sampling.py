@@ -67,13 +67,17 @@ def _chi2_ok(draws: np.ndarray, probs: np.ndarray) -> None:
         {"temperature": 0.7, "top_k": 8},
         {"temperature": 1.3, "top_p": 0.8},
         {"temperature": 0.9, "top_k": 12, "top_p": 0.9},
+        {"temperature": 0.9, "top_k": 12, "top_p": 0.9, "min_p": 0.05},
     ],
     ids=str,
 )
 def test_distribution_matches_the_host_sampler(kw: dict) -> None:
     logits = (np.random.default_rng(3).standard_normal(40) * 1.5).astype(np.float32)
     params = SamplingParams(
-        temperature=kw["temperature"], top_k=kw.get("top_k", 0), top_p=kw.get("top_p", 1.0)
+        temperature=kw["temperature"],
+        top_k=kw.get("top_k", 0),
+        top_p=kw.get("top_p", 1.0),
+        min_p=kw.get("min_p", 0.0),
     )
     probs = Sampler(params).probs_row(logits, [])
     assert probs is not None

@@ -21,6 +21,7 @@ CASES = [
     {"temperature": 0.7, "top_k": 50},
     {"temperature": 1.0, "top_p": 0.9},
     {"temperature": 0.9, "top_k": 40, "top_p": 0.8, "min_p": 0.05, "repetition_penalty": 1.3},
+    {"temperature": 0.9, "top_k": 300, "top_p": 0.95},  # past FAST_TOP_K: the bisection plan
 ]
 
 

@@ -10,11 +10,17 @@ The distribution is HF transformers' logits-processor chain (as pygpukit.models.
 sampler): the repetition penalty on tokens marked in ``seen`` (divide a positive logit, multiply
 a negative one), division by the temperature, top-k (keep values >= the k-th largest), top-p
 (keep, in descending order, tokens while the mass before them is below top_p), min-p (keep
-probabilities >= min_p x the largest). Each filter keeps the tokens at or above a threshold
-value, which the kernels find by bisection over the float32 ordering. The draw: the first token,
-in index order, at which the running sum of the kept tokens' exp(x - max) exceeds u x their
-total (the last kept token if rounding leaves none). temperature 0 is greedy: the first index of
-the largest penalized logit. The chosen token is marked in ``seen`` when given.
+probabilities >= min_p x the largest). temperature 0 is greedy: the first index of the largest
+penalized logit. The chosen token is marked in ``seen`` when given. Two plans, chosen by the
+settings alone (the same on every backend):
+- 0 < top_k <= FAST_TOP_K (< V): tokens in descending order of value (ties: lower index first);
+  keep the top_k and ties with the k-th; top-p keeps, in that order, tokens while the mass
+  before them is below top_p (the host sampler's rule); min-p; the draw runs in that order.
+- otherwise: each filter keeps the tokens at or above a threshold value (found on the device by
+  bisection over the float32 order), and the draw runs in index order.
+The draw: the first kept token at which the running float32 sum of exp(x - max) exceeds u x the
+kept total (the last kept token if rounding leaves none). Sums in a different order (the device
+adds in trees) can move a token that sits exactly on a boundary; the distribution is the same.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import numpy as np
 
 from ._common import Array
 
-__all__ = ["sample", "philox4x32", "philox_rounds", "uniform24"]
+__all__ = ["sample", "philox4x32", "philox_rounds", "uniform24", "FAST_TOP_K"]
+
+FAST_TOP_K = 256  # the largest top_k of the sorted plan (the Triton kernel's too)
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
@@ -79,6 +87,24 @@ def _threshold_topp(x: Array, kept: Array, m: float, top_p: float) -> float:
     return float(-uniq[ok][-1])
 
 
+def _sorted_draw(x: Array, top_k: int, top_p: float, min_p: float, u: float) -> int:
+    """The sorted plan: top-k, top-p, min-p and the draw in (value desc, index asc) order."""
+    order = np.lexsort((np.arange(x.size), -x))
+    xs = x[order]
+    kept = xs >= xs[top_k - 1]
+    m = xs[0]
+    e = np.where(kept, np.exp((xs - m).astype(np.float32)), np.float32(0)).astype(np.float32)
+    if top_p < 1.0:
+        kept &= (np.cumsum(e, dtype=np.float32) - e) < np.float32(top_p) * e.sum(dtype=np.float32)
+    if min_p > 0.0:
+        kept &= xs >= m + np.float32(np.log(min_p))
+    e = np.where(kept, e, np.float32(0))
+    run = np.cumsum(e, dtype=np.float32)
+    hit = np.flatnonzero(kept & (run > np.float32(u) * e.sum(dtype=np.float32)))
+    pos = int(hit[0]) if hit.size else int(np.flatnonzero(kept)[-1])
+    return int(order[pos])
+
+
 def sample(
     logits: Array,
     counter: Array,
@@ -105,6 +131,10 @@ def sample(
             x = np.where(mark, np.where(x < 0, x * pen, x / pen), x).astype(np.float32)
         if temperature == 0:
             tok = int(np.argmax(x))
+        elif 0 < top_k <= FAST_TOP_K and top_k < v:
+            tok = _sorted_draw(
+                (x / np.float32(temperature)).astype(np.float32), top_k, top_p, min_p, u[r]
+            )
         else:
             x = (x / np.float32(temperature)).astype(np.float32)
             m = float(x.max())
@@ -114,7 +144,7 @@ def sample(
             if top_p < 1.0:
                 kept &= x >= _threshold_topp(x, kept, m, top_p)
             if min_p > 0.0:
-                kept &= x >= np.float32(m + np.log(min_p))
+                kept &= x >= np.float32(m) + np.float32(np.log(min_p))
             e = np.where(kept, np.exp((x - np.float32(m)).astype(np.float32)), np.float32(0))
             run = np.cumsum(e, dtype=np.float32)
             hit = np.flatnonzero(run > u[r] * run[-1])

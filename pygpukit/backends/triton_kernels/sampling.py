@@ -10,6 +10,11 @@ One program per row; the row is read from L2 once per pass:
   top_p of the kept mass: 32 passes summing exp(x - max) in float32, block by block in order;
 - the draw: the kept tokens' running sum in index order (tl.cumsum within a block, carried
   across blocks) against u x the total.
+With 0 < top_k <= FAST_TOP_K (the usual setting) a faster plan replaces the bisections: each
+program of a (row, chunk of CHUNK tokens) grid sorts its chunk (value, then index) and keeps its
+first KC = next_pow2(top_k) candidates; one program a row sorts the candidates, keeps the top_k
+(and ties with the k-th), applies top-p in that order (the host sampler's), then min-p, and draws
+in that order. Both plans are the NumPy twin's, which takes the same one for the same settings.
 Only the token ids leave the device (int32 [B]); the counter and the seen marks are updated in
 place, so the kernel can sit inside a captured decode step. Every sum runs in a fixed order: the
 same logits, seed and counter give the same token run to run and under graph replay.
@@ -26,14 +31,18 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from pygpukit.backends.triton_kernels._common import GPUArray, new_out
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
 from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.creation import empty
 from pygpukit.dtypes import int32
 
 __all__ = ["sample"]
 
 BLOCK = 2048
 NUM_WARPS = 8
+FAST_TOP_K = 256  # the largest top_k the sorted-candidates plan serves (as the NumPy twin)
+CHUNK = 4096  # tokens a program sorts in that plan
+_MIN64 = -(2**63)
 
 
 @triton.jit
@@ -150,6 +159,92 @@ def _sample_kernel(
         tl.store(seen_row + tok.to(tl.int64) * ss1, 1)
 
 
+@triton.jit
+def _topk_chunks(
+    L, SEEN, CAND, V, sl0, sl1, ss0, ss1, pen, temp, n_chunks,
+    PENALTY: tl.constexpr, CHUNK: tl.constexpr, KC: tl.constexpr,
+):  # fmt: skip
+    """The first KC of a chunk's tokens by (value desc, index asc), packed as key << 32 |
+    (2^32 - 1 - index) (one int64 whose order is that order); past V: the smallest int64."""
+    b = tl.program_id(0)
+    ch = tl.program_id(1)
+    row = L + b.to(tl.int64) * sl0
+    seen_row = SEEN + b.to(tl.int64) * ss0
+    x, i, ok = _load_x(row, seen_row, ch * CHUNK, V, sl1, ss1, pen, temp, PENALTY=PENALTY,
+                       GREEDY=False, BLOCK=CHUNK)  # fmt: skip
+    packed = (_key(x) << 32) | (4294967295 - i.to(tl.int64))
+    packed = tl.where(ok, packed, -9223372036854775807 - 1)
+    top = tl.topk(packed, KC)
+    base = (b.to(tl.int64) * n_chunks + ch) * KC
+    tl.store(CAND + base + tl.arange(0, KC), top)
+
+
+@triton.jit
+def _topk_draw(
+    CAND, SEEN, CNT, OUT, n_cand, ss0, ss1, seed, top_k, top_p, log_min_p,
+    MARK: tl.constexpr, TOP_P: tl.constexpr, MIN_P: tl.constexpr, NC: tl.constexpr,
+):  # fmt: skip
+    b = tl.program_id(0)
+    j = tl.arange(0, NC)
+    packed = tl.load(CAND + b.to(tl.int64) * n_cand + j, mask=j < n_cand,
+                     other=-9223372036854775807 - 1)  # fmt: skip
+    s = tl.sort(packed, descending=True)
+    key = s >> 32
+    idx = (4294967295 - (s & 4294967295)).to(tl.int32)
+    kth = tl.sum(tl.where(j == top_k - 1, key, 0), axis=0)
+    kept = (j < n_cand) & (key >= kth)
+    bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF).to(tl.int32)
+    x = bits.to(tl.float32, bitcast=True)
+    mx = tl.max(tl.where(j == 0, x, float("-inf")), axis=0)
+    e = tl.where(kept, tl.exp(x - mx), 0.0)
+    if TOP_P:  # keep, in this order, while the mass before a token is below top_p
+        cum = tl.cumsum(e, axis=0)
+        kept = kept & (cum - e < top_p * tl.sum(e, axis=0))
+    if MIN_P:
+        kept = kept & (x >= mx + log_min_p)
+    e = tl.where(kept, e, 0.0)
+    c = tl.load(CNT + b)
+    r = tl.randint(seed, c)
+    u = (r.to(tl.uint32, bitcast=True) >> 8).to(tl.float32) * 5.9604644775390625e-08
+    cum = tl.cumsum(e, axis=0)
+    target = u * tl.sum(e, axis=0)
+    first = tl.min(tl.where(kept & (cum > target), j, NC), axis=0)
+    last = tl.max(tl.where(kept, j, 0), axis=0)
+    pos = tl.where(first == NC, last, first)
+    tok = tl.sum(tl.where(j == pos, idx, 0), axis=0)
+    tl.store(CNT + b, c + 1)
+    tl.store(OUT + b, tok)
+    if MARK:
+        tl.store(SEEN + b.to(tl.int64) * ss0 + tok.to(tl.int64) * ss1, 1)
+
+
+def _sample_topk(
+    logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, seed: int,
+    temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
+) -> None:  # fmt: skip
+    """The sorted-candidates plan (0 < top_k <= FAST_TOP_K < V)."""
+    b, v = logits.shape
+    kc = max(16, next_pow2(top_k))
+    n_chunks = cdiv(v, CHUNK)
+    cand = empty((b * n_chunks * kc,), "int64", logits.device)
+    ss = tuple(seen.element_strides) if seen is not None else (0, 0)
+    launch(
+        _topk_chunks, (b, n_chunks),
+        logits, seen if seen is not None else o, cand, v, *logits.element_strides, *ss,
+        float(penalty), float(temperature), n_chunks,
+        PENALTY=seen is not None and penalty != 1.0, CHUNK=CHUNK, KC=kc, num_warps=8,
+    )  # fmt: skip
+    n_cand = n_chunks * kc
+    launch(
+        _topk_draw, (b,),
+        cand, seen if seen is not None else o, counter, o, n_cand, *ss,
+        int(seed) & 0xFFFFFFFFFFFFFFFF, int(top_k), float(top_p),
+        math.log(min_p) if min_p > 0 else 0.0,
+        MARK=seen is not None, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0, NC=next_pow2(n_cand),
+        num_warps=8,
+    )  # fmt: skip
+
+
 def sample(
     logits: GPUArray,
     counter: GPUArray,
@@ -170,6 +265,11 @@ def sample(
     if b == 0:
         return o
     greedy = temperature == 0
+    if not greedy and 0 < top_k <= FAST_TOP_K and top_k < v:
+        _sample_topk(
+            logits, counter, seen, o, seed, temperature, top_k, top_p, min_p, repetition_penalty
+        )
+        return o
     ss = tuple(seen.element_strides) if seen is not None else (0, 0)
     sl = tuple(logits.element_strides)
     args: list[Any] = [logits, seen if seen is not None else o, counter, o, v, *sl, *ss]
