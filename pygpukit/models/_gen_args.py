@@ -115,7 +115,7 @@ def check_sampling(
 ) -> None:
     """SamplingParams' values: finite numbers in range (0 temperature is greedy)."""
     _number("min_p", min_p, lambda f: 0 <= f < 1, "in [0, 1)")
-    if on_device not in (None, True, False):
+    if on_device is not None and not isinstance(on_device, bool):
         raise ValueError(f"on_device must be None, True or False, got {on_device!r}")
     _number("temperature", temperature, lambda f: 0 <= f < math.inf, "a finite number >= 0")
     _int("top_k", top_k, 0)

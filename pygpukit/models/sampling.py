@@ -11,10 +11,10 @@ torch.argmax.
 
 Where the draw runs (SamplingParams.on_device):
 - None (the default): on the device when the logits are on a GPU. Greedy without a penalty is
-  gp.argmax; everything else is gp.sample (Philox4x32-10 keyed by a 64-bit key derived from the
+  gp.argmax; everything else is gp.sample (Philox4x32-10 keyed by a 63-bit key derived from the
   seed, at counter (row << 32) + position, so a row's draw depends on neither the batch nor the
-  other rows). One id a row comes back; the logits never leave the device. On the CPU device the
-  host draws, as below.
+  other rows). One id a row comes back; the logits never leave the device (with a penalty, a
+  byte mask of the seen tokens goes up each step). On the CPU device the host draws, as below.
 - False: the host draws: greedy as above, sampling copies the logits row to the host and draws
   with a seeded NumPy Generator (the reference the device draws are tested against).
 - True: gp.sample wherever the logits are (on the CPU device its NumPy twin: the same stream).
@@ -68,9 +68,10 @@ class Sampler:
     def __init__(self, params: SamplingParams) -> None:
         self.params = params
         self.rng = np.random.default_rng(params.seed)
-        # The device stream's 64-bit Philox key, from the seed (fresh entropy without one).
+        # The device stream's Philox key (63 bits: gp.sample takes [0, 2**63)), from the seed
+        # (fresh entropy without one).
         words = np.random.SeedSequence(params.seed).generate_state(2, np.uint32)
-        self.key = (int(words[0]) << 31) ^ int(words[1])
+        self.key = ((int(words[0]) << 32) | int(words[1])) & (2**63 - 1)
 
     def __call__(
         self, logits: GPUArray, history: list[list[int]], rows: list[int] | None = None
@@ -109,8 +110,8 @@ class Sampler:
             seen = from_numpy(marks, device=dev)
         out = ops.sample(
             rows_logits, from_numpy(ctr, device=dev), seen, seed=self.key,
-            temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p,
-            repetition_penalty=p.repetition_penalty,
+            temperature=float(p.temperature), top_k=int(p.top_k), top_p=float(p.top_p),
+            min_p=float(p.min_p), repetition_penalty=float(p.repetition_penalty),
         )  # fmt: skip
         return [int(t) for t in out.to_numpy()]
 
@@ -142,7 +143,7 @@ class Sampler:
 
     def probs_row(self, logits: np.ndarray, seen: list[int]) -> np.ndarray | None:
         """The distribution one row's next token is drawn from (float64, after the penalty,
-        temperature, top-k and top-p), or None when greedy. Speculative decoding's acceptance
+        temperature, top-k, top-p and min-p), or None when greedy. Speculative decoding's acceptance
         test (models/speculative.py) uses it as the target distribution."""
         p = self.params
         if p.greedy:

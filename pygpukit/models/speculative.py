@@ -7,8 +7,8 @@ Speculative Decoding"; Chen et al. 2023):
   mismatch is replaced by that argmax (the bonus token), so the output is greedy decoding's;
 - sampling: draft token d at position j, drawn from the drafter's distribution q_j, is kept with
   probability min(1, p_j(d) / q_j(d)), where p_j is the model's distribution after the sampler's
-  penalty, temperature, top-k and top-p (Sampler.probs_row); at the first rejection the token is
-  drawn from max(0, p_j - q_j), renormalized. The kept tokens are then distributed as p. An
+  penalty, temperature, top-k, top-p and min-p (Sampler.probs_row); at the first rejection the
+  token is drawn from max(0, p_j - q_j), renormalized. The kept tokens are then distributed as p. An
   n-gram drafter proposes deterministically (q_j is one-hot on d).
 
 Drafters:

@@ -144,7 +144,7 @@ def test_batched_graph_decode_replays_the_eager_step(arch: str) -> None:
     kept = model._step_graphs[(3, 1, False)]
     # Another row count gets its own capture and keeps the first; equal-length rows too.
     pair = [g["prompts"][0], g["prompts"][0][::-1]]
-    kw = {"temperature": 0.9, "top_k": 20, "seed": 5, "stop_token_ids": ()}  # host sampling
+    kw = {"temperature": 0.9, "top_k": 20, "seed": 5, "stop_token_ids": ()}  # device draws
     assert model.generate(pair, 9, graph=True, **kw) == model.generate(pair, 9, graph=False, **kw)
     assert model.generate(prompts, 12, temperature=0, stop_token_ids=(), graph=True) == want
     assert model._step_graphs[(3, 1, False)] is kept and (2, 1, False) in model._step_graphs

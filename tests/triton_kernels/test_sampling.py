@@ -65,3 +65,49 @@ def test_distribution_on_the_gpu(device: str) -> None:
     big_vocab = up(np.random.default_rng(4).standard_normal((2, 151936)).astype(np.float32), device)
     tok = ts.sample(big_vocab, up(np.zeros(2, np.int64), device), temperature=1.0, top_p=0.95)
     assert ((tok.to_numpy() >= 0) & (tok.to_numpy() < 151936)).all()
+
+
+def _both(device: str, logits: np.ndarray, **kw: object) -> tuple[list[int], list[int]]:
+    b = logits.shape[0]
+    c_ref, seen_ref = np.arange(b, dtype=np.int64), np.zeros(logits.shape, np.uint8)
+    want = cs.sample(logits, c_ref, seen_ref, seed=9, **kw)  # type: ignore[arg-type]
+    counter, seen = (
+        up(np.arange(b, dtype=np.int64), device),
+        up(np.zeros(logits.shape, np.uint8), device),
+    )
+    got = ts.sample(up(logits, device), counter, seen, seed=9, **kw)  # type: ignore[arg-type]
+    assert (counter.to_numpy() == c_ref).all() and (seen.to_numpy() == seen_ref).all()
+    return [int(t) for t in got.to_numpy()], [int(t) for t in want]
+
+
+def test_several_chunks_match_the_twin(device: str) -> None:
+    logits = (np.random.default_rng(1).standard_normal((3, 9000)) * 2).astype(np.float32)
+    got, want = _both(device, logits, temperature=0.9, top_k=30, top_p=0.9)
+    assert got == want
+
+
+def test_ties_past_the_chunk_candidates_take_the_bisection_plan(device: str) -> None:
+    """An all-equal row of 8192 tokens with top_k 5: every token ties the 5th value, more than
+    a chunk keeps, so the draw sees the whole row (tokens from both chunks, past the first 32)."""
+    logits = np.zeros((40, 8192), np.float32)
+    got, want = _both(device, logits, temperature=1.0, top_k=5)
+    assert got == want
+    assert max(got) >= 4096 + 64 and len(set(got)) > 30
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"temperature": 0.0, "repetition_penalty": 1.2},
+        {"temperature": 1.0, "top_k": 5},
+        {"temperature": 1.0, "top_p": 0.9},
+    ],
+    ids=str,
+)
+def test_rows_without_a_finite_logit_draw_token_0(device: str, kw: dict) -> None:
+    rows = np.full((3, 4099), np.nan, np.float32)
+    rows[1] = -np.inf
+    rows[2, :] = np.nan
+    rows[2, 7] = 1.0  # NaN counts as -inf: token 7 is the only finite one
+    got, want = _both(device, rows, **kw)
+    assert got == want == [0, 0, 7]

@@ -16,8 +16,13 @@ settings alone (the same on every backend):
 - 0 < top_k <= FAST_TOP_K (< V): tokens in descending order of value (ties: lower index first);
   keep the top_k and ties with the k-th; top-p keeps, in that order, tokens while the mass
   before them is below top_p (the host sampler's rule); min-p; the draw runs in that order.
+  The device keeps candidates(top_k) tokens of each CHUNK-token chunk: a row where some chunk
+  holds that many tokens at or above the k-th value takes the other plan.
 - otherwise: each filter keeps the tokens at or above a threshold value (found on the device by
-  bisection over the float32 order), and the draw runs in index order.
+  bisection over the float32 order), and the draw runs in index order. At a top-p boundary that
+  falls inside a group of equal values this plan keeps the whole group (the host sampler keeps
+  part of it, in index order).
+NaN logits count as -inf, -0.0 as +0.0; a row without a finite logit draws token 0.
 The draw: the first kept token at which the running float32 sum of exp(x - max) exceeds u x the
 kept total (the last kept token if rounding leaves none). Sums in a different order (the device
 adds in trees) can move a token that sits exactly on a boundary; the distribution is the same.
@@ -29,9 +34,25 @@ import numpy as np
 
 from ._common import Array
 
-__all__ = ["sample", "philox4x32", "philox_rounds", "uniform24", "FAST_TOP_K"]
+__all__ = [
+    "sample", "philox4x32", "philox_rounds", "uniform24", "sorted_plan", "candidates",
+    "FAST_TOP_K", "CHUNK",
+]  # fmt: skip
 
-FAST_TOP_K = 256  # the largest top_k of the sorted plan (the Triton kernel's too)
+# The sorted plan's settings, shared with the Triton kernels (one definition).
+FAST_TOP_K = 256  # the largest top_k it serves
+CHUNK = 4096  # tokens a device program sorts
+
+
+def sorted_plan(temperature: float, top_k: int, v: int) -> bool:
+    """Whether a draw with these settings takes the sorted plan."""
+    return temperature != 0 and 0 < top_k <= FAST_TOP_K and top_k < v
+
+
+def candidates(top_k: int) -> int:
+    """Candidates a chunk keeps in the sorted plan: a power of two above top_k."""
+    return max(16, 1 << top_k.bit_length())
+
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
@@ -87,6 +108,15 @@ def _threshold_topp(x: Array, kept: Array, m: float, top_p: float) -> float:
     return float(-uniq[ok][-1])
 
 
+def _ties_overflow(x: Array, top_k: int) -> bool:
+    """Some CHUNK-token chunk holds candidates(top_k) or more tokens at or above the k-th value
+    (the device's chunk candidates could have left some out)."""
+    kth = np.partition(x, -top_k)[-top_k]
+    pad = (-x.size) % CHUNK
+    hits = np.concatenate([x >= kth, np.zeros(pad, bool)]).reshape(-1, CHUNK).sum(axis=1)
+    return bool((hits >= candidates(top_k)).any())
+
+
 def _sorted_draw(x: Array, top_k: int, top_p: float, min_p: float, u: float) -> int:
     """The sorted plan: top-k, top-p, min-p and the draw in (value desc, index asc) order."""
     order = np.lexsort((np.arange(x.size), -x))
@@ -129,14 +159,16 @@ def sample(
             mark = seen[r] != 0
             pen = np.float32(repetition_penalty)
             x = np.where(mark, np.where(x < 0, x * pen, x / pen), x).astype(np.float32)
-        if temperature == 0:
-            tok = int(np.argmax(x))
-        elif 0 < top_k <= FAST_TOP_K and top_k < v:
-            tok = _sorted_draw(
-                (x / np.float32(temperature)).astype(np.float32), top_k, top_p, min_p, u[r]
-            )
+        xt = x if temperature == 0 else (x / np.float32(temperature)).astype(np.float32)
+        xt = np.where(np.isnan(xt), np.float32(-np.inf), xt + np.float32(0)).astype(np.float32)
+        if not np.isfinite(xt.max()):
+            tok = 0
+        elif temperature == 0:
+            tok = int(np.argmax(xt))
+        elif sorted_plan(temperature, top_k, v) and not _ties_overflow(xt, top_k):
+            tok = _sorted_draw(xt, top_k, top_p, min_p, u[r])
         else:
-            x = (x / np.float32(temperature)).astype(np.float32)
+            x = xt
             m = float(x.max())
             kept = np.ones(v, bool)
             if 0 < top_k < v:

@@ -12,9 +12,11 @@ One program per row; the row is read from L2 once per pass:
   across blocks) against u x the total.
 With 0 < top_k <= FAST_TOP_K (the usual setting) a faster plan replaces the bisections: each
 program of a (row, chunk of CHUNK tokens) grid sorts its chunk (value, then index) and keeps its
-first KC = next_pow2(top_k) candidates; one program a row sorts the candidates, keeps the top_k
+first KC = candidates(top_k) > top_k; one program a row sorts the candidates, keeps the top_k
 (and ties with the k-th), applies top-p in that order (the host sampler's), then min-p, and draws
-in that order. Both plans are the NumPy twin's, which takes the same one for the same settings.
+in that order. A row where some chunk's KC-th candidate still ties the k-th value (more ties than
+a chunk kept) is flagged and drawn by the bisection plan, which sees every token. The plans and
+that rule are the NumPy twin's (pygpukit/backends/cpu/sampling.py).
 Only the token ids leave the device (int32 [B]); the counter and the seen marks are updated in
 place, so the kernel can sit inside a captured decode step. Every sum runs in a fixed order: the
 same logits, seed and counter give the same token run to run and under graph replay.
@@ -26,11 +28,11 @@ same logits, seed and counter give the same token run to run and under graph rep
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import triton
 import triton.language as tl
 
+from pygpukit.backends.cpu.sampling import CHUNK, candidates, sorted_plan
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
@@ -40,9 +42,6 @@ __all__ = ["sample"]
 
 BLOCK = 2048
 NUM_WARPS = 8
-FAST_TOP_K = 256  # the largest top_k the sorted-candidates plan serves (as the NumPy twin)
-CHUNK = 4096  # tokens a program sorts in that plan
-_MIN64 = -(2**63)
 
 
 @triton.jit
@@ -65,16 +64,37 @@ def _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY: tl.constexpr,
         x = tl.where(s != 0, tl.where(x < 0, x * pen, x / pen), x)
     if not GREEDY:
         x = x / temp
+    # One order for every plan: NaN counts as -inf (never drawn), -0.0 as +0.0.
+    x = tl.where(x == x, x + 0.0, float("-inf"))
     return tl.where(ok, x, float("-inf")), i, ok
 
 
 @triton.jit
 def _sample_kernel(
-    L, SEEN, CNT, OUT, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
+    L, SEEN, CNT, OUT, FLAG, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
+    PENALTY: tl.constexpr, MARK: tl.constexpr, GREEDY: tl.constexpr, TOP_K: tl.constexpr,
+    TOP_P: tl.constexpr, MIN_P: tl.constexpr, FLAGGED: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    b = tl.program_id(0)
+    if FLAGGED:  # only the rows the sorted plan handed over (ties past its candidates)
+        go = tl.load(FLAG + b) != 0
+    else:
+        go = b >= 0
+    if go:
+        _draw_row(
+            L, SEEN, CNT, OUT, b, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p,
+            log_min_p, PENALTY=PENALTY, MARK=MARK, GREEDY=GREEDY, TOP_K=TOP_K, TOP_P=TOP_P,
+            MIN_P=MIN_P, BLOCK=BLOCK,
+        )  # fmt: skip
+
+
+@triton.jit
+def _draw_row(
+    L, SEEN, CNT, OUT, b, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
     PENALTY: tl.constexpr, MARK: tl.constexpr, GREEDY: tl.constexpr, TOP_K: tl.constexpr,
     TOP_P: tl.constexpr, MIN_P: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    b = tl.program_id(0)
+    """The bisection plan for row b."""
     row = L + b.to(tl.int64) * sl0
     seen_row = SEEN + b.to(tl.int64) * ss0
     c = tl.load(CNT + b)
@@ -153,6 +173,8 @@ def _sample_kernel(
             last = tl.maximum(last, tl.max(tl.where(kept, i, 0), axis=0))
             run = tl.max(cum, axis=0)
         tok = tl.where(tok == 2147483647, last, tok)
+    # A row without a finite logit draws token 0; the id always lies in [0, V).
+    tok = tl.where(mx == float("-inf"), 0, tl.minimum(tl.maximum(tok, 0), V - 1))
     tl.store(CNT + b, c + 1)  # every call advances the stream, greedy ones included
     tl.store(OUT + b, tok)
     if MARK:
@@ -181,8 +203,9 @@ def _topk_chunks(
 
 @triton.jit
 def _topk_draw(
-    CAND, SEEN, CNT, OUT, n_cand, ss0, ss1, seed, top_k, top_p, log_min_p,
+    CAND, SEEN, CNT, OUT, FLAG, V, n_chunks, n_cand, ss0, ss1, seed, top_k, top_p, log_min_p,
     MARK: tl.constexpr, TOP_P: tl.constexpr, MIN_P: tl.constexpr, NC: tl.constexpr,
+    KC: tl.constexpr, NCH: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(0)
     j = tl.arange(0, NC)
@@ -192,7 +215,13 @@ def _topk_draw(
     key = s >> 32
     idx = (4294967295 - (s & 4294967295)).to(tl.int32)
     kth = tl.sum(tl.where(j == top_k - 1, key, 0), axis=0)
-    kept = (j < n_cand) & (key >= kth)
+    # A chunk whose KC-th candidate still ties the k-th value may hold more such tokens than it
+    # kept: that row goes to the bisection plan (FLAG), which sees every token.
+    ch = tl.arange(0, NCH)
+    last_of = tl.load(CAND + b.to(tl.int64) * n_cand + ch * KC + KC - 1, mask=ch < n_chunks,
+                      other=-9223372036854775807 - 1)  # fmt: skip
+    over = tl.max(((last_of >> 32) >= kth).to(tl.int32), axis=0) > 0
+    kept = (j < n_cand) & (key >= kth) & (idx >= 0) & (idx < V)
     bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF).to(tl.int32)
     x = bits.to(tl.float32, bitcast=True)
     mx = tl.max(tl.where(j == 0, x, float("-inf")), axis=0)
@@ -212,21 +241,44 @@ def _topk_draw(
     last = tl.max(tl.where(kept, j, 0), axis=0)
     pos = tl.where(first == NC, last, first)
     tok = tl.sum(tl.where(j == pos, idx, 0), axis=0)
-    tl.store(CNT + b, c + 1)
-    tl.store(OUT + b, tok)
-    if MARK:
-        tl.store(SEEN + b.to(tl.int64) * ss0 + tok.to(tl.int64) * ss1, 1)
+    tok = tl.where(mx == float("-inf"), 0, tl.minimum(tl.maximum(tok, 0), V - 1))
+    tl.store(FLAG + b, over.to(tl.int32))
+    if not over:
+        tl.store(CNT + b, c + 1)
+        tl.store(OUT + b, tok)
+        if MARK:
+            tl.store(SEEN + b.to(tl.int64) * ss0 + tok.to(tl.int64) * ss1, 1)
 
 
-def _sample_topk(
+def _bisection(
+    logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, flag: GPUArray | None,
+    seed: int, temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
+) -> None:  # fmt: skip
+    """The bisection plan on every row, or (flag given) on the rows flagged by the sorted plan."""
+    b, v = logits.shape
+    ss = tuple(seen.element_strides) if seen is not None else (0, 0)
+    launch(
+        _sample_kernel, (b,),
+        logits, seen if seen is not None else o, counter, o, flag if flag is not None else o, v,
+        *logits.element_strides, *ss, int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature) or 1.0,
+        float(penalty), int(top_k), float(top_p), math.log(min_p) if min_p > 0 else 0.0,
+        PENALTY=seen is not None and penalty != 1.0, MARK=seen is not None,
+        GREEDY=temperature == 0, TOP_K=0 < top_k < v, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0,
+        FLAGGED=flag is not None, BLOCK=BLOCK, num_warps=NUM_WARPS,
+    )  # fmt: skip
+
+
+def _sorted(
     logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, seed: int,
     temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
 ) -> None:  # fmt: skip
-    """The sorted-candidates plan (0 < top_k <= FAST_TOP_K < V)."""
+    """The sorted-candidates plan (0 < top_k <= FAST_TOP_K < V), then the bisection plan on
+    the rows it flagged (a launch whose other programs exit at once)."""
     b, v = logits.shape
-    kc = max(16, next_pow2(top_k))
+    kc = candidates(top_k)
     n_chunks = cdiv(v, CHUNK)
     cand = empty((b * n_chunks * kc,), "int64", logits.device)
+    flag = empty((b,), "int32", logits.device)
     ss = tuple(seen.element_strides) if seen is not None else (0, 0)
     launch(
         _topk_chunks, (b, n_chunks),
@@ -237,12 +289,13 @@ def _sample_topk(
     n_cand = n_chunks * kc
     launch(
         _topk_draw, (b,),
-        cand, seen if seen is not None else o, counter, o, n_cand, *ss,
+        cand, seen if seen is not None else o, counter, o, flag, v, n_chunks, n_cand, *ss,
         int(seed) & 0xFFFFFFFFFFFFFFFF, int(top_k), float(top_p),
         math.log(min_p) if min_p > 0 else 0.0,
         MARK=seen is not None, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0, NC=next_pow2(n_cand),
-        num_warps=8,
+        KC=kc, NCH=next_pow2(n_chunks), num_warps=8,
     )  # fmt: skip
+    _bisection(logits, counter, seen, o, flag, seed, temperature, top_k, top_p, min_p, penalty)
 
 
 def sample(
@@ -264,23 +317,9 @@ def sample(
     o = new_out(out, (b,), int32, logits)
     if b == 0:
         return o
-    greedy = temperature == 0
-    if not greedy and 0 < top_k <= FAST_TOP_K and top_k < v:
-        _sample_topk(
-            logits, counter, seen, o, seed, temperature, top_k, top_p, min_p, repetition_penalty
-        )
-        return o
-    ss = tuple(seen.element_strides) if seen is not None else (0, 0)
-    sl = tuple(logits.element_strides)
-    args: list[Any] = [logits, seen if seen is not None else o, counter, o, v, *sl, *ss]
-    args += [int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature) or 1.0]
-    args += [float(repetition_penalty), int(top_k), float(top_p)]
-    args.append(math.log(min_p) if min_p > 0 else 0.0)
-    launch(
-        _sample_kernel, (b,), *args,
-        PENALTY=seen is not None and repetition_penalty != 1.0, MARK=seen is not None,
-        GREEDY=greedy,
-        TOP_K=0 < top_k < v, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0, BLOCK=BLOCK,
-        num_warps=NUM_WARPS,
-    )  # fmt: skip
+    args = (seed, temperature, top_k, top_p, min_p, repetition_penalty)
+    if sorted_plan(temperature, top_k, v):
+        _sorted(logits, counter, seen, o, *args)
+    else:
+        _bisection(logits, counter, seen, o, None, *args)
     return o
