@@ -15,8 +15,8 @@ program of a (row, chunk of CHUNK tokens) grid sorts its chunk (value, then inde
 first KC = candidates(top_k) > top_k; one program a row sorts the candidates, keeps the top_k
 (and ties with the k-th), applies top-p in that order (the host sampler's), then min-p, and draws
 in that order. A row where some chunk's KC-th candidate still ties the k-th value (more ties than
-a chunk kept) is flagged and drawn by the bisection plan, which sees every token. The plans and
-that rule are the NumPy twin's (pygpukit/backends/cpu/sampling.py).
+a chunk kept) is drawn by the bisection plan in the same program, which sees every token. The
+plans and that rule are the NumPy twin's (pygpukit/backends/cpu/sampling.py).
 Only the token ids leave the device (int32 [B]); the counter and the seen marks are updated in
 place, so the kernel can sit inside a captured decode step. Every sum runs in a fixed order: the
 same logits, seed and counter give the same token run to run and under graph replay.
@@ -71,21 +71,15 @@ def _load_x(row, seen_row, start, V, sl1, ss1, pen, temp, PENALTY: tl.constexpr,
 
 @triton.jit
 def _sample_kernel(
-    L, SEEN, CNT, OUT, FLAG, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
+    L, SEEN, CNT, OUT, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p, log_min_p,
     PENALTY: tl.constexpr, MARK: tl.constexpr, GREEDY: tl.constexpr, TOP_K: tl.constexpr,
-    TOP_P: tl.constexpr, MIN_P: tl.constexpr, FLAGGED: tl.constexpr, BLOCK: tl.constexpr,
+    TOP_P: tl.constexpr, MIN_P: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    b = tl.program_id(0)
-    if FLAGGED:  # only the rows the sorted plan handed over (ties past its candidates)
-        go = tl.load(FLAG + b) != 0
-    else:
-        go = b >= 0
-    if go:
-        _draw_row(
-            L, SEEN, CNT, OUT, b, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p,
-            log_min_p, PENALTY=PENALTY, MARK=MARK, GREEDY=GREEDY, TOP_K=TOP_K, TOP_P=TOP_P,
-            MIN_P=MIN_P, BLOCK=BLOCK,
-        )  # fmt: skip
+    _draw_row(
+        L, SEEN, CNT, OUT, tl.program_id(0), V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p,
+        log_min_p, PENALTY=PENALTY, MARK=MARK, GREEDY=GREEDY, TOP_K=TOP_K, TOP_P=TOP_P,
+        MIN_P=MIN_P, BLOCK=BLOCK,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -203,9 +197,10 @@ def _topk_chunks(
 
 @triton.jit
 def _topk_draw(
-    CAND, SEEN, CNT, OUT, FLAG, V, n_chunks, n_cand, ss0, ss1, seed, top_k, top_p, log_min_p,
-    MARK: tl.constexpr, TOP_P: tl.constexpr, MIN_P: tl.constexpr, NC: tl.constexpr,
-    KC: tl.constexpr, NCH: tl.constexpr,
+    CAND, L, SEEN, CNT, OUT, V, n_chunks, n_cand, sl0, sl1, ss0, ss1, seed, temp, pen, top_k,
+    top_p, log_min_p, PENALTY: tl.constexpr, MARK: tl.constexpr, TOP_P: tl.constexpr,
+    MIN_P: tl.constexpr, NC: tl.constexpr, KC: tl.constexpr, NCH: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(0)
     j = tl.arange(0, NC)
@@ -216,7 +211,7 @@ def _topk_draw(
     idx = (4294967295 - (s & 4294967295)).to(tl.int32)
     kth = tl.sum(tl.where(j == top_k - 1, key, 0), axis=0)
     # A chunk whose KC-th candidate still ties the k-th value may hold more such tokens than it
-    # kept: that row goes to the bisection plan (FLAG), which sees every token.
+    # kept: this program then draws by the bisection plan, which sees every token.
     ch = tl.arange(0, NCH)
     last_of = tl.load(CAND + b.to(tl.int64) * n_cand + ch * KC + KC - 1, mask=ch < n_chunks,
                       other=-9223372036854775807 - 1)  # fmt: skip
@@ -242,8 +237,13 @@ def _topk_draw(
     pos = tl.where(first == NC, last, first)
     tok = tl.sum(tl.where(j == pos, idx, 0), axis=0)
     tok = tl.where(mx == float("-inf"), 0, tl.minimum(tl.maximum(tok, 0), V - 1))
-    tl.store(FLAG + b, over.to(tl.int32))
-    if not over:
+    if over:
+        _draw_row(
+            L, SEEN, CNT, OUT, b, V, sl0, sl1, ss0, ss1, seed, temp, pen, top_k, top_p,
+            log_min_p, PENALTY=PENALTY, MARK=MARK, GREEDY=False, TOP_K=True, TOP_P=TOP_P,
+            MIN_P=MIN_P, BLOCK=BLOCK,
+        )  # fmt: skip
+    else:
         tl.store(CNT + b, c + 1)
         tl.store(OUT + b, tok)
         if MARK:
@@ -251,20 +251,20 @@ def _topk_draw(
 
 
 def _bisection(
-    logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, flag: GPUArray | None,
-    seed: int, temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
+    logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, seed: int,
+    temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
 ) -> None:  # fmt: skip
-    """The bisection plan on every row, or (flag given) on the rows flagged by the sorted plan."""
+    """The bisection plan, one program a row."""
     b, v = logits.shape
     ss = tuple(seen.element_strides) if seen is not None else (0, 0)
     launch(
         _sample_kernel, (b,),
-        logits, seen if seen is not None else o, counter, o, flag if flag is not None else o, v,
-        *logits.element_strides, *ss, int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature) or 1.0,
-        float(penalty), int(top_k), float(top_p), math.log(min_p) if min_p > 0 else 0.0,
+        logits, seen if seen is not None else o, counter, o, v, *logits.element_strides, *ss,
+        int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature) or 1.0, float(penalty), int(top_k),
+        float(top_p), math.log(min_p) if min_p > 0 else 0.0,
         PENALTY=seen is not None and penalty != 1.0, MARK=seen is not None,
         GREEDY=temperature == 0, TOP_K=0 < top_k < v, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0,
-        FLAGGED=flag is not None, BLOCK=BLOCK, num_warps=NUM_WARPS,
+        BLOCK=BLOCK, num_warps=NUM_WARPS,
     )  # fmt: skip
 
 
@@ -272,30 +272,29 @@ def _sorted(
     logits: GPUArray, counter: GPUArray, seen: GPUArray | None, o: GPUArray, seed: int,
     temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
 ) -> None:  # fmt: skip
-    """The sorted-candidates plan (0 < top_k <= FAST_TOP_K < V), then the bisection plan on
-    the rows it flagged (a launch whose other programs exit at once)."""
+    """The sorted-candidates plan (0 < top_k <= FAST_TOP_K < V); a row whose chunks may have
+    dropped ties is drawn by the bisection plan in the same program."""
     b, v = logits.shape
     kc = candidates(top_k)
     n_chunks = cdiv(v, CHUNK)
     cand = empty((b * n_chunks * kc,), "int64", logits.device)
-    flag = empty((b,), "int32", logits.device)
     ss = tuple(seen.element_strides) if seen is not None else (0, 0)
+    sl = tuple(logits.element_strides)
+    penalized = seen is not None and penalty != 1.0
     launch(
         _topk_chunks, (b, n_chunks),
-        logits, seen if seen is not None else o, cand, v, *logits.element_strides, *ss,
-        float(penalty), float(temperature), n_chunks,
-        PENALTY=seen is not None and penalty != 1.0, CHUNK=CHUNK, KC=kc, num_warps=8,
+        logits, seen if seen is not None else o, cand, v, *sl, *ss, float(penalty),
+        float(temperature), n_chunks, PENALTY=penalized, CHUNK=CHUNK, KC=kc, num_warps=8,
     )  # fmt: skip
     n_cand = n_chunks * kc
     launch(
         _topk_draw, (b,),
-        cand, seen if seen is not None else o, counter, o, flag, v, n_chunks, n_cand, *ss,
-        int(seed) & 0xFFFFFFFFFFFFFFFF, int(top_k), float(top_p),
-        math.log(min_p) if min_p > 0 else 0.0,
-        MARK=seen is not None, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0, NC=next_pow2(n_cand),
-        KC=kc, NCH=next_pow2(n_chunks), num_warps=8,
+        cand, logits, seen if seen is not None else o, counter, o, v, n_chunks, n_cand, *sl, *ss,
+        int(seed) & 0xFFFFFFFFFFFFFFFF, float(temperature), float(penalty), int(top_k),
+        float(top_p), math.log(min_p) if min_p > 0 else 0.0,
+        PENALTY=penalized, MARK=seen is not None, TOP_P=top_p < 1.0, MIN_P=min_p > 0.0,
+        NC=next_pow2(n_cand), KC=kc, NCH=next_pow2(n_chunks), BLOCK=BLOCK, num_warps=8,
     )  # fmt: skip
-    _bisection(logits, counter, seen, o, flag, seed, temperature, top_k, top_p, min_p, penalty)
 
 
 def sample(
@@ -321,5 +320,5 @@ def sample(
     if sorted_plan(temperature, top_k, v):
         _sorted(logits, counter, seen, o, *args)
     else:
-        _bisection(logits, counter, seen, o, None, *args)
+        _bisection(logits, counter, seen, o, *args)
     return o
