@@ -1,12 +1,13 @@
-"""Model shapes the decode benchmarks share, and random bf16 weights that HF transformers and
-pygpukit load identically (HF initialises the model on the GPU; pygpukit loads the same tensors
-through its ordinary loader)."""
+"""Model shapes the decode benchmarks share, and random bf16 weights: either shared with HF
+transformers (hf_and_pygpukit: HF initialises the model on the GPU, pygpukit loads the same
+tensors through its ordinary loader) or made on the host without torch (random_model)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import ml_dtypes
+import numpy as np
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "llama-3.2-1b": dict(
@@ -66,3 +67,69 @@ def hf_and_pygpukit(name: str, seed: int = 0) -> tuple[Any, Any]:
     weights = load_weights(TorchSource(hf.state_dict()), config, gp.bfloat16, dev, where=name)
     ours = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
     return hf, ours
+
+
+class RandomBf16:
+    """Random bf16 tensors under the names the loader asks for (shapes from the loader's
+    own walk of the config): enough to time a decode, not to read its text."""
+
+    def __init__(self, names_shapes: dict[str, tuple[int, ...]], seed: int = 0) -> None:
+        self.shapes = names_shapes
+        self.rng = np.random.default_rng(seed)
+
+    @property
+    def tensor_names(self) -> list[str]:
+        return list(self.shapes)
+
+    def tensor(self, name: str) -> Any:
+        s = self.shapes[name]
+        x = self.rng.standard_normal(s, dtype=np.float32)
+        x *= 1.0 / np.sqrt(s[-1]) if len(s) > 1 else 0.1
+        if len(s) == 1:
+            x += 1.0
+        return x.astype(ml_dtypes.bfloat16)
+
+
+def hf_shapes(cfg: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    h, f = cfg["hidden_size"], cfg["intermediate_size"]
+    d = cfg.get("head_dim", h // cfg["num_attention_heads"])
+    nq, nkv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
+    out = {"model.embed_tokens.weight": (cfg["vocab_size"], h), "model.norm.weight": (h,)}
+    if not cfg.get("tie_word_embeddings"):
+        out["lm_head.weight"] = (cfg["vocab_size"], h)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out |= {
+            p + "self_attn.q_proj.weight": (nq, h), p + "self_attn.k_proj.weight": (nkv, h),
+            p + "self_attn.v_proj.weight": (nkv, h), p + "self_attn.o_proj.weight": (h, nq),
+            p + "mlp.gate_proj.weight": (f, h), p + "mlp.up_proj.weight": (f, h),
+            p + "mlp.down_proj.weight": (h, f), p + "input_layernorm.weight": (h,),
+            p + "post_attention_layernorm.weight": (h,),
+        }  # fmt: skip
+        if cfg["model_type"] == "qwen3":
+            out[p + "self_attn.q_norm.weight"] = (d,)
+            out[p + "self_attn.k_norm.weight"] = (d,)
+    return out
+
+
+def random_model(name: str, seed: int = 0) -> tuple[Any, dict[str, Any], int]:
+    """(pygpukit model on cuda:0, config dict, weight bytes) of config ``name`` with random bf16
+    weights made on the host (no torch needed): enough to time a decode, not to read its text."""
+    import pygpukit as gp
+    from pygpukit.models.config import config_from_dict
+    from pygpukit.models.transformer import CausalTransformerModel
+    from pygpukit.models.weights import load_weights
+
+    cfg = dict(CONFIGS[name])
+    dev = gp.device("cuda:0")
+    config = config_from_dict(cfg, source=name)
+    shapes = hf_shapes(cfg)
+    weights = load_weights(RandomBf16(shapes, seed), config, gp.bfloat16, dev, where="random")
+    model = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
+    return model, cfg, sum(int(np.prod(s)) * 2 for s in shapes.values())
+
+
+def random_prompts(cfg: dict[str, Any], rows: int, length: int = 16) -> list[list[int]]:
+    """A different random prompt of ``length`` tokens for each of ``rows`` rows."""
+    rng = np.random.default_rng(1)
+    return [[int(t) for t in rng.integers(3, cfg["vocab_size"], length)] for _ in range(rows)]

@@ -28,58 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 import pygpukit as gp
-from benchmarks._models import CONFIGS
+from benchmarks._models import CONFIGS, random_model, random_prompts
 from pygpukit import _core
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.models import GenerationStats
-from pygpukit.models.config import config_from_dict
-from pygpukit.models.transformer import CausalTransformerModel
-from pygpukit.models.weights import load_weights
-
-
-class _RandomBf16:
-    """Random bf16 tensors under the names the loader asks for (shapes from the loader's
-    own walk of the config): enough to time a decode, not to read its text."""
-
-    def __init__(self, names_shapes: dict[str, tuple[int, ...]]) -> None:
-        self.shapes = names_shapes
-        self.rng = np.random.default_rng(0)
-
-    @property
-    def tensor_names(self) -> list[str]:
-        return list(self.shapes)
-
-    def tensor(self, name: str) -> Any:
-        import ml_dtypes
-
-        s = self.shapes[name]
-        x = self.rng.standard_normal(s, dtype=np.float32)
-        x *= 1.0 / np.sqrt(s[-1]) if len(s) > 1 else 0.1
-        if len(s) == 1:
-            x += 1.0
-        return x.astype(ml_dtypes.bfloat16)
-
-
-def _shapes(cfg: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    h, f = cfg["hidden_size"], cfg["intermediate_size"]
-    d = cfg.get("head_dim", h // cfg["num_attention_heads"])
-    nq, nkv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
-    out = {"model.embed_tokens.weight": (cfg["vocab_size"], h), "model.norm.weight": (h,)}
-    if not cfg.get("tie_word_embeddings"):
-        out["lm_head.weight"] = (cfg["vocab_size"], h)
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        out |= {
-            p + "self_attn.q_proj.weight": (nq, h), p + "self_attn.k_proj.weight": (nkv, h),
-            p + "self_attn.v_proj.weight": (nkv, h), p + "self_attn.o_proj.weight": (h, nq),
-            p + "mlp.gate_proj.weight": (f, h), p + "mlp.up_proj.weight": (f, h),
-            p + "mlp.down_proj.weight": (h, f), p + "input_layernorm.weight": (h,),
-            p + "post_attention_layernorm.weight": (h,),
-        }  # fmt: skip
-        if cfg["model_type"] == "qwen3":
-            out[p + "self_attn.q_norm.weight"] = (d,)
-            out[p + "self_attn.k_norm.weight"] = (d,)
-    return out
 
 
 def _copy_gbs(timer: DeviceTimer) -> float:
@@ -99,15 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     args = p.parse_args(argv)
     timer = DeviceTimer(0)
-    cfg = dict(CONFIGS[args.model])
-    dev = gp.device("cuda:0")
-    config = config_from_dict(cfg, source=args.model)
-    weights = load_weights(_RandomBf16(_shapes(cfg)), config, gp.bfloat16, dev, where="random")
-    model = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=args.model)
-    weight_bytes = sum(int(np.prod(s)) * 2 for s in _shapes(cfg).values())
+    model, cfg, weight_bytes = random_model(args.model)
     copy = _copy_gbs(timer)
-    rng = np.random.default_rng(1)
-    prompts = [[int(t) for t in rng.integers(3, cfg["vocab_size"], 16)] for _ in range(64)]
+    prompts = random_prompts(cfg, 64)
     kw: dict[str, Any] = {"temperature": 0, "stop_token_ids": (), "graph": True}
     rows: list[dict[str, Any]] = []
     first_row: dict[bool, dict[int, list[int]]] = {False: {}, True: {}}

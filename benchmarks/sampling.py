@@ -24,15 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 import pygpukit as gp
-from benchmarks._models import CONFIGS
-from benchmarks.deterministic import _RandomBf16, _shapes
+from benchmarks._models import CONFIGS, random_model, random_prompts
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.models import GenerationStats
-from pygpukit.models.config import config_from_dict
 from pygpukit.models.generation import stream_batch
 from pygpukit.models.sampling import SamplingParams
-from pygpukit.models.transformer import CausalTransformerModel
-from pygpukit.models.weights import load_weights
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "t0.8 top-k 50 top-p 0.9": {"temperature": 0.8, "top_k": 50, "top_p": 0.9},
@@ -48,13 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     args = p.parse_args(argv)
     timer = DeviceTimer(0)
-    cfg = dict(CONFIGS[args.model])
-    dev = gp.device("cuda:0")
-    config = config_from_dict(cfg, source=args.model)
-    weights = load_weights(_RandomBf16(_shapes(cfg)), config, gp.bfloat16, dev, where="random")
-    model = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=args.model)
-    rng = np.random.default_rng(1)
-    prompts = [[int(t) for t in rng.integers(3, cfg["vocab_size"], 16)] for _ in range(64)]
+    model, cfg, _ = random_model(args.model)
+    prompts = random_prompts(cfg, 64)
     rows: list[dict[str, Any]] = []
     for name, s in SETTINGS.items():
         for b in args.batch:
