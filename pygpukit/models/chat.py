@@ -63,16 +63,10 @@ class ChatSession:
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
         self.sampling = sampling or SamplingParams()
-        self.drafter: Any = None
-        self.draft_tokens = 0
-        if speculative is None and draft_tokens is not None:
-            raise ValueError(
-                "draft_tokens sets speculative decoding's drafts; pass speculative too"
-            )
-        if speculative is not None:
-            self.drafter, self.draft_tokens = speculation(
-                model, speculative, draft_tokens, Sampler(self.sampling)
-            )
+        self.drafter: Any
+        self.drafter, self.draft_tokens = speculation(
+            model, speculative, draft_tokens, Sampler(self.sampling)
+        )
         self.max_new_tokens = args.max_new_tokens
         self.think = think
         ThinkFilter(think)  # validates the mode

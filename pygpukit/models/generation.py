@@ -146,9 +146,6 @@ def stream_batch(
     batch = args.prompts
     params = sampling or SamplingParams()
     sampler = Sampler(params)
-    drafter, k = None, 0
-    if speculative is None and draft_tokens is not None:
-        raise ValueError("draft_tokens sets speculative decoding's drafts; pass speculative= too")
     if speculative is not None:
         if len(batch) != 1:
             raise ValueError(
@@ -157,7 +154,7 @@ def stream_batch(
             )
         if not use_cache:
             raise ValueError("speculative decoding needs the KV cache (use_cache=True)")
-        drafter, k = speculation(model, speculative, draft_tokens, sampler)
+    drafter, k = speculation(model, speculative, draft_tokens, sampler)
     max_new = _check_lengths(model, batch, args.max_new_tokens)
     if max_new <= 0:
         return
@@ -233,9 +230,16 @@ def stream_batch(
 def speculation(
     model: CausalTransformerModel, speculative: Any, draft_tokens: int | None, sampler: Sampler
 ) -> tuple[Any, int]:
-    """(drafter, drafts a check) for a ``speculative=`` argument, checked against ``model``."""
+    """(drafter, drafts a check) for a ``speculative=`` argument, checked against ``model``;
+    (None, 0) without one."""
     from pygpukit.models.transformer import DECODE_TOKENS
 
+    if speculative is None:
+        if draft_tokens is not None:
+            raise ValueError(
+                "draft_tokens sets speculative decoding's drafts; pass speculative too"
+            )
+        return None, 0
     drafter = _speculative.drafter_for(speculative, sampler)
     drafter.check(model)  # before anything is allocated or prefilled
     k = _speculative.DEFAULT_DRAFT_TOKENS[drafter.kind] if draft_tokens is None else draft_tokens
@@ -269,7 +273,7 @@ def _decode_graph(
         why = "graphs are kept for the model's own cache, not a caller's"
     else:
         try:
-            g = model.step_graph(rows) if tokens == 1 else model.step_graph(rows, tokens)
+            g = model.step_graph(rows, tokens)
             st.decode_mode = f"CUDA graph replay, {rows} row(s) a step" + (
                 f", {tokens} tokens a row (speculative check)" if tokens > 1 else ""
             )

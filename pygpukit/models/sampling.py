@@ -79,11 +79,10 @@ class Sampler:
         """Next token per row of logits [B, 1, V] (or [B, V]); history[b] = tokens so far;
         rows[b]: row b's index in its batch (default 0..B-1), which keys its device draws."""
         lg = logits.reshape(logits.shape[0], logits.shape[-1])
-        p = self.params
-        if self.on_device(lg) and not (p.greedy and p.repetition_penalty == 1.0):
-            return self.device_ids(lg, history, rows)
-        if p.greedy:
+        if self.params.greedy:
             return self.greedy_ids(lg, history)
+        if self.on_device(lg):
+            return self.device_ids(lg, history, rows)
         host = lg.to_numpy().astype(np.float32)
         return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
 
@@ -117,10 +116,12 @@ class Sampler:
 
     def greedy_ids(self, rows: GPUArray, seen: list[list[int]]) -> list[int]:
         """The greedy choice of each row of logits [R, V], seen[r] the tokens before row r:
-        argmax on the device (one id a row comes back), or on the host after the repetition
-        penalty when there is one."""
+        gp.argmax (one id a row comes back); with a repetition penalty, gp.sample where the
+        draws run on the device (on_device), else the host's argmax after the penalty."""
         if self.params.repetition_penalty == 1.0:
             return [int(i) for i in ops.argmax(rows, axis=-1).to_numpy()]
+        if self.on_device(rows):
+            return self.device_ids(rows, seen)
         host = rows.to_numpy().astype(np.float32)
         return [int(np.argmax(self.penalized(host[r], seen[r]))) for r in range(host.shape[0])]
 

@@ -25,13 +25,12 @@ drafts are padded and the padding's logits ignored), so one CUDA graph of that s
 entries stay behind the row's length, where attention never reads them, and are overwritten.
 
 Exactness: the model's logits for a position come from a k + 1 token step, not a 1 token step.
-Where a kernel's rounding depends on how many tokens share the launch, a near tie between the
-top two logits can flip, and greedy output then departs from plain greedy decoding's (each is
-still a greedy decode, up to rounding). The matmuls (cuBLASLt, M <= 16) and the norms give every
-row the same bits at any token count on an H100; the split-key decode attention does not (bf16,
-9 query / 3 kv heads, D64: 55 of 1216 query rows differ between Sq 1 and Sq 2..16), and
-SmolLM2-135M in bf16 departed from plain greedy at token 138 of 256. On the CPU (NumPy) and in
-float32 on the GPU's test models the outputs are equal (tests/models/test_speculative.py).
+Under the deterministic mode (gp.set_deterministic) every kernel gives a row the same bits at any
+token count, so greedy output equals plain greedy decoding's token for token (SmolLM2-135M, bf16,
+H100: all 256 tokens). In the default mode the split-key decode attention rounds a row
+differently when several queries share its launch, so a near tie between the top two logits can
+flip and the output depart from plain greedy (each is still a greedy decode, up to rounding;
+SmolLM2-135M in bf16 departed at token 138 of 256).
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ class CausalTransformerModel:
             )
         for r in range(row0, row0 + b):
             cache.check_room(r, s)
-        if s > DETERMINISTIC_CHUNK and determinism.is_deterministic():
+        det = determinism.is_deterministic()
+        if s > DETERMINISTIC_CHUNK and det:
             return self._forward_chunks(ids, cache, row0, all_logits)
         starts = [int(n) for n in cache.lengths[row0 : row0 + b]]
         self._ensure_tables(cache.max_seq_len)
@@ -209,7 +210,7 @@ class CausalTransformerModel:
         # The deterministic mode prefills through the decode path too: otherwise a prompt
         # prefilled whole runs flash sdpa and one cut into decode-sized chunks sdpa_decode, two
         # kernels with two sets of bits.
-        if s <= DECODE_TOKENS or determinism.is_deterministic():
+        if s <= DECODE_TOKENS or det:
             se = np.asarray([starts, [st + s for st in starts]], dtype=np.int32)
             marks = from_numpy(se, device=self.device)
             decode = (marks[0], marks[1])

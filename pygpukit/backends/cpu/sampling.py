@@ -92,10 +92,6 @@ def uniform24(counter: Array, seed: int) -> Array:
     return ((w >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)).astype(np.float32)
 
 
-def _threshold_topk(x: Array, k: int) -> float:
-    return float(np.partition(x, -k)[-k])
-
-
 def _threshold_topp(x: Array, kept: Array, m: float, top_p: float) -> float:
     """The smallest kept value whose tokens strictly above it hold less than top_p of the kept
     mass (float32 sums in descending order of value)."""
@@ -108,20 +104,34 @@ def _threshold_topp(x: Array, kept: Array, m: float, top_p: float) -> float:
     return float(-uniq[ok][-1])
 
 
-def _ties_overflow(x: Array, top_k: int) -> bool:
-    """Some CHUNK-token chunk holds candidates(top_k) or more tokens at or above the k-th value
-    (the device's chunk candidates could have left some out)."""
-    kth = np.partition(x, -top_k)[-top_k]
-    pad = (-x.size) % CHUNK
-    hits = np.concatenate([x >= kth, np.zeros(pad, bool)]).reshape(-1, CHUNK).sum(axis=1)
-    return bool((hits >= candidates(top_k)).any())
+def _threshold_draw(x: Array, top_k: int, top_p: float, min_p: float, u: float) -> int:
+    """The bisection plan: each filter keeps the values at or above its threshold; the draw
+    runs in index order."""
+    m = float(x.max())
+    kept = np.ones(x.size, bool)
+    if 0 < top_k < x.size:
+        kept &= x >= np.partition(x, -top_k)[-top_k]
+    if top_p < 1.0:
+        kept &= x >= _threshold_topp(x, kept, m, top_p)
+    if min_p > 0.0:
+        kept &= x >= np.float32(m) + np.float32(np.log(min_p))
+    e = np.where(kept, np.exp((x - np.float32(m)).astype(np.float32)), np.float32(0))
+    run = np.cumsum(e, dtype=np.float32)
+    hit = np.flatnonzero(run > np.float32(u) * run[-1])
+    return int(hit[0]) if hit.size else int(np.flatnonzero(kept)[-1])
 
 
-def _sorted_draw(x: Array, top_k: int, top_p: float, min_p: float, u: float) -> int:
-    """The sorted plan: top-k, top-p, min-p and the draw in (value desc, index asc) order."""
+def _sorted_draw(x: Array, top_k: int, top_p: float, min_p: float, u: float) -> int | None:
+    """The sorted plan: top-k, top-p, min-p and the draw in (value desc, index asc) order; None
+    when some CHUNK-token chunk holds candidates(top_k) or more tokens at or above the k-th value
+    (the device's chunk candidates could have left some out: the bisection plan draws then)."""
     order = np.lexsort((np.arange(x.size), -x))
     xs = x[order]
-    kept = xs >= xs[top_k - 1]
+    kth = xs[top_k - 1]
+    hits = np.concatenate([x >= kth, np.zeros((-x.size) % CHUNK, bool)]).reshape(-1, CHUNK)
+    if (hits.sum(axis=1) >= candidates(top_k)).any():
+        return None
+    kept = xs >= kth
     m = xs[0]
     e = np.where(kept, np.exp((xs - m).astype(np.float32)), np.float32(0)).astype(np.float32)
     if top_p < 1.0:
@@ -159,28 +169,22 @@ def sample(
             mark = seen[r] != 0
             pen = np.float32(repetition_penalty)
             x = np.where(mark, np.where(x < 0, x * pen, x / pen), x).astype(np.float32)
-        xt = x if temperature == 0 else (x / np.float32(temperature)).astype(np.float32)
-        xt = np.where(np.isnan(xt), np.float32(-np.inf), xt + np.float32(0)).astype(np.float32)
-        if not np.isfinite(xt.max()):
+        if temperature != 0:
+            x = (x / np.float32(temperature)).astype(np.float32)
+        x = np.where(np.isnan(x), np.float32(-np.inf), x + np.float32(0)).astype(np.float32)
+        tok: int | None
+        if not np.isfinite(x.max()):
             tok = 0
         elif temperature == 0:
-            tok = int(np.argmax(xt))
-        elif sorted_plan(temperature, top_k, v) and not _ties_overflow(xt, top_k):
-            tok = _sorted_draw(xt, top_k, top_p, min_p, u[r])
+            tok = int(np.argmax(x))
         else:
-            x = xt
-            m = float(x.max())
-            kept = np.ones(v, bool)
-            if 0 < top_k < v:
-                kept &= x >= _threshold_topk(x, top_k)
-            if top_p < 1.0:
-                kept &= x >= _threshold_topp(x, kept, m, top_p)
-            if min_p > 0.0:
-                kept &= x >= np.float32(m) + np.float32(np.log(min_p))
-            e = np.where(kept, np.exp((x - np.float32(m)).astype(np.float32)), np.float32(0))
-            run = np.cumsum(e, dtype=np.float32)
-            hit = np.flatnonzero(run > u[r] * run[-1])
-            tok = int(hit[0]) if hit.size else int(np.flatnonzero(kept)[-1])
+            tok = (
+                _sorted_draw(x, top_k, top_p, min_p, u[r])
+                if sorted_plan(temperature, top_k, v)
+                else None
+            )
+            if tok is None:
+                tok = _threshold_draw(x, top_k, top_p, min_p, u[r])
         out[r] = tok
         if seen is not None:
             seen[r, tok] = 1

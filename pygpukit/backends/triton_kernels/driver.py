@@ -165,8 +165,8 @@ def _stored_triton_key() -> None:
     Triton computes it once a process, at the first cache lookup, by hashing its compiler,
     backend and language sources (importing every package among them) and its libtriton shared
     library (hundreds of MB): 0.4 s of the first launch on an H100 host, although the value
-    changes only with those files. Here it is stored under a stamp of the same files (path,
-    size, mtime) and Triton's version, and recomputed by Triton whenever the stamp changes."""
+    changes only with those files. Here it is stored under a stamp of the same files
+    (triton_stamp) and Triton's version, and recomputed by Triton whenever the stamp changes."""
     import functools
 
     from triton.runtime import cache as tcache
