@@ -26,6 +26,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
         rope_theta=1000000.0, max_position_embeddings=40960, tie_word_embeddings=False,
         bos_token_id=1, eos_token_id=2,
     ),
+    # Mixtral-8x7B's layer shapes with 2 layers: what the MoE decode benchmark times.
+    "mixtral-8x7b-2l": dict(
+        model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_size=4096,
+        intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, vocab_size=32000, rms_norm_eps=1e-5,
+        rope_theta=1000000.0, max_position_embeddings=32768, tie_word_embeddings=False,
+        num_local_experts=8, num_experts_per_tok=2, sliding_window=None,
+        bos_token_id=1, eos_token_id=2,
+    ),
 }  # fmt: skip
 
 

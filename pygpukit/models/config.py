@@ -25,6 +25,7 @@ __all__ = [
     "QWEN2_SPEC",
     "QWEN3_SPEC",
     "MIXTRAL_SPEC",
+    "QWEN3_MOE_SPEC",
     "SPECS",
     "detect_model_spec",
     "spec_for_model_type",
@@ -38,7 +39,8 @@ class ModelSpec:
     """How one architecture family is assembled from ops.
 
     norm: "rmsnorm" or "layernorm" (with bias); mlp: "gated" (silu(x W_gate^T) * x W_up^T, then
-    W_down), "dense" (activation(x W_fc^T + b) W_proj^T + b, GPT-2) or "moe" (Mixtral);
+    W_down), "dense" (activation(x W_fc^T + b) W_proj^T + b, GPT-2) or "moe" (Mixtral, Qwen3-MoE:
+    a router and gated experts, pygpukit/models/moe.py);
     position: "rope" or "learned"; qkv_bias: the q/k/v projections always carry a bias (Qwen2);
     qk_norm: RMSNorm over head_dim on q and k before RoPE (Qwen3); conv1d: the checkpoint stores
     linear weights [in, out] (GPT-2 Conv1D) rather than [out, in].
@@ -73,8 +75,18 @@ LLAMA_SPEC = ModelSpec("llama", ("llama",), marker="self_attn.q_proj.weight")
 QWEN2_SPEC = ModelSpec("qwen2", ("qwen2",), qkv_bias=True, marker="self_attn.q_proj.bias")
 QWEN3_SPEC = ModelSpec("qwen3", ("qwen3",), qk_norm=True, marker="self_attn.q_norm.weight")
 MIXTRAL_SPEC = ModelSpec("mixtral", ("mixtral",), mlp="moe", marker="block_sparse_moe.gate.weight")
+QWEN3_MOE_SPEC = ModelSpec(
+    "qwen3_moe", ("qwen3_moe",), mlp="moe", qk_norm=True, marker="mlp.experts.0.gate_proj.weight"
+)
 
-SPECS: tuple[ModelSpec, ...] = (GPT2_SPEC, LLAMA_SPEC, QWEN2_SPEC, QWEN3_SPEC, MIXTRAL_SPEC)
+SPECS: tuple[ModelSpec, ...] = (
+    GPT2_SPEC,
+    LLAMA_SPEC,
+    QWEN2_SPEC,
+    QWEN3_SPEC,
+    MIXTRAL_SPEC,
+    QWEN3_MOE_SPEC,
+)
 
 
 def spec_for_model_type(model_type: str) -> ModelSpec:
@@ -94,7 +106,7 @@ def detect_model_spec(tensor_names: Any) -> ModelSpec:
     checkpoint also has Llama's q_proj names, a Mixtral one has Llama's attention names).
     """
     names = list(tensor_names)
-    for spec in (MIXTRAL_SPEC, QWEN3_SPEC, QWEN2_SPEC, GPT2_SPEC, LLAMA_SPEC):
+    for spec in (QWEN3_MOE_SPEC, MIXTRAL_SPEC, QWEN3_SPEC, QWEN2_SPEC, GPT2_SPEC, LLAMA_SPEC):
         if any(spec.marker in n for n in names):
             return spec
     sample = ", ".join(names[:5])
@@ -127,6 +139,9 @@ class ModelConfig:
     scale_attn_by_inverse_layer_idx: bool = False  # GPT-2 option
     num_experts: int = 0
     num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0  # each expert's; 0: intermediate_size (Mixtral)
+    norm_topk_prob: bool = True  # renormalise the top-k router probabilities to sum 1
+    dense_layers: frozenset[int] = frozenset()  # MoE models' layers with a dense gated MLP
     sliding_window: int | None = None
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
@@ -139,6 +154,13 @@ class ModelConfig:
         if self.sliding_window:
             return min(self.max_position_embeddings, self.sliding_window)
         return self.max_position_embeddings
+
+    @property
+    def expert_intermediate_size(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return self.spec.moe and layer not in self.dense_layers
 
     def layer_attn_scale(self, layer: int) -> float:
         scale = self.attn_scale if self.attn_scale is not None else 1.0 / math.sqrt(self.head_dim)
@@ -263,7 +285,8 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
     if not isinstance(act, str) or act not in ("silu", "swish"):
         raise UnsupportedModelError(f"{source}: hidden_act {act!r} is not supported (only silu)")
     window = cfg.get("sliding_window")
-    if spec is QWEN2_SPEC or spec is QWEN3_SPEC:
+    moe = _moe_fields(cfg, spec, source) if spec.moe else {}
+    if spec is QWEN2_SPEC or spec is QWEN3_SPEC or spec is QWEN3_MOE_SPEC:
         # Qwen2/3 configs carry a sliding_window that is only used with use_sliding_window=true.
         window = window if cfg.get("use_sliding_window") else None
     return ModelConfig(
@@ -282,14 +305,36 @@ def config_from_dict(cfg: dict[str, Any], source: str = "config.json") -> ModelC
         rope_scaling=scaling,
         tie_word_embeddings=_opt_bool(cfg, "tie_word_embeddings", False, source),
         attention_bias=spec.qkv_bias or _opt_bool(cfg, "attention_bias", False, source),
-        num_experts=_opt_int(cfg, "num_local_experts", 0, source, 0) if spec.moe else 0,
-        num_experts_per_tok=_opt_int(cfg, "num_experts_per_tok", 0, source, 0) if spec.moe else 0,
+        **moe,
         sliding_window=_opt_int({"sliding_window": window}, "sliding_window", None, source, 0)
         or None,
         bos_token_id=_opt_int(cfg, "bos_token_id", None, source, 0),
         eos_token_ids=_eos(cfg, source),
         extra={"model_type": model_type, "rope_freq_factors": cfg.get("rope_freq_factors")},
     )
+
+
+def _moe_fields(cfg: dict[str, Any], spec: ModelSpec, source: str) -> dict[str, Any]:
+    """The router and expert sizes (HF MixtralConfig / Qwen3MoeConfig). Qwen3-MoE's layer i is
+    sparse unless listed in mlp_only_layers, and only when (i + 1) % decoder_sparse_step == 0
+    (Qwen3MoeDecoderLayer); Mixtral's layers are all sparse and always renormalise."""
+    experts = _int(cfg, "num_local_experts", "num_experts", source=source)
+    top_k = _int(cfg, "num_experts_per_tok", source=source)
+    if top_k > experts:
+        raise _bad(source, "num_experts_per_tok", f"at most the expert count ({experts})", top_k)
+    fields: dict[str, Any] = {"num_experts": experts, "num_experts_per_tok": top_k}
+    if spec is QWEN3_MOE_SPEC:
+        layers = _int(cfg, "num_hidden_layers", source=source)
+        step = _opt_int(cfg, "decoder_sparse_step", 1, source)
+        only = cfg.get("mlp_only_layers") or []
+        if not isinstance(only, list) or not all(_is_int(i) and 0 <= i < layers for i in only):
+            raise _bad(source, "mlp_only_layers", f"a list of layer indices < {layers}", only)
+        fields["dense_layers"] = frozenset(
+            i for i in range(layers) if i in only or (i + 1) % step != 0
+        )
+        fields["moe_intermediate_size"] = _int(cfg, "moe_intermediate_size", source=source)
+        fields["norm_topk_prob"] = _opt_bool(cfg, "norm_topk_prob", False, source)
+    return fields
 
 
 _GPT2_ACTS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}

@@ -7,8 +7,9 @@ modeling_llama.py LlamaDecoderLayer):
 with the family's choices from its ModelSpec: RMSNorm or LayerNorm, RoPE (neox rotate_half
 layout, HF apply_rotary_pos_emb) or learned positions, q/k/v biases (Qwen2, GPT-2), RMSNorm of q
 and k over head_dim before RoPE (Qwen3, modeling_qwen3.py Qwen3Attention), and a gated SiLU MLP,
-GPT-2's dense GELU MLP, or Mixtral's sparse MoE (moe.py). The residual add of one sub-block is
-fused into the next norm (rmsnorm(..., residual=) returns both the sum and its norm).
+GPT-2's dense GELU MLP, or the sparse MoE of Mixtral and Qwen3-MoE (moe.py). The residual add of
+one sub-block is fused into the next norm (rmsnorm(..., residual=) returns both the sum and its
+norm).
 """
 
 from __future__ import annotations
@@ -387,18 +388,17 @@ class CausalTransformerModel:
         return o
 
     def _mlp(self, lw: LayerWeights, h: GPUArray) -> GPUArray:
-        mlp = self.spec.mlp
-        if mlp == "gated":
-            assert lw.w_gate is not None and lw.w_up is not None and lw.w_down is not None
-            # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
-            a = ops.silu_mul(ops.linear(h, lw.w_gate), ops.linear(h, lw.w_up))
-            return ops.linear(a, lw.w_down)
-        if mlp == "dense":
+        if lw.w_router is not None:  # a sparse layer (Qwen3-MoE may also have dense ones)
+            return moe_forward(h, lw, self.config)
+        if self.spec.mlp == "dense":
             assert lw.w_fc is not None and lw.w_proj is not None
             # GPT2MLP: c_proj(act(c_fc(x))), gelu_new = the tanh approximation
             a = ops.linear(h, lw.w_fc, lw.b_fc, activation=self.config.activation)
             return ops.linear(a, lw.w_proj, lw.b_proj)
-        return moe_forward(h, lw, self.config)
+        assert lw.w_gate is not None and lw.w_up is not None and lw.w_down is not None
+        # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
+        a = ops.silu_mul(ops.linear(h, lw.w_gate), ops.linear(h, lw.w_up))
+        return ops.linear(a, lw.w_down)
 
     # ----- the 0.2.x generate ----------------------------------------------------------------
     def generate(

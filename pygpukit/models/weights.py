@@ -11,7 +11,7 @@ are concatenated into one ``wqkv`` [(H + 2 Hkv) * head_dim, hidden] so attention
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -56,9 +56,12 @@ class LayerWeights:
     b_fc: GPUArray | None = None
     w_proj: GPUArray | None = None
     b_proj: GPUArray | None = None
-    # MoE (Mixtral): router [E, hidden] and per expert (w_gate, w_up, w_down)
+    # MoE (Mixtral, Qwen3-MoE): router [E, hidden]; the experts stacked, w_experts_gate and
+    # w_experts_up [E, I, hidden], w_experts_down [E, hidden, I] (the grouped GEMM's operands)
     w_router: GPUArray | None = None
-    experts: list[tuple[GPUArray, GPUArray, GPUArray]] = field(default_factory=list)
+    w_experts_gate: GPUArray | None = None
+    w_experts_up: GPUArray | None = None
+    w_experts_down: GPUArray | None = None
 
 
 @dataclass
@@ -170,7 +173,7 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
         if c.spec.qk_norm:
             lw.q_norm = r.get(a + "q_norm.weight", (d,))
             lw.k_norm = r.get(a + "k_norm.weight", (d,))
-        if c.spec.moe:
+        if c.is_moe_layer(i):
             _load_experts(r, c, p, lw)
         else:
             lw.w_gate = r.get(p + "mlp.gate_proj.weight", (c.intermediate_size, hd))
@@ -191,30 +194,41 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
 
 
 def _load_experts(r: _Reader, c: ModelConfig, p: str, lw: LayerWeights) -> None:
-    """Mixtral experts in either checkpoint layout: per expert ``block_sparse_moe.experts.{e}.w1``
-    (gate) / ``w3`` (up) / ``w2`` (down) as on the Hub, or the fused 3-D tensors that
-    transformers v5 keeps in memory (``mlp.experts.gate_up_proj`` [E, 2I, H] with gate first,
-    ``mlp.experts.down_proj`` [E, H, I], router ``mlp.gate.weight``)."""
-    hd, inter, e_n = c.hidden_size, c.intermediate_size, c.num_experts
+    """A sparse layer's router and experts, stacked [E, ...] on the device, from any of the
+    checkpoint layouts: Mixtral's per-expert ``block_sparse_moe.experts.{e}.w1`` (gate) / ``w3``
+    (up) / ``w2`` (down) as on the Hub; Qwen3-MoE's per-expert ``mlp.experts.{e}.gate_proj`` /
+    ``up_proj`` / ``down_proj``; or the fused 3-D tensors transformers v5 keeps in memory
+    (``mlp.experts.gate_up_proj`` [E, 2I, H] with gate first, ``mlp.experts.down_proj``
+    [E, H, I]), router ``mlp.gate.weight``. One expert is read at a time into the stacked host
+    array, so the host holds one tensor's copy at most."""
+    hd, inter, e_n = c.hidden_size, c.expert_intermediate_size, c.num_experts
+    gate = np.empty((e_n, inter, hd), dtype=_np_dtype(r))
+    up = np.empty_like(gate)
+    down = np.empty((e_n, hd, inter), dtype=gate.dtype)
     if r.has(p + "block_sparse_moe.gate.weight"):
         lw.w_router = r.get(p + "block_sparse_moe.gate.weight", (e_n, hd))
+        names = (p + "block_sparse_moe.experts.{e}.", "w1", "w3", "w2")
+    else:
+        lw.w_router = r.get(p + "mlp.gate.weight", (e_n, hd))
+        names = (p + "mlp.experts.{e}.", "gate_proj", "up_proj", "down_proj")
+    if r.has(p + "mlp.experts.gate_up_proj"):
+        gate_up = r.host(p + "mlp.experts.gate_up_proj", (e_n, 2 * inter, hd))
+        gate[:], up[:] = gate_up[:, :inter], gate_up[:, inter:]
+        down[:] = r.host(p + "mlp.experts.down_proj", (e_n, hd, inter))
+    else:
+        x, g, u, d = names
         for e in range(e_n):
-            x = f"{p}block_sparse_moe.experts.{e}."
-            lw.experts.append(
-                (
-                    r.get(x + "w1.weight", (inter, hd)),
-                    r.get(x + "w3.weight", (inter, hd)),
-                    r.get(x + "w2.weight", (hd, inter)),
-                )
-            )
-        return
-    lw.w_router = r.get(p + "mlp.gate.weight", (e_n, hd))
-    gate_up = r.host(p + "mlp.experts.gate_up_proj", (e_n, 2 * inter, hd))
-    down = r.host(p + "mlp.experts.down_proj", (e_n, hd, inter))
-    for e in range(e_n):
-        lw.experts.append(
-            (r.upload(gate_up[e, :inter]), r.upload(gate_up[e, inter:]), r.upload(down[e]))
-        )
+            pre = x.format(e=e)
+            gate[e] = r.host(f"{pre}{g}.weight", (inter, hd))
+            up[e] = r.host(f"{pre}{u}.weight", (inter, hd))
+            down[e] = r.host(f"{pre}{d}.weight", (hd, inter))
+    lw.w_experts_gate, lw.w_experts_up = r.upload(gate), r.upload(up)
+    lw.w_experts_down = r.upload(down)
+
+
+def _np_dtype(r: _Reader) -> np.dtype:
+    """The host dtype experts are stacked in: the load dtype (the upload's conversion)."""
+    return np.dtype(r.dtype.np_dtype)
 
 
 def _load_gpt2(r: _Reader, c: ModelConfig) -> ModelWeights:

@@ -34,6 +34,7 @@ from pygpukit.ops.elementwise import (
 from pygpukit.ops.embedding import embedding
 from pygpukit.ops.gemv import gemv, linear_quantized
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
+from pygpukit.ops.moe import moe_align, moe_linear, moe_router
 from pygpukit.ops.norm import layernorm, rmsnorm
 from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
@@ -76,6 +77,9 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "moe_align",
+    "moe_linear",
+    "moe_router",
     "mul",
     "ne",
     "neg",

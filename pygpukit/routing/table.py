@@ -197,6 +197,17 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int64", "uint8"}),
         CPU,
     ),
+    # Mixture of experts (pygpukit/ops/moe.py): router top-k, grouping by expert and the grouped
+    # expert GEMM in Triton, the NumPy reference on the CPU. No native twin yet (a CUTLASS
+    # ptr-array grouped GEMM is the planned one), so float64 on CUDA has no GPU backend.
+    _entry("moe_router", "moe", Candidate("triton", dtypes=FLOATS - {"float64"}), CPU),
+    _entry("moe_align", "moe", Candidate("triton", dtypes=frozenset({"int32"})), CPU),
+    _entry(
+        "moe_linear",
+        "moe",
+        Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}),
+        CPU,
+    ),
     # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
     # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize
     # in Triton (pygpukit/backends/triton_kernels/quant.py), their native twins next

@@ -14,7 +14,7 @@ import pygpukit as gp
 from pygpukit.models import load_model
 
 FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "hf"
-ARCHS = ("llama", "qwen3", "mixtral", "gpt2")
+ARCHS = ("llama", "qwen3", "mixtral", "qwen3_moe", "gpt2")
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
-ARCHS = ("llama", "qwen2", "qwen3", "mixtral", "gpt2")
+ARCHS = ("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe", "gpt2")
 
 
 def golden(arch: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ SPECS = {
     "qwen2": llm.QWEN2_SPEC,
     "qwen3": llm.QWEN3_SPEC,
     "mixtral": llm.MIXTRAL_SPEC,
+    "qwen3_moe": llm.QWEN3_MOE_SPEC,
     "gpt2": llm.GPT2_SPEC,
 }
 

@@ -38,6 +38,7 @@ from .embedding import bias_add, embedding
 from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
+from .moe import moe_align, moe_linear, moe_router
 from .norm import layernorm, rmsnorm
 from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
@@ -83,6 +84,9 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "moe_align",
+    "moe_linear",
+    "moe_router",
     "mul",
     "ne",
     "neg",

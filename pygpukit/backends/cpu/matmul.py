@@ -30,10 +30,10 @@ def matmul(a: Array, b: Array, *, out_dtype: DTypeLike | None = None) -> Array:
     rd = promote(a.dtype, b.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        return finish(_product(a.astype(ct, copy=False), b.astype(ct, copy=False)), rd)
+        return finish(product(a.astype(ct, copy=False), b.astype(ct, copy=False)), rd)
 
 
-def _product(a: Array, b: Array) -> Array:
+def product(a: Array, b: Array) -> Array:
     """np.matmul(a, b), one row of a at a time under the deterministic mode."""
     if not determinism.is_deterministic() or a.ndim < 2 or a.shape[-2] <= 1:
         return np.matmul(a, b)
@@ -69,7 +69,7 @@ def linear(
     rd = promote(x.dtype, w.dtype) if out_dtype is None else np.dtype(out_dtype)
     ct = compute_dtype(rd)
     with np.errstate(all="ignore"):
-        y = _product(x.astype(ct, copy=False), w.astype(ct, copy=False).T)
+        y = product(x.astype(ct, copy=False), w.astype(ct, copy=False).T)
         if bias is not None:
             y = y + np.asarray(bias).astype(ct, copy=False)
         return finish(_activate(y, activation), rd)

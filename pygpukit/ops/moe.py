@@ -1,0 +1,158 @@
+"""Mixture-of-experts on the device: router, grouping by expert, grouped expert products.
+
+A sparse MoE layer (Mixtral, Qwen3-MoE) runs as four routed ops, none of which reads a routing
+result on the host, so a decode step with MoE layers replays from a CUDA graph:
+
+1. ``moe_router(logits, top_k, normalize)`` -> (experts int32 [T, k], weights float32 [T, k]):
+   softmax over the experts in float32, the k largest probabilities (largest first; equal ones
+   in ascending expert order, as torch.topk), renormalised to sum 1 when ``normalize`` (Mixtral,
+   Qwen3-MoE with norm_topk_prob). HF's TopKRouter modules compute exactly this.
+2. ``moe_align(experts, num_experts, block_m)`` -> (rows int32 [P], block_expert int32 [NB]):
+   the permutation. Routed row r = t*k + j (token t's j-th expert) goes into its expert's group;
+   groups follow in expert order, rows ascending inside a group (a stable counting sort), and
+   each group is padded to a multiple of ``block_m`` with the sentinel R = T*k. ``block_expert``
+   names the expert of each block of ``block_m`` slots: -1 past the last used block, and
+   ``num_experts`` for the group of rows whose expert id is outside [0, num_experts) (they
+   produce zeros instead of reading out of bounds). P and NB are upper bounds that depend on
+   T, k, num_experts and block_m only (static shapes: nothing waits for the counts).
+3. ``moe_linear(x, w, rows, block_expert, top_k, w_up=None, row_scale=None)`` -> y [R, N]: the
+   grouped GEMM. Slot r of a block of expert e computes ``x[r // top_k] @ w[e]^T`` (top_k > 1:
+   x holds one row per token and the gather is fused into the product's loads; top_k == 1: x
+   holds one row per routed row) and writes y[r], so un-permutation is fused into the stores.
+   With ``w_up`` it computes ``silu(x w[e]^T) * (x w_up[e]^T)`` in one pass (the gated MLP's
+   first half); with ``row_scale`` [R] each row is multiplied by its routing weight. Products
+   accumulate in float32 and round once.
+4. The per-token sum over its k rows is ``gp.sum(y.reshape(T, k, H), axis=1)``.
+
+The backends: Triton (pygpukit/backends/triton_kernels/moe.py) on CUDA, NumPy on the CPU
+(pygpukit/backends/cpu/moe.py, the reference). Every op checks shapes and dtypes here, before
+any kernel runs; the index arrays' *values* cannot be checked without a host read, so the kernels
+are written to stay in bounds for any values (documented per op).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit.array import GPUArray
+from pygpukit.ops import _checks as chk
+from pygpukit.routing.dispatch import run
+
+__all__ = ["moe_router", "moe_align", "moe_linear", "moe_align_sizes", "MAX_EXPERTS"]
+
+# The router and the grouping hold one row of expert scores in a program (Qwen3-MoE: 128,
+# DeepSeek-V3: 256); 1024 leaves room without spilling.
+MAX_EXPERTS = 1024
+
+
+def _int_param(op: str, name: str, v: Any, low: int, high: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
+        span = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{op}: {name} must be an int {span}, got {v!r}")
+    return v
+
+
+def moe_align_sizes(rows: int, num_experts: int, block_m: int) -> tuple[int, int]:
+    """(P, NB): the slots and blocks ``moe_align`` returns for ``rows`` routed rows. At most
+    min(E + 1, rows) groups are non-empty (the +1: out-of-range ids), each wasting under one
+    block to padding."""
+    groups = min(num_experts + 1, rows)
+    nb = -(-rows // block_m) + groups
+    return nb * block_m, nb
+
+
+def moe_router(
+    logits: GPUArray, top_k: int, *, normalize: bool = True
+) -> tuple[GPUArray, GPUArray]:
+    """(experts int32 [T, k], weights [T, k]) from router logits [T, E]: softmax in float32
+    (float64 for float64 logits, which also give float64 weights), the top_k experts, their
+    probabilities renormalised over the k when ``normalize``. NaN probabilities rank below every
+    number, so every id is in [0, E)."""
+    op = "moe_router"
+    chk.array(op, "logits", logits)
+    chk.floating(op, "logits", logits)
+    if logits.ndim != 2 or logits.shape[1] < 1:
+        raise ValueError(f"{op}: logits must be [tokens, experts], got {chk.desc(logits)}")
+    e = logits.shape[1]
+    if e > MAX_EXPERTS:
+        raise ValueError(f"{op}: at most {MAX_EXPERTS} experts are supported, got {e}")
+    k = _int_param(op, "top_k", top_k, 1, e)
+    if not isinstance(normalize, bool):
+        raise TypeError(f"{op}: normalize must be True or False, got {normalize!r}")
+    res = run(op, (logits,), {"top_k": k, "normalize": normalize})
+    return res[0], res[1]
+
+
+def moe_align(experts: GPUArray, num_experts: int, block_m: int = 16) -> tuple[GPUArray, GPUArray]:
+    """(rows int32 [P], block_expert int32 [NB]): the routed rows grouped by expert, each group
+    padded to a multiple of block_m (a power of two >= 16: the grouped GEMM's row tile).
+    See the module docstring for the layout and moe_align_sizes for P and NB."""
+    op = "moe_align"
+    chk.int32_array(op, "experts", experts)
+    if experts.ndim != 2 or experts.size == 0:
+        raise ValueError(f"{op}: experts must be a non-empty [tokens, k] array, got "
+                         f"{chk.desc(experts)}")  # fmt: skip
+    e = _int_param(op, "num_experts", num_experts, 1, MAX_EXPERTS)
+    bm = _int_param(op, "block_m", block_m, 16, 256)
+    if bm & (bm - 1):
+        raise ValueError(f"{op}: block_m must be a power of two, got {bm}")
+    res = run(op, (experts,), {"num_experts": e, "block_m": bm})
+    return res[0], res[1]
+
+
+def moe_linear(
+    x: GPUArray,
+    w: GPUArray,
+    rows: GPUArray,
+    block_expert: GPUArray,
+    top_k: int,
+    *,
+    w_up: GPUArray | None = None,
+    row_scale: GPUArray | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """y [R, N], R = x.shape[0] * top_k: for each routed row r in expert e's group,
+    ``y[r] = x[r // top_k] @ w[e]^T`` (w [E, N, K]); ``silu(x w^T) * (x w_up^T)`` with w_up;
+    times ``row_scale[r]`` (float32 [R]; float64 too on the CPU) when given. rows and
+    block_expert come from moe_align. Slots holding a value outside [0, R) are skipped and
+    blocks naming no expert in [0, E] touch nothing; the blocks of group E (out-of-range expert
+    ids) write zeros. So no value of the index arrays reads or writes out of bounds. moe_align
+    lists every row once; a row that no block lists has unspecified contents."""
+    op = "moe_linear"
+    chk.array(op, "x", x)
+    chk.array(op, "w", w)
+    chk.floating(op, "x", x)
+    if x.ndim != 2 or w.ndim != 3:
+        raise ValueError(f"{op}: x must be [rows, K] and w [experts, N, K], got x "
+                         f"{chk.desc(x)}, w {chk.desc(w)}")  # fmt: skip
+    if w.dtype is not x.dtype:
+        raise TypeError(f"{op}: w must have x's dtype {x.dtype.name}, got {chk.desc(w)}")
+    e, n, k_dim = w.shape
+    if x.shape[1] != k_dim:
+        raise ValueError(f"{op}: x has K={x.shape[1]} but w is [E, N, K={k_dim}]")
+    k = _int_param(op, "top_k", top_k, 1, e)
+    if w_up is not None:
+        chk.array(op, "w_up", w_up)
+        if w_up.shape != w.shape or w_up.dtype is not w.dtype:
+            raise ValueError(f"{op}: w_up must match w ({chk.desc(w)}), got {chk.desc(w_up)}")
+    chk.int32_array(op, "rows", rows)
+    chk.int32_array(op, "block_expert", block_expert)
+    if rows.ndim != 1 or block_expert.ndim != 1 or block_expert.shape[0] < 1:
+        raise ValueError(f"{op}: rows and block_expert must be 1-D (from moe_align), got "
+                         f"{chk.desc(rows)}, {chk.desc(block_expert)}")  # fmt: skip
+    nb = block_expert.shape[0]
+    bm, rem = divmod(rows.shape[0], nb)
+    if rem or bm < 16 or bm & (bm - 1):
+        raise ValueError(f"{op}: rows ({rows.shape[0]}) must hold block_m slots for each of the "
+                         f"{nb} blocks, block_m a power of two >= 16")  # fmt: skip
+    r_rows = x.shape[0] * k
+    if row_scale is not None:
+        chk.array(op, "row_scale", row_scale)
+        if row_scale.shape != (r_rows,) or row_scale.dtype.name not in ("float32", "float64"):
+            raise ValueError(f"{op}: row_scale must be float32 or float64 [{r_rows}], got "
+                             f"{chk.desc(row_scale)}")  # fmt: skip
+    chk.out_arg(op, out, (r_rows, n), x.dtype)
+    if out is not None and not out.is_contiguous():
+        raise ValueError(f"{op}: out must be contiguous, got {chk.desc(out)}")
+    inputs: tuple[Any, ...] = (x, w, rows, block_expert, w_up, row_scale)
+    return run(op, inputs, {"top_k": k, "block_m": bm}, out=out)  # type: ignore[no-any-return]

@@ -1,0 +1,98 @@
+"""The Triton MoE kernels against the float64 references (tests/_moe_ref.py) and the NumPy twin:
+router ids exactly, the grouping slot for slot (both the one-program and the chunked paths), the
+grouped GEMM within the dtype's bound; float32 under the interpreter, half types on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+
+from _assert import assert_close
+from _moe_ref import check_align, moe_linear, router
+from _tkutil import FLOATS, GPU, poisoned, up
+
+from pygpukit.backends.cpu import moe as cm
+from pygpukit.backends.triton_kernels import moe as tm
+
+
+@pytest.mark.parametrize(("t", "e", "k"), [(1, 8, 2), (70, 6, 3), (9, 128, 8), (3, 300, 4)])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_router(device: str, t: int, e: int, k: int, normalize: bool) -> None:
+    logits = np.random.default_rng(t + e).standard_normal((t, e)).astype(np.float32) * 2
+    logits[0, :2] = 5.0  # a tie at the top: the lower id first
+    ids, w = tm.moe_router(up(logits, device), top_k=k, normalize=normalize)
+    want_ids, want_w = router(logits, k, normalize)
+    assert (ids.to_numpy() == want_ids).all()
+    assert_close(w, want_w, "float32")
+
+
+def test_router_strided_logits_and_nan(device: str) -> None:
+    wide = np.random.default_rng(1).standard_normal((6, 16)).astype(np.float32)
+    wide[2, ::2] = np.nan
+    ids, _ = tm.moe_router(up(wide, device)[:, ::2], top_k=3, normalize=True)
+    want, _ = cm.moe_router(wide[:, ::2], top_k=3, normalize=True)
+    assert (ids.to_numpy() == want).all()
+
+
+@pytest.mark.parametrize(
+    ("t", "k", "e", "bm"),
+    [(1, 2, 8, 16), (40, 2, 6, 16), (600, 2, 8, 64), (300, 8, 128, 32), (97, 3, 1000, 16)],
+)
+def test_align(device: str, t: int, k: int, e: int, bm: int) -> None:
+    """t*k beyond a chunk takes the three-kernel path (e=128: 32-row chunks, 75 of them)."""
+    experts = np.random.default_rng(t * k).integers(-1, e + 2, (t, k)).astype(np.int32)
+    rows, be = tm.moe_align(up(experts, device), num_experts=e, block_m=bm)
+    want_rows, want_be = cm.moe_align(experts, num_experts=e, block_m=bm)
+    assert (rows.to_numpy() == want_rows).all() and (be.to_numpy() == want_be).all()
+    check_align(rows.to_numpy(), be.to_numpy(), experts, e, bm)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(("t", "k", "e", "bm"), [(1, 2, 4, 16), (45, 3, 5, 16), (200, 2, 3, 64)])
+def test_grouped_linear(device: str, dtype: str, t: int, k: int, e: int, bm: int) -> None:
+    import ml_dtypes
+
+    np_dt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
+    rng = np.random.default_rng(t)
+    h, n = 72, 40  # K with a tail past one BLOCK_K, N with a tail past one BLOCK_N
+    x = rng.standard_normal((t, h)).astype(np_dt)
+    w = (rng.standard_normal((e, n, h)) * 0.2).astype(np_dt)
+    wu = (rng.standard_normal((e, n, h)) * 0.2).astype(np_dt)
+    scale = rng.random(t * k).astype(np.float32)
+    experts = rng.integers(0, e + 1, (t, k)).astype(np.int32)  # id e: zero rows
+    rows, be = cm.moe_align(experts, num_experts=e, block_m=bm)
+    dev_rows, dev_be = up(rows, device), up(be, device)
+    out = poisoned((t * k, n), dtype, device)
+    y = tm.moe_linear(
+        up(x, device), up(w, device), dev_rows, dev_be, up(wu, device), up(scale, device),
+        top_k=k, block_m=bm, out=out,
+    )  # fmt: skip
+    assert y is out
+    assert_close(y, moe_linear(x, w, experts, k, wu, scale), dtype)
+    plain = tm.moe_linear(
+        up(x, device), up(w, device), dev_rows, dev_be, None, None, top_k=k, block_m=bm
+    )
+    assert_close(plain, moe_linear(x, w, experts, k), dtype)
+
+
+@GPU
+def test_rows_are_batch_invariant_at_a_fixed_block_m(device: str) -> None:
+    """With block_m fixed (16), a token's routed rows have the same bits alone and in a batch."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    e, h, n, k = 8, 256, 128, 2
+    x = rng.standard_normal((64, h)).astype(ml_dtypes.bfloat16)
+    w = (rng.standard_normal((e, n, h)) * 0.1).astype(ml_dtypes.bfloat16)
+    experts = rng.integers(0, e, (64, k)).astype(np.int32)
+
+    def run(m: int) -> np.ndarray:
+        rows, be = tm.moe_align(up(experts[:m], device), num_experts=e, block_m=16)
+        return tm.moe_linear(
+            up(x[:m], device), up(w, device), rows, be, None, None, top_k=k, block_m=16
+        ).to_numpy()
+
+    full = run(64)
+    assert (run(1) == full[:k]).all() and (run(7) == full[: 7 * k]).all()
