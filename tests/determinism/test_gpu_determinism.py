@@ -1,6 +1,7 @@
-"""The deterministic mode on the GPU, bf16, on a random-weight Llama-shaped model with
-SmolLM2's attention geometry (9 query heads on 3 kv heads, head_dim 64) and contexts past one
-256-key attention split:
+"""The deterministic mode on the GPU, bf16, on random-weight models: a Llama shape with SmolLM2's
+attention geometry (9 query heads on 3 kv heads, head_dim 64) and a small Qwen3-MoE shape (16
+experts, top-4: the grouped expert GEMM and the device router), with contexts past one 256-key
+attention split:
 
 - a row's logits have the same bits at batch 1, 4, 16 and 64 and beside other rows;
 - with its prompt prefilled whole or in chunks of 7 and 64 tokens;
@@ -34,6 +35,14 @@ CONFIG = dict(
     head_dim=64, vocab_size=4096, rms_norm_eps=1e-5, rope_theta=100000.0,
     max_position_embeddings=2048, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
 )  # fmt: skip
+MOE_CONFIG = dict(
+    model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], hidden_size=512,
+    intermediate_size=1024, moe_intermediate_size=256, num_experts=16, num_experts_per_tok=4,
+    norm_topk_prob=True, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+    head_dim=64, vocab_size=4096, rms_norm_eps=1e-6, rope_theta=1000000.0,
+    max_position_embeddings=2048, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
+)  # fmt: skip
+CONFIGS = {"llama": CONFIG, "qwen3_moe": MOE_CONFIG}
 
 
 class _Random:
@@ -44,18 +53,26 @@ class _Random:
         h, f, d = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
         nq, nkv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
         shapes = {"model.embed_tokens.weight": (cfg["vocab_size"], h), "model.norm.weight": (h,)}
+        moe = cfg["model_type"] == "qwen3_moe"
         for i in range(cfg["num_hidden_layers"]):
             p = f"model.layers.{i}."
             shapes |= {
                 p + "self_attn.q_proj.weight": (nq, h), p + "self_attn.k_proj.weight": (nkv, h),
                 p + "self_attn.v_proj.weight": (nkv, h), p + "self_attn.o_proj.weight": (h, nq),
-                p + "mlp.gate_proj.weight": (f, h), p + "mlp.up_proj.weight": (f, h),
-                p + "mlp.down_proj.weight": (h, f), p + "input_layernorm.weight": (h,),
-                p + "post_attention_layernorm.weight": (h,),
+                p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
             }  # fmt: skip
+            if moe:
+                e, fe = cfg["num_experts"], cfg["moe_intermediate_size"]
+                shapes[p + "self_attn.q_norm.weight"] = shapes[p + "self_attn.k_norm.weight"] = (d,)
+                shapes[p + "mlp.gate.weight"] = (e, h)
+                shapes[p + "mlp.experts.gate_up_proj"] = (e, 2 * fe, h)
+                shapes[p + "mlp.experts.down_proj"] = (e, h, fe)
+            else:
+                shapes[p + "mlp.gate_proj.weight"] = shapes[p + "mlp.up_proj.weight"] = (f, h)
+                shapes[p + "mlp.down_proj.weight"] = (h, f)
         self.state = {
             k: (1.0 + 0.1 * rng.standard_normal(s) if len(s) == 1 else
-                rng.standard_normal(s) / np.sqrt(s[1])).astype(ml_dtypes.bfloat16)
+                rng.standard_normal(s) / np.sqrt(s[-1])).astype(ml_dtypes.bfloat16)
             for k, s in shapes.items()
         }  # fmt: skip
 
@@ -67,11 +84,12 @@ class _Random:
         return self.state[name]
 
 
-@pytest.fixture(scope="module")
-def model() -> CausalTransformerModel:
+@pytest.fixture(scope="module", params=sorted(CONFIGS))
+def model(request: pytest.FixtureRequest) -> CausalTransformerModel:
     dev = gp.device("cuda:0")
-    config = config_from_dict(dict(CONFIG), source="random")
-    weights = load_weights(_Random(CONFIG), config, gp.bfloat16, dev, where="random")
+    cfg = CONFIGS[request.param]
+    config = config_from_dict(dict(cfg), source="random")
+    weights = load_weights(_Random(cfg), config, gp.bfloat16, dev, where="random")
     return CausalTransformerModel(config, weights, gp.bfloat16, dev, source="random")
 
 
