@@ -99,8 +99,10 @@ def _router_kernel(
     tl.store(W + out, vals.to(W.dtype.element_ty), mask=keep)
 
 
-def moe_router(logits: GPUArray, *, top_k: int, normalize: bool) -> tuple[GPUArray, GPUArray]:
-    t, e = logits.shape
+def moe_router(
+    logits: GPUArray, *, top_k: int, normalize: bool, out: None = None
+) -> tuple[GPUArray, GPUArray]:
+    t, e = logits.shape  # two results: the op takes no out= (the dispatcher passes None)
     ids = empty((t, top_k), int32, logits.device)
     w = empty((t, top_k), float64 if logits.dtype is float64 else float32, logits.device)
     if t == 0:
@@ -198,7 +200,9 @@ def _scatter_kernel(EXP, OFF, ROWS, R, E, BLOCK_R: tl.constexpr, G: tl.constexpr
     tl.store(ROWS + pos, r, mask=ok)
 
 
-def moe_align(experts: GPUArray, *, num_experts: int, block_m: int) -> tuple[GPUArray, GPUArray]:
+def moe_align(
+    experts: GPUArray, *, num_experts: int, block_m: int, out: None = None
+) -> tuple[GPUArray, GPUArray]:
     ex = experts if experts.is_contiguous() else experts.contiguous()
     r = ex.size
     groups = min(num_experts + 1, r)
