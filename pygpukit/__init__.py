@@ -6,7 +6,8 @@ CUDA, or NumPy on a machine without a GPU), and a Rust core that owns memory and
 
 from __future__ import annotations
 
-from pygpukit import dtypes, routing, runtime, scheduler
+from pygpukit import dtypes, fft, routing, runtime, scheduler
+from pygpukit._complex import view_as_complex, view_as_real
 from pygpukit._version import __version__
 from pygpukit.array import GPUArray
 from pygpukit.creation import (
@@ -28,6 +29,8 @@ from pygpukit.dtypes import (
     as_dtype,
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     float8_e4m3fn,
     float8_e5m2,
     float16,
@@ -91,6 +94,7 @@ __all__ = [
     "GPUArray",
     "DataType",
     "dtypes",
+    "fft",
     "runtime",
     "routing",
     "scheduler",
@@ -111,6 +115,10 @@ __all__ = [
     "uint8",
     "bool_",
     "int4",
+    "complex64",
+    "complex128",
+    "view_as_real",
+    "view_as_complex",
     "empty",
     "zeros",
     "ones",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit.dtypes import DataType
+from pygpukit.dtypes import DataType, float32, float64
 from pygpukit.errors import ConversionError
 
 __all__ = ["scalar", "array"]
@@ -46,6 +46,8 @@ def scalar(value: Any, dt: DataType, what: str) -> np.ndarray:
         value = value[()]
     if value is None:
         raise ConversionError(f"{what}: None has no {dt.name} value (it is not a number)")
+    if dt.is_complex:
+        return _complex_scalar(value, dt, what)
     if isinstance(value, (bool, np.bool_)):
         return _cast0(np.asarray(bool(value)), dt)
     if isinstance(value, (int, np.integer)):
@@ -72,6 +74,40 @@ def scalar(value: Any, dt: DataType, what: str) -> np.ndarray:
     )
 
 
+def _complex_scalar(value: Any, dt: DataType, what: str) -> np.ndarray:
+    if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        raise ConversionError(
+            f"{what}: a {dt.name} element must be a number, got {type(value).__name__} {value!r}"
+        )
+    try:
+        z = complex(value)
+    except OverflowError:
+        raise ConversionError(f"{what}: {value!r} is out of range for {dt.name}") from None
+    src = np.asarray([z.real, z.imag])
+    out = _cast0(src, _HALF_OF[dt.name])
+    _check_float_result(src, out, _HALF_OF[dt.name], what, dt.name)
+    return np.asarray(complex(out[0], out[1]), dtype=dt.np_dtype)
+
+
+def _complex_array(src: np.ndarray, dt: DataType, what: str) -> np.ndarray:
+    """A real or complex array into complex ``dt``: each of the real and imaginary parts
+    converts as a float would (finite values that overflow are refused)."""
+    kind = src.dtype.kind
+    if kind not in "biufc" and src.dtype.name not in _ML_FLOATS:
+        raise ConversionError(
+            f"{what}: values of NumPy dtype {src.dtype} cannot be stored in a {dt.name} array"
+        )
+    if src.dtype.name in _ML_FLOATS:
+        src = src.astype(np.float32)  # exact: every ml_dtypes float fits float32
+    if np.can_cast(src.dtype, dt.np_dtype, "safe"):
+        return src.astype(dt.np_dtype)
+    half = _HALF_OF[dt.name]
+    parts = np.stack([src.real, src.imag]) if kind == "c" else src.astype(np.float64)
+    got = _cast0(parts, half)
+    _check_float_result(parts, got, half, what, dt.name)
+    return np.asarray(src.astype(dt.np_dtype))
+
+
 def _float_into(f: float, dt: DataType, what: str, shown: str) -> np.ndarray:
     if _is_int_target(dt) or dt.kind == "b":
         if math.isnan(f) or math.isinf(f):
@@ -93,8 +129,11 @@ def _cast0(host: np.ndarray, dt: DataType) -> np.ndarray:
         return host.astype(target)
 
 
-def _check_float_result(src: np.ndarray, out: np.ndarray, dt: DataType, what: str) -> None:
-    """Refuse finite values that overflowed, and inf into a dtype without infinity."""
+def _check_float_result(
+    src: np.ndarray, out: np.ndarray, dt: DataType, what: str, label: str = ""
+) -> None:
+    """Refuse finite values that overflowed, and inf into a dtype without infinity (label: the
+    dtype named in the message, when not dt: a complex dtype whose parts are dt)."""
     with np.errstate(all="ignore"):
         s = src.astype(np.float64)
         o = out.astype(np.float64)
@@ -108,7 +147,7 @@ def _check_float_result(src: np.ndarray, out: np.ndarray, dt: DataType, what: st
                 f"{what}: {where}{float(v)!r}, which has no {dt.name} value (no infinity)"
             )
         raise ConversionError(
-            f"{what}: {where}{float(v)!r}, out of range for {dt.name} "
+            f"{what}: {where}{float(v)!r}, out of range for {label or dt.name} "
             f"(largest finite value {float(_finfo_max(dt))!r})"
         )
 
@@ -133,7 +172,15 @@ def array(host: Any, dt: DataType, what: str) -> np.ndarray:
         src = _from_objects(src, dt, what)
         if src.dtype == target:
             return src
+    if dt.is_complex:
+        return _complex_array(src, dt, what)
     kind = src.dtype.kind
+    if kind == "c":
+        raise ConversionError(
+            f"{what}: complex values (NumPy dtype {src.dtype}) cannot be stored in a {dt.name} "
+            "array: the imaginary part would be dropped; take gp.view_as_real of a complex "
+            "array instead"
+        )
     if kind not in "biuf" and src.dtype.name not in _ML_FLOATS:
         raise ConversionError(
             f"{what}: values of NumPy dtype {src.dtype} cannot be stored in a {dt.name} array"
@@ -149,6 +196,8 @@ def array(host: Any, dt: DataType, what: str) -> np.ndarray:
 
 
 _ML_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+# The float type of the real and of the imaginary part of each complex dtype.
+_HALF_OF = {"complex64": float32, "complex128": float64}
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:

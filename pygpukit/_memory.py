@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pygpukit.array import GPUArray
 
 # Same-width NumPy types whose typestr __array_interface__ understands; ml_dtypes views follow.
-_CARRIER = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+_CARRIER = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<u8", 16: "|V16"}
 
 
 class _HostHolder:
@@ -213,6 +213,12 @@ def copy_into(dst: GPUArray, src: GPUArray) -> None:
         )
     if dst.size == 0:
         return
+    if dst._dtype.is_complex:
+        # A complex element is a (real, imaginary) pair: copy the float view [..., 2], which
+        # every copy path (the Triton strided copy, the driver's engine, NumPy) serves.
+        from pygpukit._complex import view_as_real
+
+        dst, src = view_as_real(dst), view_as_real(src)
     if may_share_memory(dst, src):
         if same_view(dst, src):
             return  # x[...] = x
@@ -372,11 +378,12 @@ def fill(arr: GPUArray, value: Any) -> None:
         _core.memset_d32(ptr, int.from_bytes(raw, "little"), n, stream)
     elif raw[:4] == raw[4:]:
         _core.memset_d32(ptr, int.from_bytes(raw[:4], "little"), 2 * n, stream)
-    else:  # 8-byte pattern: write one element, then double the filled prefix with dtod copies
+    else:  # 8/16-byte pattern: write one element, then double the filled prefix by dtod copies
+        size = len(raw)
         host = np.frombuffer(raw, dtype=np.uint8).copy()
-        _core.memcpy_htod(ptr, host.ctypes.data, 8, stream)
+        _core.memcpy_htod(ptr, host.ctypes.data, size, stream)
         done = 1
         while done < n:
             k = min(done, n - done)
-            _core.memcpy_dtod(ptr + done * 8, ptr, k * 8, stream)
+            _core.memcpy_dtod(ptr + done * size, ptr, k * size, stream)
             done += k

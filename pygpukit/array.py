@@ -18,7 +18,7 @@ from pygpukit import _convert, _layout, _memory
 from pygpukit.dtypes import DataType, as_dtype
 from pygpukit.runtime import Device
 
-__all__ = ["GPUArray"]
+__all__ = ["GPUArray", "view_as_complex", "view_as_real"]
 
 _ops_mod: ModuleType | None = None
 
@@ -187,7 +187,7 @@ class GPUArray:
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
         _memory.check_target(self if self._readonly else target, "setitem")
-        if isinstance(value, (bool, int, float, np.generic)) or value is None:
+        if isinstance(value, (bool, int, float, complex, np.generic)) or value is None:
             _memory.fill(target, value)
             return
         src = value if isinstance(value, GPUArray) else None
@@ -306,6 +306,10 @@ class GPUArray:
         dt = as_dtype(dtype)
         if dt is self._dtype:
             return self.copy()
+        if dt.is_complex or self._dtype.is_complex:
+            from pygpukit._complex import complex_astype
+
+            return complex_astype(self, dt)
         if dt.is_packed or self._dtype.is_packed:
             from pygpukit.creation import from_numpy
 
@@ -343,6 +347,8 @@ class GPUArray:
         if self.size != 1:
             raise ValueError(f"item() needs an array of one element, got shape {self._shape}")
         v = self.to_numpy().reshape(())
+        if self._dtype.is_complex:
+            return complex(v)
         if self._dtype.is_floating:
             return float(v)
         if self._dtype.kind == "b":
@@ -530,3 +536,8 @@ def _index(
     out_shape.extend(shape[dim:])
     out_strides.extend(strides[dim:])
     return tuple(out_shape), tuple(out_strides), offset
+
+
+# The complex views live in pygpukit/_complex.py (they need creation, which needs this module)
+# and are importable from here as well, next to the array type they view.
+from pygpukit._complex import view_as_complex, view_as_real  # noqa: E402

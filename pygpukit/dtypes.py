@@ -23,6 +23,10 @@ Promotion (``result_type``), documented here and tested in tests/test_dtypes.py:
    array's integer dtype raises ValueError.
 6. float8 and int4 are storage formats: any arithmetic promotion involving them raises TypeError;
    cast them explicitly (``x.astype(gp.float32)``).
+7. complex64 and complex128 (interleaved real/imaginary pairs, NumPy's and torch's layout) are
+   storage types too: the results of ``gp.fft`` and the inputs of its inverses. Arithmetic
+   promotion involving them raises TypeError naming the dtype; compute on the float view
+   ``gp.view_as_real(z)`` (``[..., n, 2]``, zero-copy) and view back with ``gp.view_as_complex``.
 """
 
 from __future__ import annotations
@@ -49,12 +53,15 @@ __all__ = [
     "uint8",
     "bool_",
     "int4",
+    "complex64",
+    "complex128",
     "ALL_DTYPES",
 ]
 
 # DLPack type codes (dlpack.h, v1.1): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6,
-# kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12.
+# kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12, kDLComplex 5 (bits of the whole pair: 64 = complex64).
 _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6
+_DL_COMPLEX = 5
 _DL_F8_E4M3FN, _DL_F8_E5M2 = 10, 12
 
 
@@ -75,7 +82,8 @@ class DataType:
     ) -> None:
         self.name = name
         self.bits = bits
-        self.kind = kind  # "b" bool, "i" signed, "u" unsigned, "f" float, "f8" float8, "q" packed
+        # "b" bool, "i" signed, "u" unsigned, "f" float, "f8" float8, "q" packed, "c" complex
+        self.kind = kind
         self.np_dtype = np.dtype(np_dtype)
         self.dlpack = dlpack  # (type code, bits)
         self.typestr = typestr  # __cuda_array_interface__ typestr; None where none exists
@@ -102,6 +110,10 @@ class DataType:
     def is_packed(self) -> bool:
         return self.kind == "q"
 
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
     def __str__(self) -> str:
         return f"pygpukit.{self.name}"
 
@@ -127,6 +139,9 @@ int8 = DataType("int8", 8, "i", np.int8, (_DL_INT, 8), "|i1", 0)
 uint8 = DataType("uint8", 8, "u", np.uint8, (_DL_UINT, 8), "|u1", 0)
 bool_ = DataType("bool", 8, "b", np.bool_, (_DL_BOOL, 8), "|b1", 0)
 int4 = DataType("int4", 4, "q", ml_dtypes.int4, (_DL_INT, 4), None, 0)
+# rank: that of the float type of each half (complex64 <-> float32), as view_as_real pairs them.
+complex64 = DataType("complex64", 64, "c", np.complex64, (_DL_COMPLEX, 64), "<c8", 2)
+complex128 = DataType("complex128", 128, "c", np.complex128, (_DL_COMPLEX, 128), "<c16", 3)
 
 ALL_DTYPES: tuple[DataType, ...] = (
     float64,
@@ -142,6 +157,8 @@ ALL_DTYPES: tuple[DataType, ...] = (
     uint8,
     bool_,
     int4,
+    complex64,
+    complex128,
 )
 
 _BY_KEY: dict[Any, DataType] = {}
@@ -168,6 +185,8 @@ _ALIASES = {
     "i16": int16,
     "i8": int8,
     "u8": uint8,
+    "cfloat": complex64,
+    "cdouble": complex128,
     bool: bool_,
 }
 _BY_KEY.update(_ALIASES)
@@ -203,6 +222,7 @@ def from_dlpack_code(code: int, bits: int, lanes: int) -> DataType:
 _KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2}
 _SIGNED_BY_RANK = (int8, int16, int32, int64)
 _FLOAT_BY_RANK = {1: float16, 2: float32, 3: float64}
+_COMPLEX_HINT = "compute on gp.view_as_real(z) and view back with gp.view_as_complex"
 
 
 def _promote(a: DataType, b: DataType) -> DataType:
@@ -211,12 +231,19 @@ def _promote(a: DataType, b: DataType) -> DataType:
             raise TypeError(
                 f"no arithmetic on storage type {a.name}; cast first, e.g. x.astype(gp.float32)"
             )
+        if a.kind == "c":
+            raise TypeError(f"no arithmetic on storage type {a.name}; {_COMPLEX_HINT}")
         return a
     for dt in (a, b):
         if dt.kind in ("f8", "q"):
             raise TypeError(
                 f"cannot promote {a.name} with {b.name}: {dt.name} is a storage type; "
                 "cast it explicitly first"
+            )
+        if dt.kind == "c":
+            raise TypeError(
+                f"cannot promote {a.name} with {b.name}: {dt.name} is a storage type; "
+                + _COMPLEX_HINT
             )
     ka, kb = _KIND_ORDER[a.kind], _KIND_ORDER[b.kind]
     if ka != kb:
@@ -237,6 +264,8 @@ def _promote(a: DataType, b: DataType) -> DataType:
 def _promote_scalar(arr: DataType, value: object) -> DataType:
     if arr.kind in ("f8", "q"):
         raise TypeError(f"no arithmetic on storage type {arr.name}; cast first")
+    if arr.kind == "c":
+        raise TypeError(f"no arithmetic on storage type {arr.name}; {_COMPLEX_HINT}")
     if isinstance(value, bool):
         return arr
     if isinstance(value, int):

@@ -22,6 +22,8 @@ def _random(shape: tuple[int, ...], dt: gp.DataType) -> np.ndarray:
     if dt.is_integer:
         info = np.iinfo(dt.np_dtype)
         return RNG.integers(max(info.min, -100), min(info.max, 100), size=shape).astype(dt.np_dtype)
+    if dt.is_complex:
+        return np.asarray(RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape), dt.np_dtype)
     return RNG.standard_normal(shape).astype(dt.np_dtype)
 
 
@@ -35,6 +37,9 @@ def test_round_trip_every_dtype(dt: gp.DataType, shape: tuple[int, ...]) -> None
     assert a.shape == shape and a.dtype is dt and a.device == gp.device("cpu")
     back = a.to_numpy()
     assert back.dtype == host.dtype
+    if dt.is_complex:
+        np.testing.assert_array_equal(back, host)
+        return
     np.testing.assert_array_equal(back.astype(np.float64), host.astype(np.float64))
 
 
@@ -214,7 +219,7 @@ def test_numpy_conversion_and_scalars() -> None:
         (lambda: gp.zeros((2,), dtype="float128"), TypeError, r"unknown dtype 'float128'"),
         (lambda: gp.zeros((2,), device="tpu"), ValueError, r"invalid device 'tpu'"),
         (lambda: gp.from_numpy([1, 2]), TypeError, r"expects a numpy.ndarray, got list"),
-        (lambda: gp.from_numpy(np.zeros(2, np.complex64)), TypeError, r"complex64"),
+        (lambda: gp.from_numpy(np.zeros(2, "complex256")), TypeError, r"complex256"),
         (lambda: gp.zeros((2, 3)).reshape(4, 2), ValueError, r"size 6 into shape \(4, 2\)"),
         (lambda: gp.zeros((2, 3))[2], IndexError, r"index 2 is out of bounds for axis 0"),
         (lambda: gp.zeros((2, 3))[0, 0, 0], IndexError, r"too many indices"),
@@ -226,5 +231,85 @@ def test_numpy_conversion_and_scalars() -> None:
     ],
 )
 def test_bad_inputs_name_the_problem(call, exc: type[Exception], msg: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+# ----- complex storage ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", [gp.complex64, gp.complex128], ids=lambda d: d.name)
+def test_complex_views_copies_and_fills(dt: gp.DataType) -> None:
+    host = _random((4, 6), dt)
+    a = gp.from_numpy(host, device="cpu")
+    assert a.itemsize == dt.itemsize and a.strides == host.strides
+    for key in [(slice(None), slice(None, None, 2)), (1,), (slice(None, None, -1), 3)]:
+        np.testing.assert_array_equal(a[key].to_numpy(), host[key])
+    np.testing.assert_array_equal(a.T.contiguous().to_numpy(), host.T)
+    np.testing.assert_array_equal(a.T.copy().to_numpy(), host.T)
+    np.testing.assert_array_equal(a.reshape(3, 8).to_numpy(), host.reshape(3, 8))
+    np.testing.assert_array_equal(a[:, ::2].reshape(-1).to_numpy(), host[:, ::2].reshape(-1))
+    assert a[1, 2].item() == complex(host[1, 2])
+    b = gp.zeros((3, 2), dt, device="cpu")
+    b[1] = 2 - 3j
+    b[2, 0] = gp.from_numpy(host[0, :1], device="cpu")[0]
+    want = np.zeros((3, 2), dt.np_dtype)
+    want[1] = 2 - 3j
+    want[2, 0] = host[0, 0]
+    np.testing.assert_array_equal(b.to_numpy(), want)
+    np.testing.assert_array_equal(gp.full((2,), 1.5 + 2j, dt).to_numpy(), [1.5 + 2j] * 2)
+    other = gp.complex128 if dt is gp.complex64 else gp.complex64
+    np.testing.assert_array_equal(a.astype(other).to_numpy(), host.astype(other.np_dtype))
+
+
+def test_view_as_real_and_complex_share_memory() -> None:
+    host = _random((3, 5), gp.complex64)
+    z = gp.from_numpy(host, device="cpu")
+    r = gp.view_as_real(z)
+    assert r.dtype is gp.float32 and r.shape == (3, 5, 2) and r.element_strides == (10, 2, 1)
+    np.testing.assert_array_equal(r.to_numpy(), np.stack([host.real, host.imag], -1))
+    rs = gp.view_as_real(z[:, 1::2])  # any strides: the pair dim keeps stride 1
+    assert rs.element_strides == (10, 4, 1)
+    np.testing.assert_array_equal(rs.to_numpy()[..., 1], host[:, 1::2].imag)
+    back = gp.view_as_complex(r)
+    assert back.dtype is gp.complex64 and back.shape == (3, 5) and back.data_ptr() == z.data_ptr()
+    r[0, 0, 1] = 7.0  # writes through
+    assert z[0, 0].item() == complex(host[0, 0].real, 7.0)
+    sub = gp.view_as_complex(r[1:, ::2])
+    np.testing.assert_array_equal(sub.to_numpy(), z.to_numpy()[1:, ::2])
+    f64 = gp.from_numpy(np.arange(8.0).reshape(4, 2), device="cpu")
+    np.testing.assert_array_equal(
+        gp.view_as_complex(f64).to_numpy(), [0 + 1j, 2 + 3j, 4 + 5j, 6 + 7j]
+    )
+    assert gp.view_as_complex(f64).dtype is gp.complex128
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "msg"),
+    [
+        (lambda: gp.view_as_real(gp.zeros((2,))), TypeError, r"complex64 or complex128.*float32"),
+        (lambda: gp.view_as_real(np.zeros(2, np.complex64)), TypeError, r"GPUArray"),
+        (lambda: gp.view_as_complex(gp.zeros((2, 2), "float16")), TypeError, r"float16"),
+        (lambda: gp.view_as_complex(gp.zeros((2, 3))), ValueError, r"size 2 and stride 1"),
+        (lambda: gp.view_as_complex(gp.zeros((2, 2)).T), ValueError, r"size 2 and stride 1"),
+        (lambda: gp.view_as_complex(gp.zeros((3, 3))[:, 1:]), ValueError, r"whole"),
+        (lambda: gp.view_as_complex(gp.zeros((7,))[1:].reshape(3, 2)), ValueError, r"whole"),
+        (lambda: gp.zeros((2,), "complex64") + 1.0, TypeError, r"storage type complex64"),
+        (lambda: gp.zeros((2,), "complex64").astype("float32"), TypeError, r"complex64"),
+        (lambda: gp.cast(gp.zeros((2,)), "complex64"), TypeError, r"complex"),
+        (lambda: gp.zeros((2,), "float32").fill_(1j), gp.ConversionError, r"float32"),
+        (
+            lambda: gp.from_numpy(np.array([1e300 + 0j]), dtype="complex64"),
+            gp.ConversionError,
+            r"out of range for complex64",
+        ),
+        (
+            lambda: gp.from_numpy(np.array([1 + 1j]), dtype="float64"),
+            gp.ConversionError,
+            r"imaginary part",
+        ),
+    ],
+)
+def test_complex_misuse_names_the_problem(call, exc: type[Exception], msg: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(exc, match=msg):
         call()

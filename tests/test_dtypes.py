@@ -31,8 +31,8 @@ def test_aliases_and_strings() -> None:
 def test_unknown_dtype_names_the_input() -> None:
     with pytest.raises(TypeError, match="unknown dtype 'floaty'"):
         as_dtype("floaty")
-    with pytest.raises(TypeError, match="complex"):
-        as_dtype(np.complex64)
+    with pytest.raises(TypeError, match="complex256"):
+        as_dtype(np.dtype("complex256"))  # no pygpukit equivalent
 
 
 @pytest.mark.parametrize(
@@ -96,3 +96,31 @@ def test_scalar_out_of_range_and_storage_types_raise() -> None:
             result_type(np.empty(1, dt.np_dtype), 1.0)
     with pytest.raises(TypeError, match="scalar operand"):
         result_type(np.empty(1, np.float32), "x")
+
+
+def test_complex_dtypes_resolve_and_describe_themselves() -> None:
+    assert as_dtype(np.complex64) is gp.complex64 and as_dtype("cfloat") is gp.complex64
+    assert as_dtype(np.complex128) is gp.complex128 and as_dtype("cdouble") is gp.complex128
+    assert gp.complex64.kind == "c" and gp.complex64.is_complex and not gp.complex64.is_floating
+    assert (gp.complex64.itemsize, gp.complex128.itemsize) == (8, 16)
+    assert gp.complex64.dlpack == (5, 64) and gp.complex128.dlpack == (5, 128)
+    assert (gp.complex64.typestr, gp.complex128.typestr) == ("<c8", "<c16")
+    assert gp.dtypes.from_dlpack_code(5, 128, 1) is gp.complex128
+    assert str(gp.complex64) == "pygpukit.complex64"
+
+
+@pytest.mark.parametrize("cdt", [gp.complex64, gp.complex128], ids=lambda d: d.name)
+def test_complex_promotion_raises_naming_the_dtype(cdt: gp.DataType) -> None:
+    z = np.empty(1, cdt.np_dtype)
+    others = [gp.float32, gp.float64, gp.int32, gp.bool_, gp.complex64, gp.complex128]
+    for other in others:
+        o = np.empty(1, other.np_dtype)
+        with pytest.raises(TypeError, match=f"{cdt.name}.*storage type|storage type {cdt.name}"):
+            result_type(z, o)
+        with pytest.raises(TypeError, match="storage type"):
+            result_type(o, z)
+    for scalar in (1, 1.5, True):
+        with pytest.raises(TypeError, match=f"storage type {cdt.name}"):
+            result_type(z, scalar)
+    with pytest.raises(TypeError, match="scalar operand of type complex"):
+        result_type(np.empty(1, np.float32), 1j)

@@ -83,3 +83,15 @@ def test_cupy_zero_copy_both_directions(cuda: str) -> None:
     assert int(g[0]) == 9
     with pytest.raises(AttributeError, match="DLPack"):
         _ = gp.zeros((2,), "bfloat16", device=cuda).__cuda_array_interface__
+
+
+@pytest.mark.parametrize("np_dt", [np.complex64, np.complex128])
+def test_dlpack_carries_complex_both_ways(np_dt: type) -> None:
+    host = (np.arange(12) - 1j * np.arange(12)).astype(np_dt).reshape(3, 4)
+    a = gp.from_numpy(host, device="cpu")
+    n = np.from_dlpack(a[:, ::2])
+    assert n.dtype == np_dt and n.strides == a[:, ::2].strides
+    np.testing.assert_array_equal(n, host[:, ::2])
+    b = gp.from_dlpack(host)
+    assert b.dtype is gp.as_dtype(np_dt) and b.data_ptr() == host.ctypes.data
+    np.testing.assert_array_equal(b.to_numpy(), host)

@@ -192,6 +192,11 @@ def cast(x: GPUArray, dtype: Any, *, out: GPUArray | None = None) -> GPUArray:
             f"cast: int4 is a packed storage type (x has {chk.desc(x)}, target {dt.name}); "
             "use x.astype(...), which converts through the host"
         )
+    if dt.is_complex or x.dtype.is_complex:
+        raise TypeError(
+            f"cast: complex is a storage type (x has {chk.desc(x)}, target {dt.name}); "
+            "use x.astype(...) between complex64 and complex128, gp.view_as_real otherwise"
+        )
     chk.out_arg("cast", out, x.shape, dt)
     return run("cast", (x,), {"dtype": dt.np_dtype}, out=out)
 

@@ -15,6 +15,7 @@ FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 INTS = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 NUMERIC = FLOATS | INTS
 ANY = frozenset(FLOATS | INTS | {"bool", "float8_e4m3fn", "float8_e5m2"})
+COMPLEX = frozenset({"complex64", "complex128"})
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,19 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=_FP8_IO),
         Candidate("native", dtypes=_FP8_IO),
         CPU,
+    ),
+    # FFT (numpy.fft semantics, ops/fft.py): the Triton mixed-radix/Bluestein kernels in fp32
+    # (float32/16/bf16 in, complex64 out; backends/triton_kernels/fft.py), then NumPy's pocketfft
+    # in float64 on the CPU. No native twin (no cuFFT: driver-only at run time). float64 and
+    # complex128 are served on the CPU only: on CUDA the table finds no candidate and says so.
+    *(
+        _entry(
+            op,
+            "fft",
+            Candidate("triton", dtypes=FLOATS - {"float64"} | {"complex64"}),
+            Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
+        )
+        for op in ("fft", "ifft", "rfft", "irfft")
     ),
     # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
     # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the

@@ -44,11 +44,13 @@ def view(x: np.ndarray, layout: str, device: str | None = None) -> gp.GPUArray:
 
 
 def poisoned(shape: tuple[int, ...], dtype: Any, device: str | None = None) -> gp.GPUArray:
-    """An out= buffer on ``device`` (default: the test device) full of NaN (floats), True (bool)
-    or the dtype's minimum (integers), so any element the op fails to write shows up in the
-    comparison."""
+    """An out= buffer on ``device`` (default: the test device) full of NaN (floats; NaN + NaN j
+    for complex), True (bool) or the dtype's minimum (integers), so any element the op fails to
+    write shows up in the comparison."""
     dt = gp.as_dtype(dtype)
     dev = DEVICE if device is None else device
+    if dt.is_complex:  # both parts NaN, so an unwritten real or imaginary part shows
+        return gp.full(shape, complex(float("nan"), float("nan")), dtype=dt, device=dev)
     if dt.is_floating:
         return gp.full(shape, float("nan"), dtype=dt, device=dev)
     if dt.kind == "b":

@@ -35,6 +35,7 @@ from .elementwise import (
     where,
 )
 from .embedding import bias_add, embedding
+from .fft import fft, ifft, irfft, rfft
 from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
@@ -62,6 +63,7 @@ __all__ = [
     "embedding",
     "eq",
     "exp",
+    "fft",
     "ge",
     "gelu",
     "gelu_mul",
@@ -70,6 +72,8 @@ __all__ = [
     "gemv_int4",
     "gemv_nvfp4",
     "gt",
+    "ifft",
+    "irfft",
     "kv_cache_write",
     "layernorm",
     "le",
@@ -93,6 +97,7 @@ __all__ = [
     "pow",
     "quantize_fp8",
     "relu",
+    "rfft",
     "rmsnorm",
     "rope",
     "rope_tables",

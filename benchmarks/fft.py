@@ -1,0 +1,149 @@
+"""gp.fft (Triton, fp32) against torch.fft (cuFFT) in the same run.
+
+    python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
+
+Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048;
+rfft and fft), a batched Bluestein length (n = 401), and long 1-D transforms (2**16, 2**20,
+2**22 and the prime 1000003). Each case times gp.fft and torch.fft on one stream with CUDA
+events, the L2 flushed before each round, median of --rounds (pygpukit.benchmark.timing, as
+the other benchmarks), and reports GB/s (one read of the input and one write of the result,
+the minimum traffic) and gp's speed relative to torch (torch time / gp time; > 1: gp faster),
+plus gp's relative error against float64 numpy.fft on a few rows. The device's copy rate is
+measured in the same run as the bandwidth ceiling. Without torch the torch columns stay empty;
+without a GPU the script says so and exits (--quick shrinks the batches for a smoke run).
+The last line of output is one JSON object (also written to --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+
+import pygpukit as gp
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str  # "rfft" or "fft"
+    batch: int
+    n: int
+    note: str = ""
+
+
+def cases(quick: bool) -> list[Case]:
+    frames = 32 * 3000 if not quick else 64
+    long = [1 << 16, 1 << 20, 1 << 22, 1000003] if not quick else [1 << 12, 4099]
+    out = []
+    for n in (400, 512, 2048):
+        out += [Case("rfft", frames, n, "speech frames"), Case("fft", frames, n, "speech frames")]
+    out.append(Case("rfft", frames, 401, "Bluestein"))
+    out += [Case("fft", 1, n, "1-D") for n in long]
+    out.append(Case("rfft", 1, long[-2], "1-D"))
+    return out
+
+
+def _input(c: Case, rng: np.random.Generator, device: str) -> gp.GPUArray:
+    x = rng.standard_normal((c.batch, c.n), dtype=np.float32)
+    if c.op == "fft":
+        y = rng.standard_normal((c.batch, c.n), dtype=np.float32)
+        return gp.from_numpy((x + 1j * y).astype(np.complex64), device=device)
+    return gp.from_numpy(x, device=device)
+
+
+def _bytes(c: Case) -> int:
+    n_out = c.n // 2 + 1 if c.op == "rfft" else c.n
+    return c.batch * (c.n * (4 if c.op == "rfft" else 8) + n_out * 8)
+
+
+def _rel_error(c: Case, x: gp.GPUArray, y: gp.GPUArray) -> float:
+    rows = min(c.batch, 8)
+    xs = x[:rows].to_numpy()
+    ref = getattr(np.fft, c.op)(xs.astype(np.complex128 if c.op == "fft" else np.float64))
+    got = y[:rows].to_numpy()
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def run_case(
+    c: Case, timer: Any, rounds: int, rng: np.random.Generator, device: str = "cuda:0"
+) -> dict[str, Any]:
+    """One case's row; timer: a DeviceTimer (its ``torch`` is None without torch)."""
+    x = _input(c, rng, device)
+    fn = getattr(gp.fft, c.op)
+    y = fn(x)  # compiles, builds the plan, and is the result checked below
+    row: dict[str, Any] = {"op": c.op, "batch": c.batch, "n": c.n, "note": c.note}
+    row["rel_error"] = _rel_error(c, x, y)
+    t = timer.median_seconds(lambda: fn(x, out=y), rounds=rounds)
+    row["gp_us"] = t * 1e6
+    row["gp_gbs"] = _bytes(c) / t / 1e9
+    torch = timer.torch
+    if torch is not None:
+        tx = torch.from_dlpack(x)
+        tfn = getattr(torch.fft, c.op)
+        tt = timer.median_seconds(lambda: tfn(tx), rounds=rounds)
+        row["torch_us"] = tt * 1e6
+        row["torch_gbs"] = _bytes(c) / tt / 1e9
+        row["speed_vs_torch"] = tt / t
+    return row
+
+
+def _fmt(v: Any, spec: str, width: int = 0) -> str:
+    return "-".rjust(width) if v is None else format(v, spec)
+
+
+def report(rows: list[dict[str, Any]], copy_gbs: float) -> None:
+    print(f"device copy rate {copy_gbs:.0f} GB/s (read + write)")
+    head = f"{'op':>5} {'batch':>6} {'n':>8} {'note':>14} {'gp us':>10} {'GB/s':>7} {'%copy':>6}"
+    print(head + f" {'torch us':>10} {'GB/s':>7} {'vs torch':>8} {'rel err':>8}")
+    for r in rows:
+        print(
+            f"{r['op']:>5} {r['batch']:>6} {r['n']:>8} {r['note']:>14} {r['gp_us']:>10.1f} "
+            f"{r['gp_gbs']:>7.0f} {100 * r['gp_gbs'] / copy_gbs:>5.0f}% "
+            f"{_fmt(r.get('torch_us'), '>10.1f', 10)} {_fmt(r.get('torch_gbs'), '>7.0f', 7)} "
+            f"{_fmt(r.get('speed_vs_torch'), '>7.2f', 7)}x {r['rel_error']:>8.1e}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument("--quick", action="store_true", help="small batches (a smoke run)")
+    p.add_argument("--rounds", type=int, default=20)
+    args = p.parse_args(argv)
+    if not gp.is_cuda_available():
+        print("benchmarks/fft.py: no CUDA device; nothing to time")
+        return 0
+    from pygpukit.benchmark.timing import DeviceTimer
+
+    timer = DeviceTimer(0)
+    rng = np.random.default_rng(0)
+    copy_gbs = timer.copy_rate(1 << 28 if args.quick else 1 << 30)
+    rows = []
+    for c in cases(args.quick):
+        rows.append(run_case(c, timer, args.rounds, rng))
+        r = rows[-1]
+        vs = _fmt(r.get("speed_vs_torch"), ".2f")
+        print(f"{c.op} batch {c.batch} n {c.n}: {r['gp_us']:.1f} us, vs torch {vs}x", flush=True)
+    report(rows, copy_gbs)
+    props = gp.get_device_properties(0)
+    result = {
+        "device": str(props.get("name", "cuda:0")),
+        "torch": None if timer.torch is None else str(timer.torch.__version__),
+        "copy_gbs": copy_gbs,
+        "cases": rows,
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,342 @@
+"""fft, ifft, rfft, irfft along the last axis in fp32 (numpy.fft semantics; plans in fft_plan.py).
+
+Algorithm: a Stockham (self-sorting) mixed-radix transform. n = r_1 r_2 ... r_k; pass s reads
+the signal as [r_s, M_s, L_s] (M_s: product of the later radices, L_s: of the earlier ones),
+applies the dense r_s-point DFT along the first axis, multiplies by the twiddles
+w_(r_s M_s)^(k m) and writes [M_s, r_s, L_s], so after the last pass the result is in natural
+order and no digit reversal is needed (Van Loan, "Computational Frameworks for the FFT", 1.7).
+The four-step split N = N1 N2 is the two-pass case.
+
+Why dense DFT matrices through tl.dot instead of radix-2/4 butterflies: a pass's DFT over a
+[RP, BLOCK_C] tile of columns is one [RP, RP] x [RP, BLOCK_C] complex product (four real
+tl.dot, input_precision="ieee" so fp32 stays fp32), which Triton maps to wide FMA tiles with no
+shuffles, handles any radix up to 64 (3, 5, 7, 25, 61 ... as well as powers of two) with one
+kernel, and sums each output over r <= 64 products, so its rounding error stays near that of a
+radix-2 transform (measured under the interpreter: <= 2.6e-7 relative per row for every tested
+length up to 2**20, Bluestein included). The cost is RP multiply-adds a point a pass (a radix-2
+FFT needs ~log2 r); by the H100's ratio of fp32 rate to bandwidth that stays near the memory
+time of a pass for RP <= 32 (an estimate, not yet a measurement), and fft_plan.radices balances
+the two. Every pass reads and writes the whole signal (global scratch between passes, from the
+pool); one pass for n <= 64, two for the lengths of speech features (400 = 25 x 16, 512 = 32 x
+16), three for 1000, 2048 and 4096, four or five for the long 1-D lengths (2**18, 2**20).
+
+Why passes through global scratch rather than one program per row: one kernel then serves every
+length (a row of 16384 Bluestein points or 2**20 points does not fit a program), at the price
+of one extra read and write of the signal per pass beyond the first. A fused one-program-a-row
+kernel for two-pass lengths (n <= 4096) would halve the traffic of the speech-frame sizes; it is
+the first thing to try once benchmarks/fft.py has numbers.
+
+Lengths with a prime factor above 64 use Bluestein's chirp-z transform: X[k] = c[k] (a * b)[k]
+with a[j] = x[j] c[j], c[j] = exp(-i pi j^2 / n), the circular convolution computed as
+IFFT_M(FFT_M(a) . Bhat) on M = next_pow2(2n - 1) points, Bhat precomputed in float64. Both
+transforms are the same Stockham passes: the chirp is applied as the first pass loads, Bhat
+likewise in the inverse's first pass, the closing chirp and the norm scale as the last pass
+stores (no extra launches).
+
+Real input (fft, rfft) is read as real with zero imaginary parts (the first pass skips the two
+products of the imaginary part); rfft stores the first n // 2 + 1 terms of the last pass.
+irfft reads its n // 2 + 1 terms as the full Hermitian spectrum (X[n - k] = conj(X[k])) and
+stores the real part of the inverse, which is exactly numpy's rule that the imaginary parts of
+the DC and Nyquist terms are ignored (they only add to the imaginary part of the output).
+
+float64 is not served (the table lists fp32 inputs only): the NumPy backend serves it on the
+CPU. Graph capture: scratch and outputs come from the pool (the capture's pool under capture);
+a length's plan tables are uploaded on its first call, so run each length once before capturing.
+"""
+
+# Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import triton
+import triton.language as tl
+
+from pygpukit._complex import view_as_real
+from pygpukit.array import GPUArray
+from pygpukit.backends._support.output import deliver
+from pygpukit.backends.triton_kernels import interpreting
+from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, plan_rows, row_offset
+from pygpukit.backends.triton_kernels.copy import contiguous
+from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.fft_plan import Chirp, Plan, chirp, plan, radices
+from pygpukit.creation import empty
+from pygpukit.dtypes import complex64, float32
+
+__all__ = ["fft", "ifft", "irfft", "rfft"]
+
+# How the first pass reads its input: complex pairs, real values, or the Hermitian half of
+# irfft (element e >= n // 2 + 1 is conj(x[n - e])).
+_COMPLEX, _REAL, _HERMITIAN = 0, 1, 2
+
+
+@triton.jit
+def _fft_pass(
+    X, Y, F, T, PRE, POST,
+    n_cols, ML, L, M, RL,
+    D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
+    n_in, n_log, n_out, scale, R,
+    RP: tl.constexpr, BLOCK_C: tl.constexpr,
+    LOAD: tl.constexpr, REAL_X: tl.constexpr, REAL_OUT: tl.constexpr, HAS_TW: tl.constexpr,
+    HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr, INVERSE: tl.constexpr,
+):  # fmt: skip
+    """One Stockham pass of radix R (padded to RP) over BLOCK_C columns. Column c = (row, m, b)
+    reads logical elements e = k ML + m L + b (k < R) and writes o = m RL + k L + b; offsets
+    are in fp32 units, a complex value being the pair (o * s, o * s + 1). R is a runtime value
+    (only RP specialises), so all radices of one padded size share a compiled kernel."""
+    c = tl.program_id(0).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = c < n_cols
+    row = c // ML
+    rem = c - row * ML
+    k = tl.arange(0, RP)
+    ok = (k < R)[:, None] & cmask[None, :]
+    e = k[:, None].to(tl.int64) * ML + rem[None, :]
+    if LOAD == 2:
+        half = n_log // 2 + 1
+        mirrored = e >= half
+        src = tl.where(mirrored, n_log - e, e)
+        ok_in = ok & (e < n_log) & (src < n_in)
+    else:
+        src = e
+        ok_in = ok & (e < n_in)
+    xo = row_offset(row, D1, D2, sx0, sx1, sx2)[None, :] + src * sxe
+    xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
+    if LOAD == 1:
+        xi = tl.zeros_like(xr)
+    else:
+        xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(tl.float32)
+        if LOAD == 2:
+            xi = tl.where(mirrored, -xi, xi)
+    if HAS_PRE:  # a chirp or Bluestein's Bhat, indexed by the logical element
+        pr = tl.load(PRE + 2 * e, mask=ok_in, other=0.0)
+        pi = tl.load(PRE + 2 * e + 1, mask=ok_in, other=0.0)
+        xr, xi = xr * pr - xi * pi, xr * pi + xi * pr
+    fo = k[:, None] * RP + k[None, :]
+    fr = tl.load(F + fo)
+    fi = tl.load(F + RP * RP + fo)
+    if INVERSE:
+        fi = -fi
+    if REAL_X:
+        yr = tl.dot(fr, xr, input_precision="ieee")
+        yi = tl.dot(fi, xr, input_precision="ieee")
+    else:
+        yr = tl.dot(fr, xr, input_precision="ieee") - tl.dot(fi, xi, input_precision="ieee")
+        yi = tl.dot(fr, xi, input_precision="ieee") + tl.dot(fi, xr, input_precision="ieee")
+    m = rem // L
+    if HAS_TW:
+        to = 2 * (k[:, None] * M + m[None, :])
+        tr = tl.load(T + to, mask=ok, other=1.0)
+        ti = tl.load(T + to + 1, mask=ok, other=0.0)
+        if INVERSE:
+            ti = -ti
+        yr, yi = yr * tr - yi * ti, yr * ti + yi * tr
+    o = (m * RL + (rem - m * L))[None, :] + k[:, None].to(tl.int64) * L
+    ok_out = ok & (o < n_out)
+    if HAS_POST:
+        qr = tl.load(POST + 2 * o, mask=ok_out, other=0.0)
+        qi = tl.load(POST + 2 * o + 1, mask=ok_out, other=0.0)
+        yr, yi = yr * qr - yi * qi, yr * qi + yi * qr
+    yo = row_offset(row, D1, D2, sy0, sy1, sy2)[None, :] + o * sye
+    tl.store(Y + yo, yr * scale, mask=ok_out)
+    if not REAL_OUT:
+        tl.store(Y + yo + 1, yi * scale, mask=ok_out)
+
+
+@dataclass
+class _Operand:
+    """An fp32 view and its row addressing (row strides s0..s2 over the shared D1, D2, element
+    stride se), in fp32 units."""
+
+    a: GPUArray
+    s: tuple[int, int, int]
+    se: int
+
+
+def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray) -> _Operand:
+    buf = empty((rows * n * 2,), float32, like._device)
+    rl = 2 * n
+    return _Operand(buf, (d[0] * d[1] * rl, d[1] * rl, rl), 2)
+
+
+def _cfg(rp: int, n_cols: int) -> tuple[int, int]:
+    """(BLOCK_C, num_warps): a tile of RP x BLOCK_C <= 2048 points a program on the GPU (the
+    tile, its result and the [RP, RP] matrix in registers); under the interpreter, few large
+    programs (its cost is per program)."""
+    cap = 4096 if interpreting() else max(16, 2048 // rp)
+    return max(16, min(cap, next_pow2(n_cols))), (8 if rp >= 64 else 4)
+
+
+def _passes(
+    p: Plan,
+    src: _Operand,
+    dst: _Operand | None,
+    rows: int,
+    d: tuple[int, int],
+    *,
+    inverse: bool,
+    load: int,
+    n_in: int,
+    n_log: int,
+    n_out: int,
+    real_out: bool = False,
+    pre: GPUArray | None = None,
+    post: GPUArray | None = None,
+    scale: float = 1.0,
+    spare: list[_Operand] | None = None,
+) -> _Operand:
+    """Run the plan's passes from src into dst (None: a scratch buffer); returns where the
+    result is. The first pass reads src with ``load``/``pre``, the last writes with ``post``,
+    ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers."""
+    pool = spare if spare is not None else []
+    cur = src
+    last = len(p.passes) - 1
+    for i, ps in enumerate(p.passes):
+        if i == last and dst is not None:
+            out = dst
+        else:
+            out = next((b for b in pool if b.a is not cur.a), None)  # type: ignore[assignment]
+            if out is None:
+                out = _scratch(rows, p.n, d, src.a)
+                pool.append(out)
+        first = i == 0
+        n_cols = rows * (p.n // ps.r)
+        block, warps = _cfg(ps.rp, n_cols)
+        ld = load if first else _COMPLEX
+        has_pre = first and pre is not None
+        launch(
+            _fft_pass, (cdiv(n_cols, block),),
+            cur.a, out.a, ps.f, ps.t if ps.t is not None else ps.f,
+            pre if has_pre else ps.f, post if (i == last and post is not None) else ps.f,
+            n_cols, ps.M * ps.L, ps.L, ps.M, ps.r * ps.L,
+            d[0], d[1], *cur.s, cur.se, *out.s, out.se,
+            n_in if first else p.n, n_log if first else p.n, n_out if i == last else p.n,
+            scale if i == last else 1.0, ps.r,
+            RP=ps.rp, BLOCK_C=block, LOAD=ld, REAL_X=ld == _REAL and not has_pre,
+            REAL_OUT=real_out and i == last, HAS_TW=ps.t is not None, HAS_PRE=has_pre,
+            HAS_POST=i == last and post is not None, INVERSE=inverse, num_warps=warps,
+        )  # fmt: skip
+        cur = out
+    return cur
+
+
+def _bluestein(
+    n: int,
+    src: _Operand,
+    dst: _Operand,
+    rows: int,
+    d: tuple[int, int],
+    *,
+    inverse: bool,
+    load: int,
+    n_in: int,
+    n_out: int,
+    real_out: bool,
+    scale: float,
+) -> None:
+    """X[k] = c[k] IFFT_M(FFT_M(x c) . Bhat)[k] for k < n_out (see the module docstring)."""
+    cz: Chirp = chirp(n, inverse, src.a._device)
+    inner = plan(cz.m, src.a._device)
+    spare: list[_Operand] = []
+    mid = _passes(
+        inner, src, None, rows, d, inverse=False, load=load, n_in=n_in, n_log=n,
+        n_out=cz.m, pre=cz.c, spare=spare,
+    )  # fmt: skip
+    _passes(
+        inner, mid, dst, rows, d, inverse=True, load=_COMPLEX, n_in=cz.m, n_log=cz.m,
+        n_out=n_out, real_out=real_out, pre=cz.bhat, post=cz.c, scale=scale, spare=spare,
+    )  # fmt: skip
+
+
+def _operand(a: GPUArray) -> tuple[GPUArray, tuple[int, ...], int]:
+    """The fp32-unit view of a real or complex array, its lead strides and element stride."""
+    if a.dtype.is_complex:
+        f = view_as_real(a)
+        return f, f.element_strides[:-2], f.element_strides[-2]
+    return a, a.element_strides[:-1], a.element_strides[-1]
+
+
+def _scale(n: int, norm: str, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def _transform(
+    x: GPUArray,
+    out: GPUArray | None,
+    *,
+    n: int,
+    norm: str,
+    inverse: bool,
+    load: int,
+    n_out: int,
+    real_out: bool,
+) -> GPUArray:
+    lead = x.shape[:-1]
+    shape = (*lead, n_out)
+    y = out if out is not None else empty(shape, float32 if real_out else complex64, x._device)
+    rows = 1
+    for v in lead:
+        rows *= v
+    if rows == 0:
+        return deliver(y, out)
+    xf, xs, xe = _operand(x)
+    yf, ys, ye = _operand(y)
+    planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
+    if planned is None:  # more than three lead dims that do not merge
+        x = contiguous(x)
+        y = empty(shape, y.dtype, x._device)
+        xf, xs, xe = _operand(x)
+        yf, ys, ye = _operand(y)
+        planned = plan_rows(lead, (xs, ys))
+        assert planned is not None
+    sizes, st = planned
+    d = (sizes[1], sizes[2])
+    src = _Operand(xf, (st[0][0], st[0][1], st[0][2]), xe)
+    dst = _Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
+    n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
+    scale = _scale(n, norm, inverse)
+    if radices(n) is None:
+        _bluestein(
+            n, src, dst, rows, d, inverse=inverse, load=load, n_in=n_in, n_out=n_out,
+            real_out=real_out, scale=scale,
+        )  # fmt: skip
+    else:
+        _passes(
+            plan(n, x._device), src, dst, rows, d, inverse=inverse, load=load, n_in=n_in,
+            n_log=n, n_out=n_out, real_out=real_out, scale=scale,
+        )  # fmt: skip
+    return deliver(y, out)
+
+
+def _load_of(x: GPUArray) -> int:
+    return _COMPLEX if x.dtype.is_complex else _REAL
+
+
+def fft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Forward n-point DFT of x's rows (real or complex64) -> complex64."""
+    return _transform(
+        x, out, n=n, norm=norm, inverse=False, load=_load_of(x), n_out=n, real_out=False
+    )
+
+
+def ifft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Inverse n-point DFT of x's rows (real or complex64) -> complex64."""
+    return _transform(
+        x, out, n=n, norm=norm, inverse=True, load=_load_of(x), n_out=n, real_out=False
+    )
+
+
+def rfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64."""
+    return _transform(
+        x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False
+    )
+
+
+def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64) -> float32."""
+    return _transform(x, out, n=n, norm=norm, inverse=True, load=_HERMITIAN, n_out=n, real_out=True)

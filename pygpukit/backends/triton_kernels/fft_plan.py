@@ -1,0 +1,194 @@
+"""Plans of the Triton FFT (fft.py): how a length is split into passes, and the constant tables
+each pass reads, computed once per (length, device) in float64 on the host and kept on the
+device in fp32.
+
+- ``radices(n)``: the pass radices r_1 ... r_k (product n, each <= RMAX) of the Stockham
+  transform, or None when n has a prime factor above RMAX (then Bluestein). Each pass applies a
+  dense r x r DFT matrix with tl.dot, padded to RP = max(16, next_pow2(r)) (tl.dot's smallest
+  tile), so a pass costs about RP complex multiply-adds per point plus one read and one write of
+  the whole signal. The split minimises the sum over passes of RP + PASS_COST (PASS_COST: the
+  memory traffic of a pass, 16 bytes a point, in multiply-add equivalents at an H100's ratio of
+  fp32 rate to bandwidth, about 18 flops a byte = 36 complex multiply-adds): 400 -> 25 x 16,
+  512 -> 32 x 16, 1000 -> 10 x 10 x 10, 2048 -> 16 x 16 x 8, 4096 -> 16 x 16 x 16. PASS_COST is
+  that estimate, not yet a measurement: benchmarks/fft.py is where to tune it.
+- ``Plan``: for every pass its DFT matrix F (real and imaginary planes, [RP, RP], zero-padded)
+  and, when the pass has later passes (M > 1), its twiddles T[k, m] = w_(r M)^(k m), [r, M]
+  interleaved. The inverse transform uses the same tables conjugated in the kernel.
+- ``Chirp``: Bluestein's tables for a length n and direction: the chirp c[j] = exp(-+ i pi j^2
+  / n) (j^2 reduced mod 2n in exact integers before the angle, so the phase is exact for any n)
+  and the FFT of the convolution kernel, Bhat = FFT_M(b) / M with b[j] = conj(c[|j|]) on the
+  circle of M = next_pow2(2n - 1) points (1/M folds the inverse transform's scale in).
+
+Building a plan uploads its tables and waits for that copy (the cached tables are then safe to
+read from any stream): the first call of a length is not capturable in a CUDA graph, later
+calls are.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pygpukit import runtime
+from pygpukit.array import GPUArray
+from pygpukit.creation import from_numpy
+
+__all__ = ["RMAX", "Chirp", "Pass", "Plan", "chirp", "next_pow2", "plan", "radices"]
+
+# Largest radix a pass applies as a dense DFT matrix: 64 x 64 fp32 matrices and a [64, 32] tile
+# of the signal fit a program's registers; larger prime factors go to Bluestein.
+RMAX = 64
+PASS_COST = 36
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def padded(r: int) -> int:
+    """The tile size a radix-r pass computes on (tl.dot needs dims >= 16, powers of two)."""
+    return max(16, next_pow2(r))
+
+
+@functools.lru_cache(maxsize=4096)
+def _best(n: int) -> tuple[int, tuple[int, ...]] | None:
+    """(cost, radices) of the cheapest split of n into radices <= RMAX, or None."""
+    if n == 1:
+        return 0, ()
+    best: tuple[int, tuple[int, ...]] | None = None
+    for r in range(min(n, RMAX), 1, -1):
+        if n % r:
+            continue
+        sub = _best(n // r)
+        if sub is None:
+            continue
+        cost = padded(r) + PASS_COST + sub[0]
+        if best is None or cost < best[0]:
+            best = cost, (r, *sub[1])
+    return best
+
+
+def radices(n: int) -> tuple[int, ...] | None:
+    """The pass radices of a length-n transform (n = 1: one pass of radix 1), or None when n has
+    a prime factor above RMAX."""
+    if n == 1:
+        return (1,)
+    got = _best(n)
+    return None if got is None else got[1]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One Stockham pass: radix r (padded to rp), L = product of the earlier radices, M = that
+    of the later ones; f: the [2, rp, rp] DFT matrix, t: the [r, M] twiddles (None when M = 1)."""
+
+    r: int
+    rp: int
+    L: int
+    M: int
+    f: GPUArray
+    t: GPUArray | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    n: int
+    passes: tuple[Pass, ...]
+
+
+@dataclass(frozen=True)
+class Chirp:
+    """Bluestein's tables of length n in one direction: c (n complex) and bhat (m complex)."""
+
+    n: int
+    m: int
+    c: GPUArray
+    bhat: GPUArray
+
+
+def _device_f32(a: np.ndarray, dev: Any) -> GPUArray:
+    return from_numpy(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+
+
+def _uploaded(dev: Any) -> None:
+    """Wait for a new plan's table uploads: the tables are cached and later read by kernels on
+    any stream, which must not race the copy (once per plan, never in the steady state)."""
+    if dev.type == "cuda":
+        runtime.current_stream(dev).synchronize()
+
+
+def _interleaved(z: np.ndarray) -> np.ndarray:
+    return np.stack([z.real, z.imag], axis=-1).astype(np.float32)
+
+
+_lock = threading.Lock()
+_mats: dict[tuple[int, Any], GPUArray] = {}
+_plans: dict[tuple[int, Any], Plan] = {}
+_chirps: dict[tuple[int, bool, Any], Chirp] = {}
+
+
+def _dft_matrix(r: int, dev: Any) -> GPUArray:
+    key = (r, dev)
+    got = _mats.get(key)
+    if got is None:
+        rp = padded(r)
+        k = np.arange(r)
+        # (k j) mod r in integers: the angle is then exact to float64 rounding for any r.
+        w = np.exp(-2j * np.pi * (np.outer(k, k) % r) / r)
+        f = np.zeros((2, rp, rp), np.float64)
+        f[0, :r, :r], f[1, :r, :r] = w.real, w.imag
+        got = _mats[key] = _device_f32(f, dev)
+    return got
+
+
+def _twiddles(r: int, m: int, dev: Any) -> GPUArray:
+    k = np.arange(r)[:, None]
+    j = np.arange(m)[None, :]
+    return _device_f32(_interleaved(np.exp(-2j * np.pi * ((k * j) % (r * m)) / (r * m))), dev)
+
+
+def plan(n: int, dev: Any) -> Plan:
+    """The (cached) plan of a length-n mixed-radix transform on ``dev``; n must have radices."""
+    key = (n, dev)
+    got = _plans.get(key)
+    if got is not None:
+        return got
+    rs = radices(n)
+    if rs is None:
+        raise ValueError(f"fft plan: length {n} has a prime factor above {RMAX} (use Bluestein)")
+    with _lock:
+        passes = []
+        done = 1
+        for r in rs:
+            rest = n // (done * r)
+            t = _twiddles(r, rest, dev) if rest > 1 else None
+            passes.append(Pass(r, padded(r), done, rest, _dft_matrix(r, dev), t))
+            done *= r
+        _uploaded(dev)
+        got = _plans[key] = Plan(n, tuple(passes))
+    return got
+
+
+def chirp(n: int, inverse: bool, dev: Any) -> Chirp:
+    """The (cached) Bluestein tables of length n, direction ``inverse``, on ``dev``."""
+    key = (n, inverse, dev)
+    got = _chirps.get(key)
+    if got is not None:
+        return got
+    m = next_pow2(2 * n - 1)
+    j = np.arange(n, dtype=np.int64)
+    sign = 1.0 if inverse else -1.0
+    c = np.exp(sign * 1j * np.pi * ((j * j) % (2 * n)) / n)
+    b = np.zeros(m, np.complex128)
+    b[:n] = np.conj(c)
+    b[m - n + 1 :] = np.conj(c[1:][::-1])
+    bhat = np.fft.fft(b) / m
+    got = Chirp(n, m, _device_f32(_interleaved(c), dev), _device_f32(_interleaved(bhat), dev))
+    _uploaded(dev)
+    with _lock:
+        _chirps[key] = got
+    return got

@@ -1,0 +1,12 @@
+"""``gp.fft``: discrete Fourier transforms with numpy.fft's names and semantics.
+
+``gp.fft.fft``, ``gp.fft.ifft``, ``gp.fft.rfft``, ``gp.fft.irfft`` are routed ops like every
+other (pygpukit/ops/fft.py): Triton's fp32 kernels on CUDA, NumPy on the CPU. They live in this
+namespace, not in ``gp``'s top level, because ``gp.fft`` names the module (as numpy.fft does).
+"""
+
+from __future__ import annotations
+
+from pygpukit.ops.fft import fft, ifft, irfft, rfft
+
+__all__ = ["fft", "ifft", "irfft", "rfft"]

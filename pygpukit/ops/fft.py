@@ -1,0 +1,173 @@
+"""Discrete Fourier transforms with numpy.fft's names and semantics: fft, ifft, rfft, irfft.
+
+Reached as ``gp.fft.fft`` ... (pygpukit/fft.py re-exports them; ``gp.fft`` is the namespace).
+
+- ``n``: the transform length along ``axis``; the input is zero-padded or truncated to it
+  (default: the input's length; for irfft the output length, default 2 * (m - 1) for m input
+  terms, whose input is padded or truncated to n // 2 + 1 terms).
+- ``axis``: any axis (default the last). The backends transform the last axis; another axis is
+  moved there as a strided view and the result moved back (one extra copy when ``out`` is not
+  given, as the result is returned C-contiguous like NumPy's).
+- ``norm``: None or "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways), "forward"
+  (1/n on the forward transform).
+- dtypes: a real input (float32, float16, bfloat16 -> complex64; float64 -> complex128) is
+  promoted to complex; complex64/complex128 inputs keep their dtype. rfft takes real input only,
+  irfft complex input only (its result is float32 / float64).
+- ``out``: an optional result buffer of the result's shape and dtype (any layout).
+
+Routing (pygpukit/routing/table.py): the Triton kernels (fp32) first, NumPy on the CPU; there is
+no native twin. float64/complex128 run on the CPU only (no fp64 GPU transform yet).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from pygpukit.array import GPUArray
+from pygpukit.dtypes import DataType, complex64, complex128, float32, float64
+from pygpukit.ops import _checks as chk
+from pygpukit.routing.dispatch import run
+
+__all__ = ["fft", "ifft", "irfft", "rfft"]
+
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _norm_arg(op: str, norm: Any) -> str:
+    if norm is None:
+        return "backward"
+    if not isinstance(norm, str) or norm not in _NORMS:
+        raise ValueError(f"{op}: norm must be None or one of {_NORMS}, got {norm!r}")
+    return norm
+
+
+def _n_arg(op: str, n: Any, default: int) -> int:
+    if n is None:
+        n = default
+    elif isinstance(n, bool):
+        raise TypeError(f"{op}: n must be an int or None, got {n!r}")
+    else:
+        try:
+            n = operator.index(n)
+        except TypeError:
+            raise TypeError(f"{op}: n must be an int or None, got {type(n).__name__}") from None
+    if n < 1:
+        raise ValueError(f"{op}: n must be >= 1 (the number of transform points), got {n}")
+    return int(n)
+
+
+def _input(op: str, x: Any, axis: Any, kinds: str) -> tuple[GPUArray, int]:
+    """x checked (a GPUArray of the accepted kinds, >= 1 dim) and the normalised axis."""
+    chk.array(op, "x", x)
+    if x.dtype.kind not in kinds:
+        want = {
+            "fc": "a float or complex array",
+            "f": "a real float array (float16/bfloat16/float32/float64)",
+            "c": "a complex array (complex64/complex128)",
+        }[kinds]
+        raise TypeError(f"{op}: x must be {want}, got {chk.desc(x)}")
+    if x.ndim == 0:
+        raise ValueError(f"{op}: x must have at least 1 dim, got {chk.desc(x)}")
+    return x, chk.axis_arg(op, axis, x.ndim)
+
+
+def _complex_of(dt: DataType) -> DataType:
+    return complex128 if dt in (float64, complex128) else complex64
+
+
+def _run(
+    op: str,
+    x: GPUArray,
+    ax: int,
+    n: int,
+    norm: str,
+    shape: tuple[int, ...],
+    dt: DataType,
+    out: GPUArray | None,
+) -> GPUArray:
+    """Check out, move ``ax`` last, run the routed backend, move it back."""
+    chk.out_arg(op, out, shape, dt)
+    params = {"n": n, "norm": norm}
+    last = x.ndim - 1
+    if ax == last:
+        return run(op, (x,), params, out=out)  # type: ignore[no-any-return]
+    xs = x.swapaxes(ax, last)
+    if out is not None:
+        run(op, (xs,), params, out=out.swapaxes(ax, last))
+        return out
+    res: GPUArray = run(op, (xs,), params)
+    return res.swapaxes(ax, last).contiguous()
+
+
+def _moved(shape: tuple[int, ...], ax: int, n_out: int) -> tuple[int, ...]:
+    return (*shape[:ax], n_out, *shape[ax + 1 :])
+
+
+def fft(
+    x: GPUArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: str | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The n-point DFT along ``axis``: X[k] = sum_j x[j] exp(-2 pi i j k / n)."""
+    op = "fft"
+    x, ax = _input(op, x, axis, "fc")
+    nn = _n_arg(op, n, x.shape[ax])
+    nm = _norm_arg(op, norm)
+    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), _complex_of(x.dtype), out)
+
+
+def ifft(
+    x: GPUArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: str | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The n-point inverse DFT along ``axis``: x[j] = (1/n) sum_k X[k] exp(2 pi i j k / n)."""
+    op = "ifft"
+    x, ax = _input(op, x, axis, "fc")
+    nn = _n_arg(op, n, x.shape[ax])
+    nm = _norm_arg(op, norm)
+    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), _complex_of(x.dtype), out)
+
+
+def rfft(
+    x: GPUArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: str | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The n-point DFT of a real signal along ``axis``: its n // 2 + 1 non-negative frequency
+    terms (complex64 for float32/float16/bfloat16 input, complex128 for float64)."""
+    op = "rfft"
+    x, ax = _input(op, x, axis, "f")
+    nn = _n_arg(op, n, x.shape[ax])
+    nm = _norm_arg(op, norm)
+    shape = _moved(x.shape, ax, nn // 2 + 1)
+    return _run(op, x, ax, nn, nm, shape, _complex_of(x.dtype), out)
+
+
+def irfft(
+    x: GPUArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: str | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The inverse of rfft along ``axis``: a real signal of length n (default 2 * (m - 1) for m
+    input terms) from its Hermitian half-spectrum; the imaginary parts of the DC and (even n)
+    Nyquist terms are ignored, as in numpy.fft.irfft."""
+    op = "irfft"
+    x, ax = _input(op, x, axis, "c")
+    nn = _n_arg(op, n, 2 * (x.shape[ax] - 1))
+    nm = _norm_arg(op, norm)
+    dt = float64 if x.dtype is complex128 else float32
+    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), dt, out)

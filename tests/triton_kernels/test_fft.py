@@ -1,0 +1,195 @@
+"""Triton fft/ifft/rfft/irfft (Stockham passes, Bluestein) against float64 numpy.fft.
+
+Under the interpreter: one length per code path (one pass, two and three passes, radices that
+pad, Bluestein for primes above 64), batches, strided inputs and outs, every norm, n padding and
+truncation, and the routed op. On a GPU (marked gpu) also every length 1..4097.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+
+from _assert import assert_close
+from _data import as64, rand, seed
+from _tkutil import FLOATS, GPU, LAYOUTS, poisoned, up, view
+
+import pygpukit as gp
+from pygpukit.backends.triton_kernels import fft as tfft
+from pygpukit.backends.triton_kernels.fft_plan import RMAX, radices
+
+# 1, 2, 3, 7, 16, 17, 61: one pass (a dense DFT of that size); 400 = 16 x 25, 512 = 16 x 32:
+# two passes; 1000 and 2048: three; 97, 4097 = 17 x 241: Bluestein (prime factor above 64).
+LENGTHS = [1, 2, 3, 7, 16, 17, 61, 97, 400, 512, 1000, 2048, 4097]
+OPS = ["fft", "ifft", "rfft", "irfft"]
+_NP = {"fft": np.fft.fft, "ifft": np.fft.ifft, "rfft": np.fft.rfft, "irfft": np.fft.irfft}
+
+
+def pairs(z: Any) -> np.ndarray:
+    z = z.to_numpy() if isinstance(z, gp.GPUArray) else np.asarray(z)
+    return np.stack([z.real, z.imag], axis=-1) if z.dtype.kind == "c" else z
+
+
+def signal(rng: np.random.Generator, shape: tuple[int, ...], op: str, dtype: str = "float32"):
+    """Real input for fft/rfft, complex64 for ifft/irfft."""
+    re = rand(rng, shape, dtype)
+    if op in ("fft", "rfft"):
+        return re
+    return (as64(re) + 1j * as64(rand(rng, shape, "float32"))).astype(np.complex64)
+
+
+def expected(op: str, x: np.ndarray, **kw: Any) -> np.ndarray:
+    x64 = x.astype(np.complex128) if x.dtype.kind == "c" else as64(x)
+    return _NP[op](x64, **kw)
+
+
+def run(op: str, x: gp.GPUArray, n: int, norm: str = "backward", out: Any = None):
+    return getattr(tfft, op)(x, n=n, norm=norm, out=out)
+
+
+def in_len(op: str, n: int) -> int:
+    return n // 2 + 1 if op == "irfft" else n
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("op", OPS)
+def test_lengths(device: str, op: str, n: int) -> None:
+    rng = np.random.default_rng(seed("tfft", op, n))
+    x = signal(rng, (3, in_len(op, n)), op)
+    out = poisoned((3, n // 2 + 1 if op == "rfft" else n), tfft_dtype(op), device)
+    assert run(op, up(x, device), n, out=out) is out
+    assert_close(pairs(out), pairs(expected(op, x, n=n)), "float32", name=f"{op} n={n}")
+
+
+def tfft_dtype(op: str) -> gp.DataType:
+    return gp.float32 if op == "irfft" else gp.complex64
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [12, 97])
+def test_norms(device: str, op: str, norm: str, n: int) -> None:
+    rng = np.random.default_rng(seed("tfft-norm", op, norm, n))
+    x = signal(rng, (2, in_len(op, n)), op)
+    r = run(op, up(x, device), n, norm)
+    assert_close(pairs(r), pairs(expected(op, x, n=n, norm=norm)), "float32")
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [5, 64, 80, 131])  # truncate, pad; 131: a padded Bluestein input
+def test_n_pads_and_truncates(device: str, op: str, n: int) -> None:
+    rng = np.random.default_rng(seed("tfft-n", op, n))
+    x = signal(rng, (2, 70), op)
+    r = run(op, up(x, device), n)
+    assert_close(pairs(r), pairs(expected(op, x, n=n)), "float32")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [48, 400, 67])
+def test_batched_strided_inputs_and_outs(device: str, op: str, layout: str, n: int) -> None:
+    rng = np.random.default_rng(seed("tfft-lay", op, layout, n))
+    x = signal(rng, (2, 3, in_len(op, n)), op)
+    want = expected(op, x, n=n)
+    out_shape = want.shape
+    wide = poisoned((*out_shape[:-1], 2 * out_shape[-1]), tfft_dtype(op), device)
+    out = wide[..., ::2]
+    assert run(op, view(x, layout, device), n, out=out) is out
+    assert_close(pairs(out), pairs(want), "float32")
+    assert np.isnan(pairs(wide[..., 1::2])).all()
+
+
+def test_four_lead_dims_and_broadcast_rows(device: str) -> None:
+    rng = np.random.default_rng(5)
+    x = rand(rng, (2, 2, 3, 2, 40), "float32")
+    xs = up(np.swapaxes(x, 0, 3), device).swapaxes(0, 3)  # lead dims that do not merge
+    assert_close(pairs(run("rfft", xs, 40)), pairs(expected("rfft", x)), "float32")
+    row = rand(rng, (1, 40), "float32")
+    b = up(row, device).broadcast_to((3, 40))  # row stride 0
+    assert_close(pairs(run("fft", b, 40)), pairs(np.fft.fft(np.repeat(as64(row), 3, 0))), "float32")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_half_inputs(device: str, dtype: str) -> None:
+    rng = np.random.default_rng(seed("tfft-dt", dtype))
+    x = rand(rng, (4, 400), dtype)
+    assert_close(pairs(run("rfft", up(x, device), 400)), pairs(expected("rfft", x)), "float32")
+
+
+def test_routed_ops_and_round_trip(device: str) -> None:
+    rng = np.random.default_rng(9)
+    x = rand(rng, (3, 5, 16), "float32")
+    xd = up(x, device)
+    with gp.route(fft="triton", ifft="triton", rfft="triton", irfft="triton"):
+        gp.routing.reset_stats()
+        r = gp.fft.rfft(xd, n=20, axis=1)
+        back = gp.fft.irfft(gp.fft.rfft(xd), n=16)
+        z = gp.fft.ifft(gp.fft.fft(xd, norm="ortho"), norm="ortho")
+        stats = gp.routing.stats()
+    assert stats["rfft"] == {"triton": 2} and stats["irfft"] == {"triton": 1}
+    assert_close(pairs(r), pairs(expected("rfft", x, n=20, axis=1)), "float32")
+    assert_close(back, as64(x), "float32")
+    assert_close(pairs(z), pairs(as64(x).astype(np.complex128)), "float32")
+
+
+@pytest.mark.parametrize("n", [1 << 16, 100003])  # four passes; Bluestein on 2**18 points
+def test_long_1d(device: str, n: int) -> None:
+    rng = np.random.default_rng(seed("tfft-long", n))
+    x = signal(rng, (n,), "ifft")
+    assert_close(pairs(run("fft", up(x, device), n)), pairs(expected("fft", x)), "float32")
+
+
+def test_empty_batch(device: str) -> None:
+    r = run("rfft", up(np.zeros((0, 8), np.float32), device), 8)
+    assert r.shape == (0, 5) and r.dtype is gp.complex64
+
+
+def test_irfft_ignores_dc_and_nyquist_imaginary_parts(device: str) -> None:
+    rng = np.random.default_rng(4)
+    for n in (16, 17, 194):  # even, odd, and an even Bluestein length (97 x 2)
+        h = np.fft.rfft(as64(rand(rng, (2, n), "float32"))).astype(np.complex64)
+        h[:, 0] += 5j
+        h[:, -1] -= 3j
+        assert_close(run("irfft", up(h, device), n), np.fft.irfft(h.astype(np.complex128), n))
+
+
+def test_radices_cover_every_length() -> None:
+    for n in range(1, 4098):
+        rs = radices(n)
+        if rs is None:
+            assert max(p for p in range(2, n + 1) if n % p == 0 and _prime(p)) > RMAX
+        else:
+            assert int(np.prod(rs)) == n and max(rs) <= RMAX
+    assert radices(400) == (25, 16) and radices(512) == (32, 16) and radices(97) is None
+
+
+def _prime(p: int) -> bool:
+    return p > 1 and all(p % q for q in range(2, int(p**0.5) + 1))
+
+
+@GPU
+@pytest.mark.parametrize("op", OPS)
+def test_every_length_to_4097(device: str, op: str) -> None:
+    rng = np.random.default_rng(seed("tfft-all", op))
+    worst = (0.0, 0)
+    for n in range(1, 4098):
+        x = signal(rng, (2, in_len(op, n)), op)
+        want = expected(op, x, n=n)
+        got = pairs(run(op, up(x, device), n))
+        err = float(np.linalg.norm(got - pairs(want)) / np.linalg.norm(pairs(want)))
+        worst = max(worst, (err, n))
+        assert_close(got, pairs(want), "float32", name=f"{op} n={n}")
+    assert worst[0] <= 1e-5, worst
+
+
+@GPU
+def test_speech_batch(device: str) -> None:
+    """Whisper's frames: 3000 frames of n_fft 400, and 512 / 2048-point frames."""
+    rng = np.random.default_rng(3)
+    for n in (400, 512, 2048):
+        x = rand(rng, (2, 3000, n), "float32")
+        assert_close(pairs(run("rfft", up(x, device), n)), pairs(expected("rfft", x)), "float32")
