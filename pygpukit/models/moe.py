@@ -31,12 +31,14 @@ __all__ = ["moe_forward", "block_rows"]
 
 def block_rows(routed: int, num_experts: int) -> int:
     """The grouped GEMM's row tile for ``routed`` rows over ``num_experts`` experts: 16 (the
-    smallest tensor-core tile) until an expert's average group fills more, up to 64. Fixed at 16
-    under the deterministic mode, so a row's product never depends on the batch."""
+    smallest tensor-core tile) until an expert's average group fills more, up to 128 (measured
+    by benchmarks/tuning/tune_moe.py; the tiles per block_m are in backends/triton_kernels/
+    moe.py grouped_config). Fixed at 16 under the deterministic mode, so a row's product never
+    depends on the batch."""
     if is_deterministic():
         return 16
     avg = routed // max(num_experts, 1)
-    return 64 if avg >= 48 else 32 if avg >= 24 else 16
+    return 128 if avg >= 96 else 64 if avg >= 48 else 32 if avg >= 24 else 16
 
 
 def moe_forward(h: GPUArray, lw: LayerWeights, config: ModelConfig) -> GPUArray:
