@@ -50,7 +50,9 @@ def test_align(device: str, t: int, k: int, e: int, bm: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(("t", "k", "e", "bm"), [(1, 2, 4, 16), (45, 3, 5, 16), (200, 2, 3, 64)])
+@pytest.mark.parametrize(
+    ("t", "k", "e", "bm"), [(1, 2, 4, 16), (45, 3, 5, 16), (200, 2, 3, 64), (150, 2, 2, 128)]
+)
 def test_grouped_linear(device: str, dtype: str, t: int, k: int, e: int, bm: int) -> None:
     import ml_dtypes
 
