@@ -16,10 +16,10 @@ from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.audio import _checks as chk
 from pygpukit.audio._complex import abs_pow
+from pygpukit.audio._tables import device_table
 from pygpukit.audio.convert import power_to_db
 from pygpukit.audio.filters import dct_np, mel_np
 from pygpukit.audio.spectrum import check_stft, stft_frames
-from pygpukit.creation import from_numpy
 from pygpukit.dtypes import as_dtype
 
 __all__ = ["melspectrogram", "mfcc"]
@@ -43,7 +43,7 @@ def _mel_basis(fn: str, sr: float, n_fft: int, kwargs: dict[str, Any], like: GPU
         raise TypeError(f"{fn}: dtype must be a float type, got {dt.name}")
     tiny = float(np.finfo(dt.np_dtype).tiny)
     w = mel_np(fn, sr, n_fft, n_mels, fmin, fmax, bool(kwargs.get("htk", False)), norm, tiny)
-    return from_numpy(w.astype(dt.np_dtype), device=like.device)
+    return device_table(w, dt.np_dtype, like.device)
 
 
 def melspectrogram(
@@ -129,5 +129,5 @@ def mfcc(
     d = dct_np(fn, nm, n_in, dct_type, norm)
     if lift > 0:
         d = d * (1.0 + (lift / 2.0) * np.sin(math.pi * np.arange(1, 1 + nm) / lift))[:, None]
-    basis = from_numpy(d.astype(log_mel.dtype.np_dtype), device=log_mel.device)
+    basis = device_table(d, log_mel.dtype.np_dtype, log_mel.device)
     return ops.matmul(basis, log_mel)

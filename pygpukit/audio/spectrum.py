@@ -23,8 +23,9 @@ from pygpukit.array import GPUArray, view_as_complex, view_as_real
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
 from pygpukit.audio._complex import abs2
+from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import pad_center_np, sumsquare_np, window_np
-from pygpukit.creation import empty, from_numpy
+from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype, float32, float64
 
 __all__ = ["istft", "magphase", "stft"]
@@ -53,7 +54,7 @@ class _Params:
         self.window = pad_center_np(fn, window_np(fn, window, self.win_length), self.n_fft)
 
     def device_window(self, like: GPUArray) -> GPUArray:
-        return from_numpy(self.window.astype(like.dtype.np_dtype), device=like.device)
+        return device_table(self.window, like.dtype.np_dtype, like.device)
 
 
 def _dtype_name(fn: str, dtype: Any) -> str:
@@ -228,7 +229,7 @@ def istft_frames(zf: GPUArray, p: _Params, center: bool, length: int | None) -> 
     tiny = np.finfo(real.np_dtype).tiny
     inv = np.where(wss > tiny, 1.0 / np.where(wss > tiny, wss, 1.0), 1.0)[start : start + out_len]
     avail = inv.shape[0]
-    inv_dev = from_numpy(inv.astype(real.np_dtype), device=frames.device)
+    inv_dev = device_table(inv, real.np_dtype, frames.device)
     if avail == out_len:
         return ola[:, start : start + out_len] * inv_dev
     y = empty((ola.shape[0], out_len), real, frames.device)

@@ -160,3 +160,21 @@ def test_magphase(power: float) -> None:
     assert rel_err(mag, ref_mag) <= RTOL
     assert rel_err(phase, ref_phase) <= RTOL
     assert phase.to_numpy()[3, 4] == 1.0
+
+
+def test_tables_are_uploaded_once() -> None:
+    """A repeated melspectrogram with the same parameters reuses its window and mel basis from
+    the device table cache (nothing new uploaded), and the result does not change."""
+    from pygpukit.audio import _tables
+
+    rng = np.random.default_rng(3)
+    y = up(rng.standard_normal(4000).astype(np.float32))
+    first = pa.feature.melspectrogram(y=y, sr=16000, n_fft=400, hop_length=160, n_mels=40)
+    before = list(_tables._tables)
+    again = pa.feature.melspectrogram(y=y, sr=16000, n_fft=400, hop_length=160, n_mels=40)
+    assert sorted(map(repr, _tables._tables)) == sorted(map(repr, before))
+    assert (again.to_numpy() == first.to_numpy()).all()
+    w = np.hanning(64)
+    assert _tables.device_table(w, np.float32, y.device) is _tables.device_table(
+        w, np.float32, y.device
+    )
