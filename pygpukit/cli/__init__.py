@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pygpukit.cli import bench, chat, info, kernels, routes, sched
+    from pygpukit.cli import bench, chat, info, kernels, routes, sched, transcribe
 
     parser = argparse.ArgumentParser(prog="python -m pygpukit", description=__doc__)
     parser.add_argument(
@@ -27,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chat.add_parser(sub)
     bench.add_parser(sub)
     sched.add_parser(sub)
+    transcribe.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

@@ -10,23 +10,39 @@ rows' lengths on the device).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty
-from pygpukit.models.config import ModelConfig
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.runtime import Device
 
-__all__ = ["StaticKVCache"]
+__all__ = ["CacheDims", "StaticKVCache"]
+
+
+class CacheDims(Protocol):
+    """What the cache needs of a model's config: ModelConfig, and the Whisper decoder's
+    (WhisperConfig.decoder_cache_dims)."""
+
+    @property
+    def num_layers(self) -> int: ...
+
+    @property
+    def num_kv_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def max_context(self) -> int: ...
 
 
 class StaticKVCache:
     def __init__(
         self,
-        config: ModelConfig,
+        config: CacheDims,
         batch_size: int,
         max_seq_len: int,
         dtype: Any,
