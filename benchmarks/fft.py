@@ -1,6 +1,7 @@
 """gp.fft (Triton, fp32) against torch.fft (cuFFT) in the same run.
 
     python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
+        [--dot ieee tf32x3] [--paths fused passes] [--points 1024 2048] [--n 400 2048]
 
 Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048;
 rfft and fft), a batched Bluestein length (n = 401), and long 1-D transforms (2**16, 2**20,
@@ -12,11 +13,19 @@ plus gp's relative error against float64 numpy.fft on a few rows. The device's c
 measured in the same run as the bandwidth ceiling. Without torch the torch columns stay empty;
 without a GPU the script says so and exits (--quick shrinks the batches for a smoke run).
 The last line of output is one JSON object (also written to --json).
+
+Variants, all in one process and one table each: --dot, the tl.dot input precision of the FFT
+kernels (fft_fused.DOT, env PYGPUKIT_FFT_DOT; default both "ieee" and "tf32x3"); --paths,
+"fused" (the one-kernel path for lengths N1 N2 with both factors <= 64, the default) and/or
+"passes" (the fused path off: every length through the Stockham passes); --points, the
+fused kernel's points a program (fft_fused.FUSED_POINTS; default its table). Each case's
+input, torch time and copy rate are shared by all variants.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from dataclasses import dataclass
@@ -71,27 +80,60 @@ def _rel_error(c: Case, x: gp.GPUArray, y: gp.GPUArray) -> float:
     return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
 
+@dataclass(frozen=True)
+class Variant:
+    dot: str  # fft_fused.DOT
+    path: str  # "fused" or "passes"
+    points: int | None  # fft_fused.FUSED_POINTS (None: its table)
+
+    @property
+    def name(self) -> str:
+        pts = "" if self.points is None else f" points={self.points}"
+        return f"dot={self.dot} path={self.path}{pts}"
+
+    def apply(self) -> None:
+        from pygpukit.backends.triton_kernels import fft_fused
+
+        fft_fused.DOT = self.dot
+        fft_fused.FUSED = self.path == "fused"
+        fft_fused.FUSED_POINTS = self.points
+
+
 def run_case(
-    c: Case, timer: Any, rounds: int, rng: np.random.Generator, device: str = "cuda:0"
-) -> dict[str, Any]:
-    """One case's row; timer: a DeviceTimer (its ``torch`` is None without torch)."""
+    c: Case,
+    timer: Any,
+    rounds: int,
+    rng: np.random.Generator,
+    device: str = "cuda:0",
+    variants: tuple[Variant, ...] = (),
+) -> list[dict[str, Any]]:
+    """One case's row per variant (none given: as configured); timer: a DeviceTimer (its
+    ``torch`` is None without torch). The input and the torch time are shared."""
     x = _input(c, rng, device)
     fn = getattr(gp.fft, c.op)
-    y = fn(x)  # compiles, builds the plan, and is the result checked below
-    row: dict[str, Any] = {"op": c.op, "batch": c.batch, "n": c.n, "note": c.note}
-    row["rel_error"] = _rel_error(c, x, y)
-    t = timer.median_seconds(lambda: fn(x, out=y), rounds=rounds)
-    row["gp_us"] = t * 1e6
-    row["gp_gbs"] = _bytes(c) / t / 1e9
+    base: dict[str, Any] = {"op": c.op, "batch": c.batch, "n": c.n, "note": c.note}
     torch = timer.torch
     if torch is not None:
         tx = torch.from_dlpack(x)
         tfn = getattr(torch.fft, c.op)
         tt = timer.median_seconds(lambda: tfn(tx), rounds=rounds)
-        row["torch_us"] = tt * 1e6
-        row["torch_gbs"] = _bytes(c) / tt / 1e9
-        row["speed_vs_torch"] = tt / t
-    return row
+        base["torch_us"] = tt * 1e6
+        base["torch_gbs"] = _bytes(c) / tt / 1e9
+    rows = []
+    for v in variants or (None,):
+        if v is not None:
+            v.apply()
+        row = dict(base, variant=None if v is None else v.name)
+        y = fn(x)  # compiles, builds the plan, and is the result checked below
+        row["rel_error"] = _rel_error(c, x, y)
+        t = timer.median_seconds(lambda y=y: fn(x, out=y), rounds=rounds)
+        row["gp_us"] = t * 1e6
+        row["gp_gbs"] = _bytes(c) / t / 1e9
+        if "torch_us" in base:
+            row["speed_vs_torch"] = base["torch_us"] / row["gp_us"]
+        rows.append(row)
+        del y
+    return rows
 
 
 def _fmt(v: Any, spec: str, width: int = 0) -> str:
@@ -116,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--quick", action="store_true", help="small batches (a smoke run)")
     p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--dot", nargs="+", default=["ieee", "tf32x3"], choices=["ieee", "tf32x3"])
+    p.add_argument("--paths", nargs="+", default=["fused"], choices=["fused", "passes"])
+    p.add_argument("--points", nargs="+", type=int, default=None, help="fused points a program")
+    p.add_argument("--n", nargs="+", type=int, default=None, help="only these lengths")
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/fft.py: no CUDA device; nothing to time")
@@ -125,13 +171,25 @@ def main(argv: list[str] | None = None) -> int:
     timer = DeviceTimer(0)
     rng = np.random.default_rng(0)
     copy_gbs = timer.copy_rate(1 << 28 if args.quick else 1 << 30)
-    rows = []
+    points: list[int | None] = list(args.points) if args.points else [None]
+    variants = tuple(
+        Variant(d, pa, pt) for d, pa, pt in itertools.product(args.dot, args.paths, points)
+    )
+    rows: list[dict[str, Any]] = []
     for c in cases(args.quick):
-        rows.append(run_case(c, timer, args.rounds, rng))
-        r = rows[-1]
-        vs = _fmt(r.get("speed_vs_torch"), ".2f")
-        print(f"{c.op} batch {c.batch} n {c.n}: {r['gp_us']:.1f} us, vs torch {vs}x", flush=True)
-    report(rows, copy_gbs)
+        if args.n is not None and c.n not in args.n:
+            continue
+        for r in run_case(c, timer, args.rounds, rng, variants=variants):
+            rows.append(r)
+            vs = _fmt(r.get("speed_vs_torch"), ".2f")
+            print(
+                f"{c.op} batch {c.batch} n {c.n} [{r['variant']}]: {r['gp_us']:.1f} us, "
+                f"vs torch {vs}x, rel err {r['rel_error']:.1e}",
+                flush=True,
+            )
+    for v in variants:
+        print(f"\n== {v.name}")
+        report([r for r in rows if r["variant"] == v.name], copy_gbs)
     props = gp.get_device_properties(0)
     result = {
         "device": str(props.get("name", "cuda:0")),

@@ -1,8 +1,11 @@
-"""Triton fft/ifft/rfft/irfft (Stockham passes, Bluestein) against float64 numpy.fft.
+"""Triton fft/ifft/rfft/irfft (fused one-kernel path, Stockham passes, Bluestein) against
+float64 numpy.fft.
 
-Under the interpreter: one length per code path (one pass, two and three passes, radices that
-pad, Bluestein for primes above 64), batches, strided inputs and outs, every norm, n padding and
-truncation, and the routed op. On a GPU (marked gpu) also every length 1..4097.
+Under the interpreter: one length per code path (one product or two in the fused kernel; one
+pass, two and three passes with the fused path off; radices that pad; Bluestein for primes
+above 64, its inner transform fused or in passes), batches of rows that leave the last program
+ragged, strided inputs and outs, every norm, both tl.dot precisions, n padding and truncation,
+and the routed op. On a GPU (marked gpu) also every length 1..4097.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from _tkutil import FLOATS, GPU, LAYOUTS, poisoned, up, view
 
 import pygpukit as gp
 from pygpukit.backends.triton_kernels import fft as tfft
-from pygpukit.backends.triton_kernels.fft_plan import RMAX, radices
+from pygpukit.backends.triton_kernels import fft_fused as tff
+from pygpukit.backends.triton_kernels.fft_plan import RMAX, fused_split, out_cols, radices
 
 # 1, 2, 3, 7, 16, 17, 61: one pass (a dense DFT of that size); 400 = 16 x 25, 512 = 16 x 32:
 # two passes; 1000 and 2048: three; 97, 4097 = 17 x 241: Bluestein (prime factor above 64).
@@ -55,9 +59,30 @@ def in_len(op: str, n: int) -> int:
     return n // 2 + 1 if op == "irfft" else n
 
 
+@pytest.fixture(params=["fused", "passes"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run with the fused kernel on (where the length allows) or off (Stockham passes only)."""
+    monkeypatch.setattr(tff, "FUSED", request.param == "fused")
+    return str(request.param)
+
+
+@pytest.fixture
+def fused_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The n of every fused launch fft.py makes during the test."""
+    calls: list[int] = []
+    real = tfft.fused_transform
+
+    def spy(*a: Any, **kw: Any) -> None:
+        calls.append(kw["n"])
+        real(*a, **kw)
+
+    monkeypatch.setattr(tfft, "fused_transform", spy)
+    return calls
+
+
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("op", OPS)
-def test_lengths(device: str, op: str, n: int) -> None:
+def test_lengths(device: str, op: str, n: int, path: str) -> None:
     rng = np.random.default_rng(seed("tfft", op, n))
     x = signal(rng, (3, in_len(op, n)), op)
     out = poisoned((3, n // 2 + 1 if op == "rfft" else n), tfft_dtype(op), device)
@@ -155,6 +180,78 @@ def test_irfft_ignores_dc_and_nyquist_imaginary_parts(device: str) -> None:
         h[:, 0] += 5j
         h[:, -1] -= 3j
         assert_close(run("irfft", up(h, device), n), np.fft.irfft(h.astype(np.complex128), n))
+
+
+# One product (n <= 64: 1, 2, 16, 17 pad to 16 or 32, 48 and 64 to 64) and two (100 = 10 x 10,
+# 400 = 16 x 25, 512 = 16 x 32, 1000 = 20 x 50, 2048 = 32 x 64, 4096 = 64 x 64).
+FUSED_LENGTHS = [1, 2, 16, 17, 48, 64, 100, 400, 512, 1000, 2048, 4096]
+NORMS = ["backward", "ortho", "forward"]
+ROWS = 19  # not a multiple of any ROWS (1..16 with the small tiles below)
+
+
+@pytest.mark.parametrize("dot", tff.DOTS)
+@pytest.mark.parametrize("n", FUSED_LENGTHS)
+@pytest.mark.parametrize("op", OPS)
+def test_fused(
+    device: str, op: str, n: int, dot: str, monkeypatch: pytest.MonkeyPatch, fused_calls: list[int]
+) -> None:
+    """19 rows in programs of 1..16 rows (the last one ragged), a non-contiguous input (rows
+    transposed in memory, or every other element), a poisoned out=, the norms in turn."""
+    monkeypatch.setattr(tff, "DOT", dot)
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 1024)
+    norm = NORMS[(FUSED_LENGTHS.index(n) + OPS.index(op)) % 3]
+    rng = np.random.default_rng(seed("tfft-fused", op, n, dot))
+    x = signal(rng, (ROWS, in_len(op, n)), op)
+    out = poisoned((ROWS, n // 2 + 1 if op == "rfft" else n), tfft_dtype(op), device)
+    xd = view(x, "transposed" if dot == "ieee" else "strided", device)
+    assert not xd.is_contiguous() or in_len(op, n) == 1
+    assert run(op, xd, n, norm, out=out) is out
+    assert fused_calls == [n]
+    assert_close(pairs(out), pairs(expected(op, x, n=n, norm=norm)), "float32", name=f"{op} {n}")
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [48, 400, 401])  # one product, two, Bluestein over 2 x 1024
+def test_fused_norms_and_bluestein(
+    device: str, op: str, n: int, norm: str, fused_calls: list[int]
+) -> None:
+    rng = np.random.default_rng(seed("tfft-fused-norm", op, n, norm))
+    x = signal(rng, (2, 3, in_len(op, n)), op)
+    r = run(op, up(x, device), n, norm)
+    assert fused_calls == ([1024, 1024] if n == 401 else [n])
+    assert_close(pairs(r), pairs(expected(op, x, n=n, norm=norm)), "float32")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_fused_many_programs_wide_batch(
+    device: str, op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows over three lead dims that do not merge (2-D row addressing), 16 rows a program."""
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 16 * 64)
+    rng = np.random.default_rng(seed("tfft-fused-wide", op))
+    x = signal(rng, (3, 5, 7, in_len(op, 64)), op)
+    xd = up(np.swapaxes(x, 0, 1), device).swapaxes(0, 1)
+    assert_close(pairs(run(op, xd, 64)), pairs(expected(op, x, n=64)), "float32")
+
+
+def test_fused_split_and_columns() -> None:
+    assert fused_split(400, True, 201, False, True) == (16, 25)
+    assert fused_split(2048, False, 2048, False, True) == (32, 64)
+    assert fused_split(64, False, 64, False, True) == (64, 1)
+    assert fused_split(4099, False, 4099, False, True) is None  # 4099 is prime
+    assert fused_split(8192, False, 8192, False, True) is None
+    # rfft 2048 = 32 x 64: columns k2 < 32 and X[1024] summed apart; 400 = 16 x 25: k2 <= 12.
+    assert out_cols(2048, 32, 64, 1025, True) == (32, True)
+    assert out_cols(2048, 32, 64, 1025, False) == (64, False)
+    assert out_cols(400, 16, 25, 201, True) == (16, False)
+    assert out_cols(64, 64, 1, 33, True) == (32, True)
+
+
+def test_fused_dot_choice(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tff, "DOT", "tf32")
+    with pytest.raises(ValueError, match="PYGPUKIT_FFT_DOT"):
+        run("fft", up(np.ones((2, 16), np.float32), device), 16)
 
 
 def test_radices_cover_every_length() -> None:

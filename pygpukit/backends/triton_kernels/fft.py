@@ -20,16 +20,20 @@ the two. Every pass reads and writes the whole signal (global scratch between pa
 pool); one pass for n <= 64, two for the lengths of speech features (400 = 25 x 16, 512 = 32 x
 16), three for 1000, 2048 and 4096, four or five for the long 1-D lengths (2**18, 2**20).
 
-Why passes through global scratch rather than one program per row: one kernel then serves every
-length (a row of 16384 Bluestein points or 2**20 points does not fit a program), at the price
-of one extra read and write of the signal per pass beyond the first. A fused one-program-a-row
-kernel for two-pass lengths (n <= 4096) would halve the traffic of the speech-frame sizes; it is
-the first thing to try once benchmarks/fft.py has numbers.
+Lengths n = N1 N2 with both factors <= 64 (every n <= 64, and the smooth lengths up to 4096:
+the speech frames 400, 512, 2048) skip the passes: fft_fused.py does the whole transform of a
+few rows in one program, reading the input once and writing the result once (its docstring
+has the index mapping and the tiles). The passes through global scratch remain for the rest:
+one kernel then serves every length (a row of 16384 Bluestein points or 2**20 points does not
+fit a program), at the price of one extra read and write of the signal per pass beyond the
+first. PYGPUKIT_FFT_FUSED=0 turns the fused path off (for comparison); PYGPUKIT_FFT_DOT
+("ieee" or "tf32x3") sets the tl.dot precision of both kernels.
 
 Lengths with a prime factor above 64 use Bluestein's chirp-z transform: X[k] = c[k] (a * b)[k]
 with a[j] = x[j] c[j], c[j] = exp(-i pi j^2 / n), the circular convolution computed as
 IFFT_M(FFT_M(a) . Bhat) on M = next_pow2(2n - 1) points, Bhat precomputed in float64. Both
-transforms are the same Stockham passes: the chirp is applied as the first pass loads, Bhat
+transforms are two fused launches through one scratch buffer when M <= 4096, else the same
+Stockham passes: the chirp is applied as the first pass loads, Bhat
 likewise in the inverse's first pass, the closing chirp and the norm scale as the last pass
 stores (no extra launches).
 
@@ -50,7 +54,6 @@ a length's plan tables are uploaded on its first call, so run each length once b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import triton
 import triton.language as tl
@@ -62,6 +65,13 @@ from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, plan_rows, row_offset
 from pygpukit.backends.triton_kernels.copy import contiguous
 from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.fft_fused import (
+    Operand,
+    fusable,
+    fused_transform,
+    mm,
+    tf32x3,
+)
 from pygpukit.backends.triton_kernels.fft_plan import Chirp, Plan, chirp, plan, radices
 from pygpukit.creation import empty
 from pygpukit.dtypes import complex64, float32
@@ -81,7 +91,7 @@ def _fft_pass(
     n_in, n_log, n_out, scale, R,
     RP: tl.constexpr, BLOCK_C: tl.constexpr,
     LOAD: tl.constexpr, REAL_X: tl.constexpr, REAL_OUT: tl.constexpr, HAS_TW: tl.constexpr,
-    HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr, INVERSE: tl.constexpr,
+    HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr, INVERSE: tl.constexpr, TF32X3: tl.constexpr,
 ):  # fmt: skip
     """One Stockham pass of radix R (padded to RP) over BLOCK_C columns. Column c = (row, m, b)
     reads logical elements e = k ML + m L + b (k < R) and writes o = m RL + k L + b; offsets
@@ -120,11 +130,11 @@ def _fft_pass(
     if INVERSE:
         fi = -fi
     if REAL_X:
-        yr = tl.dot(fr, xr, input_precision="ieee")
-        yi = tl.dot(fi, xr, input_precision="ieee")
+        yr = mm(fr, xr, TF32X3)
+        yi = mm(fi, xr, TF32X3)
     else:
-        yr = tl.dot(fr, xr, input_precision="ieee") - tl.dot(fi, xi, input_precision="ieee")
-        yi = tl.dot(fr, xi, input_precision="ieee") + tl.dot(fi, xr, input_precision="ieee")
+        yr = mm(fr, xr, TF32X3) - mm(fi, xi, TF32X3)
+        yi = mm(fr, xi, TF32X3) + mm(fi, xr, TF32X3)
     m = rem // L
     if HAS_TW:
         to = 2 * (k[:, None] * M + m[None, :])
@@ -145,20 +155,10 @@ def _fft_pass(
         tl.store(Y + yo + 1, yi * scale, mask=ok_out)
 
 
-@dataclass
-class _Operand:
-    """An fp32 view and its row addressing (row strides s0..s2 over the shared D1, D2, element
-    stride se), in fp32 units."""
-
-    a: GPUArray
-    s: tuple[int, int, int]
-    se: int
-
-
-def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray) -> _Operand:
+def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray) -> Operand:
     buf = empty((rows * n * 2,), float32, like._device)
     rl = 2 * n
-    return _Operand(buf, (d[0] * d[1] * rl, d[1] * rl, rl), 2)
+    return Operand(buf, (d[0] * d[1] * rl, d[1] * rl, rl), 2)
 
 
 def _cfg(rp: int, n_cols: int) -> tuple[int, int]:
@@ -171,8 +171,8 @@ def _cfg(rp: int, n_cols: int) -> tuple[int, int]:
 
 def _passes(
     p: Plan,
-    src: _Operand,
-    dst: _Operand | None,
+    src: Operand,
+    dst: Operand | None,
     rows: int,
     d: tuple[int, int],
     *,
@@ -185,8 +185,8 @@ def _passes(
     pre: GPUArray | None = None,
     post: GPUArray | None = None,
     scale: float = 1.0,
-    spare: list[_Operand] | None = None,
-) -> _Operand:
+    spare: list[Operand] | None = None,
+) -> Operand:
     """Run the plan's passes from src into dst (None: a scratch buffer); returns where the
     result is. The first pass reads src with ``load``/``pre``, the last writes with ``post``,
     ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers."""
@@ -216,7 +216,8 @@ def _passes(
             scale if i == last else 1.0, ps.r,
             RP=ps.rp, BLOCK_C=block, LOAD=ld, REAL_X=ld == _REAL and not has_pre,
             REAL_OUT=real_out and i == last, HAS_TW=ps.t is not None, HAS_PRE=has_pre,
-            HAS_POST=i == last and post is not None, INVERSE=inverse, num_warps=warps,
+            HAS_POST=i == last and post is not None, INVERSE=inverse, TF32X3=tf32x3(),
+            num_warps=warps,
         )  # fmt: skip
         cur = out
     return cur
@@ -224,8 +225,8 @@ def _passes(
 
 def _bluestein(
     n: int,
-    src: _Operand,
-    dst: _Operand,
+    src: Operand,
+    dst: Operand,
     rows: int,
     d: tuple[int, int],
     *,
@@ -238,8 +239,19 @@ def _bluestein(
 ) -> None:
     """X[k] = c[k] IFFT_M(FFT_M(x c) . Bhat)[k] for k < n_out (see the module docstring)."""
     cz: Chirp = chirp(n, inverse, src.a._device)
+    if fusable(cz.m):  # two launches through one scratch buffer
+        mid = _scratch(rows, cz.m, d, src.a)
+        fused_transform(
+            src, mid, rows, d, n=cz.m, inverse=False, load=load, n_in=n_in, n_log=n,
+            n_out=cz.m, real_out=False, scale=1.0, pre=cz.c,
+        )  # fmt: skip
+        fused_transform(
+            mid, dst, rows, d, n=cz.m, inverse=True, load=_COMPLEX, n_in=cz.m, n_log=cz.m,
+            n_out=n_out, real_out=real_out, scale=scale, pre=cz.bhat, post=cz.c,
+        )  # fmt: skip
+        return
     inner = plan(cz.m, src.a._device)
-    spare: list[_Operand] = []
+    spare: list[Operand] = []
     mid = _passes(
         inner, src, None, rows, d, inverse=False, load=load, n_in=n_in, n_log=n,
         n_out=cz.m, pre=cz.c, spare=spare,
@@ -295,11 +307,16 @@ def _transform(
         assert planned is not None
     sizes, st = planned
     d = (sizes[1], sizes[2])
-    src = _Operand(xf, (st[0][0], st[0][1], st[0][2]), xe)
-    dst = _Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
+    src = Operand(xf, (st[0][0], st[0][1], st[0][2]), xe)
+    dst = Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
     n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
     scale = _scale(n, norm, inverse)
-    if radices(n) is None:
+    if fusable(n):
+        fused_transform(
+            src, dst, rows, d, n=n, inverse=inverse, load=load, n_in=n_in, n_log=n,
+            n_out=n_out, real_out=real_out, scale=scale,
+        )  # fmt: skip
+    elif radices(n) is None:
         _bluestein(
             n, src, dst, rows, d, inverse=inverse, load=load, n_in=n_in, n_out=n_out,
             real_out=real_out, scale=scale,

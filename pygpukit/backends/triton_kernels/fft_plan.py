@@ -19,6 +19,12 @@ device in fp32.
   and the FFT of the convolution kernel, Bhat = FFT_M(b) / M with b[j] = conj(c[|j|]) on the
   circle of M = next_pow2(2n - 1) points (1/M folds the inverse transform's scale in).
 
+- ``fused_split``: the factors (N1, N2) of the one-kernel transform of fft_fused.py (n = N1 N2,
+  both <= RMAX; N2 = 1 for one product), chosen by the multiply-adds of its two products, which
+  depend on the padding and on what the call reads and writes (see fft_fused.py); ``Fused``:
+  its tables, the DFT matrices of N1 and N2 and the twiddles W[j2, k1] = w_n^(j2 k1), [2, N2P,
+  N1P] planes, zero-padded.
+
 Building a plan uploads its tables and waits for that copy (the cached tables are then safe to
 read from any stream): the first call of a length is not capturable in a CUDA graph, later
 calls are.
@@ -37,7 +43,21 @@ from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy
 
-__all__ = ["RMAX", "Chirp", "Pass", "Plan", "chirp", "next_pow2", "plan", "radices"]
+__all__ = [
+    "RMAX",
+    "Chirp",
+    "Fused",
+    "Pass",
+    "Plan",
+    "chirp",
+    "fused",
+    "fused_split",
+    "next_pow2",
+    "out_cols",
+    "padded",
+    "plan",
+    "radices",
+]
 
 # Largest radix a pass applies as a dense DFT matrix: 64 x 64 fp32 matrices and a [64, 32] tile
 # of the signal fit a program's registers; larger prime factors go to Bluestein.
@@ -191,4 +211,90 @@ def chirp(n: int, inverse: bool, dev: Any) -> Chirp:
     _uploaded(dev)
     with _lock:
         _chirps[key] = got
+    return got
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The tables of a fused length n = n1 n2: f1, f2 the [2, p, p] DFT matrices of n1 and n2
+    (f2 is f1 when n2 = 1), tw the [2, n2p, n1p] twiddles (f1 when n2 = 1)."""
+
+    n: int
+    n1: int
+    n2: int
+    f1: GPUArray
+    f2: GPUArray
+    tw: GPUArray
+
+
+_fused: dict[tuple[int, int, Any], Fused] = {}
+
+
+def _pad2(r: int) -> int:
+    return 1 if r == 1 else padded(r)
+
+
+def out_cols(n: int, n1: int, n2: int, n_out: int, nyquist_ok: bool) -> tuple[int, bool]:
+    """(C, nyquist): the output columns k2 < C the last product computes for outputs k < n_out
+    (k = k1 + n1 k2; with n2 = 1 the columns are k1), and whether the Nyquist term X[n / 2] is
+    summed apart. An rfft of even n needs k <= n / 2; its last column k2 = n2 / 2 (n2 even)
+    holds only that term, and a separate sum (-1)^j x[j] is cheaper than a padded column
+    block twice as wide (n2 = 32: 16 columns instead of 32)."""
+    cols = (n_out - 1) // n1 + 1 if n2 > 1 else n_out
+    full = _pad2(n2) if n2 > 1 else padded(n1)
+    c = min(full, padded(cols))
+    even = n % 2 == 0 and n_out == n // 2 + 1
+    last = n2 if n2 > 1 else n1
+    if nyquist_ok and even and last % 2 == 0 and cols > 1 and padded(cols - 1) < c:
+        return padded(cols - 1), True
+    return c, False
+
+
+@functools.lru_cache(maxsize=4096)
+def fused_split(
+    n: int, real_in: bool, n_out: int, real_out: bool, nyquist_ok: bool
+) -> tuple[int, int] | None:
+    """(N1, N2) of the fused transform of length n, or None when n is not a product of two
+    factors <= RMAX. Cost: the real multiply-adds of the two products per row, padded;
+    the first is [N2P, N1P] x [N1P, N1P] (two real products for real input, else four), the
+    second [N1P, N2P] x [N2P, C] (two when only the real part is stored, else four); with
+    N2 = 1 the one product [1, N1P] x [N1P, C] (two real products for real input or output)."""
+    best: tuple[int, int, int, int] | None = None
+    for n1 in range(1, min(n, RMAX) + 1):
+        if n % n1 or n // n1 > RMAX or (n1 == 1 and n > 1):
+            continue
+        n2 = n // n1
+        p1, p2 = padded(n1), _pad2(n2)
+        c, _ = out_cols(n, n1, n2, n_out, nyquist_ok)
+        if n2 == 1:
+            cost = (2 if real_in or real_out else 4) * p1 * c
+        else:
+            cost = (2 if real_in else 4) * p2 * p1 * p1 + (2 if real_out else 4) * p1 * p2 * c
+        # Ties go to the smaller largest tile (a K = 64 product needs the most registers).
+        if best is None or (cost, max(p1, p2)) < best[:2]:
+            best = (cost, max(p1, p2), n1, n2)
+    return None if best is None else (best[2], best[3])
+
+
+def fused(n: int, n1: int, dev: Any) -> Fused:
+    """The (cached) tables of the fused transform n = n1 (n / n1) on ``dev``."""
+    key = (n, n1, dev)
+    got = _fused.get(key)
+    if got is not None:
+        return got
+    n2 = n // n1
+    with _lock:
+        f1 = _dft_matrix(n1, dev)
+        if n2 == 1:
+            f2 = tw = f1
+        else:
+            f2 = _dft_matrix(n2, dev)
+            j2 = np.arange(n2)[:, None]
+            k1 = np.arange(n1)[None, :]
+            w = np.exp(-2j * np.pi * ((j2 * k1) % n) / n)
+            t = np.zeros((2, padded(n2), padded(n1)), np.float64)
+            t[0, :n2, :n1], t[1, :n2, :n1] = w.real, w.imag
+            tw = _device_f32(t, dev)
+        _uploaded(dev)
+        got = _fused[key] = Fused(n, n1, n2, f1, f2, tw)
     return got
