@@ -9,7 +9,7 @@ The four-step split N = N1 N2 is the two-pass case.
 
 Why dense DFT matrices through tl.dot instead of radix-2/4 butterflies: a pass's DFT over a
 [RP, BLOCK_C] tile of columns is one [RP, RP] x [RP, BLOCK_C] complex product (four real
-tl.dot, input_precision="ieee" so fp32 stays fp32), which Triton maps to wide FMA tiles with no
+tl.dot in fp32-accurate precision, see fft_fused.DOT), which Triton maps to wide FMA tiles with no
 shuffles, handles any radix up to 64 (3, 5, 7, 25, 61 ... as well as powers of two) with one
 kernel, and sums each output over r <= 64 products, so its rounding error stays near that of a
 radix-2 transform (measured under the interpreter: <= 2.6e-7 relative per row for every tested
@@ -27,7 +27,7 @@ has the index mapping and the tiles). The passes through global scratch remain f
 one kernel then serves every length (a row of 16384 Bluestein points or 2**20 points does not
 fit a program), at the price of one extra read and write of the signal per pass beyond the
 first. PYGPUKIT_FFT_FUSED=0 turns the fused path off (for comparison); PYGPUKIT_FFT_DOT
-("ieee" or "tf32x3") sets the tl.dot precision of both kernels.
+("tf32x3", the default, or "ieee") sets the tl.dot precision of both kernels.
 
 Lengths with a prime factor above 64 use Bluestein's chirp-z transform: X[k] = c[k] (a * b)[k]
 with a[j] = x[j] c[j], c[j] = exp(-i pi j^2 / n), the circular convolution computed as

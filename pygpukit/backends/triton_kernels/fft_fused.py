@@ -39,8 +39,11 @@ already bring rfft to about half the products of fft.
 Rows per program: a program's tile is ROWS N1P N2P points, ROWS = POINTS[DOT] / (N1P N2P),
 at least 1, at least 16 when N2 = 1 (tl.dot's M >= 16), and no more than the rows there are;
 4 warps, 8 for a row of 2048 or more padded points (2048, 4096, 1000 = 20 x 50 -> 32 x 64).
-POINTS is 1024 for "ieee" and 2048 for "tf32x3", from ptxas's register counts of the sm_90
-build (no timing yet): Triton's FMA tl.dot keeps a thread's rows of A and columns of B for
+POINTS is 1024 for "ieee" and 2048 for "tf32x3", first from ptxas's register counts of the
+sm_90 build, then confirmed by benchmarks/fft.py --points on an H100 (96000 rows, 2026-11-26:
+tf32x3 rfft n=400 at 512/1024/2048/4096 points took 794/442/278/325 us, fft n=512
+738/889/551/657 us; ieee fft n=400 981/753/925/24958 us, the last spilling). Why: Triton's
+FMA tl.dot keeps a thread's rows of A and columns of B for
 the whole K in registers, so at 2048 points and 4 warps the fp32 products of 400 and 512
 (16 x 32 tiles) spill 0.5 KB a thread, at 1024 points they take ~185 registers and none;
 tf32x3 goes through wgmma (operands in shared memory) and needs no spill at 2048 points (~140
@@ -49,10 +52,13 @@ registers). Rows with a factor padded to 64 (2048, 4096, n in 33..64) still spil
 the next step if the GPU numbers call for it. benchmarks/fft.py --points sweeps the table.
 Under the interpreter, whose cost is per program, tiles are larger.
 
-Precision: every FFT tl.dot takes input_precision from DOT (env PYGPUKIT_FFT_DOT): "ieee"
-(fp32 FMA, the default: exact fp32 products, ~1.5e-7 relative on the H100) or "tf32x3" (three
-TF32 tensor-core products, hi*hi + hi*lo + lo*hi, within a few 1e-7 relative of fp32 per
-product, on the tensor cores). The interpreter computes both as fp32 matmuls.
+Precision: every FFT tl.dot takes input_precision from DOT (env PYGPUKIT_FFT_DOT): "tf32x3"
+(the default: three TF32 tensor-core products, hi*hi + hi*lo + lo*hi, fp32-level accuracy:
+1.7e-7 to 2.9e-7 relative to float64 on the H100 for n = 400, 512, 2048, 4.2e-7 through
+Bluestein at 401) or "ieee" (fp32 FMA products, 1.4e-7 to 2.1e-7, slower: rfft n=400 took
+399 us at its best against tf32x3's 278, fft n=512 776 against 551). Both are fp32 results
+within the 1e-5 contract; tf32x3 is not the single-TF32 mode (1e-3), which no FFT here uses.
+The interpreter computes both as fp32 matmuls.
 """
 
 # Triton kernel and @triton.jit function bodies take tl tensors/constexprs: left unannotated.
@@ -87,7 +93,7 @@ __all__ = [
 ]
 
 DOTS = ("ieee", "tf32x3")
-DOT = os.environ.get("PYGPUKIT_FFT_DOT", "ieee")
+DOT = os.environ.get("PYGPUKIT_FFT_DOT", "tf32x3")
 # The fused path on (1) or off (0: every length through fft.py's passes, for comparison).
 FUSED = os.environ.get("PYGPUKIT_FFT_FUSED", "1") != "0"
 # Points a program by DOT variant (module docstring); FUSED_POINTS, when set, overrides.
