@@ -241,12 +241,15 @@ def grouped_config(block_m: int, half: bool) -> tuple[int, int, int, int]:
     benchmarks/tuning/tune_moe.py on an H100 (bf16, Mixtral-8x7B and Qwen3-30B-A3B layers at
     256 and 4096 tokens, 2026-11-26): at 4096 tokens block_m 128 with (128, 64, 8, 3) ran the
     Mixtral layer at 534 TFLOP/s (block_m 64: 417 with (128, 64, 4, 4), 375 with 8 warps and 3
-    stages); 256-row tiles and 2-stage pipelines were slower everywhere."""
+    stages); 256-row tiles and 2-stage pipelines were slower everywhere. float32 tiles are
+    twice the bytes: BLOCK_K halves so the pipeline's A tile and two B tiles (gated) fit the
+    shared memory (228 KiB on Hopper)."""
     if block_m <= 32:
         return 64, (128 if half else 64), 4, 3
+    bk = 64 if half else 32
     if block_m == 64:
-        return 128, 64, 4, 4
-    return 128, 64, 8, 3
+        return 128, bk, 4, 4
+    return 128, bk, 8, 3
 
 
 @triton.jit
