@@ -186,6 +186,7 @@ def main() -> None:
             try:
                 t = _time(_ours_run(model, audio, args.tokens, graph), gp.synchronize)
                 rows.append((f"pygpukit {'graph' if graph else 'eager'}", b, t))
+                print(f"{rows[-1][0]} batch {b}: {t:.3f} s", flush=True)
             except Exception as exc:  # report and go on: the other rows still mean something
                 print(f"pygpukit graph={graph} batch {b}: {type(exc).__name__}: {exc}")
         if hf is not None:
@@ -198,6 +199,7 @@ def main() -> None:
                 try:
                     t = _time(_hf_run(hf, feats, args.tokens, static), torch.cuda.synchronize)
                     rows.append((f"HF {'static cache' if static else 'eager'}", b, t))
+                    print(f"{rows[-1][0]} batch {b}: {t:.3f} s", flush=True)
                 except Exception as exc:
                     print(f"HF static={static} batch {b}: {type(exc).__name__}: {exc}")
     name = gp.get_device_properties(0).name if hasattr(gp, "get_device_properties") else "cuda"
