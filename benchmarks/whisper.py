@@ -202,7 +202,7 @@ def main() -> None:
                     print(f"{rows[-1][0]} batch {b}: {t:.3f} s", flush=True)
                 except Exception as exc:
                     print(f"HF static={static} batch {b}: {type(exc).__name__}: {exc}")
-    name = gp.get_device_properties(0).name if hasattr(gp, "get_device_properties") else "cuda"
+    name = gp.device("cuda:0").properties["name"]
     head = f"Whisper large-v3 shapes, fp16, {AUDIO_SECONDS:.0f} s audio, {args.tokens} tokens"
     print(f"\n{head}, {name}")
     print(f"{'what':<22}{'batch':>6}{'wall s':>10}{'RTF':>9}{'tok/s':>10}")
