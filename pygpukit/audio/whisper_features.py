@@ -18,9 +18,9 @@ from pygpukit.array import GPUArray
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
 from pygpukit.audio._complex import abs2
+from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import mel_np
 from pygpukit.audio.spectrum import _Params
-from pygpukit.creation import from_numpy
 
 __all__ = ["log_mel_spectrogram"]
 
@@ -74,7 +74,7 @@ def log_mel_spectrogram(
     frames = _frames.frame_view(padded, p.n_fft, p.hop_length)
     frames = frames[:, : frames.shape[1] - 1]  # both references drop the last frame
     spec = gfft.rfft(frames * p.device_window(rows), axis=-1)
-    basis = from_numpy(basis_np.astype(rows.dtype.np_dtype), device=rows.device)
+    basis = device_table(basis_np, rows.dtype.np_dtype, rows.device)
     mel = ops.matmul(abs2(spec), basis.T)  # [batch, frames, n_mels]
     log_spec = ops.log(ops.maximum(mel, 1e-10)) * _LOG10_E
     floor = ops.max(log_spec, axis=(1, 2), keepdims=True) - 8.0

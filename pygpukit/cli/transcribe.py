@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     audio = Path(args.file)
     if not audio.is_file():
         raise FileNotFoundError(f"{audio}: no such audio file")
+    if args.graph and (args.device or "").startswith("cpu"):
+        raise ValueError("--graph replays the decoder step from a CUDA graph: it needs a GPU")
     model = load_whisper(args.model, dtype=args.dtype, device=args.device)
     kw: dict[str, Any] = {}
     if args.temperature_fallback:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pygpukit.models.errors import ModelLoadError, UnsupportedModelError
+from pygpukit.ops.moe import MAX_EXPERTS
 
 __all__ = [
     "ModelSpec",
@@ -319,6 +320,8 @@ def _moe_fields(cfg: dict[str, Any], spec: ModelSpec, source: str) -> dict[str, 
     sparse unless listed in mlp_only_layers, and only when (i + 1) % decoder_sparse_step == 0
     (Qwen3MoeDecoderLayer); Mixtral's layers are all sparse and always renormalise."""
     experts = _int(cfg, "num_local_experts", "num_experts", source=source)
+    if experts > MAX_EXPERTS:
+        raise _bad(source, "num_experts", f"at most {MAX_EXPERTS} (the router's limit)", experts)
     top_k = _int(cfg, "num_experts_per_tok", source=source)
     if top_k > experts:
         raise _bad(source, "num_experts_per_tok", f"at most the expert count ({experts})", top_k)

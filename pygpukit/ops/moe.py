@@ -32,6 +32,7 @@ are written to stay in bounds for any values (documented per op).
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from pygpukit.array import GPUArray
@@ -46,10 +47,17 @@ MAX_EXPERTS = 1024
 
 
 def _int_param(op: str, name: str, v: Any, low: int, high: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
-        span = f"in [{low}, {high}]" if high is not None else f">= {low}"
+    """v as an int in [low, high]: Python and NumPy integers (operator.index), not bool."""
+    span = f"in [{low}, {high}]" if high is not None else f">= {low}"
+    try:
+        i = operator.index(v) if not isinstance(v, bool) else None
+    except TypeError:
+        i = None
+    if i is None:
+        raise TypeError(f"{op}: {name} must be an int {span}, got {v!r}")
+    if i < low or (high is not None and i > high):
         raise ValueError(f"{op}: {name} must be an int {span}, got {v!r}")
-    return v
+    return int(i)
 
 
 def moe_align_sizes(rows: int, num_experts: int, block_m: int) -> tuple[int, int]:
@@ -65,7 +73,8 @@ def moe_router(
     logits: GPUArray, top_k: int, *, normalize: bool = True
 ) -> tuple[GPUArray, GPUArray]:
     """(experts int32 [T, k], weights [T, k]) from router logits [T, E]: softmax in float32
-    (float64 for float64 logits, which also give float64 weights), the top_k experts, their
+    (float64 for float64 logits on the CPU, which also give float64 weights; the GPU kernel
+    serves float16/bfloat16/float32), the top_k experts, their
     probabilities renormalised over the k when ``normalize``. NaN probabilities rank below every
     number, so every id is in [0, E)."""
     op = "moe_router"
@@ -113,7 +122,7 @@ def moe_linear(
 ) -> GPUArray:
     """y [R, N], R = x.shape[0] * top_k: for each routed row r in expert e's group,
     ``y[r] = x[r // top_k] @ w[e]^T`` (w [E, N, K]); ``silu(x w^T) * (x w_up^T)`` with w_up;
-    times ``row_scale[r]`` (float32 [R]; float64 too on the CPU) when given. rows and
+    times ``row_scale[r]`` (float32 [R]; float64 is served on the CPU only) when given. rows and
     block_expert come from moe_align. Slots holding a value outside [0, R) are skipped and
     blocks naming no expert in [0, E] touch nothing; the blocks of group E (out-of-range expert
     ids) write zeros. So no value of the index arrays reads or writes out of bounds. moe_align
@@ -142,9 +151,9 @@ def moe_linear(
                          f"{chk.desc(rows)}, {chk.desc(block_expert)}")  # fmt: skip
     nb = block_expert.shape[0]
     bm, rem = divmod(rows.shape[0], nb)
-    if rem or bm < 16 or bm & (bm - 1):
+    if rem or bm < 16 or bm > 256 or bm & (bm - 1):
         raise ValueError(f"{op}: rows ({rows.shape[0]}) must hold block_m slots for each of the "
-                         f"{nb} blocks, block_m a power of two >= 16")  # fmt: skip
+                         f"{nb} blocks, block_m a power of two in [16, 256]")  # fmt: skip
     r_rows = x.shape[0] * k
     if row_scale is not None:
         chk.array(op, "row_scale", row_scale)

@@ -174,6 +174,11 @@ def test_tables_are_uploaded_once() -> None:
     again = pa.feature.melspectrogram(y=y, sr=16000, n_fft=400, hop_length=160, n_mels=40)
     assert sorted(map(repr, _tables._tables)) == sorted(map(repr, before))
     assert (again.to_numpy() == first.to_numpy()).all()
+    # the Whisper front end too: its window and mel basis come from the cache on a repeat
+    pa.log_mel_spectrogram(y, n_mels=80, chunk_length=1)
+    before = list(_tables._tables)
+    pa.log_mel_spectrogram(y, n_mels=80, chunk_length=1)
+    assert sorted(map(repr, _tables._tables)) == sorted(map(repr, before))
     w = np.hanning(64)
     assert _tables.device_table(w, np.float32, y.device) is _tables.device_table(
         w, np.float32, y.device

@@ -10,7 +10,7 @@ from _assert import assert_close
 from _moe_ref import check_align, moe_linear, router
 
 import pygpukit as gp
-from ops._helpers import DEVICE, poisoned, up
+from ops._helpers import poisoned, up
 from pygpukit.ops.moe import moe_align_sizes
 
 
@@ -111,6 +111,8 @@ def test_bad_inputs_are_named() -> None:
     _bad("logits must be", gp.moe_router, up(np.zeros(4, np.float32)), 1)
     _bad("top_k must be an int in", gp.moe_router, logits, 5)
     _bad("top_k must be an int in", gp.moe_router, logits, 0)
+    _bad("top_k must be an int in", gp.moe_router, logits, 2.0)
+    assert gp.moe_router(logits, np.int64(2))[0].shape == (3, 2)  # NumPy integers are ints
     _bad("normalize must be", gp.moe_router, logits, 1, normalize=1)
     _bad("logits must be a float16", gp.moe_router, up(np.zeros((3, 4), np.int32)), 1)
     ids = up(np.zeros((3, 2), np.int32))
@@ -126,6 +128,8 @@ def test_bad_inputs_are_named() -> None:
     _bad("w_up must match w", gp.moe_linear, x, w, rows, be, 2, w_up=bad_up)
     _bad("row_scale must be", gp.moe_linear, x, w, rows, be, 2, row_scale=bad_scale)
     _bad("rows \\(", gp.moe_linear, x, w, rows[:-1], be, 2)
+    huge = up(np.zeros(512, np.int32))  # one block of 512 slots: past the largest row tile
+    _bad("power of two in \\[16, 256\\]", gp.moe_linear, x, w, huge, up(np.zeros(1, np.int32)), 2)
     _bad("top_k must be", gp.moe_linear, x, w, rows, be, 9)
     _bad("out must be contiguous", gp.moe_linear, x, w, rows, be, 2,
          out=up(np.zeros((6, 12), np.float32))[:, ::2])  # fmt: skip
@@ -133,5 +137,13 @@ def test_bad_inputs_are_named() -> None:
     assert gp.moe_linear(x, w, rows, be, 2).shape == (6, 6)
 
 
-def test_device_is_the_test_device() -> None:
-    assert up(np.zeros(1)).device.type == DEVICE.split(":")[0]
+def test_config_refuses_more_experts_than_the_router_serves() -> None:
+    from pygpukit.models.config import config_from_dict
+    from pygpukit.models.errors import ModelLoadError
+
+    cfg = {"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4,
+           "num_hidden_layers": 1, "intermediate_size": 32, "vocab_size": 10,
+           "max_position_embeddings": 32, "num_local_experts": 2048,
+           "num_experts_per_tok": 2}  # fmt: skip
+    with pytest.raises(ModelLoadError, match=r"num_experts.*at most 1024"):
+        config_from_dict(cfg)

@@ -39,9 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import runtime
+from pygpukit import graphs, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy
+from pygpukit.errors import CaptureError
 
 __all__ = [
     "RMAX",
@@ -131,7 +132,17 @@ class Chirp:
 
 
 def _device_f32(a: np.ndarray, dev: Any) -> GPUArray:
-    return from_numpy(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+    """One table on the device, its copy finished before it can enter a cache (a kernel on
+    another stream may read it next). The first call of a length makes its tables, which a CUDA
+    graph capture cannot record: refused with what to do instead."""
+    if dev.type == "cuda" and graphs.is_capturing(dev):
+        raise CaptureError(
+            "fft: the first call of a transform length uploads its plan tables, which cannot "
+            "happen inside a CUDA graph capture; run the same FFT once before capturing"
+        )
+    t = from_numpy(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+    _uploaded(dev)
+    return t
 
 
 def _uploaded(dev: Any) -> None:

@@ -319,7 +319,9 @@ def transcribe(
         time_offset = seek * TIME_PRECISION / INPUT_STRIDE
         segs, advance = _segments(seq, tb, time_offset, n)
         pieces.extend(segs)
-        seek += advance
+        # A window whose only timestamps are <|0.00|> would not move seek (HF loops there);
+        # at least one frame forward keeps long-form decoding finite.
+        seek += max(advance, 1)
     tok = model.tokenizer
     segments = [Segment(s, e, _text(tok, t, tb), t) for s, e, t in pieces]
     tokens = [t for _, _, part in pieces for t in part]
