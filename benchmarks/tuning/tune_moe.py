@@ -38,6 +38,16 @@ CONFIGS = [
 ]
 
 
+# Decode (a few rows per expert): 16-row tiles, narrower or deeper weight tiles.
+SMALL = [
+    (16, (64, 128, 4, 3)),
+    (16, (32, 128, 4, 3)),
+    (16, (32, 256, 4, 3)),
+    (16, (64, 256, 4, 2)),
+    (16, (128, 128, 4, 3)),
+]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, nargs="+", default=[256, 4096])
@@ -56,7 +66,7 @@ def main() -> None:
                               device="cuda:0")  # fmt: skip
             logits = gp.from_numpy(rng.standard_normal((t, e), np.float32), device="cuda:0")
             ids, _ = gp.moe_router(logits, k)
-            for bm, cfg in CONFIGS:
+            for bm, cfg in SMALL if t <= 16 else CONFIGS:
                 tm.grouped_config = lambda _bm, _half, c=cfg: c  # type: ignore[misc]
                 rows, be = gp.moe_align(ids, e, bm)
                 try:
