@@ -2,7 +2,8 @@
 
 ``import pygpukit.audio as librosa`` and the common calls run on the device: ``stft``, ``istft``,
 ``magphase``, ``power_to_db`` ..., ``feature.melspectrogram``, ``feature.mfcc``,
-``filters.mel``, ``griffinlim``, ``resample``, ``load``; plus Whisper's log-mel front end
+``filters.mel``, ``griffinlim``, ``phase_vocoder``, ``effects.time_stretch``,
+``onset.onset_strength``, ``onset.onset_detect``, ``resample``, ``load``; plus Whisper's log-mel front end
 (``whisper_features.log_mel_spectrogram``). Inputs are GPUArrays [..., samples] (NumPy arrays
 are uploaded to the default device), results are GPUArrays. Everything composes routed ops
 (``gp.fft``, ``gp.matmul``, elementwise ops, reductions, strided views), so the same code runs
@@ -12,7 +13,7 @@ deviation from librosa.
 
 from __future__ import annotations
 
-from pygpukit.audio import feature, filters
+from pygpukit.audio import effects, feature, filters, onset
 from pygpukit.audio.convert import (
     amplitude_to_db,
     db_to_amplitude,
@@ -28,12 +29,14 @@ from pygpukit.audio.griffinlim import griffinlim
 from pygpukit.audio.io import load, write
 from pygpukit.audio.resample import resample
 from pygpukit.audio.spectrum import istft, magphase, stft
+from pygpukit.audio.vocoder import phase_vocoder
 from pygpukit.audio.whisper_features import log_mel_spectrogram
 
 __all__ = [
     "amplitude_to_db",
     "db_to_amplitude",
     "db_to_power",
+    "effects",
     "feature",
     "fft_frequencies",
     "filters",
@@ -47,6 +50,8 @@ __all__ = [
     "mel_filters",
     "mel_frequencies",
     "mel_to_hz",
+    "onset",
+    "phase_vocoder",
     "power_to_db",
     "resample",
     "stft",

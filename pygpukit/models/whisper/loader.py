@@ -13,7 +13,6 @@ from pygpukit.models.loader import _progress, resolve_dtype
 from pygpukit.models.safetensors_io import load_safetensors
 from pygpukit.models.tokenizer import Tokenizer
 from pygpukit.models.weights import TensorSource, total_bytes
-from pygpukit.models.whisper import weights as _weights
 from pygpukit.models.whisper.config import (
     WhisperConfig,
     WhisperGenerationConfig,
@@ -21,6 +20,7 @@ from pygpukit.models.whisper.config import (
     read_whisper_config,
 )
 from pygpukit.models.whisper.model import WhisperModel
+from pygpukit.models.whisper.weights import load as load_weights
 
 __all__ = ["load_whisper", "whisper_from_source"]
 
@@ -40,7 +40,7 @@ def whisper_from_source(
     dt = resolve_dtype(dtype, dev)
     bar = _progress(total_bytes(source), f"loading {Path(where).name}", progress)
     try:
-        w = _weights.load(source, config, dt, dev, bar.update if bar else None, where)
+        w = load_weights(source, config, dt, dev, bar.update if bar else None, where)
     finally:
         if bar is not None:
             bar.close()
