@@ -330,13 +330,15 @@ def generate(
     graph: bool | None = None,
     speculative: Any = None,
     draft_tokens: int | None = None,
+    min_p: float = 0.0,
 ) -> list[int] | list[list[int]]:
     """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
     graph: CUDA-graph decode steps; speculative ("ngram" or a draft model) and draft_tokens:
-    speculative decoding of one prompt (see stream_batch)."""
+    speculative decoding of one prompt (see stream_batch); min_p: drop tokens whose probability
+    is below min_p times the top one (0: off), as SamplingParams."""
     args = _gen_args.check(input_ids, max_new_tokens, max_seq_len, stop_token_ids)
     prompts, single = args.prompts, args.single
-    params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed)
+    params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed, min_p)
     outs = [list(p) for p in prompts]
     for step in stream_batch(
         model,

@@ -416,9 +416,9 @@ class CausalTransformerModel:
         The engine's generate (pygpukit.models.generation.generate, whose defaults are these),
         with this model first: the same loop, so the same tokens. ``input_ids``: one sequence
         (list of ints) or a batch (list of lists, lengths may differ). temperature 0 is greedy.
-        Extra keywords (repetition_penalty, seed, stop_token_ids, max_seq_len, stats, graph,
-        speculative, draft_tokens) go through. use_cache=False re-runs the whole sequence every
-        step (slow; kept for the old call form and checks).
+        Extra keywords (repetition_penalty, seed, min_p, stop_token_ids, max_seq_len, stats,
+        graph, speculative, draft_tokens) go through. use_cache=False re-runs the whole sequence
+        every step (slow; kept for the old call form and checks).
         """
         from pygpukit.models.generation import generate as _generate
 

@@ -90,3 +90,16 @@ def test_generation_samples_on_the_device_path_and_repeats() -> None:
 def test_bad_settings(kw: dict, msg: str) -> None:
     with pytest.raises(ValueError, match=msg):
         SamplingParams(**kw)
+
+
+def test_generate_takes_min_p() -> None:
+    """model.generate(min_p=...) reaches the sampler: with a seed, min_p near 1 keeps only the
+    top token, so the draw equals greedy decoding; a bad min_p is refused by name."""
+    model = load_model(FIXTURES / "llama", dtype="float32", device="cpu")
+    prompt = [5, 17, 42, 99]
+    greedy = model.generate(prompt, 8, temperature=0, stop_token_ids=())
+    kept = model.generate(prompt, 8, temperature=1.0, top_k=0, top_p=1.0, min_p=0.999999,
+                          seed=3, stop_token_ids=())  # fmt: skip
+    assert kept == greedy
+    with pytest.raises(ValueError, match="min_p must be"):
+        model.generate(prompt, 2, min_p=1.5)
