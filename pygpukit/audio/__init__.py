@@ -3,9 +3,10 @@
 ``import pygpukit.audio as librosa`` and the common calls run on the device: ``stft``, ``istft``,
 ``magphase``, ``power_to_db`` ..., ``feature.melspectrogram``, ``feature.mfcc``,
 ``filters.mel``, ``griffinlim``, ``phase_vocoder``, ``effects.time_stretch``,
-``onset.onset_strength``, ``onset.onset_detect``, ``resample``, ``load``; plus Whisper's log-mel front end
-(``whisper_features.log_mel_spectrogram``). Inputs are GPUArrays [..., samples] (NumPy arrays
-are uploaded to the default device), results are GPUArrays. Everything composes routed ops
+``onset.onset_strength``, ``onset.onset_detect``, ``resample``, ``load``; plus Whisper's
+log-mel front end (``whisper_features.log_mel_spectrogram``). Inputs are GPUArrays
+[..., samples] (NumPy arrays are uploaded to the default device), results are GPUArrays
+(onset_detect's event lists come back as NumPy arrays). Everything composes routed ops
 (``gp.fft``, ``gp.matmul``, elementwise ops, reductions, strided views), so the same code runs
 on the GPU (Triton/native) and on the CPU (NumPy). Each function's docstring notes any
 deviation from librosa.
