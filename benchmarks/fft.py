@@ -2,10 +2,12 @@
 
     python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
         [--dot ieee tf32x3] [--paths fused passes] [--points 1024 2048] [--n 400 2048]
+        [--chunk 64 16] [--warps 4 8]
 
-Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048;
-rfft and fft), a batched Bluestein length (n = 401), and long 1-D transforms (2**16, 2**20,
-2**22 and the prime 1000003). Each case times gp.fft and torch.fft on one stream with CUDA
+Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048,
+and of 1000 and 4096, the other lengths with a factor padded to 64; rfft and fft), a batched
+Bluestein length (n = 401), and long 1-D transforms (2**16, 2**20, 2**22 and the prime
+1000003). Each case times gp.fft and torch.fft on one stream with CUDA
 events, the L2 flushed before each round, median of --rounds (pygpukit.benchmark.timing, as
 the other benchmarks), and reports GB/s (one read of the input and one write of the result,
 the minimum traffic) and gp's speed relative to torch (torch time / gp time; > 1: gp faster),
@@ -18,8 +20,10 @@ Variants, all in one process and one table each: --dot, the tl.dot input precisi
 kernels (fft_fused.DOT, env PYGPUKIT_FFT_DOT; default both "ieee" and "tf32x3"); --paths,
 "fused" (the one-kernel path for lengths N1 N2 with both factors <= 64, the default) and/or
 "passes" (the fused path off: every length through the Stockham passes); --points, the
-fused kernel's points a program (fft_fused.FUSED_POINTS; default its table). Each case's
-input, torch time and copy rate are shared by all variants.
+fused kernel's points a program (fft_fused.FUSED_POINTS; default its table); --chunk, the
+chunk width of products along a factor padded to 64 (fft_fused.CHUNK; 64: whole products;
+default its value); --warps, the fused kernel's warps a program (fft_fused.FUSED_WARPS;
+default its table). Each case's input, torch time and copy rate are shared by all variants.
 """
 
 from __future__ import annotations
@@ -51,8 +55,9 @@ def cases(quick: bool) -> list[Case]:
     frames = 32 * 3000 if not quick else 64
     long = [1 << 16, 1 << 20, 1 << 22, 1000003] if not quick else [1 << 12, 4099]
     out = []
-    for n in (400, 512, 2048):
-        out += [Case("rfft", frames, n, "speech frames"), Case("fft", frames, n, "speech frames")]
+    for n in (400, 512, 1000, 2048, 4096):
+        note = "speech frames" if n in (400, 512, 2048) else "frames"
+        out += [Case("rfft", frames, n, note), Case("fft", frames, n, note)]
     out.append(Case("rfft", frames, 401, "Bluestein"))
     out += [Case("fft", 1, n, "1-D") for n in long]
     out.append(Case("rfft", 1, long[-2], "1-D"))
@@ -85,11 +90,15 @@ class Variant:
     dot: str  # fft_fused.DOT
     path: str  # "fused" or "passes"
     points: int | None  # fft_fused.FUSED_POINTS (None: its table)
+    chunk: int | None = None  # fft_fused.CHUNK (None: its default)
+    warps: int | None = None  # fft_fused.FUSED_WARPS (None: its table)
 
     @property
     def name(self) -> str:
         pts = "" if self.points is None else f" points={self.points}"
-        return f"dot={self.dot} path={self.path}{pts}"
+        ch = "" if self.chunk is None else f" chunk={self.chunk}"
+        wp = "" if self.warps is None else f" warps={self.warps}"
+        return f"dot={self.dot} path={self.path}{pts}{ch}{wp}"
 
     def apply(self) -> None:
         from pygpukit.backends.triton_kernels import fft_fused
@@ -97,6 +106,9 @@ class Variant:
         fft_fused.DOT = self.dot
         fft_fused.FUSED = self.path == "fused"
         fft_fused.FUSED_POINTS = self.points
+        if self.chunk is not None:  # None only when --chunk is not given
+            fft_fused.CHUNK = self.chunk
+        fft_fused.FUSED_WARPS = self.warps
 
 
 def run_case(
@@ -162,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--paths", nargs="+", default=["fused"], choices=["fused", "passes"])
     p.add_argument("--points", nargs="+", type=int, default=None, help="fused points a program")
     p.add_argument("--n", nargs="+", type=int, default=None, help="only these lengths")
+    p.add_argument("--chunk", nargs="+", type=int, default=None, help="fused chunk width")
+    p.add_argument("--warps", nargs="+", type=int, default=None, help="fused warps a program")
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/fft.py: no CUDA device; nothing to time")
@@ -172,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     copy_gbs = timer.copy_rate(1 << 28 if args.quick else 1 << 30)
     points: list[int | None] = list(args.points) if args.points else [None]
+    chunks: list[int | None] = list(args.chunk) if args.chunk else [None]
+    warps: list[int | None] = list(args.warps) if args.warps else [None]
     variants = tuple(
-        Variant(d, pa, pt) for d, pa, pt in itertools.product(args.dot, args.paths, points)
+        Variant(*v) for v in itertools.product(args.dot, args.paths, points, chunks, warps)
     )
     rows: list[dict[str, Any]] = []
     for c in cases(args.quick):

@@ -183,7 +183,8 @@ def test_irfft_ignores_dc_and_nyquist_imaginary_parts(device: str) -> None:
 
 
 # One product (n <= 64: 1, 2, 16, 17 pad to 16 or 32, 48 and 64 to 64) and two (100 = 10 x 10,
-# 400 = 16 x 25, 512 = 16 x 32, 1000 = 20 x 50, 2048 = 32 x 64, 4096 = 64 x 64).
+# 400 = 16 x 25, 512 = 16 x 32, 1000 = 20 x 50, 2048 = 32 x 64, 4096 = 64 x 64); the factors
+# padded to 64 (48, 64, 1000, 2048, 4096) run in chunks of fft_fused.CHUNK.
 FUSED_LENGTHS = [1, 2, 16, 17, 48, 64, 100, 400, 512, 1000, 2048, 4096]
 NORMS = ["backward", "ortho", "forward"]
 ROWS = 19  # not a multiple of any ROWS (1..16 with the small tiles below)
@@ -198,7 +199,8 @@ def test_fused(
     """19 rows in programs of 1..16 rows (the last one ragged), a non-contiguous input (rows
     transposed in memory, or every other element), a poisoned out=, the norms in turn."""
     monkeypatch.setattr(tff, "DOT", dot)
-    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 1024)
+    # 4096 (16 chunk pairs a program) in 4 rows a program: the interpreter's cost is per program.
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 1024 if n < 4096 else 16384)
     norm = NORMS[(FUSED_LENGTHS.index(n) + OPS.index(op)) % 3]
     rng = np.random.default_rng(seed("tfft-fused", op, n, dot))
     x = signal(rng, (ROWS, in_len(op, n)), op)
@@ -233,6 +235,41 @@ def test_fused_many_programs_wide_batch(
     x = signal(rng, (3, 5, 7, in_len(op, 64)), op)
     xd = up(np.swapaxes(x, 0, 1), device).swapaxes(0, 1)
     assert_close(pairs(run(op, xd, 64)), pairs(expected(op, x, n=64)), "float32")
+
+
+@pytest.mark.parametrize("dot", tff.DOTS)
+@pytest.mark.parametrize("chunk", [32, 64])  # 16 (ieee) and 64 (tf32x3) run in test_fused
+@pytest.mark.parametrize(("op", "n"), [("rfft", 1000), ("ifft", 4096), ("irfft", 2048)])
+def test_fused_chunk_widths(
+    device: str, op: str, n: int, chunk: int, dot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Factors padded to 64 cut into chunks of 32, or not at all (64), with two rows a program
+    over 5 rows (the last program ragged) and a strided input: the same transform."""
+    monkeypatch.setattr(tff, "CHUNK", chunk)
+    monkeypatch.setattr(tff, "DOT", dot)
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096 if n < 4096 else 8192)
+    norm = NORMS[(chunk // 32 + len(dot)) % 3]
+    rng = np.random.default_rng(seed("tfft-chunk", op, n, chunk, dot))
+    x = signal(rng, (5, in_len(op, n)), op)
+    out = poisoned((5, n // 2 + 1 if op == "rfft" else n), tfft_dtype(op), device)
+    assert run(op, view(x, "strided", device), n, norm, out=out) is out
+    assert_close(pairs(out), pairs(expected(op, x, n=n, norm=norm)), "float32", name=f"{op} {n}")
+
+
+def test_fused_chunk_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only factors padded past CHUNK_OVER (to 64) are cut, every side to ieee's chunk of 16
+    (tf32x3 keeps whole products: CHUNKS)."""
+    monkeypatch.setattr(tff, "DOT", "ieee")
+    got: list[dict[str, Any]] = []
+    monkeypatch.setattr(tff, "launch", lambda k, grid, *a, **c: got.append(c))
+    x = gp.from_numpy(np.zeros((1, 8192), np.float32), device="cpu")
+    for n, c in [(2048, 64), (4096, 64), (400, 32), (48, 64)]:
+        src = tff.Operand(x, (0, 0, 8192), 2)
+        tff.fused_transform(src, src, 1, (1, 1), n=n, inverse=False, load=0, n_in=n,
+                            n_log=n, n_out=n, real_out=False, scale=1.0)  # fmt: skip
+        assert got[-1]["C"] == c
+    q = [(c["Q1"], c["Q2"], c["QC"]) for c in got]
+    assert q == [(32, 16, 64), (16, 16, 64), (16, 32, 32), (16, 1, 16)]
 
 
 def test_fused_split_and_columns() -> None:

@@ -36,20 +36,48 @@ Z[k] and conj(Z[n / 2 - k])); the reversed index k1 -> N1 - k1 mod N1, k2 -> N2 
 across a padded tile is a gather that Triton cannot do in registers, and the two fixes above
 already bring rfft to about half the products of fft.
 
+Chunks (with "ieee" products; CHUNKS, measured below): a factor padded to 64 (2048 = 32 x 64,
+4096 = 64 x 64, 1000 = 20 x 50 -> 32 x 64, n in 33..64 with N2 = 1) is cut into chunks of 16
+on every side of both products.
+Triton cannot slice a register tensor, so the chunks are cut where they are made: input
+chunks A[r, j2 chunk, j1 chunk] and table chunks F[j chunk, k chunk] are separate loads, and
+the kernel runs, per k1 chunk (step 2's rows), over the j2 chunks: step 1 for that chunk (its
+K = j1 summed chunk by chunk, acc = dot(a_c, f_c, acc)), the twiddles, and the chunk's share
+of step 2 (K = j2) accumulated into D[r, k1 chunk, all columns], stored once the j2 chunks are
+done. The multiply-adds are those of the whole products; a program holds one chunk of A and
+B and one accumulator at a time instead of the whole tile, and re-reads its input (from L1)
+once per k1 chunk. The chunk loops are tl.range loops, not unrolled (num_stages=1): unrolled,
+ptxas hoisted every chunk's loads and still spilled (0.2 to 2 KB). Why: Triton's FMA tl.dot
+("ieee") keeps a thread's rows of A and columns of B for the whole K in registers, and below
+M = 64 tf32x3 runs as mma.sync with both operands, hi and lo parts, in registers, replicated
+over the warps; K = 64 operands overflowed the 255 registers. ptxas -v for sm_90a
+(benchmarks/tuning/fft_regs.py, 96000 rows, one row and 8 warps a program), spill stores in
+bytes a thread, whole products -> chunks: ieee rfft 1000 540 -> 0, fft 1000 476 -> 0, rfft
+2048 532 -> 0, fft 2048 6928 -> 0, rfft 4096 828 -> 0, fft 4096 38568 -> 8; tf32x3 rfft 1000
+780 -> 0, fft 1000 0 -> 8, rfft 2048 776 -> 0, fft 2048 0 -> 0, rfft 4096 368 -> 0, fft 4096
+544 -> 0 (127 to 254 registers after; irfft / ifft alike, at most 8 bytes). Factors padded to
+32 or less are not cut (CHUNK_OVER): 400 and 512 need no chunks to be spill-free, and their
+H100 numbers below are with whole products. Still spilling: n = 64 with tf32x3 at 32 rows a
+program (fft: 44 bytes; none at 16 rows). Measured on an H100 (96000 rows, 2026-11-26,
+benchmarks/fft.py --chunk 64 16 --points 2048 4096): with "ieee" the chunks removed the
+spills' collapse (fft 4096: 367 ms whole, 24.8 ms in chunks; rfft 2048 at 4096 points: 74.3
+ms -> 4.8 ms), but with "tf32x3" whole products stayed faster (rfft 2048: 4.5 ms whole at 4096
+points, 7.4 ms in chunks; rfft 4096: 12.0 vs 33.8 ms; fft 2048: 5.5 vs 5.3 ms), so tf32x3,
+the default, keeps whole products (CHUNKS). These lengths remain at 0.04x to 0.2x of cuFFT:
+the next step is a third factor (three on-chip steps of radix <= 32).
+
 Rows per program: a program's tile is ROWS N1P N2P points, ROWS = POINTS[DOT] / (N1P N2P),
 at least 1, at least 16 when N2 = 1 (tl.dot's M >= 16), and no more than the rows there are;
-4 warps, 8 for a row of 2048 or more padded points (2048, 4096, 1000 = 20 x 50 -> 32 x 64).
-POINTS is 1024 for "ieee" and 2048 for "tf32x3", first from ptxas's register counts of the
-sm_90 build, then confirmed by benchmarks/fft.py --points on an H100 (96000 rows, 2026-11-26:
-tf32x3 rfft n=400 at 512/1024/2048/4096 points took 794/442/278/325 us, fft n=512
-738/889/551/657 us; ieee fft n=400 981/753/925/24958 us, the last spilling). Why: Triton's
-FMA tl.dot keeps a thread's rows of A and columns of B for
-the whole K in registers, so at 2048 points and 4 warps the fp32 products of 400 and 512
-(16 x 32 tiles) spill 0.5 KB a thread, at 1024 points they take ~185 registers and none;
-tf32x3 goes through wgmma (operands in shared memory) and needs no spill at 2048 points (~140
-registers). Rows with a factor padded to 64 (2048, 4096, n in 33..64) still spill with
-"ieee" (0.3 to 30 KB) and a little with "tf32x3": splitting those K = 64 products in two is
-the next step if the GPU numbers call for it. benchmarks/fft.py --points sweeps the table.
+4 warps, 8 for a row of 2048 or more padded points (FUSED_WARPS overrides). POINTS is 1024 for
+"ieee" and 2048 for "tf32x3", first from ptxas's register counts of the sm_90 build, then
+confirmed by benchmarks/fft.py --points on an H100 (96000 rows, 2026-11-26: tf32x3 rfft n=400
+at 512/1024/2048/4096 points took 794/442/278/325 us, fft n=512 738/889/551/657 us; ieee fft
+n=400 981/753/925/24958 us, the last spilling). Why: at 2048 points and 4 warps the fp32
+FMA products of 400 and 512 (16 x 32 tiles) spill 0.5 KB a thread, at 1024 points they take
+~185 registers and none; tf32x3 at M >= 64 goes through wgmma (B in shared memory) and needs
+no spill at 2048 points (~140 registers). The lengths with a factor padded to 64 were timed
+before their chunks (rfft 2048: 9041 us at 2048 points, 4363 at 4096, cuFFT 526): their
+points and CHUNK are to be swept again (benchmarks/fft.py --points, --chunk).
 Under the interpreter, whose cost is per program, tiles are larger.
 
 Precision: every FFT tl.dot takes input_precision from DOT (env PYGPUKIT_FFT_DOT): "tf32x3"
@@ -79,10 +107,14 @@ from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.fft_plan import RMAX, fused, fused_split, out_cols, padded
 
 __all__ = [
+    "CHUNK",
+    "CHUNKS",
+    "CHUNK_OVER",
     "DOT",
     "DOTS",
     "FUSED",
     "FUSED_POINTS",
+    "FUSED_WARPS",
     "POINTS",
     "Operand",
     "fusable",
@@ -96,10 +128,18 @@ DOTS = ("ieee", "tf32x3")
 DOT = os.environ.get("PYGPUKIT_FFT_DOT", "tf32x3")
 # The fused path on (1) or off (0: every length through fft.py's passes, for comparison).
 FUSED = os.environ.get("PYGPUKIT_FFT_FUSED", "1") != "0"
-# Points a program by DOT variant (module docstring); FUSED_POINTS, when set, overrides.
+# Points a program by DOT variant (module docstring); FUSED_POINTS, when set, overrides;
+# FUSED_WARPS, when set, overrides the warps a program (fused_cfg).
 POINTS = {"ieee": 1024, "tf32x3": 2048}
 FUSED_POINTS: int | None = None
+FUSED_WARPS: int | None = None
 _INTERPRET_POINTS = 16384
+# The chunk width of every product along a factor padded past CHUNK_OVER (module docstring:
+# a factor padded to 64 is cut into chunks, each loaded apart; 64 cuts nothing), by DOT
+# variant as measured on an H100; CHUNK, when set, overrides (benchmarks/fft.py --chunk).
+CHUNKS = {"ieee": 16, "tf32x3": 64}
+CHUNK: int | None = None
+CHUNK_OVER = 32
 
 # How the input is read (fft.py's names): complex pairs, real values, the Hermitian half.
 _COMPLEX, _REAL, _HERMITIAN = 0, 1, 2
@@ -146,22 +186,15 @@ def _store(Y, POST, yo, k, mask, yr, yi, scale, HAS_POST: tl.constexpr, REAL_OUT
 
 
 @triton.jit
-def _fft_fused(
-    X, Y, F1, F2, TW, PRE, POST,
-    n_rows, D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
-    n_in, n_log, n_out, scale,
-    N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
-    C: tl.constexpr, ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr,
-    REAL_OUT: tl.constexpr, NYQ: tl.constexpr, HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr,
-    INVERSE: tl.constexpr, TF32X3: tl.constexpr,
-):  # fmt: skip
-    """The whole n = N1 N2 point transform of ROWS rows (see the module docstring). Offsets
-    are in units of the operands' element type, a complex value being the pair (o, o + 1)."""
-    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    rok = r < n_rows
-    j2 = tl.arange(0, N2P)
-    j1 = tl.arange(0, N1P)
-    # Tile A[r, j2, j1] = x[r, N2 j1 + j2]: logical input element e.
+def _load(X, PRE, xrow, rok, j2o, j1o, n_in, n_log, sxe,
+          N1: tl.constexpr, N2: tl.constexpr, Q2: tl.constexpr, Q1: tl.constexpr,
+          ROWS: tl.constexpr, LOAD: tl.constexpr, HAS_PRE: tl.constexpr,
+          NYQ: tl.constexpr):  # fmt: skip
+    """The input chunk A[r, j2, j1] = x[r, N2 j1 + j2] for j2 in j2o + [0, Q2), j1 in j1o +
+    [0, Q1) (masked past N2, N1), as (xr, xi) (xi zero for real input), and its share of the
+    Nyquist sum (-1)^e x[e] when NYQ."""
+    j2 = j2o + tl.arange(0, Q2)
+    j1 = j1o + tl.arange(0, Q1)
     e = (j2[:, None] + N2 * j1[None, :])[None, :, :]
     tile = ((j2 < N2)[:, None] & (j1 < N1)[None, :])[None, :, :]
     ok = rok[:, None, None] & tile
@@ -172,7 +205,7 @@ def _fft_fused(
     else:
         src = e
         ok_in = ok & (e < n_in)
-    xo = row_offset(r, D1, D2, sx0, sx1, sx2)[:, None, None] + src.to(tl.int64) * sxe
+    xo = xrow[:, None, None] + src.to(tl.int64) * sxe
     xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
     if LOAD == 1:
         xi = tl.zeros_like(xr)
@@ -185,75 +218,152 @@ def _fft_fused(
         pr = tl.load(PRE + 2 * e, mask=pok, other=0.0)
         pi = tl.load(PRE + 2 * e + 1, mask=pok, other=0.0)
         xr, xi = xr * pr - xi * pi, xr * pi + xi * pr
-    yrow = row_offset(r, D1, D2, sy0, sy1, sy2)
-    if NYQ:  # X[n / 2] = sum_j (-1)^j x[j], the one term of the last needed column
+    if NYQ:
         sign = tl.where(e % 2 == 0, 1.0, -1.0)
         nr = tl.sum(tl.sum(xr * sign, axis=2), axis=1)
         ni = tl.sum(tl.sum(xi * sign, axis=2), axis=1)
+    else:
+        nr = tl.zeros([ROWS], tl.float32)  # unused
+        ni = nr
+    return xr, xi, nr, ni
+
+
+@triton.jit
+def _cmm(ar, ai, F, fo, fplane, acr, aci, REAL_A: tl.constexpr, REAL_ONLY: tl.constexpr,
+         INVERSE: tl.constexpr, TF32X3: tl.constexpr):  # fmt: skip
+    """(acr, aci) += (ar + i ai) @ F[fo] (F: [2, ...] planes fplane apart, conjugated when
+    INVERSE); ai is zero when REAL_A; only the real part when REAL_ONLY."""
+    fr = tl.load(F + fo)
+    fi = tl.load(F + fplane + fo)
+    if INVERSE:
+        fi = -fi
+    if REAL_A:
+        acr += mm(ar, fr, TF32X3)
+        if not REAL_ONLY:
+            aci += mm(ar, fi, TF32X3)
+    else:
+        acr += mm(ar, fr, TF32X3) - mm(ai, fi, TF32X3)
+        if not REAL_ONLY:
+            aci += mm(ar, fi, TF32X3) + mm(ai, fr, TF32X3)
+    return acr, aci
+
+
+@triton.jit
+def _step1(X, PRE, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
+           N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
+           Q1: tl.constexpr, Q2: tl.constexpr, H1: tl.constexpr, ROWS: tl.constexpr,
+           LOAD: tl.constexpr, REAL_X: tl.constexpr, HAS_PRE: tl.constexpr, NYQ: tl.constexpr,
+           INVERSE: tl.constexpr, TF32X3: tl.constexpr):  # fmt: skip
+    """The chunk j2 in j2o + [0, Q2), k1 in k1o + [0, Q1) of B = (A @ F1) * W as [ROWS, Q1,
+    Q2] tiles (k1 before j2: step 2's layout): the K = N1P sum over the H1 chunks of j1, each
+    loaded apart; and, when NYQ, the loaded chunks' share of the Nyquist sum."""
+    j = tl.arange(0, Q1)
+    br = tl.zeros([ROWS * Q2, Q1], tl.float32)
+    bi = br
+    nr = tl.zeros([ROWS], tl.float32)
+    ni = nr
+    for jc in tl.range(0, H1, num_stages=1):
+        xr, xi, pr, pi = _load(X, PRE, xrow, rok, j2o, jc * Q1, n_in, n_log, sxe,
+                               N1, N2, Q2, Q1, ROWS, LOAD, HAS_PRE, NYQ)  # fmt: skip
+        if NYQ:
+            nr += pr
+            ni += pi
+        fo = (jc * Q1 + j)[:, None] * N1P + (k1o + j)[None, :]
+        br, bi = _cmm(tl.reshape(xr, (ROWS * Q2, Q1)), tl.reshape(xi, (ROWS * Q2, Q1)), F1, fo,
+                      N1P * N1P, br, bi, REAL_X, False, INVERSE, TF32X3)  # fmt: skip
+    # Twiddles W[j2, k1] = w_n^(j2 k1), shared by the rows.
+    to = (j2o + tl.arange(0, Q2))[:, None] * N1P + (k1o + j)[None, :]
+    tr = tl.load(TW + to)[None, :, :]
+    ti = tl.load(TW + N2P * N1P + to)[None, :, :]
+    if INVERSE:
+        ti = -ti
+    br = tl.reshape(br, (ROWS, Q2, Q1))
+    bi = tl.reshape(bi, (ROWS, Q2, Q1))
+    br, bi = br * tr - bi * ti, br * ti + bi * tr
+    return tl.permute(br, (0, 2, 1)), tl.permute(bi, (0, 2, 1)), nr, ni
+
+
+@triton.jit
+def _fft_fused(
+    X, Y, F1, F2, TW, PRE, POST,
+    n_rows, D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
+    n_in, n_log, n_out, scale,
+    N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
+    Q1: tl.constexpr, Q2: tl.constexpr, C: tl.constexpr, QC: tl.constexpr,
+    ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr,
+    REAL_OUT: tl.constexpr, NYQ: tl.constexpr, HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr,
+    INVERSE: tl.constexpr, TF32X3: tl.constexpr,
+):  # fmt: skip
+    """The whole n = N1 N2 point transform of ROWS rows (see the module docstring), in chunks
+    of Q1 (j1, k1) and Q2 (j2), and QC output columns with N2 = 1. Offsets
+    are in units of the operands' element type, a complex value being the pair (o, o + 1)."""
+    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    rok = r < n_rows
+    xrow = row_offset(r, D1, D2, sx0, sx1, sx2)
+    yrow = row_offset(r, D1, D2, sy0, sy1, sy2)
+    H1: tl.constexpr = N1P // Q1
+    H2: tl.constexpr = N2P // Q2
+    real_only: tl.constexpr = REAL_OUT and not HAS_POST
+    nr = tl.zeros([ROWS], tl.float32)
+    ni = nr
+    if N2 == 1:
+        # One product [ROWS, N1P] x [N1P, C]: K chunks of Q1 loaded apart, columns in QC.
+        j = tl.arange(0, Q1)
+        for cc in tl.static_range(C // QC):
+            kc = cc * QC + tl.arange(0, QC)
+            br = tl.zeros([ROWS, QC], tl.float32)
+            bi = br
+            for jc in tl.static_range(H1):
+                xr, xi, pr, pi = _load(X, PRE, xrow, rok, 0, jc * Q1, n_in, n_log, sxe, N1, N2,
+                                       1, Q1, ROWS, LOAD, HAS_PRE, NYQ and cc == 0)  # fmt: skip
+                if NYQ and cc == 0:
+                    nr += pr
+                    ni += pi
+                fo = (jc * Q1 + j)[:, None] * N1P + kc[None, :]
+                br, bi = _cmm(tl.reshape(xr, (ROWS, Q1)), tl.reshape(xi, (ROWS, Q1)), F1, fo,
+                              N1P * N1P, br, bi, REAL_X, real_only, INVERSE, TF32X3)  # fmt: skip
+            k = kc[None, :]
+            mask = rok[:, None] & (k < N1) & (k < n_out)
+            _store(Y, POST, yrow[:, None] + k.to(tl.int64) * sye, k, mask, br, bi, scale,
+                   HAS_POST, REAL_OUT)  # fmt: skip
+    else:
+        # Per chunk of k1 (step 2's rows): step 1 per chunk of j2, each chunk's share of
+        # D = B @ F2 (K = j2) accumulated at once, then the chunk's outputs stored.
+        j2 = tl.arange(0, Q2)
+        k2 = tl.arange(0, C)
+        for kc in tl.range(0, H1, num_stages=1):
+            k1 = kc * Q1 + tl.arange(0, Q1)
+            dr = tl.zeros([ROWS * Q1, C], tl.float32)
+            di = dr
+            for b in tl.range(0, H2, num_stages=1):
+                br, bi, pr, pi = _step1(
+                    X, PRE, F1, TW, xrow, rok, b * Q2, kc * Q1, n_in, n_log, sxe, N1, N2, N1P,
+                    N2P, Q1, Q2, H1, ROWS, LOAD, REAL_X, HAS_PRE, NYQ, INVERSE,
+                    TF32X3)  # fmt: skip
+                if NYQ:  # the input is read once per k1 chunk: sum it in the first
+                    nr += tl.where(kc == 0, pr, 0.0)
+                    ni += tl.where(kc == 0, pi, 0.0)
+                fo = (b * Q2 + j2)[:, None] * N2P + k2[None, :]
+                dr, di = _cmm(tl.reshape(br, (ROWS * Q1, Q2)), tl.reshape(bi, (ROWS * Q1, Q2)),
+                              F2, fo, N2P * N2P, dr, di, False, real_only, INVERSE,
+                              TF32X3)  # fmt: skip
+            k = (k1[:, None] + N1 * k2[None, :])[None, :, :]
+            mask = (rok[:, None, None] & ((k1 < N1)[:, None] & (k2 < N2)[None, :])[None, :, :]
+                    & (k < n_out))  # fmt: skip
+            _store(Y, POST, yrow[:, None, None] + k.to(tl.int64) * sye, k, mask,
+                   tl.reshape(dr, (ROWS, Q1, C)), tl.reshape(di, (ROWS, Q1, C)), scale,
+                   HAS_POST, REAL_OUT)  # fmt: skip
+    if NYQ:  # X[n / 2] = sum_j (-1)^j x[j], the one term of the last needed column
         ko = tl.full([ROWS], (N1 * N2) // 2, tl.int32)
         _store(Y, POST, yrow + ko.to(tl.int64) * sye, ko, rok & (ko < n_out), nr, ni, scale,
                False, REAL_OUT)  # fmt: skip
-    # Step 1: B[(r, j2), k1] = sum_j1 A[(r, j2), j1] F1[j1, k1]; with N2 = 1 the only product,
-    # over the output columns k1 < C.
-    C1: tl.constexpr = C if N2 == 1 else N1P
-    k1 = tl.arange(0, C1)
-    fo = j1[:, None] * N1P + k1[None, :]
-    f1r = tl.load(F1 + fo)
-    f1i = tl.load(F1 + N1P * N1P + fo)
-    if INVERSE:
-        f1i = -f1i
-    ar = tl.reshape(xr, (ROWS * N2P, N1P))
-    if REAL_X:
-        br = mm(ar, f1r, TF32X3)
-        bi = mm(ar, f1i, TF32X3)
-    else:
-        ai = tl.reshape(xi, (ROWS * N2P, N1P))
-        br = mm(ar, f1r, TF32X3) - mm(ai, f1i, TF32X3)
-        if REAL_OUT and N2 == 1 and not HAS_POST:
-            bi = br  # unused
-        else:
-            bi = mm(ar, f1i, TF32X3) + mm(ai, f1r, TF32X3)
-    if N2 == 1:
-        k = k1[None, :]
-        mask = rok[:, None] & (k < N1) & (k < n_out)
-        _store(Y, POST, yrow[:, None] + k.to(tl.int64) * sye, k, mask, br, bi, scale,
-               HAS_POST, REAL_OUT)  # fmt: skip
-    else:
-        # Step 2: twiddles W[j2, k1] = w_n^(j2 k1), shared by the rows.
-        to = j2[:, None] * N1P + j1[None, :]
-        tr = tl.load(TW + to)[None, :, :]
-        ti = tl.load(TW + N2P * N1P + to)[None, :, :]
-        if INVERSE:
-            ti = -ti
-        br = tl.reshape(br, (ROWS, N2P, N1P))
-        bi = tl.reshape(bi, (ROWS, N2P, N1P))
-        br, bi = br * tr - bi * ti, br * ti + bi * tr
-        # Step 3: D[(r, k1), k2] = sum_j2 B[(r, k1), j2] F2[j2, k2] over the columns k2 < C.
-        br = tl.reshape(tl.permute(br, (0, 2, 1)), (ROWS * N1P, N2P))
-        bi = tl.reshape(tl.permute(bi, (0, 2, 1)), (ROWS * N1P, N2P))
-        k2 = tl.arange(0, C)
-        fo2 = j2[:, None] * N2P + k2[None, :]
-        f2r = tl.load(F2 + fo2)
-        f2i = tl.load(F2 + N2P * N2P + fo2)
-        if INVERSE:
-            f2i = -f2i
-        dr = tl.reshape(mm(br, f2r, TF32X3) - mm(bi, f2i, TF32X3), (ROWS, N1P, C))
-        if REAL_OUT and not HAS_POST:
-            di = dr  # unused
-        else:
-            di = tl.reshape(mm(br, f2i, TF32X3) + mm(bi, f2r, TF32X3), (ROWS, N1P, C))
-        k = (j1[:, None] + N1 * k2[None, :])[None, :, :]
-        mask = (rok[:, None, None] & ((j1 < N1)[:, None] & (k2 < N2)[None, :])[None, :, :]
-                & (k < n_out))  # fmt: skip
-        _store(Y, POST, yrow[:, None, None] + k.to(tl.int64) * sye, k, mask, dr, di, scale,
-               HAS_POST, REAL_OUT)  # fmt: skip
 
 
 def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
     """(ROWS, num_warps) of a [N1P, N2P] tile (n2p = 1: one product) over ``rows`` rows (see
     the module docstring): about POINTS[DOT] points a program (FUSED_POINTS overrides), no more
     rows than there are, ROWS >= 16 when n2p = 1 (tl.dot's M); 8 warps for a row of 2048 or
-    more padded points."""
+    more padded points (FUSED_WARPS overrides)."""
     pts = n1p * n2p
     target = POINTS["tf32x3" if tf32x3() else "ieee"]
     if interpreting():
@@ -262,7 +372,15 @@ def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
         target = FUSED_POINTS
     per = max(1, target // pts, 16 if n2p == 1 else 1)
     per = min(per, max(next_pow2(rows), 16 if n2p == 1 else 1))
-    return per, (8 if pts >= 2048 else 4)
+    return per, FUSED_WARPS or (8 if pts >= 2048 else 4)
+
+
+def _chunk(p: int, width: int | None = None) -> int:
+    """The chunk of a dimension ``width`` wide (default p) of a factor padded to p: CHUNK
+    when p is past CHUNK_OVER, else the whole width."""
+    w = p if width is None else width
+    c = CHUNK if CHUNK is not None else CHUNKS["tf32x3" if tf32x3() else "ieee"]
+    return min(w, c) if p > CHUNK_OVER else w
 
 
 def fusable(n: int) -> bool:
@@ -302,7 +420,8 @@ def fused_transform(
         src.a, dst.a, tabs.f1, tabs.f2, tabs.tw,
         pre if pre is not None else tabs.f1, post if post is not None else tabs.f1,
         rows, d[0], d[1], *src.s, src.se, *dst.s, dst.se, n_in, n_log, n_out, scale,
-        N1=n1, N2=n2, N1P=n1p, N2P=n2p, C=c, ROWS=per, LOAD=load, REAL_X=real_x,
+        N1=n1, N2=n2, N1P=n1p, N2P=n2p, Q1=_chunk(n1p), Q2=_chunk(n2p), C=c,
+        QC=_chunk(n1p, c) if n2 == 1 else c, ROWS=per, LOAD=load, REAL_X=real_x,
         REAL_OUT=real_out, NYQ=nyq, HAS_PRE=pre is not None, HAS_POST=post is not None,
         INVERSE=inverse, TF32X3=tf32x3(), num_warps=warps,
     )  # fmt: skip
