@@ -104,6 +104,16 @@ def _moved(shape: tuple[int, ...], ax: int, n_out: int) -> tuple[int, ...]:
     return (*shape[:ax], n_out, *shape[ax + 1 :])
 
 
+def _complex_to_complex(
+    op: str, x: GPUArray, n: int | None, axis: int, norm: str | None, out: GPUArray | None
+) -> GPUArray:
+    """fft and ifft: real or complex input, a complex result of n points along the axis."""
+    x, ax = _input(op, x, axis, "fc")
+    nn = _n_arg(op, n, x.shape[ax])
+    nm = _norm_arg(op, norm)
+    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), _complex_of(x.dtype), out)
+
+
 def fft(
     x: GPUArray,
     n: int | None = None,
@@ -113,11 +123,7 @@ def fft(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """The n-point DFT along ``axis``: X[k] = sum_j x[j] exp(-2 pi i j k / n)."""
-    op = "fft"
-    x, ax = _input(op, x, axis, "fc")
-    nn = _n_arg(op, n, x.shape[ax])
-    nm = _norm_arg(op, norm)
-    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), _complex_of(x.dtype), out)
+    return _complex_to_complex("fft", x, n, axis, norm, out)
 
 
 def ifft(
@@ -129,11 +135,7 @@ def ifft(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """The n-point inverse DFT along ``axis``: x[j] = (1/n) sum_k X[k] exp(2 pi i j k / n)."""
-    op = "ifft"
-    x, ax = _input(op, x, axis, "fc")
-    nn = _n_arg(op, n, x.shape[ax])
-    nm = _norm_arg(op, norm)
-    return _run(op, x, ax, nn, nm, _moved(x.shape, ax, nn), _complex_of(x.dtype), out)
+    return _complex_to_complex("ifft", x, n, axis, norm, out)
 
 
 def rfft(
