@@ -29,18 +29,8 @@ import numpy as np
 
 import pygpukit as gp
 from benchmarks._models import CONFIGS, random_model, random_prompts
-from pygpukit import _core
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.models import GenerationStats
-
-
-def _copy_gbs(timer: DeviceTimer) -> float:
-    """Device-to-device copy of 1 GiB, read + write bytes per second (the bandwidth ceiling)."""
-    n = 1 << 30
-    a, b = gp.empty((n,), gp.uint8, "cuda:0"), gp.empty((n,), gp.uint8, "cuda:0")
-    s = timer.stream
-    t = timer.median_seconds(lambda: _core.memcpy_dtod(b.data_ptr(), a.data_ptr(), n, s), rounds=20)
-    return 2 * n / t / 1e9
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     timer = DeviceTimer(0)
     model, cfg, weight_bytes = random_model(args.model)
-    copy = _copy_gbs(timer)
+    copy = timer.copy_rate()
     prompts = random_prompts(cfg, 64)
     kw: dict[str, Any] = {"temperature": 0, "stop_token_ids": (), "graph": True}
     rows: list[dict[str, Any]] = []
