@@ -23,6 +23,14 @@ nvfp4   uint8 [N, K/2] (e2m1 codes  float8_e4m3fn [N, K/16] (block 16)   multipl
 ======  ==========================  ===================================  ====================
 
 A QuantizedWeight can also be built from arrays loaded from a checkpoint in these layouts.
+
+GGUF block formats (llama.cpp's, as a GGUF file stores them): ``q8_0``, ``q4_0``, ``q4_1``,
+``q5_0``, ``q5_1`` (blocks of 32 values along K) and ``q4_k``, ``q5_k``, ``q6_k`` (super-blocks of
+256). They are built from the file's rows, uint8 [N, K / block * block_bytes] with the scales
+inside each block (``scales`` is None), and kept as the same bytes regrouped by field
+(pygpukit/_gguf_planes.py; ``data`` holds those planes, the same size), which the kernels of
+pygpukit/ops/gguf.py read in place. Dequantization gives the ``gguf`` package's values bit for
+bit.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from pygpukit._gguf_planes import BLOCKS, to_planes
 from pygpukit.array import GPUArray
 from pygpukit.backends.cpu.gemv import (
     FP8_BLOCK,
@@ -45,15 +54,24 @@ from pygpukit.backends.cpu.gemv import (
 )
 from pygpukit.dtypes import DataType, as_dtype
 
-__all__ = ["FORMATS", "QuantizedWeight", "quantize_weight"]
+__all__ = ["FORMATS", "GGUF_BLOCKS", "GGUF_FORMATS", "QuantizedWeight", "quantize_weight"]
 
 FORMATS = ("fp8", "int4", "nvfp4")
+# GGUF block formats: (values a block, bytes a block), as gguf.GGML_QUANT_SIZES.
+GGUF_BLOCKS = BLOCKS
+GGUF_FORMATS = tuple(GGUF_BLOCKS)
+# Formats gguf.quants can quantize to (it has no k-quant quantizer; those come from files).
+_GGUF_QUANTIZERS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1")
 _K_MULTIPLE = {"fp8": 16, "int4": 32, "nvfp4": 32}  # 16-byte rows for the GPU kernels
 _INT4_SCALES = ("float32", "bfloat16", "float16")
 
 
-def _desc(a: GPUArray) -> str:
-    return f"shape {a.shape} and dtype {a.dtype.name}"
+def _dtype_name(a: Any) -> str:
+    return str(a.dtype.name) if isinstance(a, GPUArray) else str(np.asarray(a).dtype)
+
+
+def _desc(a: Any) -> str:
+    return f"shape {tuple(a.shape)} and dtype {_dtype_name(a)}"
 
 
 def _need(cond: bool, msg: str, exc: type[Exception] = ValueError) -> None:
@@ -70,18 +88,28 @@ class QuantizedWeight:
     TypeError naming the array at fault; arrays must be contiguous.
     """
 
-    __slots__ = ("block", "data", "format", "global_scale", "scales", "shape")
+    __slots__ = ("_device_arg", "block", "data", "format", "global_scale", "scales", "shape")
+    scales: GPUArray | None
 
     def __init__(
         self,
         format: str,
         data: GPUArray,
-        scales: GPUArray,
+        scales: GPUArray | None = None,
         *,
         block: int | None = None,
         global_scale: float = 1.0,
     ) -> None:
-        _need(format in FORMATS, f"format must be one of {FORMATS}, got {format!r}")
+        _need(
+            format in FORMATS or format in GGUF_BLOCKS,
+            f"format must be one of {FORMATS + GGUF_FORMATS}, got {format!r}",
+        )
+        if format in GGUF_BLOCKS:
+            self._device_arg = None
+            self._init_gguf(format, data, scales, block, global_scale)
+            return
+        _need(scales is not None, f"{format} needs scales", TypeError)
+        assert scales is not None
         for name, a in (("data", data), ("scales", scales)):
             _need(isinstance(a, GPUArray), f"{name} must be a GPUArray", TypeError)
             _need(a.is_contiguous(), f"{name} ({_desc(a)}) must be contiguous")
@@ -137,6 +165,54 @@ class QuantizedWeight:
         self.global_scale = gs
         self.shape = (n, k)
 
+    def _init_gguf(
+        self, format: str, data: Any, scales: Any, block: int | None, global_scale: float
+    ) -> None:
+        qk, bb = GGUF_BLOCKS[format]
+        _need(
+            isinstance(data, (GPUArray, np.ndarray)),
+            "data must be a GPUArray or numpy.ndarray of the file's rows",
+            TypeError,
+        )
+        _need(scales is None, f"{format} keeps its scales inside the blocks: pass scales=None")
+        _need(data.ndim == 2, f"data must be 2-D [N, row bytes], got {_desc(data)}")
+        _need(
+            _dtype_name(data) == "uint8",
+            f"{format} data must be uint8, got {_desc(data)}",
+            TypeError,
+        )
+        _need(
+            data.shape[1] > 0 and data.shape[1] % bb == 0,
+            f"{format} rows are whole blocks of {bb} bytes; got {_desc(data)}",
+        )
+        _need(block in (None, qk), f"{format} blocks are {qk} values, got {block=}")
+        _need(global_scale == 1.0, f"global_scale applies to nvfp4 only, got {global_scale!r}")
+        dev: Any = data.device if isinstance(data, GPUArray) else self._device_arg
+        host = data.to_numpy() if isinstance(data, GPUArray) else data
+        planes = to_planes(format, host)
+        from pygpukit.creation import from_numpy
+
+        self.format = format
+        self.data = from_numpy(planes, device=dev)
+        self.scales = None
+        self.block = qk
+        self.global_scale = 1.0
+        self.shape = (data.shape[0], data.shape[1] // bb * qk)
+
+    @classmethod
+    def from_blocks(cls, format: str, blocks: np.ndarray, device: Any = None) -> QuantizedWeight:
+        """A GGUF-format weight from a file's rows (host uint8 [N, row bytes]), regrouped on the
+        host and copied to ``device`` once (default: the default device)."""
+        qw = cls.__new__(cls)
+        qw._device_arg = device
+        qw._init_gguf(format, blocks, None, None, 1.0)
+        return qw
+
+    @property
+    def is_gguf(self) -> bool:
+        """Whether the format is a GGUF block format (scales inside the blocks)."""
+        return self.format in GGUF_BLOCKS
+
     @property
     def device(self) -> Any:
         return self.data.device
@@ -144,10 +220,14 @@ class QuantizedWeight:
     @property
     def nbytes(self) -> int:
         """Bytes of data plus scales (what one product streams from memory)."""
-        return int(self.data.nbytes + self.scales.nbytes)
+        return int(self.data.nbytes + (0 if self.scales is None else self.scales.nbytes))
 
     def dequantize(self) -> np.ndarray:
         """W as float64 NumPy [N, K] on the host (the reference the kernels are tested with)."""
+        if self.scales is None:
+            from pygpukit.backends.cpu.gguf import dequantize_blocks
+
+            return dequantize_blocks(self.data.to_numpy(), self.format).astype(np.float64)
         s = self.scales.to_numpy()
         if self.format == "fp8":
             return dequantize_fp8_weight(self.data.to_numpy(), s, self.block)
@@ -157,9 +237,10 @@ class QuantizedWeight:
 
     def __repr__(self) -> str:
         extra = f", global_scale={self.global_scale:g}" if self.format == "nvfp4" else ""
+        sc = "in blocks" if self.scales is None else self.scales.dtype.name
         return (
             f"QuantizedWeight({self.format}, shape={self.shape}, block={self.block}, "
-            f"scales={self.scales.dtype.name}{extra}, device={self.device})"
+            f"scales={sc}{extra}, device={self.device})"
         )
 
 
@@ -173,6 +254,9 @@ def quantize_weight(
 ) -> QuantizedWeight:
     """Quantize W [N, K] (a GPUArray or NumPy array of floats) for gp.linear_quantized.
 
+    The GGUF formats q8_0, q4_0, q4_1, q5_0 and q5_1 go through the ``gguf`` package's
+    quantizers (llama.cpp's reference rounding, float32); K % 32 == 0.
+
     format "fp8": e4m3 codes with float32 scales per output channel (block None or 0) or per
     block of 128 along K (block=128). "int4": symmetric int4 (scale = amax / 7) per group of 128
     along K, scales in scale_dtype ("float32" default, "bfloat16", "float16"). "nvfp4": e2m1
@@ -180,8 +264,12 @@ def quantize_weight(
     with the stored scales (pygpukit/backends/cpu/gemv.py). Runs on the host (NumPy, float64)
     and uploads to ``device`` (default: w's device, or the default device for NumPy input).
     """
-    if format not in FORMATS:
-        raise ValueError(f"quantize_weight: format must be one of {FORMATS}, got {format!r}")
+    if format not in FORMATS and format not in _GGUF_QUANTIZERS:
+        raise ValueError(
+            f"quantize_weight: format must be one of {FORMATS + _GGUF_QUANTIZERS}, got "
+            f"{format!r}"
+            + (" (k-quant weights come from GGUF files only)" if format in GGUF_BLOCKS else "")
+        )
     if isinstance(w, GPUArray):
         dev = w.device if device is None else device
         if not w.dtype.is_floating:
@@ -203,10 +291,10 @@ def quantize_weight(
     if host.ndim != 2:
         raise ValueError(f"quantize_weight: w must be 2-D [N, K], got shape {host.shape}")
     k = host.shape[1]
-    if k == 0 or k % _K_MULTIPLE[format]:
+    mult = GGUF_BLOCKS[format][0] if format in GGUF_BLOCKS else _K_MULTIPLE[format]
+    if k == 0 or k % mult:
         raise ValueError(
-            f"quantize_weight: {format} needs K (w's last dim) > 0 and % {_K_MULTIPLE[format]} "
-            f"== 0, got K={k}"
+            f"quantize_weight: {format} needs K (w's last dim) > 0 and % {mult} == 0, got K={k}"
         )
     if scale_dtype is not None and format != "int4":
         raise ValueError(
@@ -217,6 +305,15 @@ def quantize_weight(
         raise ValueError("quantize_weight: w has NaN or inf values")
     from pygpukit.creation import from_numpy
 
+    if format in GGUF_BLOCKS:
+        if block not in (None, GGUF_BLOCKS[format][0]) or scale_dtype is not None:
+            raise ValueError(f"quantize_weight: {format} takes no block= or scale_dtype=")
+        import gguf
+
+        # gguf's quantizers are llama.cpp's reference (quantize_row_*_ref), bit for bit.
+        qtype = gguf.GGMLQuantizationType[format.upper()]
+        blocks = gguf.quants.quantize(w64.astype(np.float32), qtype)
+        return QuantizedWeight.from_blocks(format, np.ascontiguousarray(blocks), device=dev)
     if format == "fp8":
         blk = 0 if block is None else block
         if blk not in (0, FP8_BLOCK):

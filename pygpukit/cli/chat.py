@@ -27,6 +27,13 @@ def add_parser(sub: Any) -> None:
         choices=("float32", "float16", "bfloat16"),
         help="default: float32 on CPU, float16 on GPU",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("stored", "dequantize", "fp8", "int4", "nvfp4"),
+        help="weights on the device: stored = a GGUF file's quantized blocks as they are (the "
+        "default on a GPU), dequantize = expanded to --dtype (the default on the CPU), "
+        "fp8/int4/nvfp4 = a float checkpoint quantized at load",
+    )
     p.add_argument("--device", help="cpu or cuda[:N] (default: the GPU when present)")
     p.add_argument("--route", help="backend overrides, e.g. rmsnorm:native,softmax:triton")
     p.add_argument("--prompt", help="answer this one message and exit (non-interactive)")
@@ -236,6 +243,12 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, device)
 
 
+def _formats(model: Any) -> str:
+    """Bytes by storage format, largest first: 'q4_1 61.2 MiB, q8_0 29.8 MiB, float16 ...'."""
+    items = sorted(model.weights.formats().items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {fmt_bytes(v)}" for k, v in items)
+
+
 def _run(args: argparse.Namespace, device: str) -> int:
     import pygpukit as gp
     from pygpukit.models.chat import ChatSession
@@ -257,6 +270,7 @@ def _run(args: argparse.Namespace, device: str) -> int:
             dtype=args.dtype,
             device=device,
             progress=None if not args.quiet else False,
+            quantize=args.quantize,
         )
         session = ChatSession(
             model,
@@ -275,6 +289,7 @@ def _run(args: argparse.Namespace, device: str) -> int:
     if not args.quiet:
         print(
             f"[{model} from {model.source} loaded in {time.perf_counter() - t0:.1f} s; "
+            f"weights {fmt_bytes(model.weights.nbytes())} ({_formats(model)}); "
             f"decode steps: {session.graph_reason}]",
             file=err,
         )

@@ -256,6 +256,29 @@ class GGUFSource:
             w = _unpermute(np.asarray(w), n_head)
         return w
 
+    def blocks(self, name: str) -> tuple[str, np.ndarray] | None:
+        """(format, uint8 [N, row bytes]) for a 2-D tensor stored in a block format the GGUF
+        kernels read (pygpukit.qweight.GGUF_BLOCKS), rows in HF order (q/k un-permuted); None
+        for float tensors, the experts' 3-D tensors and types read only by dequantizing."""
+        from pygpukit.qweight import GGUF_BLOCKS
+
+        gname, expert = self._names[name]
+        t = self._tensors[gname]
+        fmt = t.type_name.lower()
+        if expert is not None or fmt not in GGUF_BLOCKS or len(t.shape) != 2:
+            return None
+        raw = np.asarray(t.data).reshape(t.shape[0], -1)
+        if self.arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            key = "head_count" if name.endswith("q_proj.weight") else "head_count_kv"
+            raw = _unpermute(raw, self.meta_int(f"llama.attention.{key}"))  # rows only
+        return fmt, raw
+
+    def tensor_shape(self, name: str) -> tuple[int, ...]:
+        """The HF-order shape of a tensor (of one expert for the experts' tensors)."""
+        gname, expert = self._names[name]
+        shape = self._tensors[gname].shape
+        return shape[1:] if expert is not None else shape
+
     def config_dict(self) -> dict[str, Any]:
         """config.json fields from the ``<arch>.*`` metadata (llama.cpp's names, reversed)."""
         a, m = self.arch, self.meta

@@ -4,6 +4,12 @@ index inside one, or a GGUF file. Returns a CausalTransformerModel with its toke
 dtype: the parameters' and activations' dtype. Default (None): float32 on the CPU device (the
 NumPy backend computes in float32 anyway and bfloat16 is slow there), float16 on CUDA (the
 0.2.x default). An explicit dtype is always honoured.
+
+quantize: "stored" keeps a GGUF file's quantized tensors in their block formats on the device
+(read in place by the GGUF kernels; model memory is about the file size); "dequantize" expands
+them to dtype at load; None (default) is "stored" on a CUDA device and "dequantize" on the CPU
+device; "fp8", "int4" or "nvfp4" quantize a float checkpoint's linear weights at load
+(pygpukit/models/weights.py says which weights).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pygpukit.models.gguf_io import GGUFSource
 from pygpukit.models.safetensors_io import load_safetensors
 from pygpukit.models.tokenizer import Tokenizer
 from pygpukit.models.transformer import CausalTransformerModel
-from pygpukit.models.weights import TensorSource, load_weights
+from pygpukit.models.weights import QUANTIZE_MODES, TensorSource, load_weights
 from pygpukit.runtime import Device
 
 __all__ = [
@@ -67,13 +73,21 @@ def _build(
     where: str,
     total: int,
     progress: bool | None,
+    quantize: str | None = None,
 ) -> CausalTransformerModel:
     dev = runtime.device(device) if device is not None else runtime.default_device()
     dt = resolve_dtype(dtype, dev)
+    check_quantize(quantize)
     bar = _progress(total, f"loading {Path(where).name}", progress)
     try:
         weights = load_weights(
-            source, config, dt, dev, progress=bar.update if bar else None, where=where
+            source,
+            config,
+            dt,
+            dev,
+            progress=bar.update if bar else None,
+            where=where,
+            quantize=quantize,
         )
     finally:
         if bar is not None:
@@ -85,6 +99,11 @@ def _build(
             f"is {config.vocab_size}"
         )
     return model
+
+
+def check_quantize(quantize: Any) -> None:
+    if quantize not in QUANTIZE_MODES:
+        raise ValueError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
 
 
 def _config_with_spec(model_dir: Path, spec: ModelSpec | None) -> ModelConfig:
@@ -103,6 +122,7 @@ def load_model_from_safetensors(
     spec: ModelSpec | None = None,
     device: Any = None,
     progress: bool | None = None,
+    quantize: str | None = None,
 ) -> CausalTransformerModel:
     """A model from a directory, a .safetensors file or a model.safetensors.index.json.
 
@@ -118,7 +138,7 @@ def load_model_from_safetensors(
     )
     tok = Tokenizer.from_dir(model_dir) if (model_dir / "tokenizer.json").is_file() else None
     try:
-        return _build(st, config, dtype, device, tok, str(st.path), total, progress)
+        return _build(st, config, dtype, device, tok, str(st.path), total, progress, quantize)
     finally:
         st.close()
 
@@ -128,13 +148,16 @@ def load_model_from_gguf(
     dtype: Any = None,
     device: Any = None,
     progress: bool | None = None,
+    quantize: str | None = None,
 ) -> CausalTransformerModel:
-    """A model and its tokenizer/chat template from one GGUF file."""
+    """A model and its tokenizer/chat template from one GGUF file (quantized tensors stay in
+    their block formats unless quantize says otherwise)."""
+    check_quantize(quantize)
     src = GGUFSource(path)
     config = config_from_dict(src.config_dict(), str(src.path))
     tok = Tokenizer.from_gguf_fields(src.meta, str(src.path))
     total = src.total_bytes
-    return _build(src, config, dtype, device, tok, str(src.path), total, progress)
+    return _build(src, config, dtype, device, tok, str(src.path), total, progress, quantize)
 
 
 def load_model(
@@ -142,14 +165,17 @@ def load_model(
     dtype: Any = None,
     device: Any = None,
     progress: bool | None = None,
+    quantize: str | None = None,
 ) -> CausalTransformerModel:
-    """Any supported model path; None loads the default (SmolLM2-135M-Instruct GGUF)."""
+    """Any supported model path; None loads the default (SmolLM2-135M-Instruct GGUF).
+    quantize: None, "stored", "dequantize", "fp8", "int4" or "nvfp4" (module docstring)."""
+    check_quantize(quantize)
     p = Path(path) if path is not None else default_model_path()
     if not p.exists():
         raise ModelLoadError(f"{p}: no such file or directory")
     if p.is_file() and p.suffix.lower() == ".gguf":
-        return load_model_from_gguf(p, dtype, device, progress)
-    return load_model_from_safetensors(p, dtype, None, device, progress)
+        return load_model_from_gguf(p, dtype, device, progress, quantize)
+    return load_model_from_safetensors(p, dtype, None, device, progress, quantize)
 
 
 def default_model_path() -> Path:

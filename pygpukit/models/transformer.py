@@ -24,6 +24,7 @@ from pygpukit.array import GPUArray
 from pygpukit.creation import arange, empty, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
 from pygpukit.errors import CaptureError
+from pygpukit.models._linear import embed, linear
 from pygpukit.models.config import ModelConfig, ModelSpec
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
@@ -278,7 +279,7 @@ class CausalTransformerModel:
         the prefill path over the host-known starts."""
         s = ids.shape[1]
         w = self.weights
-        x = ops.embedding(ids, w.embed_tokens)
+        x = embed(ids, w.embed_tokens, self.dtype)
         if w.pos_embed is not None:
             x = ops.add(x, ops.embedding(pos, w.pos_embed))
         delta: GPUArray | None = None
@@ -290,7 +291,7 @@ class CausalTransformerModel:
         h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
         if not all_logits:
             h = h[:, s - 1 :, :]
-        return ops.linear(h, w.lm_head)
+        return linear(h, w.lm_head)
 
     def _ids(self, ids: Any) -> GPUArray:
         a = np.asarray(ids, dtype=np.int64)
@@ -333,7 +334,7 @@ class CausalTransformerModel:
         c = self.config
         b, s, _ = h.shape
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
-        qkv = ops.linear(h, lw.wqkv, lw.bqkv)
+        qkv = linear(h, lw.wqkv, lw.bqkv)
         q = qkv[:, :, : nh * d].reshape(b, s, nh, d)
         k = qkv[:, :, nh * d : (nh + nkv) * d].reshape(b, s, nkv, d)
         v = qkv[:, :, (nh + nkv) * d :].reshape(b, s, nkv, d)
@@ -358,7 +359,7 @@ class CausalTransformerModel:
                 k = ops.rope(k, cos, sin, pos)
             o = self._prefill(layer, qt, k.transpose(0, 2, 1, 3), vt, cache, row0, starts, scale)
         o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
-        return ops.linear(o, lw.wo, lw.bo)
+        return linear(o, lw.wo, lw.bo)
 
     @staticmethod
     def _prefill(
@@ -397,8 +398,8 @@ class CausalTransformerModel:
             return ops.linear(a, lw.w_proj, lw.b_proj)
         assert lw.w_gate is not None and lw.w_up is not None and lw.w_down is not None
         # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
-        a = ops.silu_mul(ops.linear(h, lw.w_gate), ops.linear(h, lw.w_up))
-        return ops.linear(a, lw.w_down)
+        a = ops.silu_mul(linear(h, lw.w_gate), linear(h, lw.w_up))
+        return linear(a, lw.w_down)
 
     # ----- the 0.2.x generate ----------------------------------------------------------------
     def generate(

@@ -6,6 +6,15 @@ parameter the loader converts the dtype on the host, one tensor at a time (so pe
 one tensor, not the model), and copies it to the device through the pool. q, k and v projections
 are concatenated into one ``wqkv`` [(H + 2 Hkv) * head_dim, hidden] so attention does one GEMM
 (gpt-fast's layout); GPT-2's Conv1D weights [in, out] are transposed to [out, in].
+
+Linear weights may stay quantized (``quantize``): "stored" keeps a GGUF file's block formats as
+stored (q8_0 ... q6_k; the kernels of pygpukit/ops/gguf.py read them in place, and the rows of a
+quantized embedding table are dequantized as they are looked up); "dequantize" expands them to
+the model dtype at load; None picks "stored" on a CUDA device and "dequantize" on the CPU
+device (where the NumPy reference would expand every weight again on every product); "fp8",
+"int4" and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the
+embedding table stays dense, and so does a head tied to it).
+Types that only dequantize (Q2_K, Q3_K) and MoE experts are always expanded.
 """
 
 from __future__ import annotations
@@ -19,11 +28,16 @@ import numpy as np
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy
 from pygpukit.dtypes import DataType
+from pygpukit.models._linear import Weight, weight_bytes
 from pygpukit.models.config import GPT2_SPEC, ModelConfig
 from pygpukit.models.errors import ModelLoadError
+from pygpukit.qweight import FORMATS, QuantizedWeight, quantize_weight
 from pygpukit.runtime import Device
 
-__all__ = ["TensorSource", "LayerWeights", "ModelWeights", "load_weights"]
+__all__ = ["TensorSource", "LayerWeights", "ModelWeights", "load_weights", "QUANTIZE_MODES"]
+
+# load_model's quantize= (module docstring).
+QUANTIZE_MODES = (None, "stored", "dequantize", *FORMATS)
 
 
 class TensorSource(Protocol):
@@ -38,8 +52,8 @@ class LayerWeights:
     """One transformer block. Linear weights are [out_features, in_features] (torch layout)."""
 
     attn_norm: GPUArray
-    wqkv: GPUArray
-    wo: GPUArray
+    wqkv: Weight
+    wo: Weight
     mlp_norm: GPUArray
     attn_norm_bias: GPUArray | None = None
     bqkv: GPUArray | None = None
@@ -48,9 +62,9 @@ class LayerWeights:
     k_norm: GPUArray | None = None
     mlp_norm_bias: GPUArray | None = None
     # gated MLP (Llama/Qwen): down(silu(gate(x)) * up(x))
-    w_gate: GPUArray | None = None
-    w_up: GPUArray | None = None
-    w_down: GPUArray | None = None
+    w_gate: Weight | None = None
+    w_up: Weight | None = None
+    w_down: Weight | None = None
     # dense MLP (GPT-2): proj(act(fc(x) + b_fc)) + b_proj
     w_fc: GPUArray | None = None
     b_fc: GPUArray | None = None
@@ -66,12 +80,37 @@ class LayerWeights:
 
 @dataclass
 class ModelWeights:
-    embed_tokens: GPUArray
+    embed_tokens: GPUArray | QuantizedWeight
     final_norm: GPUArray
-    lm_head: GPUArray  # the same array as embed_tokens when the embeddings are tied
+    lm_head: Weight  # the same object as embed_tokens when the embeddings are tied
     layers: list[LayerWeights]
     final_norm_bias: GPUArray | None = None
     pos_embed: GPUArray | None = None  # GPT-2 learned positions
+
+    def _parts(self) -> list[Any]:
+        """Every parameter once (a tied head is the embedding table itself)."""
+        seen: list[Any] = []
+        objs: list[Any] = [self.embed_tokens, self.final_norm, self.lm_head]
+        objs += [self.final_norm_bias, self.pos_embed]
+        for lw in self.layers:
+            objs += list(vars(lw).values())
+        for o in objs:
+            if o is not None and not any(o is x for x in seen):
+                seen.append(o)
+        return seen
+
+    def nbytes(self) -> int:
+        """Device bytes of the parameters (quantized ones as stored)."""
+        return sum(weight_bytes(o) for o in self._parts())
+
+    def formats(self) -> dict[str, int]:
+        """Bytes by storage format: dtype names for dense arrays, quantized formats by name."""
+        out: dict[str, int] = {}
+        for o in self._parts():
+            for w in o if isinstance(o, tuple) else (o,):
+                key = w.format if isinstance(w, QuantizedWeight) else w.dtype.name
+                out[key] = out.get(key, 0) + weight_bytes(w)
+        return out
 
 
 class _Reader:
@@ -84,7 +123,9 @@ class _Reader:
         device: Device,
         progress: Callable[[int], None] | None,
         where: str,
+        quantize: str | None = None,
     ) -> None:
+        self.quantize = quantize
         self.source = source
         self.names = set(source.tensor_names)
         self.dtype = dtype
@@ -121,6 +162,65 @@ class _Reader:
     def opt(self, name: str, shape: tuple[int, ...] | None = None) -> GPUArray | None:
         return self.get(name, shape) if self.has(name) else None
 
+    def _blocks(self, name: str, shape: tuple[int, int]) -> tuple[str, np.ndarray] | None:
+        """A GGUF tensor's blocks when they are kept as stored, checked against ``shape``."""
+        blocks = getattr(self.source, "blocks", None)
+        if self.quantize != "stored" or blocks is None or name not in self.names:
+            return None
+        got = blocks(name)
+        if got is None:
+            return None
+        fmt, raw = got
+        from pygpukit.qweight import GGUF_BLOCKS
+
+        qk, bb = GGUF_BLOCKS[fmt]
+        have = (raw.shape[0], raw.shape[1] // bb * qk)
+        if have != shape:
+            raise ModelLoadError(
+                f"{self.where}: tensor {name!r} has shape {have}, the config implies {shape}"
+            )
+        if self.progress is not None:
+            self.progress(raw.nbytes)
+        return fmt, raw
+
+    def _quantized(self, fmt: str, raw: np.ndarray) -> QuantizedWeight:
+        return QuantizedWeight.from_blocks(fmt, raw, device=self.device)
+
+    def _dense_linear(self, w: np.ndarray, name: str) -> Weight:
+        if self.quantize in FORMATS:
+            try:
+                return quantize_weight(w, self.quantize, device=self.device)
+            except ValueError as e:
+                raise ModelLoadError(f"{self.where}: {name}: {e}") from None
+        return self.upload(w)
+
+    def linear(self, name: str, shape: tuple[int, int]) -> Weight:
+        """A linear weight [out, in]: blocks kept, quantized at load, or dense."""
+        got = self._blocks(name, shape)
+        if got is not None:
+            return self._quantized(*got)
+        return self._dense_linear(self.host(name, shape), name)
+
+    def stacked(self, parts: list[tuple[str, tuple[int, int]]], label: str) -> Weight:
+        """Linear weights stacked by rows (q, k, v into wqkv): one array or QuantizedWeight,
+        or a tuple of QuantizedWeights when a GGUF file stores them in different formats."""
+        got = [self._blocks(n, sh) for n, sh in parts]
+        if all(g is not None for g in got):
+            blocks = [g for g in got if g is not None]
+            if len({fmt for fmt, _ in blocks}) == 1:
+                return self._quantized(blocks[0][0], np.concatenate([r for _, r in blocks]))
+            return tuple(self._quantized(*g) for g in blocks)
+        dense = [
+            self.source.tensor(n) if g is not None else self.host(n, sh)
+            for (n, sh), g in zip(parts, got, strict=True)
+        ]
+        return self._dense_linear(np.concatenate(dense), label)
+
+    def table(self, name: str, shape: tuple[int, int]) -> GPUArray | QuantizedWeight:
+        """The embedding table: GGUF blocks kept as stored, else dense in the model dtype."""
+        got = self._blocks(name, shape)
+        return self._quantized(*got) if got is not None else self.get(name, shape)
+
 
 def load_weights(
     source: TensorSource,
@@ -129,9 +229,24 @@ def load_weights(
     device: Device,
     progress: Callable[[int], None] | None = None,
     where: str = "checkpoint",
+    quantize: str | None = None,
 ) -> ModelWeights:
-    r = _Reader(source, dtype, device, progress, where)
+    if quantize not in QUANTIZE_MODES:
+        raise ValueError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
+    if quantize in FORMATS and dtype.name not in ("float16", "bfloat16"):
+        raise ValueError(
+            f"quantize={quantize!r} needs a float16 or bfloat16 model (its products take half "
+            f"activations), got dtype {dtype.name}"
+        )
+    if quantize is None:
+        quantize = "stored" if device.type != "cpu" else "dequantize"
+    r = _Reader(source, dtype, device, progress, where, quantize)
     if config.spec is GPT2_SPEC:
+        if quantize in FORMATS:
+            raise ValueError(
+                f"quantize={quantize!r}: quantizing at load serves the Llama-like architectures "
+                "(GPT-2's fused activation runs in gp.linear's epilogue)"
+            )
         return _load_gpt2(r, config)
     return _load_llama_like(r, config)
 
@@ -139,17 +254,18 @@ def load_weights(
 def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
     hd, d = c.hidden_size, c.head_dim
     q_out, kv_out = c.num_heads * d, c.num_kv_heads * d
-    embed = r.get("model.embed_tokens.weight", (c.vocab_size, hd))
+    embed = r.table("model.embed_tokens.weight", (c.vocab_size, hd))
     layers = []
     for i in range(c.num_layers):
         p = f"model.layers.{i}."
         a = p + "self_attn."
-        wqkv = np.concatenate(
+        wqkv = r.stacked(
             [
-                r.host(a + "q_proj.weight", (q_out, hd)),
-                r.host(a + "k_proj.weight", (kv_out, hd)),
-                r.host(a + "v_proj.weight", (kv_out, hd)),
-            ]
+                (a + "q_proj.weight", (q_out, hd)),
+                (a + "k_proj.weight", (kv_out, hd)),
+                (a + "v_proj.weight", (kv_out, hd)),
+            ],
+            a + "qkv",
         )
         bqkv = None
         if c.attention_bias or r.has(a + "q_proj.bias"):
@@ -164,9 +280,9 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
             )
         lw = LayerWeights(
             attn_norm=r.get(p + "input_layernorm.weight", (hd,)),
-            wqkv=r.upload(wqkv),
+            wqkv=wqkv,
             bqkv=bqkv,
-            wo=r.get(a + "o_proj.weight", (hd, q_out)),
+            wo=r.linear(a + "o_proj.weight", (hd, q_out)),
             bo=r.opt(a + "o_proj.bias", (hd,)),
             mlp_norm=r.get(p + "post_attention_layernorm.weight", (hd,)),
         )
@@ -176,15 +292,16 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
         if c.is_moe_layer(i):
             _load_experts(r, c, p, lw)
         else:
-            lw.w_gate = r.get(p + "mlp.gate_proj.weight", (c.intermediate_size, hd))
-            lw.w_up = r.get(p + "mlp.up_proj.weight", (c.intermediate_size, hd))
-            lw.w_down = r.get(p + "mlp.down_proj.weight", (hd, c.intermediate_size))
+            lw.w_gate = r.linear(p + "mlp.gate_proj.weight", (c.intermediate_size, hd))
+            lw.w_up = r.linear(p + "mlp.up_proj.weight", (c.intermediate_size, hd))
+            lw.w_down = r.linear(p + "mlp.down_proj.weight", (hd, c.intermediate_size))
         layers.append(lw)
     final_norm = r.get("model.norm.weight", (hd,))
+    lm_head: Weight
     if c.tie_word_embeddings:
         lm_head = embed  # tied: HF's tie_weights() makes lm_head the embedding matrix
     elif r.has("lm_head.weight"):
-        lm_head = r.get("lm_head.weight", (c.vocab_size, hd))
+        lm_head = r.linear("lm_head.weight", (c.vocab_size, hd))
     else:
         raise ModelLoadError(
             f"{r.where}: tensor 'lm_head.weight' is missing and the config does not tie the "

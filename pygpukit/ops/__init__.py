@@ -33,6 +33,7 @@ from pygpukit.ops.elementwise import (
 )
 from pygpukit.ops.embedding import embedding
 from pygpukit.ops.gemv import gemv, linear_quantized
+from pygpukit.ops.gguf import dequantize_gguf
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
 from pygpukit.ops.moe import moe_align, moe_linear, moe_router
 from pygpukit.ops.norm import layernorm, rmsnorm
@@ -61,6 +62,7 @@ __all__ = [
     "gelu",
     "gelu_mul",
     "gemv",
+    "dequantize_gguf",
     "gt",
     "kv_cache_write",
     "layernorm",

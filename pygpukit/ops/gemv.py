@@ -9,7 +9,9 @@ the float64 product of x with the (dequantized) weight, rounded once.
   ``gp.linear`` (cuBLASLt); linear itself can hand small-M products to this kernel through the
   measured crossover table in pygpukit/backends/native/matmul.py.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
-  nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows; the
+  nvfp4, pygpukit/qweight.py), dequantized in registers on every call. A GGUF block format
+  (q8_0 ... q6_k, kept as a GGUF file stores it) goes to the Triton kernels of
+  pygpukit/ops/gguf.py instead, and there x may also be float32. Any number of rows; the
   kernel is built for decode (W is re-read once per 16 rows of x, so for long prefills
   dequantizing once to bf16 and calling gp.linear is faster).
 
@@ -32,11 +34,11 @@ GEMV_MAX_ROWS = 16
 _HALF = ("float16", "bfloat16")
 
 
-def _x_checks(op: str, x: Any, k: int) -> int:
-    """x [..., K] of a half type; returns its number of rows."""
+def _x_checks(op: str, x: Any, k: int, dtypes: tuple[str, ...] = _HALF) -> int:
+    """x [..., K] of one of ``dtypes``; returns its number of rows."""
     chk.array(op, "x", x)
-    if x.dtype.name not in _HALF:
-        raise TypeError(f"{op}: x must be a float16 or bfloat16 array, got {chk.desc(x)}")
+    if x.dtype.name not in dtypes:
+        raise TypeError(f"{op}: x must be a {' or '.join(dtypes)} array, got {chk.desc(x)}")
     if x.ndim < 1 or x.shape[-1] != k:
         raise ValueError(
             f"{op}: x has {chk.desc(x)} but must be [..., {k}] (the weight's in_features)"
@@ -94,9 +96,15 @@ def linear_quantized(
             f"{op}: qw must be a QuantizedWeight (from gp.quantize_weight), got {type(qw).__name__}"
         )
     n, k = qw.shape
-    _x_checks(op, x, k)
+    _x_checks(op, x, k, (*_HALF, "float32") if qw.is_gguf else _HALF)
     _bias_checks(op, bias, x, n)
     chk.out_arg(op, out, (*x.shape[:-1], n), x.dtype)
+    if x.device != qw.device:
+        raise ValueError(f"{op}: x is on {x.device} but qw is on {qw.device}")
+    if qw.is_gguf:
+        from pygpukit.ops.gguf import linear_gguf
+
+        return linear_gguf(x, qw, bias, out)
     inputs = (x, qw.data, qw.scales, bias)
     if qw.format == "fp8":
         return run("gemv_fp8", inputs, {"block": qw.block}, out=out)

@@ -246,6 +246,20 @@ _ROUTES: list[OpRoute] = [
         )
         for op in ("fft", "ifft", "rfft", "irfft")
     ),
+    # GGUF formats read in place (pygpukit/ops/gguf.py, the planes of pygpukit/_gguf_planes.py):
+    # Triton kernels on CUDA (no native twin yet), the gguf package's values in NumPy on the CPU.
+    _entry(
+        "dequantize_gguf",
+        "gguf",
+        Candidate("triton", dtypes=frozenset({"uint8", "int32", "int64"})),
+        CPU,
+    ),
+    _entry(
+        "linear_gguf",
+        "gguf",
+        Candidate("triton", dtypes=frozenset({"uint8", "float32", "float16", "bfloat16"})),
+        CPU,
+    ),
     # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
     # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the
     # dtypes of each operand; these sets only admit them).

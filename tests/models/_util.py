@@ -76,9 +76,12 @@ def _llama3_factors(rope: dict[str, Any], head_dim: int) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
-def write_tiny_gguf(path: Path, qtype: str = "F32", arch_dir: str = "llama") -> None:
+def write_tiny_gguf(
+    path: Path, qtype: str = "F32", arch_dir: str = "llama", types: dict[str, str] | None = None
+) -> None:
     """The llama fixture as a llama.cpp-style GGUF: renamed tensors, q/k permuted, a byte-level
-    BPE vocabulary of 300 tokens (256 bytes, then specials), matrices stored as ``qtype``."""
+    BPE vocabulary of 300 tokens (256 bytes, then specials), matrices stored as ``qtype``, or as
+    ``types[suffix]`` for GGUF names ending in one of its keys (a mixed file, like Q4_K_M's)."""
     import gguf
 
     from pygpukit.models.safetensors_io import load_safetensors
@@ -128,14 +131,15 @@ def write_tiny_gguf(path: Path, qtype: str = "F32", arch_dir: str = "llama") -> 
     for i in range(cfg["num_hidden_layers"]):
         for hf, gg in layer.items():
             names[f"model.layers.{i}.{hf}"] = f"blk.{i}.{gg}"
-    qt = getattr(gguf.GGMLQuantizationType, qtype)
     for hf, gg in names.items():
+        tname = next((t for sfx, t in (types or {}).items() if gg.endswith(sfx)), qtype)
+        qt = getattr(gguf.GGMLQuantizationType, tname)
         a = np.asarray(st.tensor(hf), dtype=np.float32)
         if hf.endswith("q_proj.weight"):
             a = _permute(a, heads)
         elif hf.endswith("k_proj.weight"):
             a = _permute(a, kv_heads)
-        if a.ndim == 2 and qtype != "F32":
+        if a.ndim == 2 and tname != "F32":
             w.add_tensor(gg, gguf.quants.quantize(a, qt), raw_dtype=qt)
         else:
             w.add_tensor(gg, a)

@@ -1,0 +1,300 @@
+"""GGUF formats on the device: dequantization (rows or all) and x @ W^T, reading the weight's
+planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size).
+
+The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. Both kernels
+work on tiles of [BN rows, G groups, 16]: a group is 32 values, the low and high nibbles of 16
+quant bytes (``_group`` returns the two halves, "lo" and "hi", as float32). The quant bytes of a
+tile are contiguous (16-byte loads); a group's scales and high-bit words are loaded once per
+group and broadcast over its 16 bytes. Each format's arithmetic follows gguf.quants'
+dequantize_blocks operation by operation (q4_1: d * q + m as two roundings; q4_k:
+(d * sc) * q - dmin * m), and the dequantization kernel compiles with FMA contraction off, so
+its float32 values are the ``gguf`` package's bits.
+
+The product: one program per (BM rows of x, BN rows of W), K in tiles of G groups. Few rows (M <=
+4, or float32 x) multiply in float32 on the CUDA cores (a [BM, BN, G, 16] broadcast and sum);
+more rows round the dequantized tile to x's dtype and use the tensor cores (tl.dot, float32
+accumulation), as a bf16/fp16 weight would be. x is read in the planes' value order (lo(g) + t
+and lo(g) + span + t), so no value is moved in registers. Under the deterministic mode half
+inputs always take the tensor-core path with BM = 16, so a row's bits do not depend on the
+batch.
+"""
+
+# Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from pygpukit import determinism
+from pygpukit._gguf_planes import BLOCKS, offsets
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
+from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.creation import empty
+from pygpukit.dtypes import as_dtype
+
+__all__ = ["dequantize_gguf", "linear_gguf", "linear_config", "FORMAT_IDS"]
+
+FORMAT_IDS = {
+    "q8_0": 0,
+    "q4_0": 1,
+    "q4_1": 2,
+    "q5_0": 3,
+    "q5_1": 4,
+    "q4_k": 5,
+    "q5_k": 6,
+    "q6_k": 7,
+}
+
+
+@triton.jit
+def _byte(P, off, mask):
+    return tl.load(P + off, mask=mask, other=0).to(tl.int32)
+
+
+@triton.jit
+def _half(P, off, mask):
+    """The little-endian float16 at byte offset off, as float32 (two byte loads: block fields
+    are only 2-byte aligned, and the interpreter takes no pointer casts)."""
+    bits = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
+    return bits.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+
+
+@triton.jit
+def _u32(P, off, mask):
+    """A little-endian 32-bit word at byte offset off (int32 bits)."""
+    w = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
+    return w | (_byte(P, off + 2, mask) << 16) | (_byte(P, off + 3, mask) << 24)
+
+
+@triton.jit
+def _scale_min(P, base, j, mask):
+    """q4_k/q5_k's 6-bit (scale, min) of sub-block j from the 12 bytes at base
+    (get_scale_min: j < 4 reads bytes j and j + 4; j >= 4 packs their top bits in)."""
+    lo = _byte(P, base + j % 4, mask)
+    hi = _byte(P, base + j + 4, mask)
+    mid = _byte(P, base + j, mask)
+    sc = tl.where(j < 4, lo & 63, (hi & 15) | ((lo >> 2) & 48))
+    mn = tl.where(j < 4, hi & 63, (hi >> 4) | ((mid >> 2) & 48))
+    return sc.to(tl.float32), mn.to(tl.float32)
+
+
+@triton.jit
+def _signed8(v):
+    return tl.where(v >= 128, v - 256, v)
+
+
+@triton.jit
+def span(FMT: tl.constexpr):
+    """Distance from a group's lo values to its hi values."""
+    if FMT == 5 or FMT == 6:
+        return 32
+    elif FMT == 7:
+        return 64
+    else:
+        return 16
+
+
+@triton.jit
+def lo_start(g, FMT: tl.constexpr):
+    """Index of group g's first lo value (the table of pygpukit/_gguf_planes.py)."""
+    if FMT == 5 or FMT == 6:
+        return 64 * (g // 2) + 16 * (g % 2)
+    elif FMT == 7:
+        return 128 * (g // 4) + 16 * (g % 4)
+    else:
+        return 32 * g
+
+
+@triton.jit
+def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
+    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1]."""
+    t = tl.arange(0, 16)[None, None, :]
+    if FMT == 0:  # q8_0: int8 quants, w = q * d
+        ql = _signed8(_byte(P, row + 32 * g + t, mask))
+        qh = _signed8(_byte(P, row + 32 * g + 16 + t, mask))
+        d = _half(P, row + OD + 2 * g, mask)
+        return ql.to(tl.float32) * d, qh.to(tl.float32) * d
+    b = _byte(P, row + 16 * g + t, mask)
+    ql = b & 15
+    qh = b >> 4
+    if FMT <= 4:  # q4_0, q4_1, q5_0, q5_1: one block a group
+        if FMT >= 3:
+            w = _u32(P, row + OQH + 4 * g, mask)
+            ql = ql | (((w >> t) & 1) << 4)
+            qh = qh | (((w >> (t + 16)) & 1) << 4)
+        d = _half(P, row + OD + 2 * g, mask)
+        if FMT == 1:
+            return d * (ql - 8).to(tl.float32), d * (qh - 8).to(tl.float32)
+        elif FMT == 3:
+            return d * (ql - 16).to(tl.float32), d * (qh - 16).to(tl.float32)
+        else:
+            m = _half(P, row + OM + 2 * g, mask)
+            return (d * ql.to(tl.float32)) + m, (d * qh.to(tl.float32)) + m
+    elif FMT <= 6:  # q4_k, q5_k: lo in sub-block j, hi in j + 1 of super-block g // 8
+        if FMT == 6:
+            w = _u32(P, row + OQH + 4 * g, mask)
+            ql = ql | (((w >> t) & 1) << 4)
+            qh = qh | (((w >> (t + 16)) & 1) << 4)
+        sb = g // 8
+        j = 2 * ((g // 2) % 4)
+        sc_l, mn_l = _scale_min(P, row + OS + 12 * sb, j, mask)
+        sc_h, mn_h = _scale_min(P, row + OS + 12 * sb, j + 1, mask)
+        d = _half(P, row + OD + 2 * sb, mask)
+        dmin = _half(P, row + OM + 2 * sb, mask)
+        lo = (d * sc_l) * ql.to(tl.float32) - dmin * mn_l
+        hi = (d * sc_h) * qh.to(tl.float32) - dmin * mn_h
+        return lo, hi
+    else:  # q6_k: 2 high bits a value, int8 scales per 16 values
+        wl = _u32(P, row + OQH + 8 * g, mask)
+        wh = _u32(P, row + OQH + 8 * g + 4, mask)
+        ql = ql | (((wl >> (2 * t)) & 3) << 4)
+        qh = qh | (((wh >> (2 * t)) & 3) << 4)
+        u = g // 4
+        r = g % 4
+        sc_l = _signed8(_byte(P, row + OS + 8 * u + r, mask)).to(tl.float32)
+        sc_h = _signed8(_byte(P, row + OS + 8 * u + 4 + r, mask)).to(tl.float32)
+        d = _half(P, row + OD + 2 * (g // 8), mask)
+        return (d * sc_l) * (ql - 32).to(tl.float32), (d * sc_h) * (qh - 32).to(tl.float32)
+
+
+def _plane_args(fmt: str, k: int) -> tuple[int, int, int, int]:
+    off = offsets(fmt, k)
+    return off.get("qh", 0), off["d"], off.get("m", 0), off.get("sc", 0)
+
+
+@triton.jit
+def _dequant_kernel(
+    P, IDS, Y, R, N, K, RB, OQH, OD, OM, OS,
+    FMT: tl.constexpr, HAS_IDS: tl.constexpr, BR: tl.constexpr, G: tl.constexpr,
+):  # fmt: skip
+    r = tl.program_id(0) * BR + tl.arange(0, BR)
+    g = (tl.program_id(1) * G + tl.arange(0, G))[None, :, None]
+    live = r < R
+    if HAS_IDS:
+        src = tl.load(IDS + r, mask=live, other=0).to(tl.int64)
+        ok = live & (src >= 0) & (src < N)
+    else:
+        src = r.to(tl.int64)
+        ok = live
+    gm = g < K // 32
+    lo, hi = _group(P, (src * RB)[:, None, None], g, ok[:, None, None] & gm, OQH, OD, OM, OS,
+                    FMT)  # fmt: skip
+    nan = float("nan")  # an id out of range gives a row of NaN, as gp.embedding
+    lo = tl.where(ok[:, None, None], lo, nan)
+    hi = tl.where(ok[:, None, None], hi, nan)
+    t = tl.arange(0, 16)[None, None, :]
+    dst = Y + r.to(tl.int64)[:, None, None] * K + lo_start(g, FMT) + t
+    keep = live[:, None, None] & gm
+    tl.store(dst, lo.to(Y.dtype.element_ty), mask=keep)
+    tl.store(dst + span(FMT), hi.to(Y.dtype.element_ty), mask=keep)
+
+
+def dequantize_gguf(
+    data: GPUArray, ids: GPUArray | None, *, fmt: str, out_dtype: Any, out: GPUArray | None = None
+) -> GPUArray:
+    n, rb = data.shape
+    qk, bb = BLOCKS[fmt]
+    k = rb // bb * qk
+    lead = (n,) if ids is None else ids.shape
+    rows = math.prod(lead)
+    y = out if out is not None else empty((*lead, k), as_dtype(out_dtype), data.device)
+    if rows == 0:
+        return y
+    flat = None if ids is None else (ids if ids.is_contiguous() else ids.contiguous())
+    br, gs = 8, 8
+    launch(
+        _dequant_kernel, (cdiv(rows, br), cdiv(k // 32, gs)),
+        data, flat if flat is not None else data, y, rows, n, k, rb, *_plane_args(fmt, k),
+        FMT=FORMAT_IDS[fmt], HAS_IDS=ids is not None, BR=br, G=gs, num_warps=4,
+        enable_fp_fusion=False,
+    )  # fmt: skip
+    return y
+
+
+@triton.jit
+def _linear_kernel(
+    X, P, BIAS, Y, M, N, K, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn,
+    FMT: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr, BM: tl.constexpr,
+    BN: tl.constexpr, G: tl.constexpr,
+):  # fmt: skip
+    rm = tl.program_id(1) * BM + tl.arange(0, BM)
+    rn = tl.program_id(0) * BN + tl.arange(0, BN)
+    nm = (rn < N)[:, None, None]
+    mm = (rm < M)[:, None, None]
+    row = rn.to(tl.int64)[:, None, None] * RB
+    xrow = X + rm.to(tl.int64)[:, None, None] * sxm
+    t = tl.arange(0, 16)[None, None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # The CUDA-core path keeps per-lane partial sums and reduces once after the loop (a
+    # reduction across lanes every K tile cost more than the tile's loads).
+    part = tl.zeros((BM, BN, G, 16), dtype=tl.float32)
+    for g0 in range(0, K // 32, G):
+        g = g0 + tl.arange(0, G)[None, :, None]
+        gm = g < K // 32
+        lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
+        xi = lo_start(g, FMT) + t
+        x_lo = tl.load(xrow + xi * sxk, mask=mm & gm, other=0.0)  # [BM, G, 16]
+        x_hi = tl.load(xrow + (xi + span(FMT)) * sxk, mask=mm & gm, other=0.0)
+        if DOT:
+            wl = tl.reshape(lo.to(x_lo.dtype), (BN, G * 16))
+            wh = tl.reshape(hi.to(x_lo.dtype), (BN, G * 16))
+            acc = tl.dot(tl.reshape(x_lo, (BM, G * 16)), tl.trans(wl), acc)
+            acc = tl.dot(tl.reshape(x_hi, (BM, G * 16)), tl.trans(wh), acc)
+        else:
+            part += x_lo.to(tl.float32)[:, None, :, :] * lo[None, :, :, :]
+            part += x_hi.to(tl.float32)[:, None, :, :] * hi[None, :, :, :]
+    if not DOT:
+        acc = tl.sum(tl.sum(part, axis=3), axis=2)
+    if HAS_BIAS:
+        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    ptr = Y + rm.to(tl.int64)[:, None] * sym + rn[None, :] * syn
+    tl.store(ptr, acc.to(Y.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
+
+
+def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
+    """(tensor cores, BM, BN, G groups of 32 values a K tile, warps) for m rows of x: a
+    function of m and the dtype only, pinned under the deterministic mode. The CUDA-core
+    configurations come from the H100 sweep (benchmarks/quantized.py --sweep over BN 2-16,
+    G 8-32, 1-4 warps on q4_1 and q6_k at 2048x2048 and 14336x4096): the winners were one or
+    two warps over two or four rows of W with 8-32 groups a tile, and the choice below is the
+    one among them that ranked near the top in every case.
+    float32 x keeps one configuration, so its K order does not change with m."""
+    det = determinism.is_deterministic()
+    if half and det:
+        return True, 16, 64, 4, 4
+    if half and m > 4:  # ops/gguf.py sends more rows to dequantize + gp.linear unless pinned
+        return True, min(64, max(16, next_pow2(m))), 64, 4, 4
+    if not half:
+        return False, 4 if det else min(4, next_pow2(m)), 4, 16, 2
+    bm = next_pow2(m)
+    return False, bm, 2 if bm == 1 else 4, 16, 1 if bm <= 2 else 2
+
+
+def linear_gguf(
+    x: GPUArray, data: GPUArray, bias: GPUArray | None, *, fmt: str, out: GPUArray | None = None
+) -> GPUArray:
+    n, rb = data.shape
+    qk, bb = BLOCKS[fmt]
+    k = rb // bb * qk
+    lead = x.shape[:-1]
+    m = math.prod(lead)
+    y = new_out(out, (*lead, n), x.dtype, x)
+    if m == 0 or n == 0:
+        return y
+    x2 = x.reshape(m, k) if x.ndim != 2 else x  # a view when the rows collapse, else a copy
+    y2 = y.view(m, n)  # ops/gguf.py checked that out's rows collapse
+    dot, bm, bn, gs, warps = linear_config(m, x.dtype.name != "float32")
+    launch(
+        _linear_kernel, (cdiv(n, bn), cdiv(m, bm)),
+        x2, data, bias if bias is not None else data, y2, m, n, k, rb, *_plane_args(fmt, k),
+        *x2.element_strides, *y2.element_strides,
+        FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None, DOT=dot, BM=bm, BN=bn, G=gs,
+        num_warps=warps,
+    )  # fmt: skip
+    return y

@@ -1,0 +1,105 @@
+"""GGUF block formats on the device: dequantize_gguf and the product behind linear_quantized.
+
+A ``QuantizedWeight`` of a GGUF format (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k; see
+pygpukit/qweight.py) holds llama.cpp's blocks as the file stores them. Two routed ops read them
+in place (Triton kernels, backends/triton_kernels/gguf.py; NumPy twin, backends/cpu/gguf.py):
+
+- ``dequantize_gguf(qw, ids=None, dtype="float32")``: W's rows (all, or the rows named by an
+  integer array ``ids`` of any shape, so a quantized embedding table is looked up without
+  expanding it) as [..., K] values. In float32 they are the ``gguf`` package's
+  (gguf.quants.dequantize) bit for bit; other dtypes round those values once. On the GPU an id
+  outside [0, N) gives a row of NaN (as gp.embedding); the NumPy backend raises IndexError.
+- ``linear_quantized(x, qw, bias)`` (pygpukit/ops/gemv.py) with a GGUF weight: x [..., K] of
+  float16, bfloat16 or float32 times the dequantized W^T plus bias, one rounding to x's dtype.
+  Up to GEMV_MAX_ROWS rows stream the blocks once and multiply the float32 values on the CUDA
+  cores. More rows dequantize W into x's dtype (a transient array of N x K) and run gp.linear,
+  as a dequantized bf16/fp16 model would; under the deterministic mode every row count takes
+  one kernel instead (the weight tile rounded to x's dtype for the tensor cores with a fixed
+  tile, float32 x on the CUDA cores), so a row's bits do not depend on the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygpukit import determinism
+from pygpukit.array import GPUArray
+from pygpukit.dtypes import as_dtype
+from pygpukit.ops import _checks as chk
+from pygpukit.ops.matmul import linear
+from pygpukit.qweight import QuantizedWeight
+from pygpukit.routing.dispatch import run
+
+__all__ = ["dequantize_gguf", "linear_gguf", "GEMV_MAX_ROWS"]
+
+# Rows of x up to which linear_quantized streams the blocks (one pass over W, CUDA cores);
+# beyond, W is dequantized into x's dtype and multiplied densely. Measured on an H100
+# (benchmarks/quantized.py): at 14336x4096 one row streams q4_1 in 62 us against 44 us for the
+# bf16 product alone, while 4 rows took 139-223 us against about 95 us for dequantize + cuBLASLt.
+GEMV_MAX_ROWS = 2
+
+_RESULTS = ("float32", "float16", "bfloat16")
+
+
+def _gguf_weight(op: str, qw: Any) -> QuantizedWeight:
+    if not isinstance(qw, QuantizedWeight) or not qw.is_gguf:
+        got = qw.format if isinstance(qw, QuantizedWeight) else type(qw).__name__
+        raise TypeError(f"{op}: qw must be a QuantizedWeight of a GGUF format, got {got}")
+    return qw
+
+
+def dequantize_gguf(
+    qw: QuantizedWeight,
+    ids: GPUArray | None = None,
+    *,
+    dtype: Any = "float32",
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """Rows of a GGUF-format weight as values: [N, K], or ids.shape + (K,) (module docstring)."""
+    op = "dequantize_gguf"
+    _gguf_weight(op, qw)
+    try:
+        dt = as_dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.name not in _RESULTS:
+        raise ValueError(f"{op}: dtype must be one of {_RESULTS}, got {dtype!r}")
+    n, k = qw.shape
+    lead: tuple[int, ...] = (n,)
+    if ids is not None:
+        chk.array(op, "ids", ids)
+        if ids.dtype.name not in ("int32", "int64"):
+            raise TypeError(f"{op}: ids must be int32 or int64, got {chk.desc(ids)}")
+        lead = ids.shape
+    chk.out_arg(op, out, (*lead, k), dt)
+    if out is not None and not out.is_contiguous():
+        raise ValueError(f"{op}: out must be contiguous, got {chk.desc(out)}")
+    params = {"fmt": qw.format, "out_dtype": dt.np_dtype}
+    return run(op, (qw.data, ids), params, out=out)  # type: ignore[no-any-return]
+
+
+def linear_gguf(
+    x: GPUArray, qw: QuantizedWeight, bias: GPUArray | None, out: GPUArray | None
+) -> GPUArray:
+    """The GGUF branch of linear_quantized (x, bias and out checked there)."""
+    op = "linear_quantized"
+    if out is not None:
+        rows = 1
+        for v in out.shape[:-1]:
+            rows *= v
+        try:
+            out.view(rows, out.shape[-1])
+        except ValueError:
+            raise ValueError(
+                f"{op}: out has {chk.desc(out)} with strides {out.strides}; its leading dims "
+                "must collapse into one (a column slice of a contiguous array is fine)"
+            ) from None
+    rows = 1
+    for v in x.shape[:-1]:
+        rows *= v
+    if rows > GEMV_MAX_ROWS and not determinism.is_deterministic():
+        # More rows than the streaming kernel serves well: expand W once into x's dtype (the
+        # value the tensor cores would see) and run the dense product (cuBLASLt on a GPU).
+        w = dequantize_gguf(qw, dtype=x.dtype)
+        return linear(x, w, bias, out=out)
+    return run("linear_gguf", (x, qw.data, bias), {"fmt": qw.format}, out=out)  # type: ignore[no-any-return]

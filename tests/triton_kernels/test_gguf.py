@@ -1,0 +1,93 @@
+"""The Triton GGUF kernels: dequantization bit for bit the gguf package's values (every format,
+all rows and looked-up rows), and x @ W^T against the float64 product (CUDA-core and
+tensor-core paths, strided x, bias, a strided out); float32 x under the interpreter, half types
+on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("gguf")
+
+from _assert import assert_close
+from _gguf_ref import FORMATS, random_blocks, reference
+from _tkutil import FLOATS, GPU, up
+
+from pygpukit._gguf_planes import to_planes
+from pygpukit.backends.triton_kernels import gguf as tg
+from pygpukit.qweight import GGUF_BLOCKS
+
+HALF = [pytest.param("float16", marks=GPU), pytest.param("bfloat16", marks=GPU)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dequantize_matches_gguf_bits(device: str, fmt: str) -> None:
+    qk = GGUF_BLOCKS[fmt][0]
+    raw = random_blocks(fmt, 5, 2 * qk, seed=len(fmt))
+    planes = up(to_planes(fmt, raw), device)
+    got = tg.dequantize_gguf(planes, None, fmt=fmt, out_dtype=np.float32).to_numpy()
+    want = reference(raw, fmt)
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k"])
+def test_dequantize_rows_by_id(device: str, fmt: str) -> None:
+    qk = GGUF_BLOCKS[fmt][0]
+    raw = random_blocks(fmt, 7, qk, seed=3)
+    ids = np.array([[6, 0, 3], [3, 3, 1]], dtype=np.int64)
+    planes = up(to_planes(fmt, raw), device)
+    got = tg.dequantize_gguf(planes, up(ids, device), fmt=fmt, out_dtype=np.float32)
+    assert got.shape == (2, 3, qk)
+    assert (got.to_numpy() == reference(raw, fmt)[ids]).all()
+
+
+def test_dequantize_id_out_of_range_is_nan(device: str) -> None:
+    raw = random_blocks("q4_0", 3, 32)
+    ids = np.array([1, 3, -1], dtype=np.int32)
+    planes = up(to_planes("q4_0", raw), device)
+    got = tg.dequantize_gguf(planes, up(ids, device), fmt="q4_0", out_dtype=np.float32)
+    g = got.to_numpy()
+    assert (g[0] == reference(raw, "q4_0")[1]).all() and np.isnan(g[1:]).all()
+
+
+def _product(x: np.ndarray, raw: np.ndarray, fmt: str, bias: np.ndarray | None) -> np.ndarray:
+    y = x.astype(np.float64) @ reference(raw, fmt).astype(np.float64).T
+    return y if bias is None else y + bias.astype(np.float64)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_linear_few_rows(device: str, fmt: str, dtype: str) -> None:
+    qk = GGUF_BLOCKS[fmt][0]
+    k = 2 * qk if qk == 256 else 3 * qk
+    raw = random_blocks(fmt, 19, k, seed=5)
+    x = np.random.default_rng(1).standard_normal((1, 3, k)).astype(np.float32)
+    xd = up(x, device).astype(dtype)
+    y = tg.linear_gguf(xd, up(to_planes(fmt, raw), device), None, fmt=fmt)
+    assert y.shape == (1, 3, 19) and y.dtype.name == dtype
+    assert_close(y, _product(xd.astype("float32").to_numpy(), raw, fmt, None), dtype)
+
+
+@pytest.mark.parametrize("fmt", ["q4_1", "q5_k", "q6_k"])
+@pytest.mark.parametrize("dtype", [*HALF, "float32"])
+def test_linear_many_rows_strided_bias_out(device: str, fmt: str, dtype: str) -> None:
+    """M = 37 rows (the tensor-core path for half x), x a strided view, bias, and out a column
+    slice of a wider array."""
+    qk = GGUF_BLOCKS[fmt][0]
+    k, n = 2 * qk, 24
+    raw = random_blocks(fmt, n, k, seed=7)
+    rng = np.random.default_rng(2)
+    wide = rng.standard_normal((37, 2 * k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    xd = up(wide, device).astype(dtype)[:, ::2]
+    bd = up(bias, device).astype(dtype)
+    outer = up(np.zeros((37, n + 5), np.float32), device).astype(dtype)
+    out = outer[:, 3 : 3 + n]
+    y = tg.linear_gguf(xd, up(to_planes(fmt, raw), device), bd, fmt=fmt, out=out)
+    assert y is out
+    want = _product(xd.astype("float32").to_numpy(), raw, fmt, bd.astype("float32").to_numpy())
+    assert_close(out, want, dtype)
+    rest = outer.astype("float32").to_numpy()
+    assert (rest[:, :3] == 0).all() and (rest[:, 3 + n :] == 0).all()
