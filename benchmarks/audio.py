@@ -5,12 +5,19 @@
 A batch of 32 rows x 60 s at 16 kHz (float32, random noise plus a chirp). Cases: stft with
 n_fft 400 / hop 160 and n_fft 2048 / hop 512 (periodic Hann, center, constant padding: librosa's
 defaults), melspectrogram (power 2, Slaney mel bank: 400/160 with 80 mels and 2048/512 with
-128), and the Whisper log-mel front end (32 x 30 s, 80 mels). gp and torch (torch.stft,
-torchaudio.transforms.MelSpectrogram with the same settings; Whisper's formula written in torch)
-run on one stream, timed with CUDA events after warm-up, the L2 flushed before each round,
-median of --rounds (pygpukit.benchmark.timing). librosa runs on the CPU on ONE row, timed with
-perf_counter (median of 3), and its batch time is that times the row count: an extrapolation,
-flagged as such in the table. Each case also reports gp's relative error against librosa
+128), the Whisper log-mel front end (32 x 30 s, 80 mels) and cqt (84 bins from C1, 12 per
+octave, hop 512, res_type 'polyphase') and hpss on the n_fft 2048 / hop 512 magnitude
+spectrogram (librosa's defaults: median windows of 31 frames and 31 bins, power 2; the STFT is
+made once, outside the timing; torch's peer gathers the reflected windows and takes
+torch.median), and the pitch trackers yin and pyin (frame_length 1024 / hop 256, fmin C2 to fmax
+C7, 32 x 10 s; no torch peer; the error column compares f0 with unvoiced frames as 0). gp and
+torch (torch.stft,
+torchaudio.transforms.MelSpectrogram with the same settings; Whisper's formula written in torch;
+for cqt nnAudio's CQT2010v2 when importable, else no GPU peer) run on one stream, timed with
+CUDA events after warm-up, the L2 flushed before each round, median of --rounds
+(pygpukit.benchmark.timing). librosa runs on the CPU on ONE row, timed with perf_counter
+(median of 3), and its batch time is that times the row count: an extrapolation, flagged as
+such in the table. Each case also reports gp's relative error against librosa
 (float64) on that row. Without torch/torchaudio their columns stay empty; without librosa its
 columns do; without a GPU the script says so and exits. The last line is one JSON object.
 """
@@ -40,7 +47,7 @@ SR = 16000
 @dataclass(frozen=True)
 class Case:
     name: str
-    kind: str  # "stft", "mel" or "whisper"
+    kind: str  # "stft", "mel", "whisper", "cqt", "hpss", "yin" or "pyin"
     n_fft: int
     hop: int
     n_mels: int = 0
@@ -53,7 +60,13 @@ CASES = [
     Case("melspec 400/160 x80", "mel", 400, 160, 80),
     Case("melspec 2048/512 x128", "mel", 2048, 512, 128),
     Case("whisper log-mel x80", "whisper", 400, 160, 80, 30),
+    Case("cqt 84 bins hop 512", "cqt", 0, 512),
+    Case("hpss 2048/512 |S|", "hpss", 2048, 512),
+    Case("yin 1024/256", "yin", 1024, 256, 0, 10),
+    Case("pyin 1024/256", "pyin", 1024, 256, 0, 10),
 ]
+# librosa.note_to_hz('C2') and ('C7'): librosa's recommended pitch range
+PITCH_RANGE = {"fmin": 65.40639132514966, "fmax": 2093.004522404789}
 
 
 def _signal(rows: int, seconds: int, rng: np.random.Generator) -> np.ndarray:
@@ -63,12 +76,20 @@ def _signal(rows: int, seconds: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _gp_fn(c: Case, x: gp.GPUArray) -> Callable[[], Any]:
+    if c.kind in ("yin", "pyin"):
+        track = pa.yin if c.kind == "yin" else pa.pyin
+        return lambda: track(x, sr=SR, frame_length=c.n_fft, hop_length=c.hop, **PITCH_RANGE)
     if c.kind == "stft":
         return lambda: pa.stft(x, n_fft=c.n_fft, hop_length=c.hop)
     if c.kind == "mel":
         return lambda: pa.feature.melspectrogram(
             y=x, sr=SR, n_fft=c.n_fft, hop_length=c.hop, n_mels=c.n_mels
         )
+    if c.kind == "cqt":
+        return lambda: pa.cqt(x, sr=SR, hop_length=c.hop)
+    if c.kind == "hpss":
+        mag = pa.magphase(pa.stft(x, n_fft=c.n_fft, hop_length=c.hop))[0]
+        return lambda: pa.hpss(mag)[0]
     return lambda: pa.log_mel_spectrogram(x, n_mels=c.n_mels)
 
 
@@ -77,12 +98,20 @@ def _librosa_fn(c: Case, row: np.ndarray) -> Callable[[], Any] | None:
         import librosa
     except ImportError:
         return None
+    if c.kind in ("yin", "pyin"):
+        track = librosa.yin if c.kind == "yin" else librosa.pyin
+        return lambda: track(row, sr=SR, frame_length=c.n_fft, hop_length=c.hop, **PITCH_RANGE)
     if c.kind == "stft":
         return lambda: librosa.stft(row, n_fft=c.n_fft, hop_length=c.hop)
     if c.kind == "mel":
         return lambda: librosa.feature.melspectrogram(
             y=row, sr=SR, n_fft=c.n_fft, hop_length=c.hop, n_mels=c.n_mels
         )
+    if c.kind == "cqt":
+        return lambda: librosa.cqt(row, sr=SR, hop_length=c.hop, res_type="polyphase")
+    if c.kind == "hpss":
+        mag = np.abs(librosa.stft(row, n_fft=c.n_fft, hop_length=c.hop))
+        return lambda: librosa.decompose.hpss(mag)
     return None  # Whisper's front end has no librosa call; HF's is the reference (tests)
 
 
@@ -92,21 +121,41 @@ def _reference(c: Case, row: np.ndarray) -> np.ndarray | None:
     except ImportError:
         return None
     r = row.astype(np.float64)
+    if c.kind in ("yin", "pyin"):
+        kw = {"sr": SR, "frame_length": c.n_fft, "hop_length": c.hop, **PITCH_RANGE}
+        return librosa.yin(r, **kw) if c.kind == "yin" else np.nan_to_num(librosa.pyin(r, **kw)[0])
     if c.kind == "stft":
         return librosa.stft(r, n_fft=c.n_fft, hop_length=c.hop, dtype=np.complex128)
     if c.kind == "mel":
         return librosa.feature.melspectrogram(
             y=r, sr=SR, n_fft=c.n_fft, hop_length=c.hop, n_mels=c.n_mels, dtype=np.float64
         )
+    if c.kind == "cqt":
+        return np.asarray(librosa.cqt(r, sr=SR, hop_length=c.hop, res_type="polyphase"))
+    if c.kind == "hpss":
+        mag = np.abs(librosa.stft(r, n_fft=c.n_fft, hop_length=c.hop, dtype=np.complex128))
+        return np.asarray(librosa.decompose.hpss(mag)[0])
     return None
 
 
 def _torch_fn(c: Case, timer: Any, x: gp.GPUArray) -> Callable[[], Any] | None:
     torch = timer.torch
-    if torch is None:
+    if torch is None or c.kind in ("yin", "pyin"):
         return None
     tx = torch.from_dlpack(x)
+    if c.kind == "cqt":
+        try:
+            from nnAudio.features import CQT2010v2
+        except ImportError:
+            return None  # the GPU peer is nnAudio; without it only librosa (CPU) compares
+        cq = CQT2010v2(
+            sr=SR, hop_length=c.hop, n_bins=84, bins_per_octave=12, output_format="Complex",
+            verbose=False,
+        ).to(tx.device)  # fmt: skip
+        return lambda: cq(tx)
     win = torch.hann_window(c.n_fft, periodic=True, device=tx.device)
+    if c.kind == "hpss":
+        return _torch_hpss(torch, tx, win, c)
     if c.kind == "stft":
         return lambda: torch.stft(
             tx, c.n_fft, c.hop, window=win, center=True, pad_mode="constant", return_complex=True
@@ -136,6 +185,32 @@ def _torch_fn(c: Case, timer: Any, x: gp.GPUArray) -> Callable[[], Any] | None:
     return lambda: mel(tx)
 
 
+def _torch_hpss(torch: Any, tx: Any, win: Any, c: Case) -> Callable[[], Any]:
+    """librosa.decompose.hpss's harmonic part in torch: the reflected windows gathered (no
+    'symmetric' pad in torch), torch.median, the soft mask with power 2 and margin 1."""
+    mag = torch.stft(tx, c.n_fft, c.hop, window=win, pad_mode="constant", return_complex=True)
+    mag = mag.abs()
+
+    def windows(n: int) -> Any:
+        idx = np.pad(np.arange(n), 15, mode="symmetric")
+        idx = np.lib.stride_tricks.sliding_window_view(idx, 31)
+        return torch.from_numpy(np.ascontiguousarray(idx)).to(tx.device)
+
+    t_idx, f_idx = windows(mag.shape[-1]), windows(mag.shape[-2])
+    tiny = float(np.finfo(np.float32).tiny)
+
+    def hpss() -> Any:
+        harm = mag[..., t_idx].median(-1).values
+        perc = mag.transpose(-1, -2)[..., f_idx].median(-1).values.transpose(-1, -2)
+        z = torch.maximum(harm, perc)
+        bad = z < tiny
+        z = torch.where(bad, 1.0, z)
+        m, r = (harm / z) ** 2, (perc / z) ** 2
+        return mag * torch.where(bad, 0.5, m / (m + r))
+
+    return hpss
+
+
 def _cpu_seconds(fn: Callable[[], Any], repeats: int = 3) -> float:
     fn()
     times = []
@@ -154,7 +229,7 @@ def run_case(c: Case, timer: Any, rows: int, rounds: int, rng: np.random.Generat
     row: dict[str, Any] = {"case": c.name, "rows": rows, "seconds": c.seconds}
     ref = _reference(c, host[0])
     if ref is not None:
-        got = out[0].to_numpy()
+        got = np.nan_to_num((out[0] if isinstance(out, tuple) else out)[0].to_numpy())
         row["rel_error_vs_librosa"] = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
     t = timer.median_seconds(fn, rounds=rounds)
     row["gp_ms"] = t * 1e3

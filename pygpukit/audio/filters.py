@@ -1,5 +1,6 @@
 """Filter design in librosa's names (librosa.filters): mel filter banks, window functions,
-the window sum-square envelope, and the DCT matrix behind mfcc.
+the window sum-square envelope, the DCT matrix behind mfcc, and the wavelet (constant-Q and
+variable-Q) filter banks behind cqt/vqt.
 
 These depend only on their parameters, never on the signal, so they are computed on the host in
 float64 with NumPy (the formulas of librosa and scipy.signal, cited per function) and uploaded
@@ -21,7 +22,15 @@ from pygpukit.audio.convert import mel_frequencies_np
 from pygpukit.creation import from_numpy
 from pygpukit.dtypes import as_dtype
 
-__all__ = ["dct", "get_window", "mel", "mel_filters", "window_sumsquare"]
+__all__ = [
+    "dct",
+    "get_window",
+    "mel",
+    "mel_filters",
+    "wavelet",
+    "wavelet_lengths",
+    "window_sumsquare",
+]
 
 # scipy.signal.get_window's names and aliases for the windows served here.
 _WINDOW_ALIASES = {
@@ -309,3 +318,205 @@ def dct(
 
 
 WindowSpec = str | tuple[Any, ...] | Callable[[int], Any] | np.ndarray | GPUArray
+
+
+# librosa.filters.WINDOW_BANDWIDTHS for the window names served here: librosa's tabulated
+# equivalent noise bandwidths (they differ in the 4th digit from a 1000-point estimate, and the
+# cutoff they give decides cqt's Nyquist check and its early downsampling).
+_WINDOW_BANDWIDTHS = {
+    **dict.fromkeys(("bart", "bartlett", "brt"), 1.3334961334912805),
+    **dict.fromkeys(("black", "blackman", "blk"), 1.7269681554262326),
+    **dict.fromkeys(("box", "boxcar", "ones", "rect", "rectangular"), 1.0),
+    **dict.fromkeys(("ham", "hamm", "hamming"), 1.3629455320350348),
+    **dict.fromkeys(("han", "hann"), 1.50018310546875),
+    **dict.fromkeys(("tri", "triang", "triangle"), 1.3331706523555851),
+}
+
+
+def check_wavelet_window(fn: str, window: Any) -> None:
+    """A wavelet window is a name, a (name, param) tuple or a callable: every filter has its own
+    length, so a fixed-length array cannot serve (librosa fails on one too)."""
+    if isinstance(window, (np.ndarray, list, GPUArray)) or not (
+        isinstance(window, (str, tuple)) or callable(window)
+    ):
+        raise TypeError(
+            f"{fn}: window must be a name, a (name, param) tuple or a callable, "
+            f"got {type(window).__name__}"
+        )
+    window_np(fn, window, 4)  # a bad name or parameter fails here, with the window's message
+    try:
+        hash(window)
+    except TypeError:
+        raise TypeError(f"{fn}: window {window!r} must be hashable") from None
+
+
+def window_bandwidth_np(fn: str, window: Any) -> float:
+    """librosa.filters.window_bandwidth: n * sum(w**2) / sum(w)**2 over n = 1000 points, or
+    librosa's table value for a tabulated name (also a callable's __name__)."""
+    key = getattr(window, "__name__", window)
+    if isinstance(key, str) and key in _WINDOW_BANDWIDTHS:
+        return _WINDOW_BANDWIDTHS[key]
+    win = window_np(fn, window, 1000)
+    return float(1000 * np.sum(win**2) / (np.sum(win) ** 2 + np.finfo(np.float64).tiny))
+
+
+def relative_bandwidth_np(freqs: np.ndarray) -> np.ndarray:
+    """librosa.filters._relative_bandwidth: alpha[k] = (2**(2 / bpo[k]) - 1) / (2**(2 / bpo[k])
+    + 1) with bpo[k] the local bins per octave (a centred log2 difference, one-sided at the
+    ends). Needs at least 2 frequencies."""
+    logf = np.log2(freqs)
+    bpo = np.empty_like(freqs)
+    bpo[0] = 1 / (logf[1] - logf[0])
+    bpo[-1] = 1 / (logf[-1] - logf[-2])
+    bpo[1:-1] = 2 / (logf[2:] - logf[:-2])
+    return (2.0 ** (2 / bpo) - 1) / (2.0 ** (2 / bpo) + 1)
+
+
+def _check_freqs(fn: str, freqs: Any) -> np.ndarray:
+    try:
+        f = np.asarray(freqs, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{fn}: freqs must be a 1-D array of numbers") from None
+    if f.ndim != 1 or f.size == 0:
+        raise ValueError(f"{fn}: freqs must be a non-empty 1-D array, got shape {f.shape}")
+    if not np.all(np.isfinite(f)) or np.any(f <= 0):
+        raise ValueError(f"{fn}: freqs must be finite and strictly positive")
+    if f.size > 1 and np.any(f[:-1] >= f[1:]):
+        raise ValueError(f"{fn}: freqs must be strictly ascending")
+    return f
+
+
+def _check_alpha(fn: str, alpha: Any, f: np.ndarray) -> np.ndarray:
+    if alpha is None:
+        if f.size == 1:
+            raise ValueError(f"{fn}: a single frequency needs alpha (its relative bandwidth)")
+        return relative_bandwidth_np(f)
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim > 1 or (a.ndim == 1 and a.size not in (1, f.size)):
+        raise ValueError(f"{fn}: alpha must be a number or one value per frequency")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"{fn}: alpha must be finite and positive, got {alpha!r}")
+    return a
+
+
+def wavelet_lengths_np(
+    fn: str,
+    freqs: np.ndarray,
+    sr: float,
+    window: Any,
+    filter_scale: float,
+    gamma: float | None,
+    alpha: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """librosa.filters.wavelet_lengths on checked arguments: (lengths, f_cutoff) with
+    Q = filter_scale / alpha, lengths = Q * sr / (freqs + gamma / alpha) and f_cutoff the
+    highest filter's reach freqs * (1 + bandwidth(window) / (2 Q)) + gamma / 2; gamma None is
+    the ERB-proportional offset 24.7 * alpha / 0.108."""
+    gamma_: Any = alpha * 24.7 / 0.108 if gamma is None else gamma
+    q = float(filter_scale) / alpha
+    f_cutoff = float(np.max(freqs * (1 + 0.5 * window_bandwidth_np(fn, window) / q) + 0.5 * gamma_))
+    return q * sr / (freqs + gamma_ / alpha), f_cutoff
+
+
+def check_norm(fn: str, norm: Any) -> Any:
+    """librosa.util.normalize's norms: None, +-inf, 0 or a positive number."""
+    if norm is None:
+        return None
+    if isinstance(norm, bool) or not isinstance(norm, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{fn}: norm must be None or a number, got {type(norm).__name__}")
+    if np.isnan(norm) or (np.isfinite(norm) and norm < 0):
+        raise ValueError(f"{fn}: norm must be None, +-inf, 0 or a positive number, got {norm!r}")
+    return norm
+
+
+def wavelet_np(
+    fn: str,
+    freqs: np.ndarray,
+    sr: float,
+    window: Any,
+    filter_scale: float,
+    norm: Any,
+    gamma: float | None,
+    alpha: np.ndarray,
+    pad_fft: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """librosa.filters.wavelet on checked arguments, in complex128: (filters, lengths).
+
+    Filter k is exp(2j pi freqs[k] n / sr) for n in arange(-len_k // 2, len_k // 2) times the
+    periodic window of that many points, normalised (librosa.util.normalize) and centred in a
+    row of max(lengths) samples rounded up to a power of 2 (pad_fft) or to an integer.
+    """
+    lengths, _ = wavelet_lengths_np(fn, freqs, sr, window, filter_scale, gamma, alpha)
+    max_len = float(np.max(lengths))
+    size = int(2.0 ** np.ceil(np.log2(max_len))) if pad_fft else int(np.ceil(max_len))
+    tiny = float(np.finfo(np.float64).tiny)
+    out = np.zeros((freqs.size, size), dtype=np.complex128)
+    for k, (ilen, freq) in enumerate(zip(lengths, freqs, strict=True)):
+        # The expression and its order are librosa's, so the phases round identically.
+        x = np.arange(-ilen // 2, ilen // 2, dtype=float) * 2 * np.pi * freq / sr
+        sig = (np.cos(x) + 1j * np.sin(x)) * window_np(fn, window, x.size)
+        if norm is not None:
+            sig = _normalize_rows(fn, sig, norm, tiny)
+        lpad = (size - sig.size) // 2
+        out[k, lpad : lpad + sig.size] = sig
+    return out, lengths
+
+
+def wavelet_lengths(
+    *,
+    freqs: Any,
+    sr: float = 22050,
+    window: Any = "hann",
+    filter_scale: float = 1,
+    gamma: float | None = 0,
+    alpha: Any = None,
+) -> tuple[np.ndarray, float]:
+    """librosa.filters.wavelet_lengths: the (fractional) length of each filter of a wavelet
+    basis and the frequency f_cutoff that all main lobes stay below, as float64 NumPy values
+    (host numbers, like librosa's)."""
+    fn = "wavelet_lengths"
+    f = _check_freqs(fn, freqs)
+    rate = chk.number(fn, "sr", sr, positive=True)
+    check_wavelet_window(fn, window)
+    fs = chk.number(fn, "filter_scale", filter_scale, positive=True)
+    g = chk.number(fn, "gamma", gamma, allow_none=True)
+    if g is not None and g < 0:
+        raise ValueError(f"{fn}: gamma must be None or >= 0, got {gamma!r}")
+    a = _check_alpha(fn, alpha, f)
+    return wavelet_lengths_np(fn, f, rate, window, fs, g, a)
+
+
+def wavelet(
+    *,
+    freqs: Any,
+    sr: float = 22050,
+    window: Any = "hann",
+    filter_scale: float = 1,
+    pad_fft: bool = True,
+    norm: Any = 1,
+    dtype: Any = np.complex64,
+    gamma: float | None = 0,
+    alpha: Any = None,
+    device: Any = None,
+) -> tuple[GPUArray, np.ndarray]:
+    """librosa.filters.wavelet: (the [len(freqs), n] complex filter bank as a GPUArray, the
+    float64 filter lengths as a NumPy array). Built in float64 and rounded once to ``dtype``
+    (complex64 or complex128); gamma=None is the ERB-proportional offset (wavelet_lengths).
+
+    Deviation: no np.pad keyword arguments (zero padding only).
+    """
+    fn = "wavelet"
+    f = _check_freqs(fn, freqs)
+    rate = chk.number(fn, "sr", sr, positive=True)
+    check_wavelet_window(fn, window)
+    fs = chk.number(fn, "filter_scale", filter_scale, positive=True)
+    nm = check_norm(fn, norm)
+    g = chk.number(fn, "gamma", gamma, allow_none=True)
+    if g is not None and g < 0:
+        raise ValueError(f"{fn}: gamma must be None or >= 0, got {gamma!r}")
+    a = _check_alpha(fn, alpha, f)
+    dt = as_dtype(dtype)
+    if dt.name not in ("complex64", "complex128"):
+        raise TypeError(f"{fn}: dtype must be complex64 or complex128, got {dt.name}")
+    filters, lengths = wavelet_np(fn, f, rate, window, fs, nm, g, a, bool(pad_fft))
+    return from_numpy(filters.astype(dt.np_dtype), device=device), lengths

@@ -35,12 +35,15 @@ from pygpukit.ops.embedding import embedding
 from pygpukit.ops.gemv import gemv, linear_quantized
 from pygpukit.ops.gguf import dequantize_gguf
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
+from pygpukit.ops.median import median_filter
 from pygpukit.ops.moe import moe_align, moe_linear, moe_router
 from pygpukit.ops.norm import layernorm, rmsnorm
+from pygpukit.ops.pitch import pyin_observations
 from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
 from pygpukit.ops.rope import rope, rope_inplace, rope_tables
 from pygpukit.ops.sampling import sample
+from pygpukit.ops.sequence import viterbi
 from pygpukit.ops.softmax import softmax
 from pygpukit.ops.unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
@@ -77,6 +80,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median_filter",
     "min",
     "minimum",
     "moe_align",
@@ -86,6 +90,7 @@ __all__ = [
     "ne",
     "neg",
     "pow",
+    "pyin_observations",
     "quantize_fp8",
     "relu",
     "rmsnorm",
@@ -110,5 +115,6 @@ __all__ = [
     "sum_axis",
     "tanh",
     "transpose",
+    "viterbi",
     "where",
 ]

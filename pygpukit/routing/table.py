@@ -75,6 +75,7 @@ _NOT_INVARIANT: frozenset[str] = frozenset()
 _N_GEMM = Candidate("native", dtypes=FLOATS, invariant=_NOT_INVARIANT)
 _GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
+_F32_F64 = frozenset({"float32", "float64"})
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -209,6 +210,14 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}),
         CPU,
     ),
+    # Median filter (ops/median.py): an exact selection, so the Triton kernel serves every float
+    # dtype, float64 included; NumPy on the CPU. No native twin.
+    _entry("median_filter", "median", Candidate("triton", dtypes=FLOATS), CPU),
+    # Pitch tracking's device ops (pygpukit.audio.pyin): pYIN's per-frame observation model
+    # (ops/pitch.py) and Viterbi decoding (ops/sequence.py), both computed in float64 where
+    # librosa does (Triton on CUDA serves float64 there); NumPy on the CPU. No native twins.
+    _entry("pyin_observations", "pitch", Candidate("triton", dtypes=_F32_F64), CPU),
+    _entry("viterbi", "sequence", Candidate("triton", dtypes=_F32_F64), CPU),
     # FP8: cuBLASLt scaled products (sm_89+; the scale modes beyond per tensor need Hopper and
     # cuBLASLt 12.9+, checked by the Rust core with a message naming both); quantize/dequantize
     # in Triton (pygpukit/backends/triton_kernels/quant.py), their native twins next

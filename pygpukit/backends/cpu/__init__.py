@@ -39,12 +39,15 @@ from .fft import fft, ifft, irfft, rfft
 from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
+from .median import median_filter
 from .moe import moe_align, moe_linear, moe_router
 from .norm import layernorm, rmsnorm
+from .pitch import pyin_observations
 from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
 from .sampling import sample
+from .sequence import viterbi
 from .softmax import softmax
 from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
@@ -86,6 +89,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median_filter",
     "min",
     "minimum",
     "moe_align",
@@ -95,6 +99,7 @@ __all__ = [
     "ne",
     "neg",
     "pow",
+    "pyin_observations",
     "quantize_fp8",
     "relu",
     "rfft",
@@ -116,6 +121,7 @@ __all__ = [
     "sub",
     "sum",
     "tanh",
+    "viterbi",
     "where",
 ]
 
