@@ -4,8 +4,9 @@ A GGUF row is blocks back to back, each block its scales then its quants (q4_0: 
 nibbles; 18 bytes). The blocks' sizes (18, 22, 34, 210 bytes) leave the quants only 2-byte
 aligned, so a kernel reading them in place issues byte loads: on an H100 that measured 2-12% of
 the copy bandwidth. Regrouping each row into planes (all quant bytes, then the high bits, then
-the scales) keeps every byte and the row size, and makes the quant plane contiguous and 16-byte
-aligned, so a program loads it 16 bytes a lane.
+the scales) keeps every byte and the row size, and makes the quant plane contiguous (16-byte
+aligned when the row's bytes are a multiple of 16, e.g. K % 256 == 0 for q4_0/q8_0, K % 2048 for
+q6_k), so a program loads it up to 16 bytes a lane.
 
 The kernels work in groups of 32 values. Group g holds 16 bytes of the quant plane; for 4-bit
 quants the low nibble of byte t holds value ``lo(g) + t`` and the high nibble ``lo(g) + span +
@@ -131,7 +132,7 @@ def to_planes(fmt: str, raw: np.ndarray) -> np.ndarray:
         f["qh"] = _q5k_groups(f["qh"]).reshape(n, nb, 32)
     elif fmt == "q6_k":
         f["qh"] = _q6k_groups(f["qh"]).reshape(n, nb, 64)
-    parts = [f[name].reshape(n, -1) for name in _ORDER if name in f]
+    parts = [f[name].reshape(n, nb * f[name].shape[-1]) for name in _ORDER if name in f]
     return np.ascontiguousarray(np.concatenate(parts, axis=1))
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit._gguf_planes import BLOCKS, to_planes
+from pygpukit._gguf_planes import BLOCKS, to_blocks, to_planes
 from pygpukit.array import GPUArray
 from pygpukit.backends.cpu.gemv import (
     FP8_BLOCK,
@@ -81,11 +81,17 @@ def _need(cond: bool, msg: str, exc: type[Exception] = ValueError) -> None:
 
 class QuantizedWeight:
     """W [N, K] stored quantized: ``data`` and ``scales`` GPUArrays on one device plus
-    ``format``, ``block`` (fp8: 0 per output channel or 128; int4: 128; nvfp4: 16) and
-    ``global_scale`` (nvfp4; 1.0 otherwise, kept as a float32 value). ``shape`` is (N, K).
+    ``format``, ``block`` (fp8: 0 per output channel or 128; int4: 128; nvfp4: 16; the GGUF
+    formats: 32 or 256) and ``global_scale`` (nvfp4; 1.0 otherwise, kept as a float32 value).
+    ``shape`` is (N, K).
 
     The constructor validates the layout (see the module docstring) and raises ValueError or
-    TypeError naming the array at fault; arrays must be contiguous.
+    TypeError naming the array at fault; fp8/int4/nvfp4 arrays must be contiguous. For a GGUF
+    format, ``data`` is the file's rows (a GPUArray or NumPy uint8 [N, row bytes], any layout)
+    and ``scales`` None; they are regrouped into planes (``self.data``, the same size) on the
+    host and placed on data's device (the default device for NumPy; ``from_blocks`` takes a
+    device). ``blocks()`` gives the file's rows back, so QuantizedWeight(qw.format,
+    qw.blocks()) rebuilds the weight.
     """
 
     __slots__ = ("_device_arg", "block", "data", "format", "global_scale", "scales", "shape")
@@ -101,10 +107,10 @@ class QuantizedWeight:
         global_scale: float = 1.0,
     ) -> None:
         _need(
-            format in FORMATS or format in GGUF_BLOCKS,
+            format in FORMATS or format in GGUF_FORMATS,
             f"format must be one of {FORMATS + GGUF_FORMATS}, got {format!r}",
         )
-        if format in GGUF_BLOCKS:
+        if format in GGUF_FORMATS:
             self._device_arg = None
             self._init_gguf(format, data, scales, block, global_scale)
             return
@@ -203,6 +209,10 @@ class QuantizedWeight:
     def from_blocks(cls, format: str, blocks: np.ndarray, device: Any = None) -> QuantizedWeight:
         """A GGUF-format weight from a file's rows (host uint8 [N, row bytes]), regrouped on the
         host and copied to ``device`` once (default: the default device)."""
+        if format not in GGUF_FORMATS:
+            raise ValueError(
+                f"QuantizedWeight.from_blocks: format must be one of {GGUF_FORMATS}, got {format!r}"
+            )
         qw = cls.__new__(cls)
         qw._device_arg = device
         qw._init_gguf(format, blocks, None, None, 1.0)
@@ -211,7 +221,13 @@ class QuantizedWeight:
     @property
     def is_gguf(self) -> bool:
         """Whether the format is a GGUF block format (scales inside the blocks)."""
-        return self.format in GGUF_BLOCKS
+        return self.format in GGUF_FORMATS
+
+    def blocks(self) -> np.ndarray:
+        """A GGUF-format weight's rows as the file stores them (host uint8 [N, row bytes])."""
+        if not self.is_gguf:
+            raise TypeError(f"QuantizedWeight.blocks: {self.format} is not a GGUF format")
+        return to_blocks(self.format, self.data.to_numpy())
 
     @property
     def device(self) -> Any:
@@ -255,7 +271,8 @@ def quantize_weight(
     """Quantize W [N, K] (a GPUArray or NumPy array of floats) for gp.linear_quantized.
 
     The GGUF formats q8_0, q4_0, q4_1, q5_0 and q5_1 go through the ``gguf`` package's
-    quantizers (llama.cpp's reference rounding, float32); K % 32 == 0.
+    quantizers (llama.cpp's reference rounding, in float32 rather than float64); K % 32 == 0;
+    a block whose float16 scale would overflow raises ValueError.
 
     format "fp8": e4m3 codes with float32 scales per output channel (block None or 0) or per
     block of 128 along K (block=128). "int4": symmetric int4 (scale = amax / 7) per group of 128
@@ -264,11 +281,11 @@ def quantize_weight(
     with the stored scales (pygpukit/backends/cpu/gemv.py). Runs on the host (NumPy, float64)
     and uploads to ``device`` (default: w's device, or the default device for NumPy input).
     """
-    if format not in FORMATS and format not in _GGUF_QUANTIZERS:
+    if not isinstance(format, str) or (format not in FORMATS and format not in _GGUF_QUANTIZERS):
         raise ValueError(
             f"quantize_weight: format must be one of {FORMATS + _GGUF_QUANTIZERS}, got "
             f"{format!r}"
-            + (" (k-quant weights come from GGUF files only)" if format in GGUF_BLOCKS else "")
+            + (" (k-quant weights come from GGUF files only)" if format in GGUF_FORMATS else "")
         )
     if isinstance(w, GPUArray):
         dev = w.device if device is None else device
@@ -312,8 +329,21 @@ def quantize_weight(
 
         # gguf's quantizers are llama.cpp's reference (quantize_row_*_ref), bit for bit.
         qtype = gguf.GGMLQuantizationType[format.upper()]
-        blocks = gguf.quants.quantize(w64.astype(np.float32), qtype)
-        return QuantizedWeight.from_blocks(format, np.ascontiguousarray(blocks), device=dev)
+        with np.errstate(over="ignore"):  # an overflowing scale is reported below
+            blocks = np.ascontiguousarray(gguf.quants.quantize(w64.astype(np.float32), qtype))
+        # d (and m) are float16: a block whose amax / 127 (or range / 15, ...) passes 65504
+        # would store inf and dequantize to inf/NaN; refuse it rather than load such a weight.
+        from pygpukit.backends.cpu.gguf import dequantize_blocks
+
+        vals = dequantize_blocks(to_planes(format, blocks), format)
+        if not np.isfinite(vals).all():
+            bad = np.argwhere(~np.isfinite(vals))[0]
+            raise ValueError(
+                f"quantize_weight: w[{bad[0]}, {bad[1]}] is in a block whose {format} scale "
+                "overflows float16 (|w| up to about 65504 * 127 for q8_0, 65504 * 8 for q4_0); "
+                "scale w down or use fp8/int4"
+            )
+        return QuantizedWeight.from_blocks(format, blocks, device=dev)
     if format == "fp8":
         blk = 0 if block is None else block
         if blk not in (0, FP8_BLOCK):

@@ -88,8 +88,9 @@ def gemv(
 def linear_quantized(
     x: GPUArray, qw: QuantizedWeight, bias: GPUArray | None = None, *, out: GPUArray | None = None
 ) -> GPUArray:
-    """x @ dequant(qw)^T + bias: x [..., K] float16/bfloat16, qw a QuantizedWeight of shape
-    [N, K] (gp.quantize_weight), bias [N] of x's dtype. Returns [..., N] in x's dtype (or out=)."""
+    """x @ dequant(qw)^T + bias: x [..., K] float16/bfloat16 (also float32 for a GGUF format),
+    qw a QuantizedWeight of shape [N, K] (gp.quantize_weight, or a GGUF file's blocks), bias [N]
+    of x's dtype. Returns [..., N] in x's dtype (or out=)."""
     op = "linear_quantized"
     if not isinstance(qw, QuantizedWeight):
         raise TypeError(

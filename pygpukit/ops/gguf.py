@@ -11,8 +11,10 @@ in place (Triton kernels, backends/triton_kernels/gguf.py; NumPy twin, backends/
   outside [0, N) gives a row of NaN (as gp.embedding); the NumPy backend raises IndexError.
 - ``linear_quantized(x, qw, bias)`` (pygpukit/ops/gemv.py) with a GGUF weight: x [..., K] of
   float16, bfloat16 or float32 times the dequantized W^T plus bias, one rounding to x's dtype.
-  Up to GEMV_MAX_ROWS rows stream the blocks once and multiply the float32 values on the CUDA
-  cores. More rows dequantize W into x's dtype (a transient array of N x K) and run gp.linear,
+  Up to STREAM_MAX_ROWS rows stream the blocks once and multiply the float32 values on the CUDA
+  cores. More rows dequantize W into x's dtype (a transient N x K array for the call: 2 bytes a
+  value, e.g. 1 GiB for a 128256 x 4096 head; in a captured step it stays in the graph's
+  pool) and run gp.linear,
   as a dequantized bf16/fp16 model would; under the deterministic mode every row count takes
   one kernel instead (the weight tile rounded to x's dtype for the tensor cores with a fixed
   tile, float32 x on the CUDA cores), so a row's bits do not depend on the batch.
@@ -30,13 +32,14 @@ from pygpukit.ops.matmul import linear
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
 
-__all__ = ["dequantize_gguf", "linear_gguf", "GEMV_MAX_ROWS"]
+__all__ = ["dequantize_gguf", "linear_gguf", "STREAM_MAX_ROWS"]
 
 # Rows of x up to which linear_quantized streams the blocks (one pass over W, CUDA cores);
 # beyond, W is dequantized into x's dtype and multiplied densely. Measured on an H100
-# (benchmarks/quantized.py): at 14336x4096 one row streams q4_1 in 62 us against 44 us for the
-# bf16 product alone, while 4 rows took 139-223 us against about 95 us for dequantize + cuBLASLt.
-GEMV_MAX_ROWS = 2
+# (benchmarks/quantized.py, BENCHMARKS.md): at 14336x4096 q4_1, 1 row streams in 40.7 us and 2
+# rows in 49.3 us (the bf16 product alone: 44 us); 4 rows took 139-223 us with the streaming
+# kernel of the time, against about 95 us for dequantize + cuBLASLt.
+STREAM_MAX_ROWS = 2
 
 _RESULTS = ("float32", "float16", "bfloat16")
 
@@ -83,6 +86,9 @@ def linear_gguf(
 ) -> GPUArray:
     """The GGUF branch of linear_quantized (x, bias and out checked there)."""
     op = "linear_quantized"
+    for name, a in (("bias", bias), ("out", out)):
+        if a is not None and a.device != x.device:
+            raise ValueError(f"{op}: {name} is on {a.device} but x is on {x.device}")
     if out is not None:
         rows = 1
         for v in out.shape[:-1]:
@@ -97,7 +103,7 @@ def linear_gguf(
     rows = 1
     for v in x.shape[:-1]:
         rows *= v
-    if rows > GEMV_MAX_ROWS and not determinism.is_deterministic():
+    if rows > STREAM_MAX_ROWS and not determinism.is_deterministic():
         # More rows than the streaming kernel serves well: expand W once into x's dtype (the
         # value the tensor cores would see) and run the dense product (cuBLASLt on a GPU).
         w = dequantize_gguf(qw, dtype=x.dtype)

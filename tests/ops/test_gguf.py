@@ -16,7 +16,7 @@ import pygpukit as gp
 from ops._helpers import DEVICE, up
 from pygpukit._gguf_planes import to_blocks
 from pygpukit.backends.cpu.gemv import round_to
-from pygpukit.ops.gguf import GEMV_MAX_ROWS
+from pygpukit.ops.gguf import STREAM_MAX_ROWS
 from pygpukit.qweight import GGUF_BLOCKS
 
 GPU_HALF = ["bfloat16", "float16"] if DEVICE != "cpu" else []
@@ -87,7 +87,7 @@ def test_linear_quantized_gguf(fmt: str, dtype: str, rows: tuple[int, ...]) -> N
     y = gp.linear_quantized(x, qw, b)
     assert y.shape == (*rows, 13) and y.dtype.name == dtype
     xs, bs = x.astype("float32").to_numpy(), b.astype("float32").to_numpy()
-    if int(np.prod(rows)) <= GEMV_MAX_ROWS:
+    if int(np.prod(rows)) <= STREAM_MAX_ROWS:
         _exact(y, xs, raw, fmt, bs)
         return
     # More rows: W dequantized into x's dtype, then gp.linear (its own dtype bound).
@@ -105,13 +105,35 @@ def test_linear_quantized_gguf_out_column_slice(lead: tuple[int, int]) -> None:
     x = up(np.random.default_rng(0).standard_normal((*lead, 64)).astype(np.float32))
     outer = up(np.full((*lead, 10), 7.0, np.float32))
     y = gp.linear_quantized(x, qw, out=outer[:, :, 2:8])
-    if int(np.prod(lead)) <= GEMV_MAX_ROWS:
+    if int(np.prod(lead)) <= STREAM_MAX_ROWS:
         _exact(y, x.to_numpy(), raw, "q8_0", None)
     else:
         ref = x.to_numpy().astype(np.float64) @ reference(raw, "q8_0").astype(np.float64).T
         assert_close(y, ref, "float32")
     o = outer.to_numpy()
     assert (o[..., :2] == 7).all() and (o[..., 8:] == 7).all()
+
+
+def test_blocks_round_trip_and_empty_weights() -> None:
+    qw, raw = _qw("q6_k", 3, 512, seed=8)
+    assert (qw.blocks() == raw).all()
+    again = gp.QuantizedWeight(qw.format, qw.blocks())
+    assert (again.data.to_numpy() == qw.data.to_numpy()).all()
+    empty = gp.QuantizedWeight("q4_k", np.zeros((0, 144), np.uint8))
+    assert empty.shape == (0, 256) and gp.dequantize_gguf(empty).shape == (0, 256)
+    y = gp.linear_quantized(up(np.ones((2, 256), np.float32)), empty)
+    assert y.shape == (2, 0)
+    rows = gp.dequantize_gguf(qw, up(np.zeros((0, 3), np.int64)))
+    assert rows.shape == (0, 3, 512)
+    assert gp.quantize_weight(np.ones((0, 32), np.float32), "q8_0").shape == (0, 32)
+
+
+@pytest.mark.parametrize(("fmt", "value"), [("q8_0", 1e7), ("q4_0", 1e6), ("q4_1", 1e6)])
+def test_quantize_weight_refuses_a_scale_beyond_float16(fmt: str, value: float) -> None:
+    w = np.ones((2, 64), np.float32)
+    w[1, 40] = value
+    with pytest.raises(ValueError, match=r"w\[1, 3\d\] is in a block whose .* overflows float16"):
+        gp.quantize_weight(w, fmt)
 
 
 def test_bad_arguments() -> None:
@@ -128,6 +150,12 @@ def test_bad_arguments() -> None:
         gp.quantize_weight(np.zeros((2, 256), np.float32), "q4_k")
     with pytest.raises(ValueError, match="% 32 == 0"):
         gp.quantize_weight(np.zeros((2, 48), np.float32), "q8_0")
+    with pytest.raises(ValueError, match="from_blocks: format must be one of"):
+        gp.QuantizedWeight.from_blocks("q3_k", raw.to_numpy())
+    with pytest.raises(ValueError, match="format must be one of"):
+        gp.QuantizedWeight(["q4_k"], raw)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a GGUF format"):
+        gp.quantize_weight(np.ones((2, 32), np.float32), "fp8").blocks()
     qw = gp.QuantizedWeight("q4_k", raw)
     with pytest.raises(ValueError, match=r"\[\.\.\., 256\]"):
         gp.linear_quantized(up(np.zeros((1, 128), np.float32)), qw)

@@ -91,3 +91,33 @@ def test_linear_many_rows_strided_bias_out(device: str, fmt: str, dtype: str) ->
     assert_close(out, want, dtype)
     rest = outer.astype("float32").to_numpy()
     assert (rest[:, :3] == 0).all() and (rest[:, 3 + n :] == 0).all()
+
+
+def test_linear_strided_bias_and_partial_k_tile(device: str) -> None:
+    """bias a strided view (its stride is a kernel argument), and K = 768 for q4_k: 24 groups,
+    so the last K tile of 16 groups is partial."""
+    fmt, k, n = "q4_k", 768, 7
+    raw = random_blocks(fmt, n, k, seed=9)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    wide_b = rng.standard_normal(2 * n).astype(np.float32)
+    y = tg.linear_gguf(up(x, device), up(to_planes(fmt, raw), device), up(wide_b, device)[::2],
+                       fmt=fmt)  # fmt: skip
+    assert_close(y, _product(x, raw, fmt, wide_b[::2]), "float32")
+
+
+def test_deterministic_rows_do_not_depend_on_the_batch(device: str) -> None:
+    """Under the deterministic mode the kernel's tile does not follow the row count, so a row's
+    bits are the same alone and inside 37 rows (float32 here; half types on the GPU use the
+    tensor-core tile)."""
+    import pygpukit as gp
+
+    fmt, k = "q6_k", 512
+    planes = up(to_planes(fmt, random_blocks(fmt, 11, k, seed=2)), device)
+    x = np.random.default_rng(3).standard_normal((37, k)).astype(np.float32)
+    with gp.deterministic():
+        for dt in ["float32", *(["bfloat16", "float16"] if device != "cpu" else [])]:
+            xd = up(x, device).astype(dt)
+            one = tg.linear_gguf(xd[5:6], planes, None, fmt=fmt).astype("float32").to_numpy()
+            many = tg.linear_gguf(xd, planes, None, fmt=fmt).astype("float32").to_numpy()
+            assert one.tobytes() == many[5:6].tobytes(), dt

@@ -23,11 +23,15 @@ def dequantize_blocks(data: Array, fmt: str) -> Array:
     """float32 [N, K] values of the plane rows ``data`` (uint8 [N, row bytes]) in ``fmt``."""
     import gguf
 
-    from pygpukit._gguf_planes import to_blocks
+    from pygpukit._gguf_planes import BLOCKS, to_blocks
 
     raw = to_blocks(fmt, np.asarray(data, dtype=np.uint8))
+    qk, bb = BLOCKS[fmt]
+    if raw.shape[0] == 0:
+        return np.zeros((0, raw.shape[1] // bb * qk), dtype=np.float32)
     qtype = gguf.GGMLQuantizationType[fmt.upper()]
-    vals = gguf.quants.dequantize(raw, qtype)
+    with np.errstate(all="ignore"):  # an inf/NaN scale gives inf/NaN values, as in ggml
+        vals = gguf.quants.dequantize(raw, qtype)
     return np.asarray(vals, dtype=np.float32).reshape(raw.shape[0], -1)
 
 
@@ -50,7 +54,8 @@ def dequantize_gguf(data: Array, ids: Array | None, *, fmt: str, out_dtype: np.d
         rows = data[idx.reshape(-1)]
         lead = idx.shape
     vals = dequantize_blocks(rows, fmt)
-    return round_to(vals.astype(np.float64), np.dtype(out_dtype)).reshape(*lead, -1)
+    k = vals.shape[1]
+    return round_to(vals.astype(np.float64), np.dtype(out_dtype)).reshape(*lead, k)
 
 
 def linear_gguf(x: Array, data: Array, bias: Array | None, *, fmt: str) -> Array:

@@ -1,22 +1,24 @@
 """GGUF formats on the device: dequantization (rows or all) and x @ W^T, reading the weight's
-planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size).
+planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size). x, bias
+and out may be strided views (their strides are kernel arguments).
 
 The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. Both kernels
 work on tiles of [BN rows, G groups, 16]: a group is 32 values, the low and high nibbles of 16
 quant bytes (``_group`` returns the two halves, "lo" and "hi", as float32). The quant bytes of a
-tile are contiguous (16-byte loads); a group's scales and high-bit words are loaded once per
-group and broadcast over its 16 bytes. Each format's arithmetic follows gguf.quants'
-dequantize_blocks operation by operation (q4_1: d * q + m as two roundings; q4_k:
-(d * sc) * q - dmin * m), and the dequantization kernel compiles with FMA contraction off, so
-its float32 values are the ``gguf`` package's bits.
+tile are contiguous (16-byte loads when the row's bytes are a multiple of 16; narrower loads
+otherwise); a group's scales and high-bit words are loaded once per group and broadcast over
+its 16 bytes. Each format's arithmetic follows gguf.quants' dequantize_blocks operation by
+operation (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), and the
+dequantization kernel compiles with FMA contraction off, so its float32 values are the ``gguf``
+package's bits.
 
-The product: one program per (BM rows of x, BN rows of W), K in tiles of G groups. Few rows (M <=
-4, or float32 x) multiply in float32 on the CUDA cores (a [BM, BN, G, 16] broadcast and sum);
-more rows round the dequantized tile to x's dtype and use the tensor cores (tl.dot, float32
-accumulation), as a bf16/fp16 weight would be. x is read in the planes' value order (lo(g) + t
-and lo(g) + span + t), so no value is moved in registers. Under the deterministic mode half
-inputs always take the tensor-core path with BM = 16, so a row's bits do not depend on the
-batch.
+The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. Few rows
+(ops/gguf.py sends at most GEMV_MAX_ROWS = 2 here outside the deterministic mode), or float32 x,
+multiply in float32 on the CUDA cores (a [BM, BN, G, 16] broadcast, partial sums per lane,
+reduced once at the end); under the deterministic mode half inputs take the tensor-core path
+with a fixed tile (BM = 16: the dequantized tile rounded to x's dtype, tl.dot with float32
+accumulation), so a row's bits do not depend on the batch. x is read in the planes' value order
+(lo(g) + t and lo(g) + span + t), so no value is moved in registers.
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
@@ -219,7 +221,7 @@ def dequantize_gguf(
 
 @triton.jit
 def _linear_kernel(
-    X, P, BIAS, Y, M, N, K, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn,
+    X, P, BIAS, Y, M, N, K, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
     FMT: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr, BM: tl.constexpr,
     BN: tl.constexpr, G: tl.constexpr,
 ):  # fmt: skip
@@ -238,7 +240,7 @@ def _linear_kernel(
         g = g0 + tl.arange(0, G)[None, :, None]
         gm = g < K // 32
         lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
-        xi = lo_start(g, FMT) + t
+        xi = (lo_start(g, FMT) + t).to(tl.int64)  # x may be a wide strided view
         x_lo = tl.load(xrow + xi * sxk, mask=mm & gm, other=0.0)  # [BM, G, 16]
         x_hi = tl.load(xrow + (xi + span(FMT)) * sxk, mask=mm & gm, other=0.0)
         if DOT:
@@ -252,8 +254,8 @@ def _linear_kernel(
     if not DOT:
         acc = tl.sum(tl.sum(part, axis=3), axis=2)
     if HAS_BIAS:
-        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    ptr = Y + rm.to(tl.int64)[:, None] * sym + rn[None, :] * syn
+        acc += tl.load(BIAS + rn.to(tl.int64) * sb, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    ptr = Y + rm.to(tl.int64)[:, None] * sym + rn.to(tl.int64)[None, :] * syn
     tl.store(ptr, acc.to(Y.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
 
 
@@ -263,12 +265,12 @@ def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
     configurations come from the H100 sweep (benchmarks/quantized.py --sweep over BN 2-16,
     G 8-32, 1-4 warps on q4_1 and q6_k at 2048x2048 and 14336x4096): the winners were one or
     two warps over two or four rows of W with 8-32 groups a tile, and the choice below is the
-    one among them that ranked near the top in every case.
-    float32 x keeps one configuration, so its K order does not change with m."""
+    one among them that ranked near the top in every case. float32 x keeps BN and G (BM
+    follows m up to 4; the deterministic mode pins BM too)."""
     det = determinism.is_deterministic()
     if half and det:
         return True, 16, 64, 4, 4
-    if half and m > 4:  # ops/gguf.py sends more rows to dequantize + gp.linear unless pinned
+    if half and m > 4:  # direct calls only: ops/gguf.py sends more than 2 rows to gp.linear
         return True, min(64, max(16, next_pow2(m))), 64, 4, 4
     if not half:
         return False, 4 if det else min(4, next_pow2(m)), 4, 16, 2
@@ -294,6 +296,7 @@ def linear_gguf(
         _linear_kernel, (cdiv(n, bn), cdiv(m, bm)),
         x2, data, bias if bias is not None else data, y2, m, n, k, rb, *_plane_args(fmt, k),
         *x2.element_strides, *y2.element_strides,
+        bias.element_strides[0] if bias is not None else 0,
         FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None, DOT=dot, BM=bm, BN=bn, G=gs,
         num_warps=warps,
     )  # fmt: skip
