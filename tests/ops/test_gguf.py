@@ -119,13 +119,13 @@ def test_blocks_round_trip_and_empty_weights() -> None:
     assert (qw.blocks() == raw).all()
     again = gp.QuantizedWeight(qw.format, qw.blocks())
     assert (again.data.to_numpy() == qw.data.to_numpy()).all()
-    empty = gp.QuantizedWeight("q4_k", np.zeros((0, 144), np.uint8))
+    empty = gp.QuantizedWeight.from_blocks("q4_k", np.zeros((0, 144), np.uint8), device=DEVICE)
     assert empty.shape == (0, 256) and gp.dequantize_gguf(empty).shape == (0, 256)
     y = gp.linear_quantized(up(np.ones((2, 256), np.float32)), empty)
     assert y.shape == (2, 0)
     rows = gp.dequantize_gguf(qw, up(np.zeros((0, 3), np.int64)))
     assert rows.shape == (0, 3, 512)
-    assert gp.quantize_weight(np.ones((0, 32), np.float32), "q8_0").shape == (0, 32)
+    assert gp.quantize_weight(np.ones((0, 32), np.float32), "q8_0", device=DEVICE).shape == (0, 32)
 
 
 @pytest.mark.parametrize(("fmt", "value"), [("q8_0", 1e7), ("q4_0", 1e6), ("q4_1", 1e6)])
