@@ -42,7 +42,10 @@ from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.qweight import GGUF_BLOCKS
 
 SHAPES = [(2048, 2048), (8192, 2048), (2048, 8192), (14336, 4096), (4096, 14336)]
-_HALVES = {"q6_k": (208,), "q4_1": (0, 2), "q5_1": (0, 2), "q4_k": (0, 2), "q5_k": (0, 2)}
+_HALVES = {
+    "q6_k": (208,), "q4_1": (0, 2), "q5_1": (0, 2), "q4_k": (0, 2), "q5_k": (0, 2),
+    "q2_k": (80, 82), "q3_k": (108,),
+}  # fmt: skip
 
 
 def random_weight(fmt: str, n: int, k: int, seed: int = 0) -> gp.QuantizedWeight:

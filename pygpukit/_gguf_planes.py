@@ -25,12 +25,17 @@ q5_k    64 (g//2) + 16 (g%2)    32    qs K/2 | qh K/8 | d | dmin | scales
 q6_k    128 (g//4) + 16 (g%4)   64    ql K/2 | qh K/4 | d K/128 | scales int8 K/16
 ======  ======================  ====  ============================================
 
-(q8_0's group g is bytes 32 g .. 32 g + 31 of its int8 plane: the first 16 values are "lo", the
-next 16 "hi".) High bits are regrouped per group too: q5_* keep 4 bytes a group (a
-little-endian u32 whose bit t is the fifth bit of lo value t and bit 16 + t of hi value t; for
-q5_0/q5_1 that is the block's own qh word), q6_k 8 bytes a group (two u32: 2 bits a value, lo
-values then hi values). Scales keep their GGUF encoding (q4_k/q5_k's 12-byte 6-bit packing, q6_k's
-int8 per 16 values). ``to_planes`` and ``to_blocks`` convert whole rows on the host, exactly.
+(q8_0's group g is bytes 32 g .. 32 g + 31 of its int8 plane: the first 16 values are "lo", the next
+16 "hi".) q2_k and q3_k hold 2-bit quants, four values a byte: their group g is 16 bytes too but 64
+values, bits 2s..2s+1 of byte t being value 128 (g//2) + 32 s + 16 (g%2) + t (GGUF's order, so again
+the quant plane is the blocks' bytes): q2_k planes qs K/4 | d K/128 | dmin K/128 | scales K/16 (a
+4-bit scale and a 4-bit min per 16 values); q3_k qs K/4 | hmask K/8 (bit j of byte l: the third bit
+of value 32 j + l of the block, kept as stored) | d K/128 | scales 12 K/256 (6-bit, packed as in the
+block). High bits are regrouped per group too: q5_* keep 4 bytes a group (a little-endian u32 whose
+bit t is the fifth bit of lo value t and bit 16 + t of hi value t; for q5_0/q5_1 that is the block's
+own qh word), q6_k 8 bytes a group (two u32: 2 bits a value, lo values then hi values). Scales keep
+their GGUF encoding (q4_k/q5_k's 12-byte 6-bit packing, q6_k's int8 per 16 values).
+``to_planes`` and ``to_blocks`` convert whole rows on the host, exactly.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ BLOCKS = {
     "q4_k": (256, 144),
     "q5_k": (256, 176),
     "q6_k": (256, 210),
+    "q2_k": (256, 84),
+    "q3_k": (256, 110),
 }
 
 # Each block's fields: (name, first byte, bytes), in block order (gguf.quants' dequantize_blocks).
@@ -61,6 +68,8 @@ _FIELDS = {
     "q4_k": (("d", 0, 2), ("m", 2, 2), ("sc", 4, 12), ("qs", 16, 128)),
     "q5_k": (("d", 0, 2), ("m", 2, 2), ("sc", 4, 12), ("qh", 16, 32), ("qs", 48, 128)),
     "q6_k": (("qs", 0, 128), ("qh", 128, 64), ("sc", 192, 16), ("d", 208, 2)),
+    "q2_k": (("sc", 0, 16), ("qs", 16, 64), ("d", 80, 2), ("m", 82, 2)),
+    "q3_k": (("qh", 0, 32), ("qs", 32, 64), ("sc", 96, 12), ("d", 108, 2)),
 }
 # Plane order in a row (names absent from a format are skipped).
 _ORDER = ("qs", "qh", "d", "m", "sc")

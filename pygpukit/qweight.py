@@ -25,12 +25,12 @@ nvfp4   uint8 [N, K/2] (e2m1 codes  float8_e4m3fn [N, K/16] (block 16)   multipl
 A QuantizedWeight can also be built from arrays loaded from a checkpoint in these layouts.
 
 GGUF block formats (llama.cpp's, as a GGUF file stores them): ``q8_0``, ``q4_0``, ``q4_1``,
-``q5_0``, ``q5_1`` (blocks of 32 values along K) and ``q4_k``, ``q5_k``, ``q6_k`` (super-blocks of
-256). They are built from the file's rows, uint8 [N, K / block * block_bytes] with the scales
-inside each block (``scales`` is None), and kept as the same bytes regrouped by field
-(pygpukit/_gguf_planes.py; ``data`` holds those planes, the same size), which the kernels of
-pygpukit/ops/gguf.py read in place. Dequantization gives the ``gguf`` package's values bit for
-bit.
+``q5_0``, ``q5_1`` (blocks of 32 values along K) and ``q2_k``, ``q3_k``, ``q4_k``, ``q5_k``,
+``q6_k`` (super-blocks of 256). They are built from the file's rows, uint8 [N, K / block *
+block_bytes] with the scales inside each block (``scales`` is None), and kept as the same bytes
+regrouped by field (pygpukit/_gguf_planes.py; ``data`` holds those planes, the same size), which the
+kernels of pygpukit/ops/gguf.py read in place. Dequantization gives the ``gguf`` package's values
+bit for bit.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """GGUF checkpoints (llama.cpp): metadata, names, dequantization.
 
 The header is read by _gguf_scan.py (checked against the file as it is read). Tensors are
-renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed) and quantized ones
-are dequantized at load to float32 by the ``gguf`` package's NumPy reference
+renamed to HF names (the map of llama.cpp's convert_hf_to_gguf.py, reversed). Quantized ones are
+either handed over as their blocks (``blocks``: the loader keeps them quantized on the device)
+or dequantized at load to float32 by the ``gguf`` package's NumPy reference
 (gguf.quants.dequantize, bit for bit llama.cpp's dequantize_row_*): the legacy 32-value blocks
 Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the 256-value k-quant super-blocks Q2_K, Q3_K, Q4_K, Q5_K,
 Q6_K, which most GGUF files on the hub use (a Q4_K_M file mixes Q4_K and Q6_K). Each row of a
@@ -258,8 +259,8 @@ class GGUFSource:
 
     def blocks(self, name: str) -> tuple[str, np.ndarray] | None:
         """(format, uint8 [N, row bytes]) for a 2-D tensor stored in a block format the GGUF
-        kernels read (pygpukit.qweight.GGUF_BLOCKS), rows in HF order (q/k un-permuted); None
-        for float tensors, the experts' 3-D tensors and types read only by dequantizing."""
+        kernels read (pygpukit.qweight.GGUF_BLOCKS: every quantized type here), rows in HF order
+        (q/k un-permuted); None for float tensors and the experts' 3-D tensors."""
         from pygpukit.qweight import GGUF_BLOCKS
 
         gname, expert = self._names[name]

@@ -8,13 +8,13 @@ are concatenated into one ``wqkv`` [(H + 2 Hkv) * head_dim, hidden] so attention
 (gpt-fast's layout); GPT-2's Conv1D weights [in, out] are transposed to [out, in].
 
 Linear weights may stay quantized (``quantize``): "stored" keeps a GGUF file's block formats as
-stored (q8_0 ... q6_k; the kernels of pygpukit/ops/gguf.py read them in place, and the rows of a
-quantized embedding table are dequantized as they are looked up); "dequantize" expands them to
-the model dtype at load; None picks "stored" on a CUDA device and "dequantize" on the CPU
-device (where the NumPy reference would expand every weight again on every product); "fp8",
-"int4" and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the
-embedding table stays dense, and so does a head tied to it).
-Types that only dequantize (Q2_K, Q3_K) and MoE experts are always expanded.
+stored (q8_0 ... q6_k, q2_k, q3_k; the kernels of pygpukit/ops/gguf.py read them in place, and the
+rows of a quantized embedding table are dequantized as they are looked up); "dequantize" expands
+them to the model dtype at load; None picks "stored" on a CUDA device and "dequantize" on the CPU
+device (where the NumPy reference would expand every weight again on every product); "fp8", "int4"
+and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the embedding table
+stays dense, and so does a head tied to it).
+MoE experts are always expanded (the grouped expert GEMM reads dense weights).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the float64 product of x with the (dequantized) weight, rounded once.
   measured crossover table in pygpukit/backends/native/matmul.py.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. A GGUF block format
-  (q8_0 ... q6_k, kept as a GGUF file stores it) goes to the Triton kernels of
+  (q8_0 ... q6_k, q2_k, q3_k, kept as a GGUF file stores it) goes to the Triton kernels of
   pygpukit/ops/gguf.py instead, and there x may also be float32. Any number of rows; the
   kernel is built for decode (W is re-read once per 16 rows of x, so for long prefills
   dequantizing once to bf16 and calling gp.linear is faster).

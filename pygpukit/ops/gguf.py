@@ -1,6 +1,6 @@
 """GGUF block formats on the device: dequantize_gguf and the product behind linear_quantized.
 
-A ``QuantizedWeight`` of a GGUF format (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k; see
+A ``QuantizedWeight`` of a GGUF format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k ... q6_k; see
 pygpukit/qweight.py) holds llama.cpp's blocks as the file stores them. Two routed ops read them
 in place (Triton kernels, backends/triton_kernels/gguf.py; NumPy twin, backends/cpu/gguf.py):
 

@@ -145,13 +145,13 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="scales inside the blocks"):
         gp.QuantizedWeight("q4_k", raw, raw)
     with pytest.raises(ValueError, match="format must be one of"):
-        gp.QuantizedWeight("q3_k", raw)
+        gp.QuantizedWeight("iq4_xs", raw)
     with pytest.raises(ValueError, match="k-quant weights come from GGUF files"):
         gp.quantize_weight(np.zeros((2, 256), np.float32), "q4_k")
     with pytest.raises(ValueError, match="% 32 == 0"):
         gp.quantize_weight(np.zeros((2, 48), np.float32), "q8_0")
     with pytest.raises(ValueError, match="from_blocks: format must be one of"):
-        gp.QuantizedWeight.from_blocks("q3_k", raw.to_numpy())
+        gp.QuantizedWeight.from_blocks("iq4_xs", raw.to_numpy())
     with pytest.raises(ValueError, match="format must be one of"):
         gp.QuantizedWeight(["q4_k"], raw)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a GGUF format"):

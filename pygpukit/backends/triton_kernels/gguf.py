@@ -50,6 +50,8 @@ FORMAT_IDS = {
     "q4_k": 5,
     "q5_k": 6,
     "q6_k": 7,
+    "q2_k": 8,
+    "q3_k": 9,
 }
 
 
@@ -165,18 +167,63 @@ def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
         return (d * sc_l) * (ql - 32).to(tl.float32), (d * sc_h) * (qh - 32).to(tl.float32)
 
 
+@triton.jit
+def _quarter(P, row, g, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
+    """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
+    group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row."""
+    t = tl.arange(0, 16)[None, None, :]
+    q = (_byte(P, row + 16 * g + t, mask) >> (2 * s)) & 3
+    h = (g % 4) // 2  # the half of the super-block
+    i = 8 * h + 2 * s + g % 2  # the 16-value sub-block: its scale byte / 6-bit scale
+    sb = g // 4
+    if FMT == 8:  # q2_k: w = (d * sc) * q - dmin * m, sc/m the nibbles of scale byte i
+        b = _byte(P, row + OS + 16 * sb + i, mask)
+        d = _half(P, row + OD + 2 * sb, mask)
+        dmin = _half(P, row + OM + 2 * sb, mask)
+        return (d * (b & 15).to(tl.float32)) * q.to(tl.float32) - dmin * (b >> 4).to(tl.float32)
+    else:  # q3_k: w = (d * (sc - 32)) * (q - 4 (1 - hbit)), hmask bit 4h + s of byte 16 (g%2) + t
+        hb = (_byte(P, row + OQH + 32 * sb + 16 * (g % 2) + t, mask) >> (4 * h + s)) & 1
+        lo4 = (_byte(P, row + OS + 12 * sb + i % 8, mask) >> (4 * (i // 8))) & 15
+        hi2 = (_byte(P, row + OS + 12 * sb + 8 + i % 4, mask) >> (2 * (i // 4))) & 3
+        sc = (lo4 | (hi2 << 4)) - 32
+        d = _half(P, row + OD + 2 * sb, mask)
+        return (d * sc.to(tl.float32)) * (q - 4 * (1 - hb)).to(tl.float32)
+
+
+@triton.jit
+def part_start(g, s: tl.constexpr, FMT: tl.constexpr):
+    """Index of the first value of part s of group g (parts: lo/hi, or q2_k/q3_k's four)."""
+    if FMT >= 8:
+        return 128 * (g // 2) + 32 * s + 16 * (g % 2)
+    else:
+        return lo_start(g, FMT) + s * span(FMT)
+
+
+def _groups(fmt: str, k: int) -> int:
+    """Groups of 16 quant bytes in a row of k values."""
+    return k // 64 if fmt in ("q2_k", "q3_k") else k // 32
+
+
 def _plane_args(fmt: str, k: int) -> tuple[int, int, int, int]:
     off = offsets(fmt, k)
     return off.get("qh", 0), off["d"], off.get("m", 0), off.get("sc", 0)
 
 
 @triton.jit
+def _store_part(Y, r, g, t, w, ok, keep, K, s: tl.constexpr, FMT: tl.constexpr):
+    w = tl.where(ok[:, None, None], w, float("nan"))  # an id out of range: NaN, as gp.embedding
+    dst = Y + r.to(tl.int64)[:, None, None] * K + part_start(g, s, FMT) + t
+    tl.store(dst, w.to(Y.dtype.element_ty), mask=keep)
+
+
+@triton.jit
 def _dequant_kernel(
-    P, IDS, Y, R, N, K, RB, OQH, OD, OM, OS,
+    P, IDS, Y, R, N, K, NG, RB, OQH, OD, OM, OS,
     FMT: tl.constexpr, HAS_IDS: tl.constexpr, BR: tl.constexpr, G: tl.constexpr,
 ):  # fmt: skip
     r = tl.program_id(0) * BR + tl.arange(0, BR)
     g = (tl.program_id(1) * G + tl.arange(0, G))[None, :, None]
+    t = tl.arange(0, 16)[None, None, :]
     live = r < R
     if HAS_IDS:
         src = tl.load(IDS + r, mask=live, other=0).to(tl.int64)
@@ -184,17 +231,18 @@ def _dequant_kernel(
     else:
         src = r.to(tl.int64)
         ok = live
-    gm = g < K // 32
-    lo, hi = _group(P, (src * RB)[:, None, None], g, ok[:, None, None] & gm, OQH, OD, OM, OS,
-                    FMT)  # fmt: skip
-    nan = float("nan")  # an id out of range gives a row of NaN, as gp.embedding
-    lo = tl.where(ok[:, None, None], lo, nan)
-    hi = tl.where(ok[:, None, None], hi, nan)
-    t = tl.arange(0, 16)[None, None, :]
-    dst = Y + r.to(tl.int64)[:, None, None] * K + lo_start(g, FMT) + t
+    gm = g < NG
+    row = (src * RB)[:, None, None]
+    m = ok[:, None, None] & gm
     keep = live[:, None, None] & gm
-    tl.store(dst, lo.to(Y.dtype.element_ty), mask=keep)
-    tl.store(dst + span(FMT), hi.to(Y.dtype.element_ty), mask=keep)
+    if FMT >= 8:
+        for s in tl.static_range(4):
+            w = _quarter(P, row, g, m, OQH, OD, OM, OS, s, FMT)
+            _store_part(Y, r, g, t, w, ok, keep, K, s, FMT)
+    else:
+        lo, hi = _group(P, row, g, m, OQH, OD, OM, OS, FMT)
+        _store_part(Y, r, g, t, lo, ok, keep, K, 0, FMT)
+        _store_part(Y, r, g, t, hi, ok, keep, K, 1, FMT)
 
 
 def dequantize_gguf(
@@ -211,8 +259,9 @@ def dequantize_gguf(
     flat = None if ids is None else (ids if ids.is_contiguous() else ids.contiguous())
     br, gs = 8, 8
     launch(
-        _dequant_kernel, (cdiv(rows, br), cdiv(k // 32, gs)),
-        data, flat if flat is not None else data, y, rows, n, k, rb, *_plane_args(fmt, k),
+        _dequant_kernel, (cdiv(rows, br), cdiv(_groups(fmt, k), gs)),
+        data, flat if flat is not None else data, y, rows, n, k, _groups(fmt, k), rb,
+        *_plane_args(fmt, k),
         FMT=FORMAT_IDS[fmt], HAS_IDS=ids is not None, BR=br, G=gs, num_warps=4,
         enable_fp_fusion=False,
     )  # fmt: skip
@@ -220,8 +269,22 @@ def dequantize_gguf(
 
 
 @triton.jit
+def _accumulate(xrow, sxk, xi, xm, w, acc, part, DOT: tl.constexpr, BM: tl.constexpr,
+                BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
+    """Add x's values at indices xi [1, G, 16] times the tile w [BN, G, 16] to acc (tensor
+    cores) or to the per-lane partial sums (CUDA cores)."""
+    x = tl.load(xrow + xi * sxk, mask=xm, other=0.0)  # [BM, G, 16]
+    if DOT:
+        wt = tl.reshape(w.to(x.dtype), (BN, G * 16))
+        acc = tl.dot(tl.reshape(x, (BM, G * 16)), tl.trans(wt), acc)
+    else:
+        part += x.to(tl.float32)[:, None, :, :] * w[None, :, :, :]
+    return acc, part
+
+
+@triton.jit
 def _linear_kernel(
-    X, P, BIAS, Y, M, N, K, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
+    X, P, BIAS, Y, M, N, NG, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
     FMT: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr, BM: tl.constexpr,
     BN: tl.constexpr, G: tl.constexpr,
 ):  # fmt: skip
@@ -236,21 +299,20 @@ def _linear_kernel(
     # The CUDA-core path keeps per-lane partial sums and reduces once after the loop (a
     # reduction across lanes every K tile cost more than the tile's loads).
     part = tl.zeros((BM, BN, G, 16), dtype=tl.float32)
-    for g0 in range(0, K // 32, G):
+    for g0 in range(0, NG, G):
         g = g0 + tl.arange(0, G)[None, :, None]
-        gm = g < K // 32
-        lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
-        xi = (lo_start(g, FMT) + t).to(tl.int64)  # x may be a wide strided view
-        x_lo = tl.load(xrow + xi * sxk, mask=mm & gm, other=0.0)  # [BM, G, 16]
-        x_hi = tl.load(xrow + (xi + span(FMT)) * sxk, mask=mm & gm, other=0.0)
-        if DOT:
-            wl = tl.reshape(lo.to(x_lo.dtype), (BN, G * 16))
-            wh = tl.reshape(hi.to(x_lo.dtype), (BN, G * 16))
-            acc = tl.dot(tl.reshape(x_lo, (BM, G * 16)), tl.trans(wl), acc)
-            acc = tl.dot(tl.reshape(x_hi, (BM, G * 16)), tl.trans(wh), acc)
+        gm = g < NG
+        if FMT >= 8:
+            for s in tl.static_range(4):
+                w = _quarter(P, row, g, nm & gm, OQH, OD, OM, OS, s, FMT)
+                xi = (part_start(g, s, FMT) + t).to(tl.int64)  # x may be a wide strided view
+                acc, part = _accumulate(xrow, sxk, xi, mm & gm, w, acc, part, DOT, BM, BN, G)
         else:
-            part += x_lo.to(tl.float32)[:, None, :, :] * lo[None, :, :, :]
-            part += x_hi.to(tl.float32)[:, None, :, :] * hi[None, :, :, :]
+            lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
+            xi = (part_start(g, 0, FMT) + t).to(tl.int64)
+            acc, part = _accumulate(xrow, sxk, xi, mm & gm, lo, acc, part, DOT, BM, BN, G)
+            xi = (part_start(g, 1, FMT) + t).to(tl.int64)
+            acc, part = _accumulate(xrow, sxk, xi, mm & gm, hi, acc, part, DOT, BM, BN, G)
     if not DOT:
         acc = tl.sum(tl.sum(part, axis=3), axis=2)
     if HAS_BIAS:
@@ -294,7 +356,8 @@ def linear_gguf(
     dot, bm, bn, gs, warps = linear_config(m, x.dtype.name != "float32")
     launch(
         _linear_kernel, (cdiv(n, bn), cdiv(m, bm)),
-        x2, data, bias if bias is not None else data, y2, m, n, k, rb, *_plane_args(fmt, k),
+        x2, data, bias if bias is not None else data, y2, m, n, _groups(fmt, k), rb,
+        *_plane_args(fmt, k),
         *x2.element_strides, *y2.element_strides,
         bias.element_strides[0] if bias is not None else 0,
         FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None, DOT=dot, BM=bm, BN=bn, G=gs,
