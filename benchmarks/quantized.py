@@ -37,15 +37,12 @@ sys.path.insert(1, str(Path(__file__).resolve().parent))  # _models
 import numpy as np
 
 import pygpukit as gp
+from pygpukit._gguf_planes import half_fields
 from pygpukit.backends.triton_kernels import gguf as tg
 from pygpukit.benchmark.timing import DeviceTimer
 from pygpukit.qweight import GGUF_BLOCKS
 
 SHAPES = [(2048, 2048), (8192, 2048), (2048, 8192), (14336, 4096), (4096, 14336)]
-_HALVES = {
-    "q6_k": (208,), "q4_1": (0, 2), "q5_1": (0, 2), "q4_k": (0, 2), "q5_k": (0, 2),
-    "q2_k": (80, 82), "q3_k": (108,),
-}  # fmt: skip
 
 
 def random_weight(fmt: str, n: int, k: int, seed: int = 0) -> gp.QuantizedWeight:
@@ -53,7 +50,7 @@ def random_weight(fmt: str, n: int, k: int, seed: int = 0) -> gp.QuantizedWeight
     qk, bb = GGUF_BLOCKS[fmt]
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, size=(n, k // qk, bb), dtype=np.uint8)
-    for off in _HALVES.get(fmt, (0,)):
+    for off in half_fields(fmt):
         h = (rng.uniform(-1, 1, size=raw.shape[:2]) * 0.01).astype(np.float16)
         raw[:, :, off : off + 2] = h.view(np.uint8).reshape(*raw.shape[:2], 2)
     return gp.QuantizedWeight(fmt, gp.from_numpy(raw.reshape(n, -1), device="cuda:0"))

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BLOCKS", "offsets", "to_planes", "to_blocks"]
+__all__ = ["BLOCKS", "half_fields", "offsets", "to_planes", "to_blocks"]
 
 # (values a block, bytes a block), as gguf.GGML_QUANT_SIZES
 BLOCKS = {
@@ -73,6 +73,12 @@ _FIELDS = {
 }
 # Plane order in a row (names absent from a format are skipped).
 _ORDER = ("qs", "qh", "d", "m", "sc")
+
+
+def half_fields(fmt: str) -> tuple[int, ...]:
+    """Byte offsets of a block's float16 fields (d, and m/dmin where present): the bytes that
+    random test blocks must fill with finite values."""
+    return tuple(start for name, start, _ in _FIELDS[fmt] if name in ("d", "m"))
 
 
 def offsets(fmt: str, k: int) -> dict[str, int]:

@@ -7,24 +7,12 @@ from __future__ import annotations
 import gguf
 import numpy as np
 
+from pygpukit._gguf_planes import half_fields
 from pygpukit.qweight import GGUF_BLOCKS
 
 __all__ = ["FORMATS", "random_blocks", "reference"]
 
 FORMATS = tuple(GGUF_BLOCKS)
-# Byte offsets of each format's float16 fields inside a block (d, and m/dmin where present).
-_HALVES = {
-    "q8_0": (0,),
-    "q4_0": (0,),
-    "q4_1": (0, 2),
-    "q5_0": (0,),
-    "q5_1": (0, 2),
-    "q4_k": (0, 2),
-    "q5_k": (0, 2),
-    "q6_k": (208,),
-    "q2_k": (80, 82),
-    "q3_k": (108,),
-}
 
 
 def random_blocks(fmt: str, n: int, k: int, seed: int = 0, scale: float = 0.05) -> np.ndarray:
@@ -34,7 +22,7 @@ def random_blocks(fmt: str, n: int, k: int, seed: int = 0, scale: float = 0.05) 
     rng = np.random.default_rng(seed)
     nb = k // qk
     raw = rng.integers(0, 256, size=(n, nb, bb), dtype=np.uint8)
-    for off in _HALVES[fmt]:
+    for off in half_fields(fmt):
         h = (rng.uniform(-1, 1, size=(n, nb)) * scale).astype(np.float16)
         raw[:, :, off : off + 2] = h.view(np.uint8).reshape(n, nb, 2)
     return raw.reshape(n, nb * bb)
