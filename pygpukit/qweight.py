@@ -94,7 +94,9 @@ class QuantizedWeight:
     qw.blocks()) rebuilds the weight.
     """
 
-    __slots__ = ("_device_arg", "block", "data", "format", "global_scale", "scales", "shape")
+    __slots__ = (
+        "_device_arg", "block", "data", "experts", "format", "global_scale", "scales", "shape",
+    )  # fmt: skip
     scales: GPUArray | None
 
     def __init__(
@@ -110,6 +112,7 @@ class QuantizedWeight:
             format in FORMATS or format in GGUF_FORMATS,
             f"format must be one of {FORMATS + GGUF_FORMATS}, got {format!r}",
         )
+        self.experts = 1
         if format in GGUF_FORMATS:
             self._device_arg = None
             self._init_gguf(format, data, scales, block, global_scale)
@@ -206,15 +209,27 @@ class QuantizedWeight:
         self.shape = (data.shape[0], data.shape[1] // bb * qk)
 
     @classmethod
-    def from_blocks(cls, format: str, blocks: np.ndarray, device: Any = None) -> QuantizedWeight:
+    def from_blocks(
+        cls, format: str, blocks: np.ndarray, device: Any = None, *, experts: int = 1
+    ) -> QuantizedWeight:
         """A GGUF-format weight from a file's rows (host uint8 [N, row bytes]), regrouped on the
-        host and copied to ``device`` once (default: the default device)."""
+        host and copied to ``device`` once (default: the default device). ``experts`` > 1: the
+        rows stack that many [N / experts, K] matrices (a MoE layer's experts, gp.moe_linear)."""
         if format not in GGUF_FORMATS:
             raise ValueError(
                 f"QuantizedWeight.from_blocks: format must be one of {GGUF_FORMATS}, got {format!r}"
             )
+        if isinstance(experts, bool) or not isinstance(experts, int) or experts < 1:
+            raise ValueError(f"QuantizedWeight.from_blocks: experts must be an int >= 1, got "
+                             f"{experts!r}")  # fmt: skip
+        if blocks.shape[0] % experts:
+            raise ValueError(
+                f"QuantizedWeight.from_blocks: {blocks.shape[0]} rows do not split into "
+                f"{experts} experts"
+            )
         qw = cls.__new__(cls)
         qw._device_arg = device
+        qw.experts = experts
         qw._init_gguf(format, blocks, None, None, 1.0)
         return qw
 
@@ -254,6 +269,8 @@ class QuantizedWeight:
     def __repr__(self) -> str:
         extra = f", global_scale={self.global_scale:g}" if self.format == "nvfp4" else ""
         sc = "in blocks" if self.scales is None else self.scales.dtype.name
+        if self.experts > 1:
+            extra += f", experts={self.experts}"
         return (
             f"QuantizedWeight({self.format}, shape={self.shape}, block={self.block}, "
             f"scales={sc}{extra}, device={self.device})"

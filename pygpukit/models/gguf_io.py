@@ -274,6 +274,20 @@ class GGUFSource:
             raw = _unpermute(raw, self.meta_int(f"llama.attention.{key}"))  # rows only
         return fmt, raw
 
+    def expert_blocks(self, name: str) -> tuple[str, int, np.ndarray] | None:
+        """(format, E, uint8 [E * N, row bytes]): all experts of the 3-D tensor that the
+        per-expert HF name ``name`` (any expert's) maps to, when it is stored in a block format
+        the GGUF kernels read; None otherwise."""
+        from pygpukit.qweight import GGUF_BLOCKS
+
+        gname, expert = self._names[name]
+        t = self._tensors[gname]
+        fmt = t.type_name.lower()
+        if expert is None or fmt not in GGUF_BLOCKS or len(t.shape) != 3:
+            return None
+        e, n = t.shape[0], t.shape[1]
+        return fmt, e, np.asarray(t.data).reshape(e * n, -1)
+
     def tensor_shape(self, name: str) -> tuple[int, ...]:
         """The HF-order shape of a tensor (of one expert for the experts' tensors)."""
         gname, expert = self._names[name]

@@ -14,7 +14,8 @@ them to the model dtype at load; None picks "stored" on a CUDA device and "dequa
 device (where the NumPy reference would expand every weight again on every product); "fp8", "int4"
 and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the embedding table
 stays dense, and so does a head tied to it).
-MoE experts are always expanded (the grouped expert GEMM reads dense weights).
+A GGUF file's MoE experts stay quantized too ("stored"; gp.moe_linear reads them as E stacked
+matrices) when gate and up share a format; otherwise they are expanded.
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class LayerWeights:
     # MoE (Mixtral, Qwen3-MoE): router [E, hidden]; the experts stacked, w_experts_gate and
     # w_experts_up [E, I, hidden], w_experts_down [E, hidden, I] (the grouped GEMM's operands)
     w_router: GPUArray | None = None
-    w_experts_gate: GPUArray | None = None
-    w_experts_up: GPUArray | None = None
-    w_experts_down: GPUArray | None = None
+    w_experts_gate: GPUArray | QuantizedWeight | None = None
+    w_experts_up: GPUArray | QuantizedWeight | None = None
+    w_experts_down: GPUArray | QuantizedWeight | None = None
 
 
 @dataclass
@@ -328,6 +329,8 @@ def _load_experts(r: _Reader, c: ModelConfig, p: str, lw: LayerWeights) -> None:
     else:
         lw.w_router = r.get(p + "mlp.gate.weight", (e_n, hd))
         names = (p + "mlp.experts.{e}.", "gate_proj", "up_proj", "down_proj")
+    if _kept_experts(r, c, names, lw):
+        return
     if r.has(p + "mlp.experts.gate_up_proj"):
         gate_up = r.host(p + "mlp.experts.gate_up_proj", (e_n, 2 * inter, hd))
         gate[:], up[:] = gate_up[:, :inter], gate_up[:, inter:]
@@ -341,6 +344,41 @@ def _load_experts(r: _Reader, c: ModelConfig, p: str, lw: LayerWeights) -> None:
             down[e] = r.host(f"{pre}{d}.weight", (hd, inter))
     lw.w_experts_gate, lw.w_experts_up = r.upload(gate), r.upload(up)
     lw.w_experts_down = r.upload(down)
+
+
+def _kept_experts(r: _Reader, c: ModelConfig, names: tuple[str, ...], lw: LayerWeights) -> bool:
+    """With quantize="stored", a GGUF file's expert tensors stay in their block format as one
+    QuantizedWeight of E stacked matrices each (gate and up must share a format, the grouped
+    product reads them together); False when they are to be expanded instead."""
+    source: Any = r.source
+    get = getattr(source, "expert_blocks", None)
+    if r.quantize != "stored" or get is None:
+        return False
+    x, g, u, d = names
+    first = x.format(e=0)
+    if not all(r.has(f"{first}{m}.weight") for m in (g, u, d)):
+        return False
+    got = [get(f"{first}{m}.weight") for m in (g, u, d)]
+    if any(v is None for v in got) or got[0][0] != got[1][0]:
+        return False
+    hd, inter, e_n = c.hidden_size, c.expert_intermediate_size, c.num_experts
+    want = ((e_n, inter, hd), (e_n, inter, hd), (e_n, hd, inter))
+    made = []
+    for (fmt, e, raw), (we, wn, wk), m in zip(got, want, (g, u, d), strict=True):
+        from pygpukit.qweight import GGUF_BLOCKS
+
+        qk, bb = GGUF_BLOCKS[fmt]
+        if (e, raw.shape[0] // max(e, 1), raw.shape[1] // bb * qk) != (we, wn, wk):
+            raise ModelLoadError(
+                f"{r.where}: experts {first}{m}.weight have shape "
+                f"{(e, raw.shape[0] // max(e, 1), raw.shape[1] // bb * qk)}, the config implies "
+                f"{(we, wn, wk)}"
+            )
+        if r.progress is not None:
+            r.progress(raw.nbytes)
+        made.append(QuantizedWeight.from_blocks(fmt, raw, device=r.device, experts=e))
+    lw.w_experts_gate, lw.w_experts_up, lw.w_experts_down = made
+    return True
 
 
 def _np_dtype(r: _Reader) -> np.dtype:

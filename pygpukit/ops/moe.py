@@ -37,6 +37,7 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
+from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
 
 __all__ = ["moe_router", "moe_align", "moe_linear", "moe_align_sizes", "MAX_EXPERTS"]
@@ -111,12 +112,12 @@ def moe_align(experts: GPUArray, num_experts: int, block_m: int = 16) -> tuple[G
 
 def moe_linear(
     x: GPUArray,
-    w: GPUArray,
+    w: GPUArray | QuantizedWeight,
     rows: GPUArray,
     block_expert: GPUArray,
     top_k: int,
     *,
-    w_up: GPUArray | None = None,
+    w_up: GPUArray | QuantizedWeight | None = None,
     row_scale: GPUArray | None = None,
     out: GPUArray | None = None,
 ) -> GPUArray:
@@ -126,11 +127,25 @@ def moe_linear(
     block_expert come from moe_align. Slots holding a value outside [0, R) are skipped and
     blocks naming no expert in [0, E] touch nothing; the blocks of group E (out-of-range expert
     ids) write zeros. So no value of the index arrays reads or writes out of bounds. moe_align
-    lists every row once; a row that no block lists has unspecified contents."""
+    lists every row once; a row that no block lists has unspecified contents.
+
+    w (and w_up) may also be GGUF-quantized experts, a QuantizedWeight of E stacked [N, K]
+    matrices (``QuantizedWeight.from_blocks(fmt, rows, experts=E)``): its tiles are dequantized
+    in the kernel and rounded to x's dtype (float16, bfloat16 or float32) for the product, as
+    the dense weights of that dtype would be."""
     op = "moe_linear"
     chk.array(op, "x", x)
-    chk.array(op, "w", w)
     chk.floating(op, "x", x)
+    if isinstance(w, QuantizedWeight):
+        e, n, k_dim = _expert_shape(op, x, w, w_up)
+        bm, k = _moe_common(op, x, e, n, top_k, rows, block_expert, row_scale, out)
+        up = w_up.data if isinstance(w_up, QuantizedWeight) else None
+        inputs: tuple[Any, ...] = (x, w.data, rows, block_expert, up, row_scale)
+        params = {"top_k": k, "block_m": bm, "fmt": w.format, "experts": e}
+        return run("moe_linear_gguf", inputs, params, out=out)  # type: ignore[no-any-return]
+    if isinstance(w_up, QuantizedWeight):
+        raise TypeError(f"{op}: w_up is quantized but w is not")
+    chk.array(op, "w", w)
     if x.ndim != 2 or w.ndim != 3:
         raise ValueError(f"{op}: x must be [rows, K] and w [experts, N, K], got x "
                          f"{chk.desc(x)}, w {chk.desc(w)}")  # fmt: skip
@@ -139,11 +154,28 @@ def moe_linear(
     e, n, k_dim = w.shape
     if x.shape[1] != k_dim:
         raise ValueError(f"{op}: x has K={x.shape[1]} but w is [E, N, K={k_dim}]")
-    k = _int_param(op, "top_k", top_k, 1, e)
     if w_up is not None:
         chk.array(op, "w_up", w_up)
         if w_up.shape != w.shape or w_up.dtype is not w.dtype:
             raise ValueError(f"{op}: w_up must match w ({chk.desc(w)}), got {chk.desc(w_up)}")
+    bm, k = _moe_common(op, x, e, n, top_k, rows, block_expert, row_scale, out)
+    inputs = (x, w, rows, block_expert, w_up, row_scale)
+    return run(op, inputs, {"top_k": k, "block_m": bm}, out=out)  # type: ignore[no-any-return]
+
+
+def _moe_common(
+    op: str,
+    x: GPUArray,
+    e: int,
+    n: int,
+    top_k: Any,
+    rows: Any,
+    block_expert: Any,
+    row_scale: Any,
+    out: Any,
+) -> tuple[int, int]:
+    """(block_m, top_k) after the checks moe_linear's dense and quantized forms share."""
+    k = _int_param(op, "top_k", top_k, 1, e)
     chk.int32_array(op, "rows", rows)
     chk.int32_array(op, "block_expert", block_expert)
     if rows.ndim != 1 or block_expert.ndim != 1 or block_expert.shape[0] < 1:
@@ -163,5 +195,28 @@ def moe_linear(
     chk.out_arg(op, out, (r_rows, n), x.dtype)
     if out is not None and not out.is_contiguous():
         raise ValueError(f"{op}: out must be contiguous, got {chk.desc(out)}")
-    inputs: tuple[Any, ...] = (x, w, rows, block_expert, w_up, row_scale)
-    return run(op, inputs, {"top_k": k, "block_m": bm}, out=out)  # type: ignore[no-any-return]
+    return bm, k
+
+
+def _expert_shape(op: str, x: GPUArray, w: Any, w_up: Any) -> tuple[int, int, int]:
+    """(E, N, K) of GGUF-quantized experts (QuantizedWeight.from_blocks(..., experts=E)), after
+    checking x and w_up against them."""
+    if not w.is_gguf:
+        raise TypeError(f"{op}: a quantized w must be in a GGUF format, got {w.format}")
+    if x.ndim != 2:
+        raise ValueError(f"{op}: x must be [rows, K], got {chk.desc(x)}")
+    if x.dtype.name == "float64":
+        raise TypeError(f"{op}: x must be float16, bfloat16 or float32 with quantized experts")
+    e = w.experts
+    n, k_dim = w.shape[0] // e, w.shape[1]
+    if x.shape[1] != k_dim:
+        raise ValueError(f"{op}: x has K={x.shape[1]} but the experts are [{e}, {n}, {k_dim}]")
+    if x.device != w.device:
+        raise ValueError(f"{op}: x is on {x.device} but w is on {w.device}")
+    if w_up is not None and not (
+        isinstance(w_up, QuantizedWeight)
+        and (w_up.format, w_up.shape, w_up.experts) == (w.format, w.shape, e)
+        and w_up.device == w.device
+    ):
+        raise ValueError(f"{op}: w_up must be a QuantizedWeight like w ({w!r}), got {w_up!r}")
+    return e, n, k_dim

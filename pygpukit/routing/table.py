@@ -269,6 +269,12 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=frozenset({"uint8", "float32", "float16", "bfloat16"})),
         CPU,
     ),
+    _entry(
+        "moe_linear_gguf",
+        "gguf",
+        Candidate("triton", dtypes=frozenset({"uint8", "int32", "float32", "float16", "bfloat16"})),
+        CPU,
+    ),
     # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
     # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the
     # dtypes of each operand; these sets only admit them).

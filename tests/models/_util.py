@@ -79,9 +79,10 @@ def _llama3_factors(rope: dict[str, Any], head_dim: int) -> np.ndarray:
 def write_tiny_gguf(
     path: Path, qtype: str = "F32", arch_dir: str = "llama", types: dict[str, str] | None = None
 ) -> None:
-    """The llama fixture as a llama.cpp-style GGUF: renamed tensors, q/k permuted, a byte-level
-    BPE vocabulary of 300 tokens (256 bytes, then specials), matrices stored as ``qtype``, or as
-    ``types[suffix]`` for GGUF names ending in one of its keys (a mixed file, like Q4_K_M's)."""
+    """The llama (or mixtral) fixture as a llama.cpp-style GGUF: renamed tensors, q/k permuted,
+    a byte-level BPE vocabulary of 300 tokens (256 bytes, then specials), matrices stored as
+    ``qtype``, or as ``types[suffix]`` for GGUF names ending in one of its keys (a mixed file,
+    like Q4_K_M's). Mixtral's experts are stacked into the 3-D ffn_*_exps tensors."""
     import gguf
 
     from pygpukit.models.safetensors_io import load_safetensors
@@ -99,7 +100,12 @@ def write_tiny_gguf(
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     rope = cfg["rope_parameters"]
     w.add_rope_freq_base(rope["rope_theta"])
-    w.add_tensor("rope_freqs.weight", _llama3_factors(rope, cfg["head_dim"]))
+    if rope.get("rope_type") == "llama3":
+        w.add_tensor("rope_freqs.weight", _llama3_factors(rope, cfg["head_dim"]))
+    n_exp = cfg.get("num_local_experts", 0)
+    if n_exp:
+        w.add_expert_count(n_exp)
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
     tokens = [*byte_tokens(), "<|im_start|>", "<|im_end|>"]
     tokens += [f"<extra_{i}>" for i in range(cfg["vocab_size"] - len(tokens))]
     w.add_tokenizer_model("gpt2")
@@ -128,18 +134,33 @@ def write_tiny_gguf(
         "mlp.up_proj.weight": "ffn_up.weight",
         "mlp.down_proj.weight": "ffn_down.weight",
     }
+    if n_exp:
+        for mlp in ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"):
+            del layer[mlp]
+        layer["block_sparse_moe.gate.weight"] = "ffn_gate_inp.weight"
     for i in range(cfg["num_hidden_layers"]):
         for hf, gg in layer.items():
             names[f"model.layers.{i}.{hf}"] = f"blk.{i}.{gg}"
+    tensors = {hf: np.asarray(st.tensor(hf), dtype=np.float32) for hf in names}
+    for i in range(cfg["num_hidden_layers"]):
+        for m, gg in (("w1", "ffn_gate_exps"), ("w3", "ffn_up_exps"), ("w2", "ffn_down_exps")):
+            if not n_exp:
+                break
+            pre = f"model.layers.{i}.block_sparse_moe.experts."
+            key = f"{pre}{m}"
+            tensors[key] = np.stack(
+                [np.asarray(st.tensor(f"{pre}{e}.{m}.weight"), np.float32) for e in range(n_exp)]
+            )
+            names[key] = f"blk.{i}.{gg}.weight"
     for hf, gg in names.items():
         tname = next((t for sfx, t in (types or {}).items() if gg.endswith(sfx)), qtype)
         qt = getattr(gguf.GGMLQuantizationType, tname)
-        a = np.asarray(st.tensor(hf), dtype=np.float32)
+        a = tensors[hf]
         if hf.endswith("q_proj.weight"):
             a = _permute(a, heads)
         elif hf.endswith("k_proj.weight"):
             a = _permute(a, kv_heads)
-        if a.ndim == 2 and tname != "F32":
+        if a.ndim >= 2 and tname != "F32" and not gg.endswith("ffn_gate_inp.weight"):
             w.add_tensor(gg, gguf.quants.quantize(a, qt), raw_dtype=qt)
         else:
             w.add_tensor(gg, a)

@@ -119,3 +119,25 @@ def test_smollm2_gguf_kept_as_stored_matches_dequantized() -> None:
     dense = load_model(path, device="cpu", quantize="dequantize", progress=False)
     prompt = [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 30]
     assert kept.generate(prompt, 6, temperature=0) == dense.generate(prompt, 6, temperature=0)
+
+
+@pytest.mark.parametrize("types", [None, {"ffn_down_exps.weight": "Q4_1"}])
+def test_mixtral_gguf_experts_kept_quantized(tmp_path: Path, types: dict | None) -> None:
+    """A Mixtral GGUF (the tiny fixture, experts stacked into ffn_*_exps in Q8_0, down in Q4_1
+    in the mixed file): kept as stored, each layer's experts are one QuantizedWeight of E stacked
+    matrices read by gp.moe_linear; logits and greedy tokens match the file dequantized."""
+    path = tmp_path / "tiny-mixtral.gguf"
+    write_tiny_gguf(path, "Q8_0", arch_dir="mixtral", types=types)
+    kept = load_model(path, device="cpu", quantize="stored")
+    dense = load_model(path, device="cpu", quantize="dequantize")
+    assert kept.config.spec.name == "mixtral"
+    lw = kept.weights.layers[0]
+    for w in (lw.w_experts_gate, lw.w_experts_up, lw.w_experts_down):
+        assert isinstance(w, gp.QuantizedWeight) and w.experts == 4
+    assert lw.w_experts_down.format == ("q4_1" if types else "q8_0")
+    assert isinstance(dense.weights.layers[0].w_experts_gate, gp.GPUArray)
+    prompt = golden("mixtral")["prompts"][0]
+    a, b = _prefill(kept, prompt), _prefill(dense, prompt)
+    assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+    ga = kept.generate(prompt, 12, temperature=0, stop_token_ids=())
+    assert ga == dense.generate(prompt, 12, temperature=0, stop_token_ids=())

@@ -175,3 +175,34 @@ def test_bad_arguments() -> None:
             gp.dequantize_gguf(qw, up(np.array([2], np.int64)))
     # the runtime stays usable after the failed calls
     assert gp.dequantize_gguf(qw).shape == (2, 256)
+
+
+def test_moe_linear_with_quantized_experts() -> None:
+    """gp.moe_linear reads GGUF-quantized experts (E stacked matrices): the float64 product of
+    the experts' values; w_up must match w; bad x raises before anything runs."""
+    from _moe_ref import moe_linear as ref_moe
+
+    e, n, k, t, top = 3, 8, 64, 5, 2
+    raw, raw_up = random_blocks("q8_0", e * n, k, seed=1), random_blocks("q8_0", e * n, k, seed=2)
+    w = gp.QuantizedWeight.from_blocks("q8_0", raw, device=DEVICE, experts=e)
+    wu = gp.QuantizedWeight.from_blocks("q8_0", raw_up, device=DEVICE, experts=e)
+    assert "experts=3" in repr(w)
+    rng = np.random.default_rng(0)
+    x = up(rng.standard_normal((t, k)).astype(np.float32))
+    ids = rng.integers(0, e, (t, top)).astype(np.int32)
+    rows, be = gp.moe_align(up(ids), e, 16)
+    y = gp.moe_linear(x, w, rows, be, top, w_up=wu)
+    ref = ref_moe(x.to_numpy(), reference(raw, "q8_0").reshape(e, n, k), ids, top,
+                  reference(raw_up, "q8_0").reshape(e, n, k))  # fmt: skip
+    assert_close(y, ref, "float32")
+    other = gp.QuantizedWeight.from_blocks(
+        "q4_0", random_blocks("q4_0", e * n, k), DEVICE, experts=e
+    )
+    with pytest.raises(ValueError, match="w_up must be a QuantizedWeight like w"):
+        gp.moe_linear(x, w, rows, be, top, w_up=other)
+    with pytest.raises(ValueError, match="x has K=32"):
+        gp.moe_linear(up(np.zeros((t, 32), np.float32)), w, rows, be, top)
+    with pytest.raises(TypeError, match="float16, bfloat16 or float32"):
+        gp.moe_linear(up(np.zeros((t, k), np.float64)), w, rows, be, top)
+    with pytest.raises(ValueError, match="do not split into 5 experts"):
+        gp.QuantizedWeight.from_blocks("q8_0", raw, device=DEVICE, experts=5)

@@ -121,3 +121,34 @@ def test_deterministic_rows_do_not_depend_on_the_batch(device: str) -> None:
             one = tg.linear_gguf(xd[5:6], planes, None, fmt=fmt).astype("float32").to_numpy()
             many = tg.linear_gguf(xd, planes, None, fmt=fmt).astype("float32").to_numpy()
             assert one.tobytes() == many[5:6].tobytes(), dt
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k", "q3_k"])
+@pytest.mark.parametrize("dtype", ["float32", *HALF])
+def test_grouped_experts(device: str, fmt: str, dtype: str) -> None:
+    """The grouped expert product reading GGUF planes (gated with silu, and with the routing
+    weight) against the float64 product of the same experts' values; one out-of-range id."""
+    from _moe_ref import moe_linear as ref_moe
+
+    from pygpukit.backends.cpu import moe as cm
+
+    e, n, k, t, top = 3, 24, 256, 9, 2
+    raw = random_blocks(fmt, e * n, k, seed=11, scale=0.002)
+    raw_up = random_blocks(fmt, e * n, k, seed=12, scale=0.002)
+    w = reference(raw, fmt).reshape(e, n, k)
+    wu = reference(raw_up, fmt).reshape(e, n, k)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((t, k)).astype(np.float32)
+    experts = rng.integers(0, e, (t, top)).astype(np.int32)
+    experts[4, 1] = e + 2
+    scale = rng.uniform(0.1, 1.0, t * top).astype(np.float32)
+    rows, be = cm.moe_align(experts, num_experts=e, block_m=16)
+    xd = up(x, device).astype(dtype)
+    args = (up(rows, device), up(be, device))
+    p, pu = up(to_planes(fmt, raw), device), up(to_planes(fmt, raw_up), device)
+    y = tg.moe_linear_gguf(xd, p, *args, pu, None, top_k=top, block_m=16, fmt=fmt, experts=e)
+    x64 = xd.astype("float32").to_numpy()
+    assert_close(y, ref_moe(x64, w, experts, top, wu), dtype)
+    y2 = tg.moe_linear_gguf(xd, p, *args, None, up(scale, device), top_k=top, block_m=16,
+                            fmt=fmt, experts=e)  # fmt: skip
+    assert_close(y2, ref_moe(x64, w, experts, top, None, scale), dtype)

@@ -16,7 +16,7 @@ import numpy as np
 from ._common import Array
 from .gemv import round_to
 
-__all__ = ["dequantize_blocks", "dequantize_gguf", "linear_gguf"]
+__all__ = ["dequantize_blocks", "dequantize_gguf", "linear_gguf", "moe_linear_gguf"]
 
 
 def dequantize_blocks(data: Array, fmt: str) -> Array:
@@ -66,3 +66,31 @@ def linear_gguf(x: Array, data: Array, bias: Array | None, *, fmt: str) -> Array
     if bias is not None:
         y = y + np.asarray(bias).astype(np.float64)
     return round_to(y, x.dtype)
+
+
+def moe_linear_gguf(
+    x: Array,
+    data: Array,
+    rows: Array,
+    block_expert: Array,
+    data_up: Array | None,
+    row_scale: Array | None,
+    *,
+    top_k: int,
+    block_m: int,
+    fmt: str,
+    experts: int,
+) -> Array:
+    """gp.moe_linear over GGUF-quantized experts: the experts' values (exact in float32)
+    rounded to x's dtype, then the dense reference (backends/cpu/moe.py)."""
+    from .moe import moe_linear
+
+    xd = np.asarray(x).dtype
+
+    def stack(d: Array) -> Array:
+        vals = dequantize_blocks(d, fmt)
+        return vals.reshape(experts, vals.shape[0] // experts, vals.shape[1]).astype(xd)
+
+    up = stack(data_up) if data_up is not None else None
+    return moe_linear(x, stack(data), rows, block_expert, up, row_scale, top_k=top_k,
+                      block_m=block_m)  # fmt: skip

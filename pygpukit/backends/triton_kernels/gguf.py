@@ -32,14 +32,15 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from pygpukit import determinism
+from pygpukit import determinism, precision
 from pygpukit._gguf_planes import BLOCKS, offsets
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
+from pygpukit.backends.triton_kernels.activation import sigmoid_c
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype
 
-__all__ = ["dequantize_gguf", "linear_gguf", "linear_config", "FORMAT_IDS"]
+__all__ = ["dequantize_gguf", "linear_gguf", "linear_config", "moe_linear_gguf", "FORMAT_IDS"]
 
 FORMAT_IDS = {
     "q8_0": 0,
@@ -362,5 +363,117 @@ def linear_gguf(
         bias.element_strides[0] if bias is not None else 0,
         FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None, DOT=dot, BM=bm, BN=bn, G=gs,
         num_warps=warps,
+    )  # fmt: skip
+    return y
+
+
+# ----- MoE experts in a GGUF format ----------------------------------------------------------
+@triton.jit
+def _expert_dot(xrow, sxk, xi, xm, w, wu, acc, accu, GATED: tl.constexpr, PREC: tl.constexpr,
+                BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
+    """acc (and accu) += x's values at indices xi times the tiles w (and wu) [BN, G, 16],
+    rounded to x's dtype, on the tensor cores."""
+    x = tl.load(xrow + xi.to(tl.int64) * sxk, mask=xm, other=0.0)  # [BM, G, 16]
+    a = tl.reshape(x, (BM, G * 16))
+    acc = tl.dot(a, tl.trans(tl.reshape(w.to(x.dtype), (BN, G * 16))), acc, input_precision=PREC)
+    if GATED:
+        wt = tl.trans(tl.reshape(wu.to(x.dtype), (BN, G * 16)))
+        accu = tl.dot(a, wt, accu, input_precision=PREC)
+    return acc, accu
+
+
+@triton.jit
+def _grouped_kernel(
+    X, P, PU, ROWS, BEXP, SCALE, Y, R, N, NG, E, TOP_K, RB, OQH, OD, OM, OS, sxm, sxk, syr,
+    FMT: tl.constexpr, GATED: tl.constexpr, SCALED: tl.constexpr, PREC: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr,
+):  # fmt: skip
+    """backends/triton_kernels/moe.py's grouped product with the expert's rows read from GGUF
+    planes: one program per (block of BM slots of one expert, BN output columns); the slots' x
+    rows gathered, each K tile's values dequantized and rounded to x's dtype for tl.dot."""
+    pid_b = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    e = tl.load(BEXP + pid_b)
+    live = (e >= 0) & (e <= E)  # E: the out-of-range group, written as zeros
+    slots = tl.load(ROWS + pid_b.to(tl.int64) * BM + tl.arange(0, BM))
+    ok = (slots >= 0) & (slots < R) & live
+    xr = tl.where(ok, slots // TOP_K, 0).to(tl.int64)
+    rn = pid_n * BN + tl.arange(0, BN)
+    valid_e = (e >= 0) & (e < E)
+    ec = tl.where(valid_e, e, 0).to(tl.int64)
+    g_end = tl.where(valid_e, NG, 0)
+    row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None]
+    nm = (rn < N)[:, None, None]
+    xrow = X + xr[:, None, None] * sxm
+    xm = ok[:, None, None]
+    t = tl.arange(0, 16)[None, None, :]
+    acc = tl.zeros([BM, BN], tl.float32)
+    accu = tl.zeros([BM, BN], tl.float32)
+    for g0 in range(0, g_end, G):
+        g = g0 + tl.arange(0, G)[None, :, None]
+        gm = g < NG
+        wm = nm & gm
+        if FMT >= 8:
+            for s in tl.static_range(4):
+                w = _quarter(P, row, g, wm, OQH, OD, OM, OS, s, FMT)
+                wu = w
+                if GATED:
+                    wu = _quarter(PU, row, g, wm, OQH, OD, OM, OS, s, FMT)
+                acc, accu = _expert_dot(xrow, sxk, part_start(g, s, FMT) + t, xm & gm, w, wu,
+                                        acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
+        else:
+            lo, hi = _group(P, row, g, wm, OQH, OD, OM, OS, FMT)
+            ulo = lo
+            uhi = hi
+            if GATED:
+                ulo, uhi = _group(PU, row, g, wm, OQH, OD, OM, OS, FMT)
+            acc, accu = _expert_dot(xrow, sxk, part_start(g, 0, FMT) + t, xm & gm, lo, ulo,
+                                    acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
+            acc, accu = _expert_dot(xrow, sxk, part_start(g, 1, FMT) + t, xm & gm, hi, uhi,
+                                    acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
+    y = acc
+    if GATED:
+        y = y * sigmoid_c(y) * accu
+    if SCALED:
+        y = y * tl.load(SCALE + tl.where(ok, slots, 0), mask=ok, other=0.0)[:, None]
+    yp = Y + slots.to(tl.int64)[:, None] * syr + rn[None, :]
+    tl.store(yp, y.to(Y.dtype.element_ty), mask=ok[:, None] & (rn < N)[None, :])
+
+
+def moe_linear_gguf(
+    x: GPUArray,
+    data: GPUArray,
+    rows: GPUArray,
+    block_expert: GPUArray,
+    data_up: GPUArray | None,
+    row_scale: GPUArray | None,
+    *,
+    top_k: int,
+    block_m: int,
+    fmt: str,
+    experts: int,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    qk, bb = BLOCKS[fmt]
+    rows_all, rb = data.shape
+    n = rows_all // experts
+    k = rb // bb * qk
+    r = x.shape[0] * top_k
+    y = new_out(out, (r, n), x.dtype, x)
+    if r == 0 or n == 0:
+        return y
+    half = x.dtype.name != "float32"
+    prec = "tf32" if half or precision.allow_tf32() else "ieee"
+    ru = rows if rows.is_contiguous() else rows.contiguous()
+    be = block_expert if block_expert.is_contiguous() else block_expert.contiguous()
+    scale = y if row_scale is None else row_scale.contiguous()
+    bn = 64 if block_m <= 64 else 32
+    launch(
+        _grouped_kernel, (be.shape[0], cdiv(n, bn)),
+        x, data, data_up if data_up is not None else data, ru, be, scale, y, r, n,
+        _groups(fmt, k), experts, top_k, rb, *_plane_args(fmt, k), *x.element_strides,
+        y.element_strides[0],
+        FMT=FORMAT_IDS[fmt], GATED=data_up is not None, SCALED=row_scale is not None, PREC=prec,
+        BM=block_m, BN=bn, G=2, num_warps=4,
     )  # fmt: skip
     return y
