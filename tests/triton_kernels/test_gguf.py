@@ -125,14 +125,17 @@ def test_deterministic_rows_do_not_depend_on_the_batch(device: str) -> None:
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k", "q3_k"])
 @pytest.mark.parametrize("dtype", ["float32", *HALF])
-def test_grouped_experts(device: str, fmt: str, dtype: str) -> None:
+@pytest.mark.parametrize("t", [3, 9])
+def test_grouped_experts(device: str, fmt: str, dtype: str, t: int) -> None:
     """The grouped expert product reading GGUF planes (gated with silu, and with the routing
-    weight) against the float64 product of the same experts' values; one out-of-range id."""
+    weight) against the float64 product of the same experts' values; one out-of-range id.
+    3 tokens (6 routed rows) take the row-streaming kernel, 9 the tensor-core one."""
     from _moe_ref import moe_linear as ref_moe
 
     from pygpukit.backends.cpu import moe as cm
 
-    e, n, k, t, top = 3, 24, 256, 9, 2
+    e, n, k, top = 3, 24, 256, 2
+    assert (t * top <= tg.ROWWISE_MAX_ROWS) == (t == 3)
     raw = random_blocks(fmt, e * n, k, seed=11, scale=0.002)
     raw_up = random_blocks(fmt, e * n, k, seed=12, scale=0.002)
     w = reference(raw, fmt).reshape(e, n, k)
@@ -140,7 +143,7 @@ def test_grouped_experts(device: str, fmt: str, dtype: str) -> None:
     rng = np.random.default_rng(5)
     x = rng.standard_normal((t, k)).astype(np.float32)
     experts = rng.integers(0, e, (t, top)).astype(np.int32)
-    experts[4, 1] = e + 2
+    experts[t // 2, 1] = e + 2
     scale = rng.uniform(0.1, 1.0, t * top).astype(np.float32)
     rows, be = cm.moe_align(experts, num_experts=e, block_m=16)
     xd = up(x, device).astype(dtype)
