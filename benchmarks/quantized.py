@@ -17,7 +17,9 @@ kept quantized against the same file dequantized at load.
 3. --at-load NAME [--layers L]: a benchmarks/_models.py config (its first L layers, random bf16
    weights) loaded dense and quantized at load (fp8, int4, nvfp4): weight bytes and greedy
    decode tok/s at batch 1 from the CUDA graph.
-4. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
+4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
+   gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, 1/16/256 tokens.
+5. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
    rows of x, on the --formats at 2048x2048 and 14336x4096, printed best first
    (backends/triton_kernels/gguf.py's linear_config comes from it).
 The last line of output is one JSON object.
@@ -211,6 +213,46 @@ def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
     return res
 
 
+def moe_experts(timer: DeviceTimer, fmt: str, copy_gbs: float) -> list[dict[str, Any]]:
+    """One Mixtral-8x7B layer's expert MLP (gated gate/up, then down with the routing weight)
+    with the experts in ``fmt`` (random blocks) against the same layer's dense bf16 experts."""
+    from pygpukit.models.moe import block_rows
+
+    h, inter, e, k = 4096, 14336, 8, 2
+    qs = [random_weight(fmt, e * n, kk, seed=i) for i, (n, kk) in
+          enumerate(((inter, h), (inter, h), (h, inter)))]  # fmt: skip
+    for q in qs:
+        q.experts = e
+    dense = [gp.zeros((e, inter, h), "bfloat16", device="cuda:0"),
+             gp.zeros((e, inter, h), "bfloat16", device="cuda:0"),
+             gp.zeros((e, h, inter), "bfloat16", device="cuda:0")]  # fmt: skip
+    out = []
+    for tok in (1, 16, 256):
+        rng = np.random.default_rng(tok)
+        x = gp.from_numpy(rng.standard_normal((tok, h)).astype(np.float32), device="cuda:0")
+        x = x.astype("bfloat16")
+        pick = np.stack([rng.permutation(e)[:k] for _ in range(tok)]).astype(np.int32)
+        ids = gp.from_numpy(pick, device="cuda:0")
+        wts = gp.from_numpy(np.full((tok * k,), 0.5, np.float32), device="cuda:0")
+        rows, be = gp.moe_align(ids, e, block_rows(tok * k, e))
+
+        def mlp(w: list[Any], x: Any = x, rows: Any = rows, be: Any = be, wts: Any = wts) -> Any:
+            a = gp.moe_linear(x, w[0], rows, be, k, w_up=w[1])
+            return gp.moe_linear(a, w[2], rows, be, 1, row_scale=wts)
+
+        tq = timer.median_seconds(lambda: mlp(qs), rounds=10)
+        td = timer.median_seconds(lambda: mlp(dense), rounds=10)
+        hit = len(set(pick.reshape(-1).tolist()))
+        qbytes = hit * sum(q.nbytes for q in qs) / e
+        row = {"tokens": tok, "quantized_us": tq * 1e6, "dense_bf16_us": td * 1e6,
+               "expert_bytes": qbytes, "bw_frac": qbytes / tq / (copy_gbs * 1e9)}  # fmt: skip
+        out.append(row)
+        print(f"mixtral layer {fmt} experts, {tok} tokens: {tq * 1e6:.1f} us "
+              f"({100 * row['bw_frac']:.0f}% bw of {qbytes / 2**20:.0f} MiB), dense bf16 "
+              f"{td * 1e6:.1f} us, {td / tq:.2f}x", flush=True)  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--formats", nargs="+", default=["q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k"])
@@ -220,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep", action="store_true")
     p.add_argument("--at-load", default=None, help="a benchmarks/_models.py config name")
     p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--moe", default=None, help="time a Mixtral layer's experts in this format")
     p.add_argument("--skip-products", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -238,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         res["model"] = model(args.model, args.new)
     if args.at_load:
         res["at_load"] = at_load(args.at_load, args.layers, args.new)
+    if args.moe:
+        res["moe"] = moe_experts(timer, args.moe, copy_gbs)
     text = json.dumps(res, default=str)
     if args.json:
         Path(args.json).write_text(text)
