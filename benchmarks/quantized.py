@@ -223,9 +223,8 @@ def moe_experts(timer: DeviceTimer, fmt: str, copy_gbs: float) -> list[dict[str,
           enumerate(((inter, h), (inter, h), (h, inter)))]  # fmt: skip
     for q in qs:
         q.experts = e
-    dense = [gp.zeros((e, inter, h), "bfloat16", device="cuda:0"),
-             gp.zeros((e, inter, h), "bfloat16", device="cuda:0"),
-             gp.zeros((e, h, inter), "bfloat16", device="cuda:0")]  # fmt: skip
+    # Dense peers with random values (all-zero weights can run the tensor cores cooler).
+    dense = [gp.dequantize_gguf(q, dtype="bfloat16").reshape(e, -1, q.shape[1]) for q in qs]
     out = []
     for tok in (1, 16, 256):
         rng = np.random.default_rng(tok)

@@ -35,6 +35,7 @@ bit for bit.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -219,10 +220,20 @@ class QuantizedWeight:
             raise ValueError(
                 f"QuantizedWeight.from_blocks: format must be one of {GGUF_FORMATS}, got {format!r}"
             )
-        if isinstance(experts, bool) or not isinstance(experts, int) or experts < 1:
-            raise ValueError(f"QuantizedWeight.from_blocks: experts must be an int >= 1, got "
-                             f"{experts!r}")  # fmt: skip
-        if blocks.shape[0] % experts:
+        if not isinstance(blocks, np.ndarray):
+            raise TypeError(
+                f"QuantizedWeight.from_blocks: blocks must be a numpy.ndarray of the file's rows, "
+                f"got {type(blocks).__name__}"
+            )
+        try:
+            experts = operator.index(experts) if not isinstance(experts, bool) else -1
+        except TypeError:
+            raise TypeError(
+                f"QuantizedWeight.from_blocks: experts must be an int, got {experts!r}"
+            ) from None
+        if experts < 1:
+            raise ValueError(f"QuantizedWeight.from_blocks: experts must be >= 1, got {experts}")
+        if blocks.ndim == 2 and blocks.shape[0] % experts:
             raise ValueError(
                 f"QuantizedWeight.from_blocks: {blocks.shape[0]} rows do not split into "
                 f"{experts} experts"

@@ -15,7 +15,10 @@ device (where the NumPy reference would expand every weight again on every produ
 and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the embedding table
 stays dense, and so does a head tied to it).
 A GGUF file's MoE experts stay quantized too ("stored"; gp.moe_linear reads them as E stacked
-matrices) when gate and up share a format; otherwise they are expanded.
+matrices) when gate, up and down are all in block formats and gate and up share one; otherwise
+all three are expanded. Kept experts trade speed for memory (about 0.7x the dense experts for a
+decode token, 0.2x for prefill on an H100; BENCHMARKS.md): "dequantize" is faster where the
+dense experts fit.
 """
 
 from __future__ import annotations
@@ -320,9 +323,6 @@ def _load_experts(r: _Reader, c: ModelConfig, p: str, lw: LayerWeights) -> None:
     [E, H, I]), router ``mlp.gate.weight``. One expert is read at a time into the stacked host
     array, so the host holds one tensor's copy at most."""
     hd, inter, e_n = c.hidden_size, c.expert_intermediate_size, c.num_experts
-    gate = np.empty((e_n, inter, hd), dtype=_np_dtype(r))
-    up = np.empty_like(gate)
-    down = np.empty((e_n, hd, inter), dtype=gate.dtype)
     if r.has(p + "block_sparse_moe.gate.weight"):
         lw.w_router = r.get(p + "block_sparse_moe.gate.weight", (e_n, hd))
         names = (p + "block_sparse_moe.experts.{e}.", "w1", "w3", "w2")
@@ -331,6 +331,9 @@ def _load_experts(r: _Reader, c: ModelConfig, p: str, lw: LayerWeights) -> None:
         names = (p + "mlp.experts.{e}.", "gate_proj", "up_proj", "down_proj")
     if _kept_experts(r, c, names, lw):
         return
+    gate = np.empty((e_n, inter, hd), dtype=_np_dtype(r))
+    up = np.empty_like(gate)
+    down = np.empty((e_n, hd, inter), dtype=gate.dtype)
     if r.has(p + "mlp.experts.gate_up_proj"):
         gate_up = r.host(p + "mlp.experts.gate_up_proj", (e_n, 2 * inter, hd))
         gate[:], up[:] = gate_up[:, :inter], gate_up[:, inter:]
@@ -363,17 +366,18 @@ def _kept_experts(r: _Reader, c: ModelConfig, names: tuple[str, ...], lw: LayerW
         return False
     hd, inter, e_n = c.hidden_size, c.expert_intermediate_size, c.num_experts
     want = ((e_n, inter, hd), (e_n, inter, hd), (e_n, hd, inter))
-    made = []
-    for (fmt, e, raw), (we, wn, wk), m in zip(got, want, (g, u, d), strict=True):
-        from pygpukit.qweight import GGUF_BLOCKS
+    from pygpukit.qweight import GGUF_BLOCKS
 
+    for (fmt, e, raw), shape, m in zip(got, want, (g, u, d), strict=True):
         qk, bb = GGUF_BLOCKS[fmt]
-        if (e, raw.shape[0] // max(e, 1), raw.shape[1] // bb * qk) != (we, wn, wk):
+        have = (e, raw.shape[0] // max(e, 1), raw.shape[1] // bb * qk)
+        if have != shape:
             raise ModelLoadError(
-                f"{r.where}: experts {first}{m}.weight have shape "
-                f"{(e, raw.shape[0] // max(e, 1), raw.shape[1] // bb * qk)}, the config implies "
-                f"{(we, wn, wk)}"
+                f"{r.where}: experts {first}{m}.weight have shape {have}, the config implies "
+                f"{shape}"
             )
+    made = []
+    for fmt, e, raw in got:
         if r.progress is not None:
             r.progress(raw.nbytes)
         made.append(QuantizedWeight.from_blocks(fmt, raw, device=r.device, experts=e))

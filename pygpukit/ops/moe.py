@@ -130,9 +130,11 @@ def moe_linear(
     lists every row once; a row that no block lists has unspecified contents.
 
     w (and w_up) may also be GGUF-quantized experts, a QuantizedWeight of E stacked [N, K]
-    matrices (``QuantizedWeight.from_blocks(fmt, rows, experts=E)``): its tiles are dequantized
-    in the kernel and rounded to x's dtype (float16, bfloat16 or float32) for the product, as
-    the dense weights of that dtype would be."""
+    matrices (``QuantizedWeight.from_blocks(fmt, rows, experts=E)``), x float16, bfloat16 or
+    float32. Up to 16 routed rows (decode; not under the deterministic mode) stream each row's
+    expert and multiply the exact float32 values on the CUDA cores, as linear_quantized's
+    one-row path; more rows dequantize each tile, round it to x's dtype and use the tensor
+    cores, as dense weights of that dtype would be (the NumPy twin does the latter)."""
     op = "moe_linear"
     chk.array(op, "x", x)
     chk.floating(op, "x", x)

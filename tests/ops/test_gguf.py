@@ -206,3 +206,8 @@ def test_moe_linear_with_quantized_experts() -> None:
         gp.moe_linear(up(np.zeros((t, k), np.float64)), w, rows, be, top)
     with pytest.raises(ValueError, match="do not split into 5 experts"):
         gp.QuantizedWeight.from_blocks("q8_0", raw, device=DEVICE, experts=5)
+    assert gp.QuantizedWeight.from_blocks("q8_0", raw, DEVICE, experts=np.int64(e)).experts == e
+    with pytest.raises(TypeError, match="experts must be an int"):
+        gp.QuantizedWeight.from_blocks("q8_0", raw, device=DEVICE, experts=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"blocks must be a numpy\.ndarray"):
+        gp.QuantizedWeight.from_blocks("q8_0", raw.tolist(), device=DEVICE)  # type: ignore[arg-type]

@@ -123,7 +123,7 @@ def test_deterministic_rows_do_not_depend_on_the_batch(device: str) -> None:
             assert one.tobytes() == many[5:6].tobytes(), dt
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k", "q3_k"])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k", "q3_k", "q2_k"])
 @pytest.mark.parametrize("dtype", ["float32", *HALF])
 @pytest.mark.parametrize("t", [3, 9])
 def test_grouped_experts(device: str, fmt: str, dtype: str, t: int) -> None:

@@ -19,6 +19,13 @@ reduced once at the end); under the deterministic mode half inputs take the tens
 with a fixed tile (BM = 16: the dequantized tile rounded to x's dtype, tl.dot with float32
 accumulation), so a row's bits do not depend on the batch. x is read in the planes' value order
 (lo(g) + t and lo(g) + span + t), so no value is moved in registers.
+
+MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
+backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
+ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (slot, 2 columns)
+streams the row's expert on the CUDA cores (float32 values); otherwise one program per (block
+of slots, BN columns) dequantizes each K tile, rounds it to x's dtype and uses tl.dot. The
+row-streaming grid has a program for every slot of the padded layout (most return at once).
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
