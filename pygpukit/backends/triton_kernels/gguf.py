@@ -44,6 +44,7 @@ from pygpukit._gguf_planes import BLOCKS, offsets
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
 from pygpukit.backends.triton_kernels.activation import sigmoid_c
 from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.moe import block_slots, store_rows
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype
 
@@ -400,15 +401,9 @@ def _grouped_kernel(
     rows gathered, each K tile's values dequantized and rounded to x's dtype for tl.dot."""
     pid_b = tl.program_id(0)
     pid_n = tl.program_id(1)
-    e = tl.load(BEXP + pid_b)
-    live = (e >= 0) & (e <= E)  # E: the out-of-range group, written as zeros
-    slots = tl.load(ROWS + pid_b.to(tl.int64) * BM + tl.arange(0, BM))
-    ok = (slots >= 0) & (slots < R) & live
-    xr = tl.where(ok, slots // TOP_K, 0).to(tl.int64)
+    slots, ok, xr, ec, has = block_slots(ROWS, BEXP, pid_b, R, E, TOP_K, BM)
     rn = pid_n * BN + tl.arange(0, BN)
-    valid_e = (e >= 0) & (e < E)
-    ec = tl.where(valid_e, e, 0).to(tl.int64)
-    g_end = tl.where(valid_e, NG, 0)
+    g_end = tl.where(has, NG, 0)
     row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None]
     nm = (rn < N)[:, None, None]
     xrow = X + xr[:, None, None] * sxm
@@ -438,13 +433,7 @@ def _grouped_kernel(
                                     acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
             acc, accu = _expert_dot(xrow, sxk, part_start(g, 1, FMT) + t, xm & gm, hi, uhi,
                                     acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
-    y = acc
-    if GATED:
-        y = y * sigmoid_c(y) * accu
-    if SCALED:
-        y = y * tl.load(SCALE + tl.where(ok, slots, 0), mask=ok, other=0.0)[:, None]
-    yp = Y + slots.to(tl.int64)[:, None] * syr + rn[None, :]
-    tl.store(yp, y.to(Y.dtype.element_ty), mask=ok[:, None] & (rn < N)[None, :])
+    store_rows(Y, acc, accu, SCALE, slots, ok, rn, N, syr, GATED, SCALED)
 
 
 @triton.jit

@@ -49,7 +49,7 @@ from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
 from pygpukit.dtypes import float32, float64, int32
 
-__all__ = ["moe_router", "moe_align", "moe_linear", "grouped_config"]
+__all__ = ["moe_router", "moe_align", "moe_linear", "grouped_config", "block_slots", "store_rows"]
 
 # The grouping's tiles: [rows, groups] one-hot tiles of about _TILE elements (groups = E + 1
 # rounded up to a power of two), so a chunk holds fewer rows when there are more experts.
@@ -253,6 +253,35 @@ def grouped_config(block_m: int, half: bool) -> tuple[int, int, int, int]:
 
 
 @triton.jit
+def block_slots(ROWS, BEXP, pid_b, R, E, TOP_K, BM: tl.constexpr):
+    """(slots, ok, x rows, expert, has expert) of block pid_b of moe_align's layout: ok marks
+    the slots holding a routed row of a live group (an expert, or group E of out-of-range ids,
+    written as zeros); the expert index is clamped to 0 where there is none. Shared with the
+    GGUF experts' kernel (backends/triton_kernels/gguf.py)."""
+    e = tl.load(BEXP + pid_b)
+    live = (e >= 0) & (e <= E)
+    slots = tl.load(ROWS + pid_b.to(tl.int64) * BM + tl.arange(0, BM))
+    ok = (slots >= 0) & (slots < R) & live
+    xr = tl.where(ok, slots // TOP_K, 0).to(tl.int64)
+    has = (e >= 0) & (e < E)
+    return slots, ok, xr, tl.where(has, e, 0).to(tl.int64), has
+
+
+@triton.jit
+def store_rows(Y, acc, accu, SCALE, slots, ok, rn, N, syr, GATED: tl.constexpr,
+               SCALED: tl.constexpr):  # fmt: skip
+    """The grouped product's epilogue: silu(gate) * up, the routing weight, one rounding, the
+    store to each slot's row (so the permutation's inverse costs nothing)."""
+    y = acc
+    if GATED:
+        y = y * sigmoid_c(y) * accu
+    if SCALED:
+        y = y * tl.load(SCALE + tl.where(ok, slots, 0), mask=ok, other=0.0)[:, None]
+    yp = Y + slots.to(tl.int64)[:, None] * syr + rn[None, :]
+    tl.store(yp, y.to(Y.dtype.element_ty), mask=ok[:, None] & (rn < N)[None, :])
+
+
+@triton.jit
 def _grouped_kernel(
     X, W, WU, ROWS, BEXP, SCALE, Y, R, N, K, E, TOP_K,
     sxm, sxk, swe, swn, swk, sue, sun, suk, syr,
@@ -261,14 +290,9 @@ def _grouped_kernel(
 ):  # fmt: skip
     pid_b = tl.program_id(0)
     pid_n = tl.program_id(1)
-    e = tl.load(BEXP + pid_b)
-    live = (e >= 0) & (e <= E)  # E: the out-of-range group, written as zeros
-    slots = tl.load(ROWS + pid_b.to(tl.int64) * BM + tl.arange(0, BM))
-    ok = (slots >= 0) & (slots < R) & live
-    xr = tl.where(ok, slots // TOP_K, 0).to(tl.int64)
+    slots, ok, xr, ec, has = block_slots(ROWS, BEXP, pid_b, R, E, TOP_K, BM)
     rn = pid_n * BN + tl.arange(0, BN)
-    ec = tl.where((e >= 0) & (e < E), e, 0).to(tl.int64)
-    k_end = tl.where((e >= 0) & (e < E), K, 0)
+    k_end = tl.where(has, K, 0)
     acc = tl.zeros([BM, BN], tl.float32)
     accu = tl.zeros([BM, BN], tl.float32)
     for k in range(0, k_end, BK):
@@ -285,13 +309,7 @@ def _grouped_kernel(
         if GATED:
             bu = tl.load(WU + ec * sue + rk64 * suk + rn64 * sun, mask=wmask, other=0.0)
             accu = tl.dot(a.to(DT), bu.to(DT), accu, input_precision=PREC)
-    y = acc
-    if GATED:
-        y = y * sigmoid_c(y) * accu
-    if SCALED:
-        y = y * tl.load(SCALE + tl.where(ok, slots, 0), mask=ok, other=0.0)[:, None]
-    yp = Y + slots.to(tl.int64)[:, None] * syr + rn[None, :]
-    tl.store(yp, y.to(Y.dtype.element_ty), mask=ok[:, None] & (rn < N)[None, :])
+    store_rows(Y, acc, accu, SCALE, slots, ok, rn, N, syr, GATED, SCALED)
 
 
 def moe_linear(
