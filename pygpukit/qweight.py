@@ -1,7 +1,7 @@
 """Quantized weights for the decode GEMV kernels: quantize once at load, multiply every step.
 
-``gp.quantize_weight(w, "fp8" | "int4" | "nvfp4")`` turns a float weight matrix W [N, K] (the
-torch.nn.Linear layout, out_features x in_features) into a ``QuantizedWeight``, and
+``gp.quantize_weight(w, "fp8" | "int4" | "nvfp4" | "w8a8")`` turns a float weight matrix W [N, K]
+(the torch.nn.Linear layout, out_features x in_features) into a ``QuantizedWeight``, and
 ``gp.linear_quantized(x, qw, bias)`` computes x @ dequant(W)^T + bias (pygpukit/ops/gemv.py).
 
 Quantization runs on the host in float64 with NumPy (the reference quantizers of
@@ -20,7 +20,14 @@ int4    int4 [N, K] (-8..7, packed  float32/bfloat16/float16             multipl
 nvfp4   uint8 [N, K/2] (e2m1 codes  float8_e4m3fn [N, K/16] (block 16)   multiple of 32
         two a byte, low nibble =    and one float32 global_scale
         even k)
+w8a8    float8_e4m3fn [N, K]        float32 [N] (per output channel)     multiple of 16
 ======  ==========================  ===================================  ====================
+
+w8a8 stores what per-channel fp8 stores; the difference is the product. fp8, int4 and nvfp4
+multiply x as it is (W8A16 / W4A16: the weight dequantized in registers), while w8a8 also
+quantizes x, per row (per token), to e4m3 on every call and runs the FP8 x FP8 tensor-core
+product (gp.quantize_fp8 + gp.matmul_fp8, cuBLASLt): twice the tensor-core rate of a 16-bit
+product for prefill, at the accuracy of 8-bit activations (BENCHMARKS.md lists each format's).
 
 A QuantizedWeight can also be built from arrays loaded from a checkpoint in these layouts.
 
@@ -57,13 +64,13 @@ from pygpukit.dtypes import DataType, as_dtype
 
 __all__ = ["FORMATS", "GGUF_BLOCKS", "GGUF_FORMATS", "QuantizedWeight", "quantize_weight"]
 
-FORMATS = ("fp8", "int4", "nvfp4")
+FORMATS = ("fp8", "int4", "nvfp4", "w8a8")
 # GGUF block formats: (values a block, bytes a block), as gguf.GGML_QUANT_SIZES.
 GGUF_BLOCKS = BLOCKS
 GGUF_FORMATS = tuple(GGUF_BLOCKS)
 # Formats gguf.quants can quantize to (it has no k-quant quantizer; those come from files).
 _GGUF_QUANTIZERS = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1")
-_K_MULTIPLE = {"fp8": 16, "int4": 32, "nvfp4": 32}  # 16-byte rows for the GPU kernels
+_K_MULTIPLE = {"fp8": 16, "int4": 32, "nvfp4": 32, "w8a8": 16}  # 16-byte rows for the GPU kernels
 _INT4_SCALES = ("float32", "bfloat16", "float16")
 
 
@@ -127,7 +134,9 @@ class QuantizedWeight:
         _need(data.ndim == 2, f"data must be 2-D [N, ...], got {_desc(data)}")
         n = data.shape[0]
         k = 2 * data.shape[1] if format == "nvfp4" else data.shape[1]
-        want_dt = {"fp8": "float8_e4m3fn", "int4": "int4", "nvfp4": "uint8"}[format]
+        want_dt = {"fp8": "float8_e4m3fn", "int4": "int4", "nvfp4": "uint8"}.get(
+            format, "float8_e4m3fn"
+        )
         _need(
             data.dtype.name == want_dt,
             f"{format} data must be {want_dt}, got {_desc(data)}",
@@ -144,6 +153,10 @@ class QuantizedWeight:
             _need(block in (0, FP8_BLOCK), f"fp8 block must be 0 or 128, got {block!r}")
             wants = [(n,), (n, 1)] if block == 0 else [(n, -(-k // FP8_BLOCK))]
             sdt: tuple[str, ...] = ("float32",)
+        elif format == "w8a8":
+            block = 0 if block is None else block
+            _need(block == 0, f"w8a8 weight scales are per output channel (block 0), got {block=}")
+            wants, sdt = [(n,), (n, 1)], ("float32",)
         elif format == "int4":
             block = INT4_GROUP if block is None else block
             _need(block == INT4_GROUP, f"int4 groups are 128 values of K, got {block=}")
@@ -271,7 +284,7 @@ class QuantizedWeight:
 
             return dequantize_blocks(self.data.to_numpy(), self.format).astype(np.float64)
         s = self.scales.to_numpy()
-        if self.format == "fp8":
+        if self.format in ("fp8", "w8a8"):
             return dequantize_fp8_weight(self.data.to_numpy(), s, self.block)
         if self.format == "int4":
             return dequantize_int4_weight(self.data.to_numpy(), s, self.block)
@@ -305,7 +318,9 @@ def quantize_weight(
     format "fp8": e4m3 codes with float32 scales per output channel (block None or 0) or per
     block of 128 along K (block=128). "int4": symmetric int4 (scale = amax / 7) per group of 128
     along K, scales in scale_dtype ("float32" default, "bfloat16", "float16"). "nvfp4": e2m1
-    codes, e4m3 scales per block of 16, float32 global scale. Rounding is round-to-nearest-even
+    codes, e4m3 scales per block of 16, float32 global scale. "w8a8": fp8's per-channel codes
+    and scales, for the FP8 x FP8 product (x quantized per row on every call; module
+    docstring). Rounding is round-to-nearest-even
     with the stored scales (pygpukit/backends/cpu/gemv.py). Runs on the host (NumPy, float64)
     and uploads to ``device`` (default: w's device, or the default device for NumPy input).
     """
@@ -372,13 +387,17 @@ def quantize_weight(
                 "scale w down or use fp8/int4"
             )
         return QuantizedWeight.from_blocks(format, blocks, device=dev)
-    if format == "fp8":
+    if format in ("fp8", "w8a8"):
         blk = 0 if block is None else block
-        if blk not in (0, FP8_BLOCK):
-            raise ValueError(f"quantize_weight: fp8 block must be None/0 or 128, got {block!r}")
+        if blk not in ((0, FP8_BLOCK) if format == "fp8" else (0,)):
+            raise ValueError(
+                f"quantize_weight: {format} block must be None/0"
+                + (" or 128" if format == "fp8" else " (per-channel weight scales)")
+                + f", got {block!r}"
+            )
         codes, scales = quantize_fp8_weight(w64, blk)
         return QuantizedWeight(
-            "fp8", from_numpy(codes, device=dev), from_numpy(scales, device=dev), block=blk
+            format, from_numpy(codes, device=dev), from_numpy(scales, device=dev), block=blk
         )
     if format == "int4":
         if block not in (None, INT4_GROUP):

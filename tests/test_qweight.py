@@ -134,6 +134,8 @@ def test_quantize_weight_rejects_bad_input() -> None:
         gp.quantize_weight(w, "fp8", block=64)
     with pytest.raises(ValueError, match="int4 groups are 128"):
         gp.quantize_weight(w, "int4", block=64)
+    with pytest.raises(ValueError, match=r"w8a8 block must be None/0 \(per-channel"):
+        gp.quantize_weight(w, "w8a8", block=128)
     with pytest.raises(ValueError, match="beyond float16's range"):
         gp.quantize_weight(np.full((2, 64), 1e6), "int4", scale_dtype="float16")
 
@@ -162,6 +164,12 @@ def test_quantized_weight_checks_its_arrays() -> None:
         gp.QuantizedWeight("fp8", q8, gp.zeros((3,), "float32"))
     with pytest.raises(ValueError, match="fp8 block must be 0 or 128"):
         gp.QuantizedWeight("fp8", q8, gp.zeros((4,), "float32"), block=64)
+    with pytest.raises(ValueError, match=r"w8a8 weight scales are per output channel"):
+        gp.QuantizedWeight("w8a8", q8, gp.zeros((4, 1), "float32"), block=128)
+    with pytest.raises(ValueError, match=r"w8a8 scales \(block 0\) must have shape \(4,\)"):
+        gp.QuantizedWeight("w8a8", q8, gp.zeros((4, 2), "float32"))
+    with pytest.raises(TypeError, match="w8a8 data must be float8_e4m3fn"):
+        gp.QuantizedWeight("w8a8", gp.zeros((4, 64), "uint8"), gp.zeros((4,), "float32"))
     with pytest.raises(TypeError, match="nvfp4 scales must be float8_e4m3fn"):
         gp.QuantizedWeight("nvfp4", gp.zeros((4, 32), "uint8"), gp.zeros((4, 4), "float32"))
     f4 = gp.QuantizedWeight(

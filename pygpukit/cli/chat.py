@@ -29,10 +29,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("stored", "dequantize", "fp8", "int4", "nvfp4"),
+        choices=("stored", "dequantize", "fp8", "int4", "nvfp4", "w8a8"),
         help="weights on the device: stored = a GGUF file's quantized blocks as they are (the "
         "default on a GPU), dequantize = expanded to --dtype (the default on the CPU), "
-        "fp8/int4/nvfp4 = a float checkpoint quantized at load",
+        "fp8/int4/nvfp4 = a float checkpoint quantized at load (w8a8: fp8 weights and "
+        "activations quantized per token on every product)",
     )
     p.add_argument("--device", help="cpu or cuda[:N] (default: the GPU when present)")
     p.add_argument("--route", help="backend overrides, e.g. rmsnorm:native,softmax:triton")

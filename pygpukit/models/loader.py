@@ -8,7 +8,7 @@ NumPy backend computes in float32 anyway and bfloat16 is slow there), float16 on
 quantize: "stored" keeps a GGUF file's quantized tensors in their block formats on the device
 (read in place by the GGUF kernels; model memory is about the file size); "dequantize" expands
 them to dtype at load; None (default) is "stored" on a CUDA device and "dequantize" on the CPU
-device; "fp8", "int4" or "nvfp4" quantize a float checkpoint's linear weights at load
+device; "fp8", "int4", "nvfp4" or "w8a8" quantize a float checkpoint's linear weights at load
 (pygpukit/models/weights.py says which weights).
 """
 
@@ -168,7 +168,8 @@ def load_model(
     quantize: str | None = None,
 ) -> CausalTransformerModel:
     """Any supported model path; None loads the default (SmolLM2-135M-Instruct GGUF).
-    quantize: None, "stored", "dequantize", "fp8", "int4" or "nvfp4" (module docstring)."""
+    quantize: None, "stored", "dequantize", "fp8", "int4", "nvfp4" or "w8a8" (module
+    docstring)."""
     check_quantize(quantize)
     p = Path(path) if path is not None else default_model_path()
     if not p.exists():

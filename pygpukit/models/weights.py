@@ -11,9 +11,9 @@ Linear weights may stay quantized (``quantize``): "stored" keeps a GGUF file's b
 stored (q8_0 ... q6_k, q2_k, q3_k; the kernels of pygpukit/ops/gguf.py read them in place, and the
 rows of a quantized embedding table are dequantized as they are looked up); "dequantize" expands
 them to the model dtype at load; None picks "stored" on a CUDA device and "dequantize" on the CPU
-device (where the NumPy reference would expand every weight again on every product); "fp8", "int4"
-and "nvfp4" quantize every dense linear weight at load with gp.quantize_weight (the embedding table
-stays dense, and so does a head tied to it).
+device (where the NumPy reference would expand every weight again on every product); "fp8", "int4",
+"nvfp4" and "w8a8" quantize every dense linear weight at load with gp.quantize_weight (the
+embedding table stays dense, and so does a head tied to it).
 A GGUF file's MoE experts stay quantized too ("stored"; gp.moe_linear reads them as E stacked
 matrices) when gate, up and down are all in block formats and gate and up share one; otherwise
 all three are expanded. Kept experts trade speed for memory (about 0.7x the dense experts for a

@@ -9,11 +9,17 @@ the float64 product of x with the (dequantized) weight, rounded once.
   ``gp.linear`` (cuBLASLt); linear itself can hand small-M products to this kernel through the
   measured crossover table in pygpukit/backends/native/matmul.py.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
-  nvfp4, pygpukit/qweight.py), dequantized in registers on every call. A GGUF block format
-  (q8_0 ... q6_k, q2_k, q3_k, kept as a GGUF file stores it) goes to the Triton kernels of
-  pygpukit/ops/gguf.py instead, and there x may also be float32. Any number of rows; the
-  kernel is built for decode (W is re-read once per 16 rows of x, so for long prefills
-  dequantizing once to bf16 and calling gp.linear is faster).
+  nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
+  to QGEMV_MAX_ROWS[format] rows (the routing table's measured crossover) take the decode GEMV
+  (op gemv_<format>: the native kernel, or its Triton twin under the deterministic mode or
+  without the native extension), more rows the mixed-input GEMM (op qgemm_<format>, Triton:
+  the weight dequantized in the mainloop, tensor-core products). Both give the reference's
+  product within float32 accumulation: every weight value enters the product exactly and the
+  float32 scales multiply float32 sums. A GGUF block format (q8_0 ... q6_k, q2_k, q3_k, kept
+  as a GGUF file stores it) goes to the Triton kernels of pygpukit/ops/gguf.py instead, and
+  there x may also be float32. The format w8a8 quantizes x per row to e4m3 as well and runs
+  the FP8 x FP8 product (gp.quantize_fp8 + gp.matmul_fp8, cuBLASLt; refused under the
+  deterministic mode, whose products must be batch invariant).
 
 K alignment (16-byte weight rows): gemv K % 8 == 0; fp8 K % 16 == 0; int4/nvfp4 K % 32 == 0.
 """
@@ -27,11 +33,14 @@ from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
+from pygpukit.routing.table import QGEMV_MAX_ROWS
 
 __all__ = ["gemv", "linear_quantized", "GEMV_MAX_ROWS"]
 
 GEMV_MAX_ROWS = 16
 _HALF = ("float16", "bfloat16")
+# linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
+_QUANT_OPS = {f: (f"gemv_{f}", f"qgemm_{f}") for f in ("fp8", "int4", "nvfp4")}
 
 
 def _x_checks(op: str, x: Any, k: int, dtypes: tuple[str, ...] = _HALF) -> int:
@@ -97,7 +106,7 @@ def linear_quantized(
             f"{op}: qw must be a QuantizedWeight (from gp.quantize_weight), got {type(qw).__name__}"
         )
     n, k = qw.shape
-    _x_checks(op, x, k, (*_HALF, "float32") if qw.is_gguf else _HALF)
+    rows = _x_checks(op, x, k, (*_HALF, "float32") if qw.is_gguf else _HALF)
     _bias_checks(op, bias, x, n)
     chk.out_arg(op, out, (*x.shape[:-1], n), x.dtype)
     if x.device != qw.device:
@@ -106,10 +115,44 @@ def linear_quantized(
         from pygpukit.ops.gguf import linear_gguf
 
         return linear_gguf(x, qw, bias, out)
+    if qw.format == "w8a8":
+        return _w8a8(x, qw, bias, out)
     inputs = (x, qw.data, qw.scales, bias)
-    if qw.format == "fp8":
-        return run("gemv_fp8", inputs, {"block": qw.block}, out=out)
-    if qw.format == "int4":
-        return run("gemv_int4", inputs, {"group": qw.block}, out=out)
-    params = {"global_scale": qw.global_scale}
-    return run("gemv_nvfp4", inputs, params, out=out)
+    fmt = qw.format
+    gemv_op, gemm_op = _QUANT_OPS[fmt]
+    name = gemv_op if rows <= QGEMV_MAX_ROWS[fmt] else gemm_op
+    if fmt == "fp8":
+        return run(name, inputs, {"block": qw.block}, out=out)
+    if fmt == "int4":
+        return run(name, inputs, {"group": qw.block}, out=out)
+    return run(name, inputs, {"global_scale": qw.global_scale}, out=out)
+
+
+def _w8a8(
+    x: GPUArray, qw: QuantizedWeight, bias: GPUArray | None, out: GPUArray | None
+) -> GPUArray:
+    """x quantized per row to e4m3 (gp.quantize_fp8, amax / 448 a row), then the FP8 x FP8
+    product with the weight's per-channel scales (gp.matmul_fp8: float32 accumulation, bias
+    before the one rounding to x's dtype). Two routed ops, no host sync."""
+    from pygpukit.creation import empty
+    from pygpukit.ops.quant import matmul_fp8, quantize_fp8
+
+    n, k = qw.shape
+    lead = x.shape[:-1]
+    rows = math.prod(lead)
+    if rows == 0:
+        return out if out is not None else empty((*lead, n), x.dtype, x.device)
+    q, sa = quantize_fp8(x, "float8_e4m3fn", granularity="row")  # any strides; q contiguous
+    q, sa = q.reshape(rows, k), sa.reshape(rows, 1)
+    flat = None
+    if out is not None and out.is_contiguous():
+        flat = out.reshape(rows, n)  # a view of out: matmul_fp8 writes it in place
+    assert qw.scales is not None
+    y = matmul_fp8(
+        q, qw.data, scale_a=sa, scale_b=qw.scales, out_dtype=x.dtype, bias=bias, out=flat
+    )
+    if out is None:
+        return y.reshape(*lead, n)
+    if flat is None:  # a strided out= (a column slice, ...): one copy into it
+        out[...] = y.reshape(*lead, n)
+    return out

@@ -76,6 +76,18 @@ _N_GEMM = Candidate("native", dtypes=FLOATS, invariant=_NOT_INVARIANT)
 _GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 _F32_F64 = frozenset({"float32", "float64"})
+# A quantized weight's data and scale dtypes by format (pygpukit/qweight.py), beside x's.
+_QUANT_OPERANDS = {
+    "fp8": frozenset({"float8_e4m3fn", "float32"}),
+    "int4": frozenset({"int4", "float32", "float16", "bfloat16"}),
+    "nvfp4": frozenset({"uint8", "float8_e4m3fn"}),
+}
+# gp.linear_quantized's crossover (pygpukit/ops/gemv.py): x with at most this many rows goes to
+# the decode GEMV (gemv_<format>), more rows to the mixed-input GEMM (qgemm_<format>). Measured
+# with benchmarks/quantized.py --qgemm on an H100 (2026-11-26).
+QGEMV_MAX_ROWS = {"fp8": 16, "int4": 16, "nvfp4": 16}
+# Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
+_QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -277,10 +289,19 @@ _ROUTES: list[OpRoute] = [
     ),
     # Decode GEMV and quantized-weight products (native/src/gemv, tensor-core mma: sm_80+): the
     # native kernels on CUDA, the float64 NumPy reference on the CPU (ops/gemv.py checks the
-    # dtypes of each operand; these sets only admit them).
+    # dtypes of each operand; these sets only admit them). The quantized ones have a Triton twin
+    # after the native kernel, the mixed-input GEMM of backends/triton_kernels/qgemm.py, which
+    # serves them under the deterministic mode (one tile: batch invariant) and where the native
+    # extension is not built.
+    _entry(
+        "gemv",
+        "gemv",
+        Candidate("native", dtypes=_GEMV_IO, min_capability=(8, 0), invariant=_NOT_INVARIANT),
+        Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+    ),
     *(
         _entry(
-            op,
+            f"gemv_{fmt}",
             "gemv",
             Candidate(
                 "native",
@@ -288,14 +309,22 @@ _ROUTES: list[OpRoute] = [
                 min_capability=(8, 0),
                 invariant=_NOT_INVARIANT,
             ),
+            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=_QUANT_CAPABILITY[fmt]),
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
-        for op, extra in (
-            ("gemv", frozenset()),
-            ("gemv_fp8", frozenset({"float8_e4m3fn", "float32"})),
-            ("gemv_int4", frozenset({"int4", "float32"})),
-            ("gemv_nvfp4", frozenset({"uint8", "float8_e4m3fn"})),
+        for fmt, extra in _QUANT_OPERANDS.items()
+    ),
+    # The mixed-input GEMM for more rows than QGEMV_MAX_ROWS: the weight dequantized in the
+    # mainloop (Triton, qgemm.py), the same NumPy reference on the CPU. No native twin yet
+    # (CUTLASS's mixed-input GEMM is the planned one).
+    *(
+        _entry(
+            f"qgemm_{fmt}",
+            "qgemm",
+            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=_QUANT_CAPABILITY[fmt]),
+            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
+        for fmt, extra in _QUANT_OPERANDS.items()
     ),
 ]
 

@@ -17,6 +17,7 @@ from _data import as64, rand, seed
 import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from pygpukit.backends.cpu.gemv import E2M1_VALUES, round_to
+from pygpukit.routing.table import QGEMV_MAX_ROWS
 
 HALF = ["bfloat16", "float16"]
 
@@ -68,7 +69,7 @@ def _ref_dequant(qw: gp.QuantizedWeight) -> np.ndarray:
         blk = np.arange(k) // 16
         return E2M1_VALUES[codes] * s[:, blk] * qw.global_scale
     vals = as64(qw.data.to_numpy())
-    if qw.format == "fp8" and qw.block == 0:
+    if qw.format in ("fp8", "w8a8") and qw.block == 0:
         return vals * s.reshape(n, 1)
     return vals * s[:, np.arange(k) // 128]
 
@@ -86,18 +87,52 @@ def _ref_dequant(qw: gp.QuantizedWeight) -> np.ndarray:
     ids=lambda v: str(v),
 )
 @pytest.mark.parametrize("dtype", HALF)
-def test_linear_quantized(dtype: str, fmt: str, kw: dict) -> None:
-    rng = np.random.default_rng(seed("lq_op", dtype, fmt, str(kw)))
+@pytest.mark.parametrize("lead", [(2, 3), (2, 20)], ids=["gemv-rows", "gemm-rows"])
+def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int]) -> None:
+    """6 rows take the decode GEMV, 40 rows (past QGEMV_MAX_ROWS) the mixed-input GEMM."""
+    rng = np.random.default_rng(seed("lq_op", dtype, fmt, str(kw), str(lead)))
     k = 160  # a partial last group/block of 128
     w = rand(rng, (11, k), "float32")
     qw = gp.quantize_weight(w, fmt, device=DEVICE, **kw)
     assert qw.shape == (11, k) and qw.device == gp.device(DEVICE)
-    x, b = rand(rng, (2, 3, k), dtype), rand(rng, 11, dtype)
-    out = poisoned((2, 3, 11), dtype)
+    x, b = rand(rng, (*lead, k), dtype), rand(rng, 11, dtype)
+    out = poisoned((*lead, 11), dtype)
+    gp.routing.reset_stats()
     y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
     assert y is out
     _expect(y, x, _ref_dequant(qw), b)
+    kind = "gemv" if lead[0] * lead[1] <= QGEMV_MAX_ROWS[fmt] else "qgemm"
+    assert sum(gp.routing.stats().get(f"{kind}_{fmt}", {}).values()) == 1
     np.testing.assert_array_equal(qw.dequantize(), _ref_dequant(qw))
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("lead", [(1,), (2, 3), (3, 13)], ids=str)
+def test_linear_quantized_w8a8(dtype: str, lead: tuple[int, ...]) -> None:
+    """x quantized per row to e4m3 (scale = amax / 448), then the product with the per-channel
+    fp8 weight: against that recipe computed here in float64, and within e4m3's error of the
+    exact product. x strided, bias, out a column slice of a poisoned wider array."""
+    rng = np.random.default_rng(seed("w8a8", dtype, str(lead)))
+    k, n = 96, 24
+    w = rand(rng, (n, k), "float32")
+    qw = gp.quantize_weight(w, "w8a8", device=DEVICE)
+    assert (qw.format, qw.block, qw.shape) == ("w8a8", 0, (n, k))
+    x, b = rand(rng, (*lead, k), dtype), rand(rng, n, dtype)
+    wide = poisoned((*lead, n + 6), dtype)
+    out = wide[..., 2 : 2 + n]
+    y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
+    assert y is out
+    x64 = as64(x)
+    scale = np.abs(x64).max(axis=-1, keepdims=True) / 448.0
+    scale = np.where(scale == 0, 1.0, scale.astype(np.float32).astype(np.float64))
+    qx = as64((x64 / scale).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)) * scale
+    recipe = qx @ _ref_dequant(qw).T + as64(b)
+    assert_close(y, recipe, dtype)
+    exact = x64 @ w.astype(np.float64).T + as64(b)
+    assert np.abs(as64(y.to_numpy()) - exact).max() <= 0.06 * np.abs(exact).max()
+    rest = as64(wide.to_numpy())
+    assert np.isnan(rest[..., :2]).all() and np.isnan(rest[..., 2 + n :]).all()
+    assert gp.linear_quantized(up(x)[:0], qw).shape == (0, *lead[1:], n)
 
 
 def test_round_to_is_one_correct_rounding() -> None:
@@ -190,8 +225,18 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         got = [p for p in inspect.signature(getattr(nat, op)).parameters if p != "out"]
         assert got == want, op
         route = TABLE[op]
-        assert [c.backend for c in route.candidates] == ["native", "cpu"]
+        twin = [] if op == "gemv" else ["triton"]
+        assert [c.backend for c in route.candidates] == ["native", *twin, "cpu"]
         assert route.family == "gemv"
+    pytest.importorskip("triton")
+    from pygpukit.backends.triton_kernels import gemv as tgemv
+    from pygpukit.backends.triton_kernels import qgemm
+
+    for fmt in ("fp8", "int4", "nvfp4"):
+        want = list(inspect.signature(getattr(cpu, f"gemv_{fmt}")).parameters)
+        for fn in (getattr(tgemv, f"gemv_{fmt}"), getattr(qgemm, f"qgemm_{fmt}")):
+            assert [p for p in inspect.signature(fn).parameters if p != "out"] == want
+        assert [c.backend for c in TABLE[f"qgemm_{fmt}"].candidates] == ["triton", "cpu"]
 
 
 def test_linear_keeps_cublaslt_by_default() -> None:

@@ -43,6 +43,7 @@ from .median import median_filter
 from .moe import moe_align, moe_linear, moe_router
 from .norm import layernorm, rmsnorm
 from .pitch import pyin_observations
+from .qgemm import qgemm_fp8, qgemm_int4, qgemm_nvfp4
 from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
@@ -100,6 +101,9 @@ __all__ = [
     "neg",
     "pow",
     "pyin_observations",
+    "qgemm_fp8",
+    "qgemm_int4",
+    "qgemm_nvfp4",
     "quantize_fp8",
     "relu",
     "rfft",

@@ -1,0 +1,249 @@
+"""Quantized-weight products beyond decode: the mixed-input GEMM (the weight dequantized in the
+mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
+
+    python benchmarks/mixed_gemm.py [--rows 1 4 16 32 64 512 4096] [--formats fp8 int4 ...]
+                                    [--sweep] [--accuracy] [--json OUT]
+
+1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP) and each
+   number of rows M: the Triton mixed-input GEMM (qgemm_<format>), the native decode GEMV
+   (gemv_<format>, when the native extension is built), W8A8 (per-row quantize_fp8 +
+   matmul_fp8, cuBLASLt's FP8 x FP8), against the dense bf16 product of the same shape in the
+   same run (gp.linear = cuBLASLt, and torch's F.linear when torch is importable). Median
+   device time with the L2 flushed; "% bw" is the weight bytes over the measured copy
+   bandwidth, TFLOP/s counts 2 M N K. The row count where qgemm first beats the GEMV is the
+   crossover (pygpukit/routing/table.py QGEMV_MAX_ROWS).
+2. --sweep: qgemm tiles (BM, BN, BK, warps, stages) per M on the two shapes, best first
+   (backends/triton_kernels/qgemm.py CONFIGS comes from it).
+3. --accuracy (runs on the CPU too): relative error of each format's product against the exact
+   float64 product with the unquantized weight, for Gaussian x and W and for x with a few
+   outlier channels (100x, as LLM activations have), bf16 x; the GGUF formats gguf can quantize
+   to are listed too.
+The last line of output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+
+import pygpukit as gp
+from pygpukit.backends.triton_kernels import qgemm as tq
+
+SHAPES = [(14336, 4096), (4096, 14336)]  # (N, K)
+FORMATS = {  # name: (format, quantize_weight keywords)
+    "fp8": ("fp8", {}),
+    "fp8_b128": ("fp8", {"block": 128}),
+    "int4": ("int4", {}),
+    "int4_bf16s": ("int4", {"scale_dtype": "bfloat16"}),
+    "nvfp4": ("nvfp4", {}),
+    "w8a8": ("w8a8", {}),
+}
+
+# GGUF formats gguf's quantizers make (llama.cpp's reference rounding), for --accuracy beside
+# them; their products are benchmarks/quantized.py's.
+GGUF_ACCURACY = ("q8_0", "q5_1", "q4_1", "q4_0")
+
+
+def _params(qw: gp.QuantizedWeight) -> dict[str, Any]:
+    if qw.format == "fp8":
+        return {"block": qw.block}
+    if qw.format == "int4":
+        return {"group": qw.block}
+    return {"global_scale": qw.global_scale}
+
+
+def _weight(name: str, n: int, k: int, device: str = "cuda:0") -> gp.QuantizedWeight:
+    fmt, kw = FORMATS[name]
+    w = np.random.default_rng(1).standard_normal((n, k)).astype(np.float32) * 0.02
+    return gp.quantize_weight(w, fmt, device=device, **kw)
+
+
+def _native_gemv() -> Any:
+    try:
+        from pygpukit.backends.native import gemv as ng
+        from pygpukit.backends.native._libs import extension, status
+
+        if status()[0] and hasattr(extension(), "gemv"):
+            return ng
+    except Exception:
+        pass
+    return None
+
+
+def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> list[dict]:
+    torch = timer.torch
+    ng = _native_gemv()
+    print(f"native GEMV: {'built' if ng else 'not built (no gemv column)'}", flush=True)
+    out = []
+    print(f"{'N x K':>12} {'format':>10} {'M':>5} {'qgemm us':>9} {'% bw':>5} {'TF/s':>6} "
+          f"{'gemv us':>8} {'bf16 gp':>8} {'torch':>8} {'x gp':>5}", flush=True)  # fmt: skip
+    for n, k in SHAPES:
+        wd = gp.from_numpy(
+            np.random.default_rng(1).standard_normal((n, k)).astype(np.float32) * 0.02,
+            device="cuda:0",
+        ).astype("bfloat16")
+        tw = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) if torch else None
+        for m in rows:
+            x = gp.from_numpy(
+                np.random.default_rng(2).standard_normal((m, k)).astype(np.float32),
+                device="cuda:0",
+            ).astype("bfloat16")
+            t_dense = timer.median_seconds(lambda x=x, wd=wd: gp.linear(x, wd))
+            t_torch = None
+            if torch is not None:
+                tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                t_torch = timer.median_seconds(
+                    lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw)
+                )
+            for name in names:
+                qw = _weight(name, n, k)
+                t_gemv = None
+                if qw.format == "w8a8":
+                    t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
+                else:
+                    fn = getattr(tq, f"qgemm_{qw.format}")
+                    kw = _params(qw)
+                    t = timer.median_seconds(
+                        lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
+                    )
+                    if ng is not None:
+                        g = getattr(ng, f"gemv_{qw.format}")
+                        t_gemv = timer.median_seconds(
+                            lambda g=g, x=x, qw=qw, kw=kw: g(x, qw.data, qw.scales, None, **kw)
+                        )
+                bw = qw.nbytes / t / (copy_gbs * 1e9)
+                row = {
+                    "n": n, "k": k, "m": m, "format": name, "us": t * 1e6, "bw_frac": bw,
+                    "tflops": 2 * m * n * k / t / 1e12,
+                    "gemv_us": None if t_gemv is None else t_gemv * 1e6,
+                    "bf16_gp_us": t_dense * 1e6,
+                    "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
+                }  # fmt: skip
+                out.append(row)
+                tg = "-" if t_gemv is None else f"{t_gemv * 1e6:8.1f}"
+                tt = "-" if t_torch is None else f"{t_torch * 1e6:8.1f}"
+                print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {t * 1e6:9.1f} {100 * bw:4.0f}% "
+                      f"{row['tflops']:6.1f} {tg:>8} {t_dense * 1e6:8.1f} {tt:>8} "
+                      f"{t_dense / t:5.2f}", flush=True)  # fmt: skip
+    return out
+
+
+def sweep(timer: Any, names: list[str], rows: list[int]) -> list[dict]:
+    """qgemm tiles per M (module docstring); restores CONFIGS after."""
+    best = []
+    orig = tq.config_for
+    try:
+        for name in names:
+            if FORMATS[name][0] == "w8a8":
+                continue
+            for n, k in SHAPES:
+                qw = _weight(name, n, k)
+                fn = getattr(tq, f"qgemm_{qw.format}")
+                kw = _params(qw)
+                for m in rows:
+                    x = gp.from_numpy(np.ones((m, k), np.float32), device="cuda:0").astype(
+                        "bfloat16"
+                    )
+                    res = []
+                    for bm in (16, 32, 64, 128):
+                        if bm > max(16, 2 * m):
+                            continue
+                        for bn in (64, 128):
+                            for bk in (64, 128):
+                                for warps in (4, 8):
+                                    for stages in (3, 4):
+                                        cfg = tq.QgemmConfig(bm, bn, bk, warps, stages)
+                                        tq.config_for = lambda mm, c=cfg: c  # type: ignore[assignment]
+                                        try:
+                                            t = timer.median_seconds(
+                                                lambda fn=fn, x=x, qw=qw, kw=kw: fn(
+                                                    x, qw.data, qw.scales, None, **kw
+                                                ),
+                                                rounds=10,
+                                            )
+                                        except Exception as e:  # out of shared memory, ...
+                                            print(f"  {cfg}: {type(e).__name__}", flush=True)
+                                            continue
+                                        res.append((t, cfg))
+                    res.sort(key=lambda r: r[0])
+                    t, cfg = res[0]
+                    print(f"sweep {name} {n}x{k} m={m}: best {tuple(cfg)} {t * 1e6:.1f} us; "
+                          f"next {[(round(r[0] * 1e6, 1), tuple(r[1])) for r in res[1:4]]}",
+                          flush=True)  # fmt: skip
+                    best.append({"format": name, "n": n, "k": k, "m": m, "cfg": list(cfg),
+                                 "us": t * 1e6})  # fmt: skip
+    finally:
+        tq.config_for = orig  # type: ignore[assignment]
+    return best
+
+
+def accuracy(device: str) -> list[dict]:
+    """Relative errors against the exact product (module docstring)."""
+    rng = np.random.default_rng(0)
+    n, k, m = 256, 1024, 64
+    w = rng.standard_normal((n, k))
+    cases = {"gaussian": rng.standard_normal((m, k))}
+    x = rng.standard_normal((m, k))
+    x[:, rng.choice(k, 8, replace=False)] *= 100.0
+    cases["outliers"] = x
+    out = []
+    for cname, x64 in cases.items():
+        xb = gp.from_numpy(x64.astype(np.float32), device=device).astype("bfloat16")
+        xr = xb.astype("float32").to_numpy().astype(np.float64)
+        exact = x64 @ w.T
+        dense = gp.linear(xb, gp.from_numpy(w.astype(np.float32), device=device).astype("bfloat16"))
+        errs = {"bf16": dense}
+        for name in (*FORMATS, *GGUF_ACCURACY):
+            fmt, kw = FORMATS.get(name, (name, {}))
+            errs[name] = gp.linear_quantized(xb, gp.quantize_weight(w, fmt, device=device, **kw))
+        for name, y in errs.items():
+            yy = y.astype("float32").to_numpy().astype(np.float64)
+            rel = float(np.linalg.norm(yy - exact) / np.linalg.norm(exact))
+            relx = float(np.linalg.norm(yy - xr @ w.T) / np.linalg.norm(exact))
+            out.append({"case": cname, "format": name, "rel": rel, "rel_vs_bf16_x": relx})
+            print(f"accuracy {cname:>9} {name:>10}: {rel:.2e} relative (Frobenius) to the exact "
+                  f"product, {relx:.2e} to the product of the bf16 x", flush=True)  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--formats", nargs="+", default=list(FORMATS), choices=list(FORMATS))
+    p.add_argument("--rows", type=int, nargs="+", default=[1, 4, 16, 32, 64, 512, 4096])
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--sweep-rows", type=int, nargs="+", default=[16, 32, 64, 512, 4096])
+    p.add_argument("--accuracy", action="store_true")
+    p.add_argument("--skip-products", action="store_true")
+    p.add_argument("--device", default=None, help="for --accuracy alone (default: the GPU)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    res: dict[str, Any] = {}
+    if args.accuracy:
+        res["accuracy"] = accuracy(args.device or ("cuda:0" if gp.device_count() else "cpu"))
+    if args.sweep or not args.skip_products:
+        from pygpukit.benchmark.timing import DeviceTimer
+
+        timer = DeviceTimer(0)
+        copy_gbs = timer.copy_rate()
+        res["copy_gbs"] = copy_gbs
+        print(f"device copy {copy_gbs:.0f} GB/s (read + write)", flush=True)
+        if args.sweep:
+            res["sweep"] = sweep(timer, args.formats, args.sweep_rows)
+        if not args.skip_products:
+            res["products"] = products(timer, args.formats, args.rows, copy_gbs)
+    text = json.dumps(res, default=str)
+    if args.json:
+        Path(args.json).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
