@@ -5,13 +5,15 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
                                     [--sweep] [--accuracy] [--json OUT]
 
 1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP) and each
-   number of rows M: the Triton mixed-input GEMM (qgemm_<format>), the native decode GEMV
-   (gemv_<format>, when the native extension is built), W8A8 (per-row quantize_fp8 +
-   matmul_fp8, cuBLASLt's FP8 x FP8), against the dense bf16 product of the same shape in the
-   same run (gp.linear = cuBLASLt, and torch's F.linear when torch is importable). Median
-   device time with the L2 flushed; "% bw" is the weight bytes over the measured copy
-   bandwidth, TFLOP/s counts 2 M N K. The row count where qgemm first beats the GEMV is the
-   crossover (pygpukit/routing/table.py QGEMV_MAX_ROWS).
+   number of rows M: gp.linear_quantized as routed ("routed", its ratio to bf16 and % of
+   copy bandwidth on the weight bytes), and each of its paths alone: the Triton mixed-input
+   GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), the native decode GEMV
+   (gemv_<format>, M <= 64, when the native extension is built), the weight dequantized to
+   bf16 + gp.linear ("dense", M >= 64), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
+   the dense bf16 product of the same shape in the same run (gp.linear = cuBLASLt, and
+   torch's F.linear when torch is importable). Median device time with the L2 flushed. The
+   crossovers of pygpukit/routing/table.py (QGEMV_MAX_ROWS, QDENSE_MIN_ROWS, W8A8_MAX_ROWS)
+   are read off these rows.
 2. --sweep: qgemm tiles (BM, BN, BK, warps, stages) per M on the two shapes, best first
    (backends/triton_kernels/qgemm.py CONFIGS comes from it).
 3. --accuracy (runs on the CPU too): relative error of each format's product against the exact
@@ -78,12 +80,19 @@ def _native_gemv() -> Any:
 
 
 def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> list[dict]:
+    """Each path of linear_quantized timed alone at every M, and the routed call (module
+    docstring)."""
     torch = timer.torch
     ng = _native_gemv()
     print(f"native GEMV: {'built' if ng else 'not built (no gemv column)'}", flush=True)
     out = []
-    print(f"{'N x K':>12} {'format':>10} {'M':>5} {'qgemm us':>9} {'% bw':>5} {'TF/s':>6} "
-          f"{'gemv us':>8} {'bf16 gp':>8} {'torch':>8} {'x gp':>5}", flush=True)  # fmt: skip
+    print(f"{'N x K':>12} {'format':>10} {'M':>5} {'routed':>8} {'x bf16':>6} {'% bw':>5} "
+          f"{'qgemm':>8} {'gemv':>8} {'dense':>8} {'fp8 cuBLASLt':>12} {'bf16 gp':>8} "
+          f"{'torch':>8}", flush=True)  # fmt: skip
+
+    def us(t: float | None) -> str:
+        return "-" if t is None else f"{t * 1e6:.1f}"
+
     for n, k in SHAPES:
         wd = gp.from_numpy(
             np.random.default_rng(1).standard_normal((n, k)).astype(np.float32) * 0.02,
@@ -104,34 +113,58 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
                 )
             for name in names:
                 qw = _weight(name, n, k)
-                t_gemv = None
+                t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
+                t_q = t_gemv = t_deq = t_lt = None
                 if qw.format == "w8a8":
-                    t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
+                    q, sa = gp.quantize_fp8(x, granularity="row")
+                    assert qw.scales is not None
+                    t_q = timer.median_seconds(
+                        lambda q=q, sa=sa, qw=qw: tq.qgemm_w8a8(
+                            q, sa, qw.data, qw.scales, out_dtype="bfloat16"
+                        )
+                    )
+                    t_lt = timer.median_seconds(
+                        lambda q=q, sa=sa, qw=qw: gp.matmul_fp8(
+                            q, qw.data, scale_a=sa, scale_b=qw.scales
+                        )
+                    )
                 else:
                     fn = getattr(tq, f"qgemm_{qw.format}")
                     kw = _params(qw)
-                    t = timer.median_seconds(
+                    t_q = timer.median_seconds(
                         lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
                     )
-                    if ng is not None:
+                    if ng is not None and m <= 64:
                         g = getattr(ng, f"gemv_{qw.format}")
                         t_gemv = timer.median_seconds(
                             lambda g=g, x=x, qw=qw, kw=kw: g(x, qw.data, qw.scales, None, **kw)
                         )
+                    if m >= 64:
+                        t_deq = timer.median_seconds(
+                            lambda x=x, qw=qw: gp.linear(
+                                x,
+                                tq.dequantize_weight(
+                                    qw.data, qw.scales, fmt=qw.format, block=qw.block,
+                                    global_scale=qw.global_scale, out_dtype="bfloat16",
+                                ),
+                            )
+                        )  # fmt: skip
                 bw = qw.nbytes / t / (copy_gbs * 1e9)
                 row = {
                     "n": n, "k": k, "m": m, "format": name, "us": t * 1e6, "bw_frac": bw,
                     "tflops": 2 * m * n * k / t / 1e12,
+                    "qgemm_us": None if t_q is None else t_q * 1e6,
                     "gemv_us": None if t_gemv is None else t_gemv * 1e6,
+                    "dense_us": None if t_deq is None else t_deq * 1e6,
+                    "fp8_cublaslt_us": None if t_lt is None else t_lt * 1e6,
                     "bf16_gp_us": t_dense * 1e6,
                     "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
                 }  # fmt: skip
                 out.append(row)
-                tg = "-" if t_gemv is None else f"{t_gemv * 1e6:8.1f}"
-                tt = "-" if t_torch is None else f"{t_torch * 1e6:8.1f}"
-                print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {t * 1e6:9.1f} {100 * bw:4.0f}% "
-                      f"{row['tflops']:6.1f} {tg:>8} {t_dense * 1e6:8.1f} {tt:>8} "
-                      f"{t_dense / t:5.2f}", flush=True)  # fmt: skip
+                print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {us(t):>8} {t_dense / t:6.2f} "
+                      f"{100 * bw:4.0f}% {us(t_q):>8} {us(t_gemv):>8} {us(t_deq):>8} "
+                      f"{us(t_lt):>12} {us(t_dense):>8} {us(t_torch):>8}",
+                      flush=True)  # fmt: skip
     return out
 
 

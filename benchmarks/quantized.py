@@ -15,8 +15,8 @@ kept quantized against the same file dequantized at load.
    CUDA graph (--new tokens after a short chat prompt, stop tokens off) and the greedy agreement
    (tokens identical up to the first difference) between the two.
 3. --at-load NAME [--layers L]: a benchmarks/_models.py config (its first L layers, random bf16
-   weights) loaded dense and quantized at load (fp8, int4, nvfp4): weight bytes and greedy
-   decode tok/s at batch 1 from the CUDA graph.
+   weights) loaded dense and quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy
+   decode tok/s at batch 1 from the CUDA graph, and prefill tok/s of a 1024-token prompt.
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
    gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, 1/16/256 tokens.
 5. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
@@ -181,8 +181,9 @@ def model(path: str, new: int) -> dict[str, Any]:
 
 def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
     """A benchmarks/_models.py config cut to ``layers`` layers, random bf16 weights, loaded
-    dense and with quantize="fp8" / "int4" / "nvfp4": weight bytes and greedy decode tok/s at
-    batch 1 from the CUDA graph."""
+    dense and with quantize="fp8" / "int4" / "nvfp4" / "w8a8": weight bytes, greedy decode
+    tok/s at batch 1 from the CUDA graph, and prefill tok/s of a 1024-token prompt (the
+    mixed-input GEMM's rows)."""
     from _models import CONFIGS, RandomBf16, hf_shapes, random_prompts
 
     from pygpukit.models import GenerationStats
@@ -194,8 +195,9 @@ def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
     config = config_from_dict(cfg, source=name)
     dev = gp.device("cuda:0")
     prompt = random_prompts(cfg, 1)[0]
+    long_prompt = random_prompts(cfg, 1, length=1024)[0]
     res: dict[str, Any] = {"model": f"{name}, {layers} layers"}
-    for mode in (None, "fp8", "int4", "nvfp4"):
+    for mode in (None, "fp8", "int4", "nvfp4", "w8a8"):
         src = RandomBf16(hf_shapes(cfg))
         w = load_weights(src, config, gp.bfloat16, dev, where="random", quantize=mode)
         m = CausalTransformerModel(config, w, gp.bfloat16, dev, source=name)
@@ -205,10 +207,17 @@ def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
             st = GenerationStats()
             m.generate(prompt, new, temperature=0, stop_token_ids=(), stats=st)
             rates.append(st.decode_tokens_per_s)
+        pre = []
+        for _ in range(3):
+            sp = GenerationStats()
+            m.generate(long_prompt, 1, temperature=0, stop_token_ids=(), stats=sp)
+            pre.append(sp.prefill_tokens_per_s)
         key = mode or "bf16"
-        res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1]}
+        res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1],
+                    "prefill_tok_s": sorted(pre)[1]}  # fmt: skip
         print(f"{name} x{layers} {key}: weights {w.nbytes() / 2**20:.1f} MiB, decode "
-              f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode})", flush=True)  # fmt: skip
+              f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode}), prefill 1024 tokens "
+              f"{sorted(pre)[1]:.0f} tok/s", flush=True)  # fmt: skip
         del m, w
     return res
 

@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pygpukit import determinism
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
-from pygpukit.routing.table import QGEMV_MAX_ROWS
+from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS, W8A8_MAX_ROWS
 
 __all__ = ["gemv", "linear_quantized", "GEMV_MAX_ROWS"]
 
@@ -117,8 +118,18 @@ def linear_quantized(
         return linear_gguf(x, qw, bias, out)
     if qw.format == "w8a8":
         return _w8a8(x, qw, bias, out)
-    inputs = (x, qw.data, qw.scales, bias)
     fmt = qw.format
+    if rows >= QDENSE_MIN_ROWS[fmt] and not determinism.is_deterministic():
+        w = run(
+            "dequantize_weight",
+            (qw.data, qw.scales),
+            {"fmt": fmt, "block": qw.block, "global_scale": qw.global_scale,
+             "out_dtype": x.dtype.np_dtype},
+        )  # fmt: skip
+        from pygpukit.ops.matmul import linear
+
+        return linear(x, w, bias, out=out)
+    inputs = (x, qw.data, qw.scales, bias)
     gemv_op, gemm_op = _QUANT_OPS[fmt]
     name = gemv_op if rows <= QGEMV_MAX_ROWS[fmt] else gemm_op
     if fmt == "fp8":
@@ -132,8 +143,10 @@ def _w8a8(
     x: GPUArray, qw: QuantizedWeight, bias: GPUArray | None, out: GPUArray | None
 ) -> GPUArray:
     """x quantized per row to e4m3 (gp.quantize_fp8, amax / 448 a row), then the FP8 x FP8
-    product with the weight's per-channel scales (gp.matmul_fp8: float32 accumulation, bias
-    before the one rounding to x's dtype). Two routed ops, no host sync."""
+    product with the weight's per-channel scales: float32 accumulation of the exact code
+    products, both scales and the bias on the float32 sum, one rounding to x's dtype. Up to
+    W8A8_MAX_ROWS rows (and under the deterministic mode) op qgemm_w8a8 (the mixed-input
+    GEMM's kernel), more rows gp.matmul_fp8 (cuBLASLt). Routed ops only, no host sync."""
     from pygpukit.creation import empty
     from pygpukit.ops.quant import matmul_fp8, quantize_fp8
 
@@ -144,15 +157,17 @@ def _w8a8(
         return out if out is not None else empty((*lead, n), x.dtype, x.device)
     q, sa = quantize_fp8(x, "float8_e4m3fn", granularity="row")  # any strides; q contiguous
     q, sa = q.reshape(rows, k), sa.reshape(rows, 1)
-    flat = None
-    if out is not None and out.is_contiguous():
-        flat = out.reshape(rows, n)  # a view of out: matmul_fp8 writes it in place
+    flat = out.reshape(rows, n) if out is not None and out.is_contiguous() else None
     assert qw.scales is not None
-    y = matmul_fp8(
-        q, qw.data, scale_a=sa, scale_b=qw.scales, out_dtype=x.dtype, bias=bias, out=flat
-    )
+    if rows <= W8A8_MAX_ROWS or determinism.is_deterministic():
+        inputs = (q, sa, qw.data, qw.scales, bias)
+        y = run("qgemm_w8a8", inputs, {"out_dtype": x.dtype.np_dtype}, out=flat)
+    else:
+        y = matmul_fp8(
+            q, qw.data, scale_a=sa, scale_b=qw.scales, out_dtype=x.dtype, bias=bias, out=flat
+        )
     if out is None:
-        return y.reshape(*lead, n)
+        return y.reshape(*lead, n)  # type: ignore[no-any-return]
     if flat is None:  # a strided out= (a column slice, ...): one copy into it
         out[...] = y.reshape(*lead, n)
     return out

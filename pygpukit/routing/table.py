@@ -86,6 +86,13 @@ _QUANT_OPERANDS = {
 # the decode GEMV (gemv_<format>), more rows to the mixed-input GEMM (qgemm_<format>). Measured
 # with benchmarks/quantized.py --qgemm on an H100 (2026-11-26).
 QGEMV_MAX_ROWS = {"fp8": 16, "int4": 16, "nvfp4": 16}
+# ... and from this many rows on, the weight is dequantized into x's dtype for the call and
+# gp.linear (cuBLASLt) runs the product (the mixed-input GEMM's mainloop dequantization costs
+# more than one pass over W once the product is compute-bound).
+QDENSE_MIN_ROWS = {"fp8": 256, "int4": 256, "nvfp4": 256}
+# W8A8 (gp.linear_quantized with a "w8a8" weight): up to this many rows qgemm_w8a8, more rows
+# cuBLASLt's FP8 x FP8 product (matmul_fp8).
+W8A8_MAX_ROWS = 32
 # Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
 _QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 
@@ -325,6 +332,26 @@ _ROUTES: list[OpRoute] = [
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for fmt, extra in _QUANT_OPERANDS.items()
+    ),
+    # W8A8 below W8A8_MAX_ROWS rows: x's e4m3 codes and row scales through the same kernel
+    # (cuBLASLt's FP8 product, matmul_fp8, serves more rows).
+    _entry(
+        "qgemm_w8a8",
+        "qgemm",
+        Candidate("triton", dtypes=_GEMV_IO | _QUANT_OPERANDS["fp8"], min_capability=(8, 9)),
+        Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
+    ),
+    # An fp8 / int4 / nvfp4 weight expanded to a float dtype: linear_quantized's path past
+    # QDENSE_MIN_ROWS rows (then gp.linear, cuBLASLt).
+    _entry(
+        "dequantize_weight",
+        "qgemm",
+        Candidate(
+            "triton",
+            dtypes=frozenset().union(*_QUANT_OPERANDS.values()),
+            min_capability=(8, 9),
+        ),
+        Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
 ]
 

@@ -1,7 +1,7 @@
 """The deterministic mode on the GPU, bf16, on random-weight models: a Llama shape with SmolLM2's
-attention geometry (9 query heads on 3 kv heads, head_dim 64) and a small Qwen3-MoE shape (16
-experts, top-4: the grouped expert GEMM and the device router), with contexts past one 256-key
-attention split:
+attention geometry (9 query heads on 3 kv heads, head_dim 64), the same with its linear weights
+quantized to int4 at load, and a small Qwen3-MoE shape (16 experts, top-4: the grouped expert GEMM
+and the device router), with contexts past one 256-key attention split:
 
 - a row's logits have the same bits at batch 1, 4, 16 and 64 and beside other rows;
 - with its prompt prefilled whole or in chunks of 7 and 64 tokens;
@@ -42,7 +42,10 @@ MOE_CONFIG = dict(
     head_dim=64, vocab_size=4096, rms_norm_eps=1e-6, rope_theta=1000000.0,
     max_position_embeddings=2048, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
 )  # fmt: skip
-CONFIGS = {"llama": CONFIG, "qwen3_moe": MOE_CONFIG}
+CONFIGS = {"llama": CONFIG, "qwen3_moe": MOE_CONFIG, "llama-int4": CONFIG}
+# Linear weights quantized at load (int4: the mixed-input GEMM's Triton twin of the decode GEMV
+# serves every row count under the mode).
+QUANTIZE = {"llama-int4": "int4"}
 
 
 class _Random:
@@ -89,7 +92,8 @@ def model(request: pytest.FixtureRequest) -> CausalTransformerModel:
     dev = gp.device("cuda:0")
     cfg = CONFIGS[request.param]
     config = config_from_dict(dict(cfg), source="random")
-    weights = load_weights(_Random(cfg), config, gp.bfloat16, dev, where="random")
+    q = QUANTIZE.get(request.param)
+    weights = load_weights(_Random(cfg), config, gp.bfloat16, dev, where="random", quantize=q)
     return CausalTransformerModel(config, weights, gp.bfloat16, dev, source="random")
 
 

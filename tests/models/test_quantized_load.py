@@ -159,3 +159,26 @@ def test_mixtral_gguf_experts_kept_quantized(tmp_path: Path, types: dict | None)
     assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
     ga = kept.generate(prompt, 12, temperature=0, stop_token_ids=())
     assert ga == dense.generate(prompt, 12, temperature=0, stop_token_ids=())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gp.is_cuda_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("kind", ["gguf-mixed", "int4", "nvfp4", "w8a8"])
+def test_quantized_graph_replay_equals_eager(tmp_path: Path, kind: str) -> None:
+    """Quantized weights on the GPU: greedy decode from the CUDA graph gives the eager tokens,
+    and a second run repeats them (a GGUF file kept as stored with q/k/v in two formats, and a
+    float checkpoint quantized at load)."""
+    if kind == "gguf-mixed":
+        path = tmp_path / "mixed.gguf"
+        types = {"attn_v.weight": "Q8_0", "ffn_down.weight": "Q5_1", "token_embd.weight": "Q4_0"}
+        write_tiny_gguf(path, "Q5_0", types=types)
+        m = load_model(path, dtype="float16", device="cuda:0")
+        assert isinstance(m.weights.layers[0].w_down, gp.QuantizedWeight)
+    else:
+        m = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda:0", quantize=kind)
+        assert m.weights.layers[0].w_up.format == kind
+    prompts = [golden("llama")["prompts"][0], list(range(5, 40))]
+    kw: dict = {"max_new_tokens": 24, "temperature": 0, "stop_token_ids": ()}
+    graph = m.generate(prompts, **kw)
+    assert m.generate(prompts, graph=False, **kw) == graph
+    assert m.generate(prompts, **kw) == graph

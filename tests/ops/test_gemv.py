@@ -17,7 +17,7 @@ from _data import as64, rand, seed
 import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from pygpukit.backends.cpu.gemv import E2M1_VALUES, round_to
-from pygpukit.routing.table import QGEMV_MAX_ROWS
+from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS
 
 HALF = ["bfloat16", "float16"]
 
@@ -87,9 +87,12 @@ def _ref_dequant(qw: gp.QuantizedWeight) -> np.ndarray:
     ids=lambda v: str(v),
 )
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize("lead", [(2, 3), (2, 20)], ids=["gemv-rows", "gemm-rows"])
+@pytest.mark.parametrize(
+    "lead", [(2, 3), (2, 20), (3, 100)], ids=["gemv-rows", "gemm-rows", "dense-rows"]
+)
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int]) -> None:
-    """6 rows take the decode GEMV, 40 rows (past QGEMV_MAX_ROWS) the mixed-input GEMM."""
+    """6 rows take the decode GEMV, 40 rows (past QGEMV_MAX_ROWS) the mixed-input GEMM, 300
+    rows (QDENSE_MIN_ROWS) the weight dequantized to x's dtype and gp.linear."""
     rng = np.random.default_rng(seed("lq_op", dtype, fmt, str(kw), str(lead)))
     k = 160  # a partial last group/block of 128
     w = rand(rng, (11, k), "float32")
@@ -100,9 +103,17 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
     gp.routing.reset_stats()
     y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
     assert y is out
-    _expect(y, x, _ref_dequant(qw), b)
-    kind = "gemv" if lead[0] * lead[1] <= QGEMV_MAX_ROWS[fmt] else "qgemm"
-    assert sum(gp.routing.stats().get(f"{kind}_{fmt}", {}).values()) == 1
+    rows = lead[0] * lead[1]
+    if rows >= QDENSE_MIN_ROWS[fmt]:  # W rounded once to x's dtype, then gp.linear
+        w_x = as64(round_to(_ref_dequant(qw), x.dtype))
+        assert_close(y, _fsum_product(as64(x), w_x, as64(b)), x.dtype)
+    else:
+        _expect(y, x, _ref_dequant(qw), b)
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    if rows >= QDENSE_MIN_ROWS[fmt]:
+        assert {"dequantize_weight", "linear"} <= ran
+    else:
+        assert f"{'gemv' if rows <= QGEMV_MAX_ROWS[fmt] else 'qgemm'}_{fmt}" in ran
     np.testing.assert_array_equal(qw.dequantize(), _ref_dequant(qw))
 
 

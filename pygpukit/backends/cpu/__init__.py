@@ -43,7 +43,7 @@ from .median import median_filter
 from .moe import moe_align, moe_linear, moe_router
 from .norm import layernorm, rmsnorm
 from .pitch import pyin_observations
-from .qgemm import qgemm_fp8, qgemm_int4, qgemm_nvfp4
+from .qgemm import dequantize_weight, qgemm_fp8, qgemm_int4, qgemm_nvfp4, qgemm_w8a8
 from .quant import dequantize_fp8, quantize_fp8
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
@@ -63,6 +63,7 @@ __all__ = [
     "copy",
     "cos",
     "dequantize_fp8",
+    "dequantize_weight",
     "div",
     "embedding",
     "eq",
@@ -104,6 +105,7 @@ __all__ = [
     "qgemm_fp8",
     "qgemm_int4",
     "qgemm_nvfp4",
+    "qgemm_w8a8",
     "quantize_fp8",
     "relu",
     "rfft",

@@ -32,7 +32,7 @@ Tiles are chosen by the number of rows m (CONFIGS, measured on an H100 with
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import triton
 import triton.language as tl
@@ -43,7 +43,8 @@ from pygpukit.backends._support.output import deliver
 from pygpukit.backends._support.rows import as_rows, out_rows
 from pygpukit.backends.triton_kernels._common import cdiv
 from pygpukit.backends.triton_kernels.driver import launch
-from pygpukit.dtypes import as_dtype
+from pygpukit.creation import empty
+from pygpukit.dtypes import DataType, as_dtype
 
 __all__ = [
     "CONFIGS",
@@ -73,15 +74,18 @@ class QgemmConfig(NamedTuple):
 
 
 # (largest m, config) in increasing m; the last serves every larger m. Measured on an H100
-# (benchmarks/quantized.py --qgemm --sweep, K4096 N14336 and K14336 N4096, 2026-11-26).
+# (benchmarks/mixed_gemm.py --sweep, fp8 / int4 / nvfp4 at K4096 N14336 and K14336 N4096, m =
+# 16, 64, 512, 4096, 2026-11-26): at N14336 each is the best tile or within 5% of it; the
+# K14336 N4096 shape (64 weight tiles, fewer than the 132 SMs) prefers BM 32 at m = 64 (up to
+# 10% faster there). Past 64 rows the product leaves this kernel at QDENSE_MIN_ROWS anyway.
 CONFIGS: list[tuple[int, QgemmConfig]] = [
-    (16, QgemmConfig(16, 64, 128, 4, 4)),
-    (32, QgemmConfig(32, 64, 128, 4, 4)),
-    (64, QgemmConfig(64, 128, 64, 4, 4)),
-    (1 << 62, QgemmConfig(128, 128, 64, 8, 4)),
+    (16, QgemmConfig(16, 64, 128, 4, 3)),
+    (32, QgemmConfig(32, 64, 128, 4, 3)),
+    (64, QgemmConfig(64, 64, 128, 4, 3)),
+    (1 << 62, QgemmConfig(128, 64, 64, 4, 3)),
 ]
 # The deterministic mode's one tile (any m: the reduction order is a function of K alone).
-DET_CONFIG = QgemmConfig(32, 64, 128, 4, 4)
+DET_CONFIG = QgemmConfig(32, 64, 128, 4, 3)
 # Under the interpreter, whose cost is per program, one large tile.
 _INTERPRET_CONFIG = QgemmConfig(64, 64, 128, 4, 1)
 
@@ -137,8 +141,9 @@ def _weights(W, S, rn, k0, N, K, swn, ssn, FMT: tl.constexpr, DT: tl.constexpr,
 
 @triton.jit
 def _qgemm_kernel(
-    X, W, S, Bias, Y, M, N, K, sxm, swn, ssn, sym, gscale,
+    X, RS, W, S, Bias, Y, M, N, K, sxm, swn, ssn, sym, gscale,
     FMT: tl.constexpr, GROUP: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
+    X_FP8: tl.constexpr, HAS_RS: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_N: tl.constexpr,
 ):  # fmt: skip
     # Programs sweep GROUP_N weight tiles against every x tile before moving on, so a weight
@@ -158,7 +163,9 @@ def _qgemm_kernel(
     for k0 in range(0, K, BK):
         rk = k0 + tl.arange(0, BK)
         xt = tl.load(X + rm.to(tl.int64)[None, :] * sxm + rk[:, None],
-                     mask=mok[None, :] & (rk < K)[:, None], other=0.0)  # fmt: skip
+                     mask=mok[None, :] & (rk < K)[:, None], other=0)  # fmt: skip
+        if X_FP8:  # e4m3 codes of a quantized x (W8A8): exact in DT
+            xt = xt.to(tl.float8e4nv, bitcast=True).to(DT)
         w = _weights(W, S, rn, k0, N, K, swn, ssn, FMT=FMT, DT=DT, BN=BN, BK=BK)
         if GROUP > 0:  # the tile's float32 partial times its group's scale
             s = tl.load(S + rn.to(tl.int64) * ssn + k0 // GROUP, mask=rn < N, other=0.0)
@@ -169,6 +176,8 @@ def _qgemm_kernel(
         acc *= tl.load(S + rn, mask=rn < N, other=0.0)[:, None]
     if FMT == 2:
         acc *= gscale
+    if HAS_RS:  # x's per-row scales (W8A8)
+        acc *= tl.load(RS + rm, mask=mok, other=0.0)[None, :]
     if HAS_BIAS:
         acc += tl.load(Bias + rn, mask=rn < N, other=0.0).to(tl.float32)[:, None]
     yp = Y + rm.to(tl.int64)[None, :] * sym + rn[:, None]
@@ -183,22 +192,31 @@ def _bytes(a: GPUArray, cols: int) -> GPUArray:
     )
 
 
+def _as_u8(a: GPUArray) -> GPUArray:
+    """An fp8 array as the uint8 codes it holds (the kernels bitcast them)."""
+    return GPUArray._make(a._buf, a._ptr, a._shape, a._estrides, a._offset, _UINT8, a._device)
+
+
 def _run(fmt: int, x: GPUArray, w: GPUArray, scales: GPUArray, group: int, gscale: float,
-         k: int, bias: GPUArray | None, out: GPUArray | None) -> GPUArray:  # fmt: skip
+         k: int, bias: GPUArray | None, out: GPUArray | None, rs: GPUArray | None = None,
+         out_dtype: DataType | None = None) -> GPUArray:  # fmt: skip
+    """y = x @ W^T: x half (or e4m3 codes with per-row scales rs), y of out_dtype (x's)."""
     n = w._shape[0]
     x, m, _, sx = as_rows(x)
-    y, sy = out_rows("qgemm", out, (*x._shape[:-1], n), x._dtype, x)
+    odt = x._dtype if out_dtype is None else out_dtype
+    y, sy = out_rows("qgemm", out, (*x._shape[:-1], n), odt, x)
     if m and n:
         cfg = config_for(m)
         ssn = scales._estrides[0] if scales.ndim == 2 else 1
         grid = (cdiv(m, cfg.bm) * cdiv(n, cfg.bn),)
-        dt = tl.bfloat16 if x._dtype.name == "bfloat16" else tl.float16
+        dt = tl.bfloat16 if odt.name == "bfloat16" else tl.float16
+        x_fp8 = x._dtype.is_fp8
         launch(
             _qgemm_kernel, grid,
-            x, w, scales, bias if bias is not None else y, y, m, n, k, sx, w._estrides[0], ssn,
-            sy, gscale,
-            FMT=fmt, GROUP=group, HAS_BIAS=bias is not None, DT=dt,
-            BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_N=8,
+            _as_u8(x) if x_fp8 else x, rs if rs is not None else scales, w, scales,
+            bias if bias is not None else y, y, m, n, k, sx, w._estrides[0], ssn, sy, gscale,
+            FMT=fmt, GROUP=group, HAS_BIAS=bias is not None, DT=dt, X_FP8=x_fp8,
+            HAS_RS=rs is not None, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_N=8,
             num_warps=cfg.warps, num_stages=cfg.stages,
         )  # fmt: skip
     return deliver(y, out)
@@ -215,11 +233,7 @@ def qgemm_fp8(
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data float8_e4m3fn [N, K], float32 scales [N] (block 0)
     or [N, ceil(K/128)] (block 128)."""
-    k = data._shape[1]
-    w = GPUArray._make(
-        data._buf, data._ptr, data._shape, data._estrides, data._offset, _UINT8, data._device
-    )
-    return _run(_FP8, x, w, scales, block, 1.0, k, bias, out)
+    return _run(_FP8, x, _as_u8(data), scales, block, 1.0, data._shape[1], bias, out)
 
 
 def qgemm_int4(
@@ -248,11 +262,87 @@ def qgemm_nvfp4(
     """x @ (e2m1(data) * scales * global_scale)^T (+ bias): data uint8 [N, K/2], float8_e4m3fn
     scales [N, K/16]."""
     k = 2 * data._shape[1]
-    s = GPUArray._make(
-        scales._buf, scales._ptr, scales._shape, scales._estrides, scales._offset, _UINT8,
-        scales._device,
+    return _run(_NVFP4, x, data, _as_u8(scales), 0, float(global_scale), k, bias, out)
+
+
+def qgemm_w8a8(
+    q: GPUArray,
+    row_scales: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    *,
+    out_dtype: Any,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """(row_scales . q) @ (scales . data)^T (+ bias) in out_dtype: q float8_e4m3fn [M, K] (x
+    quantized per row), row_scales float32 [M, 1], data float8_e4m3fn [N, K], scales float32
+    [N]. The few-row W8A8 product (cuBLASLt's FP8 kernels measured 2-7x slower than this one
+    below 32 rows, BENCHMARKS.md); the codes enter the product exactly, both scales multiply
+    the float32 sum, one rounding."""
+    return _run(
+        _FP8, q, _as_u8(data), scales, 0, 1.0, data._shape[1], bias, out,
+        rs=row_scales, out_dtype=as_dtype(out_dtype),
     )  # fmt: skip
-    return _run(_NVFP4, x, data, s, 0, float(global_scale), k, bias, out)
+
+
+@triton.jit
+def _dequant_kernel(W, S, Y, N, K, swn, ssn, syn, gscale,
+                    FMT: tl.constexpr, GROUP: tl.constexpr, DT: tl.constexpr,
+                    BN: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    """Y[rn, rk] = W's values times their scales, in float32, rounded once to DT."""
+    rn = tl.program_id(0) * BN + tl.arange(0, BN)
+    k0 = tl.program_id(1) * BK
+    rk = k0 + tl.arange(0, BK)
+    w = _weights(W, S, rn, k0, N, K, swn, ssn, FMT=FMT, DT=tl.float32, BN=BN, BK=BK)
+    if GROUP > 0:
+        w *= tl.load(S + rn.to(tl.int64) * ssn + k0 // GROUP, mask=rn < N, other=0.0).to(
+            tl.float32
+        )[:, None]
+    elif FMT == 0:
+        w *= tl.load(S + rn, mask=rn < N, other=0.0)[:, None]
+    if FMT == 2:
+        w *= gscale
+    tl.store(Y + rn.to(tl.int64)[:, None] * syn + rk[None, :], w.to(DT),
+             mask=(rn < N)[:, None] & (rk < K)[None, :])  # fmt: skip
+
+
+def dequantize_weight(
+    data: GPUArray,
+    scales: GPUArray,
+    *,
+    fmt: str,
+    block: int,
+    global_scale: float,
+    out_dtype: Any,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """W [N, K] of an fp8 / int4 / nvfp4 QuantizedWeight's arrays, each value its code times
+    its scales computed in float32 and rounded once to out_dtype (the many-row products of
+    linear_quantized run gp.linear on it)."""
+    code = {"fp8": _FP8, "int4": _INT4, "nvfp4": _NVFP4}[fmt]
+    n = data._shape[0]
+    k = 2 * data._shape[1] if fmt == "nvfp4" else data._shape[1]
+    if fmt == "int4":
+        w = _bytes(data, k // 2)
+    elif fmt == "fp8":
+        w = _as_u8(data)
+    else:
+        w = data
+    s = _as_u8(scales) if fmt == "nvfp4" else scales
+    dt = as_dtype(out_dtype)
+    y = out if out is not None and out.is_contiguous() else empty((n, k), dt, data._device)
+    if n and k:
+        ssn = s._estrides[0] if s.ndim == 2 else 1
+        bk = 128
+        launch(
+            _dequant_kernel, (cdiv(n, 64), cdiv(k, bk)),
+            w, s, y, n, k, w._estrides[0], ssn, k, float(global_scale),
+            FMT=code, GROUP=block if fmt != "nvfp4" else 0,
+            DT=tl.bfloat16 if dt.name == "bfloat16" else tl.float16, BN=64, BK=bk,
+            num_warps=4,
+        )  # fmt: skip
+    return deliver(y, out)
 
 
 # The same kernel is the Triton twin of the decode GEMV ops (routed after the native GEMV: it
