@@ -18,8 +18,12 @@ the float64 product of x with the (dequantized) weight, rounded once.
   float32 scales multiply float32 sums. A GGUF block format (q8_0 ... q6_k, q2_k, q3_k, kept
   as a GGUF file stores it) goes to the Triton kernels of pygpukit/ops/gguf.py instead, and
   there x may also be float32. The format w8a8 quantizes x per row to e4m3 as well and runs
-  the FP8 x FP8 product (gp.quantize_fp8 + gp.matmul_fp8, cuBLASLt; refused under the
-  deterministic mode, whose products must be batch invariant).
+  the FP8 x FP8 product (gp.quantize_fp8 + gp.matmul_fp8, cuBLASLt; under the deterministic
+  mode, whose products must be batch invariant, the mixed-input GEMM's kernel on x's codes).
+  From QDENSE_MIN_ROWS[format] rows on (prefill) an fp8 / int4 / nvfp4 weight is dequantized
+  into x's dtype for the call (one rounding per weight value, a transient N x K array) and
+  gp.linear runs the product, as for the GGUF formats; the deterministic mode keeps the
+  mixed-input GEMM there too.
 
 K alignment (16-byte weight rows): gemv K % 8 == 0; fp8 K % 16 == 0; int4/nvfp4 K % 32 == 0.
 """

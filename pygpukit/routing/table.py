@@ -82,17 +82,22 @@ _QUANT_OPERANDS = {
     "int4": frozenset({"int4", "float32", "float16", "bfloat16"}),
     "nvfp4": frozenset({"uint8", "float8_e4m3fn"}),
 }
-# gp.linear_quantized's crossover (pygpukit/ops/gemv.py): x with at most this many rows goes to
-# the decode GEMV (gemv_<format>), more rows to the mixed-input GEMM (qgemm_<format>). Measured
-# with benchmarks/quantized.py --qgemm on an H100 (2026-11-26).
-QGEMV_MAX_ROWS = {"fp8": 16, "int4": 16, "nvfp4": 16}
-# ... and from this many rows on, the weight is dequantized into x's dtype for the call and
-# gp.linear (cuBLASLt) runs the product (the mixed-input GEMM's mainloop dequantization costs
-# more than one pass over W once the product is compute-bound).
-QDENSE_MIN_ROWS = {"fp8": 256, "int4": 256, "nvfp4": 256}
-# W8A8 (gp.linear_quantized with a "w8a8" weight): up to this many rows qgemm_w8a8, more rows
-# cuBLASLt's FP8 x FP8 product (matmul_fp8).
-W8A8_MAX_ROWS = 32
+# gp.linear_quantized's crossovers (pygpukit/ops/gemv.py), measured with
+# benchmarks/mixed_gemm.py on an H100 (2026-11-26, bf16 x, K4096 N14336; BENCHMARKS.md "Mixed-input
+# GEMM"): x with at most QGEMV_MAX_ROWS rows goes to the decode GEMV (gemv_<format>); more rows to
+# the mixed-input GEMM (qgemm_<format>: fp8 34 us at 32 rows against the GEMV's 64; int4 and
+# nvfp4 catch up with their GEMV later: 51 vs 67 us and 69 vs 74 us at 64 rows).
+QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
+# ... and from QDENSE_MIN_ROWS rows on, the weight is dequantized into x's dtype for the call and
+# gp.linear (cuBLASLt) runs the product: once the product is compute-bound the mainloop's
+# dequantization costs more than one pass over W (256 rows: int4 112 us dense vs 121 in the
+# kernel, nvfp4 116 vs 156; fp8 stays faster in the kernel until 512 rows: 98 vs 120 us at 256).
+# W is rounded once to x's dtype there, as a dense model of that dtype holds it.
+QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
+# W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
+# timed (1-4096; qgemm_w8a8 was level at one row and 1.3-3x slower from 16 rows), so 0: the
+# mixed-input kernel on x's e4m3 codes serves W8A8 under the deterministic mode only.
+W8A8_MAX_ROWS = 0
 # Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
 _QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 

@@ -117,9 +117,10 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
     np.testing.assert_array_equal(qw.dequantize(), _ref_dequant(qw))
 
 
+@pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("lead", [(1,), (2, 3), (3, 13)], ids=str)
-def test_linear_quantized_w8a8(dtype: str, lead: tuple[int, ...]) -> None:
+def test_linear_quantized_w8a8(dtype: str, lead: tuple[int, ...], det: bool) -> None:
     """x quantized per row to e4m3 (scale = amax / 448), then the product with the per-channel
     fp8 weight: against that recipe computed here in float64, and within e4m3's error of the
     exact product. x strided, bias, out a column slice of a poisoned wider array."""
@@ -131,8 +132,12 @@ def test_linear_quantized_w8a8(dtype: str, lead: tuple[int, ...]) -> None:
     x, b = rand(rng, (*lead, k), dtype), rand(rng, n, dtype)
     wide = poisoned((*lead, n + 6), dtype)
     out = wide[..., 2 : 2 + n]
-    y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
+    gp.routing.reset_stats()
+    with gp.deterministic(det):
+        y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
     assert y is out
+    ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
+    assert ("qgemm_w8a8" if det else "matmul_fp8") in ran
     x64 = as64(x)
     scale = np.abs(x64).max(axis=-1, keepdims=True) / 448.0
     scale = np.where(scale == 0, 1.0, scale.astype(np.float32).astype(np.float64))

@@ -77,7 +77,7 @@ class QgemmConfig(NamedTuple):
 # (benchmarks/mixed_gemm.py --sweep, fp8 / int4 / nvfp4 at K4096 N14336 and K14336 N4096, m =
 # 16, 64, 512, 4096, 2026-11-26): at N14336 each is the best tile or within 5% of it; the
 # K14336 N4096 shape (64 weight tiles, fewer than the 132 SMs) prefers BM 32 at m = 64 (up to
-# 10% faster there). Past 64 rows the product leaves this kernel at QDENSE_MIN_ROWS anyway.
+# 10% faster there). From QDENSE_MIN_ROWS (256-512 rows) on, linear_quantized leaves this kernel.
 CONFIGS: list[tuple[int, QgemmConfig]] = [
     (16, QgemmConfig(16, 64, 128, 4, 3)),
     (32, QgemmConfig(32, 64, 128, 4, 3)),
@@ -277,9 +277,9 @@ def qgemm_w8a8(
 ) -> GPUArray:
     """(row_scales . q) @ (scales . data)^T (+ bias) in out_dtype: q float8_e4m3fn [M, K] (x
     quantized per row), row_scales float32 [M, 1], data float8_e4m3fn [N, K], scales float32
-    [N]. The few-row W8A8 product (cuBLASLt's FP8 kernels measured 2-7x slower than this one
-    below 32 rows, BENCHMARKS.md); the codes enter the product exactly, both scales multiply
-    the float32 sum, one rounding."""
+    [N]. W8A8 under the deterministic mode (cuBLASLt's FP8 product, faster elsewhere, is not
+    batch invariant); the codes enter the product exactly, both scales multiply the float32
+    sum, one rounding."""
     return _run(
         _FP8, q, _as_u8(data), scales, 0, 1.0, data._shape[1], bias, out,
         rs=row_scales, out_dtype=as_dtype(out_dtype),
@@ -318,7 +318,7 @@ def dequantize_weight(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """W [N, K] of an fp8 / int4 / nvfp4 QuantizedWeight's arrays, each value its code times
-    its scales computed in float32 and rounded once to out_dtype (the many-row products of
+    its scales computed in float32, then rounded to out_dtype (the many-row products of
     linear_quantized run gp.linear on it)."""
     code = {"fp8": _FP8, "int4": _INT4, "nvfp4": _NVFP4}[fmt]
     n = data._shape[0]
