@@ -27,9 +27,11 @@ reduced dimension alone:
 Ops that are batch invariant by construction (element-wise ops, embedding, rope, the KV-cache
 write, max / min / argmax, integer products) run unchanged. Ops for which no batch-invariant
 kernel exists yet are refused under the mode with a RouteError that says "not batch invariant",
-never silently run: ``matmul_fp8``, the ``gemv`` family, cuBLASLt products (so float64 products
-on a GPU, which the Triton GEMM does not serve), and the native twins of ``sdpa``,
-``sdpa_decode``, ``sum`` and ``mean`` for floating dtypes.
+never silently run: ``matmul_fp8``, the native GEMV kernels (``gemv``; the quantized ones have
+the Triton mixed-input GEMM as their invariant twin, one tile for every row count, which also
+serves W8A8 under the mode), cuBLASLt products (so float64 products on a GPU, which the Triton
+GEMM does not serve), and the native twins of ``sdpa``, ``sdpa_decode``, ``sum`` and ``mean``
+for floating dtypes.
 
 Switch it with ``gp.set_deterministic(True)`` (process-wide), ``with gp.deterministic():``, or
 ``PYGPUKIT_DETERMINISTIC=1`` at start-up; ``set_deterministic(None)`` goes back to what the

@@ -20,10 +20,11 @@ the float64 product of x with the (dequantized) weight, rounded once.
   there x may also be float32. The format w8a8 quantizes x per row to e4m3 as well and runs
   the FP8 x FP8 product (gp.quantize_fp8 + gp.matmul_fp8, cuBLASLt; under the deterministic
   mode, whose products must be batch invariant, the mixed-input GEMM's kernel on x's codes).
-  From QDENSE_MIN_ROWS[format] rows on (prefill) an fp8 / int4 / nvfp4 weight is dequantized
-  into x's dtype for the call (one rounding per weight value, a transient N x K array) and
-  gp.linear runs the product, as for the GGUF formats; the deterministic mode keeps the
-  mixed-input GEMM there too.
+  On CUDA, from QDENSE_MIN_ROWS[format] rows on (prefill), an fp8 / int4 / nvfp4 weight is
+  dequantized into x's dtype for the call (one rounding per weight value, a transient N x K
+  array) and gp.linear runs the product, as for the GGUF formats; the deterministic mode, the
+  CPU device (the NumPy reference) and devices the Triton kernel cannot serve keep the exact
+  weight there too.
 
 K alignment (16-byte weight rows): gemv K % 8 == 0; fp8 K % 16 == 0; int4/nvfp4 K % 32 == 0.
 """
@@ -37,8 +38,14 @@ from pygpukit import determinism
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
+from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
-from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS, W8A8_MAX_ROWS
+from pygpukit.routing.table import (
+    QDENSE_MIN_ROWS,
+    QGEMV_MAX_ROWS,
+    QUANT_CAPABILITY,
+    W8A8_MAX_ROWS,
+)
 
 __all__ = ["gemv", "linear_quantized", "GEMV_MAX_ROWS"]
 
@@ -123,7 +130,7 @@ def linear_quantized(
     if qw.format == "w8a8":
         return _w8a8(x, qw, bias, out)
     fmt = qw.format
-    if rows >= QDENSE_MIN_ROWS[fmt] and not determinism.is_deterministic():
+    if rows >= QDENSE_MIN_ROWS[fmt] and _dense_path(fmt, x):
         w = run(
             "dequantize_weight",
             (qw.data, qw.scales),
@@ -141,6 +148,19 @@ def linear_quantized(
     if fmt == "int4":
         return run(name, inputs, {"group": qw.block}, out=out)
     return run(name, inputs, {"global_scale": qw.global_scale}, out=out)
+
+
+def _dense_path(fmt: str, x: GPUArray) -> bool:
+    """Whether a many-row product may expand the weight (dequantize_weight + gp.linear): on CUDA
+    only (the NumPy reference keeps the exact weight at every row count), outside the
+    deterministic mode, where the Triton dequantize kernel runs (the format's capability)."""
+    dev = x.device
+    if dev.type != "cuda" or determinism.is_deterministic():
+        return False
+    if not availability("triton")[0]:
+        return False
+    props = dev.properties
+    return (props["major"], props["minor"]) >= QUANT_CAPABILITY[fmt]
 
 
 def _w8a8(

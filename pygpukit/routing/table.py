@@ -91,15 +91,17 @@ QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
 # ... and from QDENSE_MIN_ROWS rows on, the weight is dequantized into x's dtype for the call and
 # gp.linear (cuBLASLt) runs the product: once the product is compute-bound the mainloop's
 # dequantization costs more than one pass over W (256 rows: int4 112 us dense vs 121 in the
-# kernel, nvfp4 116 vs 156; fp8 stays faster in the kernel until 512 rows: 98 vs 120 us at 256).
+# kernel, nvfp4 116 vs 156; fp8 is faster in the kernel at 256 rows, 98 vs 120 us, and level at
+# 512, 153 vs 155).
 # W is rounded once to x's dtype there, as a dense model of that dtype holds it.
 QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
 # W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
-# timed (1-4096; qgemm_w8a8 was level at one row and 1.3-3x slower from 16 rows), so 0: the
+# timed but one (1-4096; qgemm_w8a8 was level at one row and 1.35x to 5x slower from 16 rows;
+# cuBLASLt's few-row FP8 times varied 1.4-2.4x between two runs), so 0: the
 # mixed-input kernel on x's e4m3 codes serves W8A8 under the deterministic mode only.
 W8A8_MAX_ROWS = 0
 # Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
-_QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
+QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -321,25 +323,32 @@ _ROUTES: list[OpRoute] = [
                 min_capability=(8, 0),
                 invariant=_NOT_INVARIANT,
             ),
-            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=_QUANT_CAPABILITY[fmt]),
+            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=QUANT_CAPABILITY[fmt]),
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for fmt, extra in _QUANT_OPERANDS.items()
     ),
     # The mixed-input GEMM for more rows than QGEMV_MAX_ROWS: the weight dequantized in the
-    # mainloop (Triton, qgemm.py), the same NumPy reference on the CPU. No native twin yet
-    # (CUTLASS's mixed-input GEMM is the planned one).
+    # mainloop (Triton, qgemm.py); behind it the native GEMV kernels, which serve any number of
+    # rows (slower: W re-read per 16 rows) where Triton cannot run (CUTLASS's mixed-input GEMM
+    # is the planned native twin); the same NumPy reference on the CPU.
     *(
         _entry(
             f"qgemm_{fmt}",
             "qgemm",
-            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=_QUANT_CAPABILITY[fmt]),
+            Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=QUANT_CAPABILITY[fmt]),
+            Candidate(
+                "native",
+                dtypes=_GEMV_IO | extra,
+                min_capability=(8, 0),
+                invariant=_NOT_INVARIANT,
+            ),
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for fmt, extra in _QUANT_OPERANDS.items()
     ),
-    # W8A8 below W8A8_MAX_ROWS rows: x's e4m3 codes and row scales through the same kernel
-    # (cuBLASLt's FP8 product, matmul_fp8, serves more rows).
+    # W8A8 up to W8A8_MAX_ROWS rows and under the deterministic mode: x's e4m3 codes and row
+    # scales through the same kernel (cuBLASLt's FP8 product, matmul_fp8, serves the rest).
     _entry(
         "qgemm_w8a8",
         "qgemm",
@@ -347,15 +356,12 @@ _ROUTES: list[OpRoute] = [
         Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
     ),
     # An fp8 / int4 / nvfp4 weight expanded to a float dtype: linear_quantized's path past
-    # QDENSE_MIN_ROWS rows (then gp.linear, cuBLASLt).
+    # QDENSE_MIN_ROWS rows on CUDA (then gp.linear, cuBLASLt), taken only where the device has
+    # QUANT_CAPABILITY[format] (ops/gemv.py checks; e4m3 needs sm_89).
     _entry(
         "dequantize_weight",
         "qgemm",
-        Candidate(
-            "triton",
-            dtypes=frozenset().union(*_QUANT_OPERANDS.values()),
-            min_capability=(8, 9),
-        ),
+        Candidate("triton", dtypes=frozenset().union(*_QUANT_OPERANDS.values())),
         Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
 ]

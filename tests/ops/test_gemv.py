@@ -92,7 +92,8 @@ def _ref_dequant(qw: gp.QuantizedWeight) -> np.ndarray:
 )
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int]) -> None:
     """6 rows take the decode GEMV, 40 rows (past QGEMV_MAX_ROWS) the mixed-input GEMM, 300
-    rows (QDENSE_MIN_ROWS) the weight dequantized to x's dtype and gp.linear."""
+    rows on a GPU (past QDENSE_MIN_ROWS for int4 and nvfp4) the weight dequantized to x's dtype
+    and gp.linear; the CPU keeps the exact weight at every row count."""
     rng = np.random.default_rng(seed("lq_op", dtype, fmt, str(kw), str(lead)))
     k = 160  # a partial last group/block of 128
     w = rand(rng, (11, k), "float32")
@@ -104,13 +105,14 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
     y = gp.linear_quantized(view(x, "strided"), qw, up(b), out=out)
     assert y is out
     rows = lead[0] * lead[1]
-    if rows >= QDENSE_MIN_ROWS[fmt]:  # W rounded once to x's dtype, then gp.linear
+    dense = rows >= QDENSE_MIN_ROWS[fmt] and DEVICE != "cpu"
+    if dense:  # W rounded once to x's dtype, then gp.linear
         w_x = as64(round_to(_ref_dequant(qw), x.dtype))
         assert_close(y, _fsum_product(as64(x), w_x, as64(b)), x.dtype)
     else:
         _expect(y, x, _ref_dequant(qw), b)
     ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
-    if rows >= QDENSE_MIN_ROWS[fmt]:
+    if dense:
         assert {"dequantize_weight", "linear"} <= ran
     else:
         assert f"{'gemv' if rows <= QGEMV_MAX_ROWS[fmt] else 'qgemm'}_{fmt}" in ran
@@ -250,9 +252,13 @@ def test_native_adapters_match_the_reference_signatures() -> None:
 
     for fmt in ("fp8", "int4", "nvfp4"):
         want = list(inspect.signature(getattr(cpu, f"gemv_{fmt}")).parameters)
-        for fn in (getattr(tgemv, f"gemv_{fmt}"), getattr(qgemm, f"qgemm_{fmt}")):
+        from pygpukit.backends.native import qgemm as nq
+
+        fns = (getattr(tgemv, f"gemv_{fmt}"), getattr(qgemm, f"qgemm_{fmt}"))
+        for fn in (*fns, getattr(nq, f"qgemm_{fmt}"), getattr(cpu, f"qgemm_{fmt}")):
             assert [p for p in inspect.signature(fn).parameters if p != "out"] == want
-        assert [c.backend for c in TABLE[f"qgemm_{fmt}"].candidates] == ["triton", "cpu"]
+        backends = [c.backend for c in TABLE[f"qgemm_{fmt}"].candidates]
+        assert backends == ["triton", "native", "cpu"]
 
 
 def test_linear_keeps_cublaslt_by_default() -> None:

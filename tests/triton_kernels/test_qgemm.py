@@ -72,14 +72,14 @@ def test_product_against_float64(device: str, fmt: str, opt: object, dtype: str,
 @pytest.mark.parametrize(("fmt", "opt"), [("fp8", 128), ("int4", "float32"), ("nvfp4", None)])
 @pytest.mark.parametrize("dtype", HALF)
 def test_strided_x_bias_and_out_slice(device: str, fmt: str, opt: object, dtype: str) -> None:
-    """x every other row of a wider array and [2, 9, K] leading dims, bias, out a column slice
-    of a poisoned wider array (the columns around it untouched)."""
+    """x every other row of a wider array and [2, 9, K] leading dims, a strided bias, out a
+    column slice of a poisoned wider array (the columns around it untouched)."""
     n, k = 40, 96
     qw = _weight(fmt, opt, n, k, device, seed=3)
     rng = np.random.default_rng(4)
     wide = up(rng.standard_normal((2, 18, k)), device).astype(dtype)
     x = wide[:, ::2]
-    bias = up(rng.standard_normal(n), device).astype(dtype)
+    bias = up(rng.standard_normal(2 * n), device).astype(dtype)[::2]  # strided too
     big = poisoned((2, 9, n + 8), dtype, device)
     before = big.to_numpy().copy()
     out = big[..., 4 : 4 + n]

@@ -28,6 +28,8 @@ _CUBLASLT_FAMILIES = frozenset({"matmul", "matmul_fp8"})
 # Families whose adapters also launch another family's kernels (bool/fp8 results and strided
 # inputs go through the copy family's cast and copy).
 _NEEDS = {"unary": ("copy",), "elementwise": ("copy",), "reduce": ("copy",)}
+# Python families whose kernels are another family's (qgemm.py re-exports the gemv kernels).
+_BUILT_AS = {"qgemm": "gemv"}
 
 
 def _probe() -> tuple[bool, str]:
@@ -54,6 +56,7 @@ def _family_status(family: str) -> tuple[bool, str]:
         return False, why + "; build it with scripts/build_native.sh"
     # A partial build (PYGPUKIT_NATIVE_FAMILIES) lacks the other families' kernels.
     built = getattr(extension(), "families", ())
+    family = _BUILT_AS.get(family, family)
     for fam in (family, *_NEEDS.get(family, ())):
         if fam not in built:
             needed = "" if fam == family else f" (the {family} family needs it)"

@@ -23,7 +23,7 @@ operand. It also puts the large dimension (N, the output features) on the MMA's 
 must be at least 64, so small row counts (M = 16..64) need no padding to 64 rows.
 
 Tiles are chosen by the number of rows m (CONFIGS, measured on an H100 with
-``benchmarks/quantized.py --qgemm``); under the deterministic mode every m takes the same tile
+``benchmarks/mixed_gemm.py --sweep``); under the deterministic mode every m takes the same tile
 (DET_CONFIG), so a row's bits do not depend on the batch (tested).
 """
 
@@ -51,12 +51,14 @@ __all__ = [
     "DET_CONFIG",
     "QgemmConfig",
     "config_for",
+    "dequantize_weight",
     "gemv_fp8",
     "gemv_int4",
     "gemv_nvfp4",
     "qgemm_fp8",
     "qgemm_int4",
     "qgemm_nvfp4",
+    "qgemm_w8a8",
 ]
 
 _FP8, _INT4, _NVFP4 = 0, 1, 2
@@ -203,6 +205,8 @@ def _run(fmt: int, x: GPUArray, w: GPUArray, scales: GPUArray, group: int, gscal
     """y = x @ W^T: x half (or e4m3 codes with per-row scales rs), y of out_dtype (x's)."""
     n = w._shape[0]
     x, m, _, sx = as_rows(x)
+    if bias is not None and not bias.is_contiguous():
+        bias = bias.contiguous()  # the kernel reads bias[n] at unit stride
     odt = x._dtype if out_dtype is None else out_dtype
     y, sy = out_rows("qgemm", out, (*x._shape[:-1], n), odt, x)
     if m and n:
@@ -276,10 +280,10 @@ def qgemm_w8a8(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """(row_scales . q) @ (scales . data)^T (+ bias) in out_dtype: q float8_e4m3fn [M, K] (x
-    quantized per row), row_scales float32 [M, 1], data float8_e4m3fn [N, K], scales float32
-    [N]. W8A8 under the deterministic mode (cuBLASLt's FP8 product, faster elsewhere, is not
-    batch invariant); the codes enter the product exactly, both scales multiply the float32
-    sum, one rounding."""
+    quantized per row), row_scales float32 [M, 1] (contiguous, as quantize_fp8 makes it), data
+    float8_e4m3fn [N, K], scales float32 [N]. W8A8 under the deterministic mode (cuBLASLt's
+    FP8 product, faster elsewhere, is not batch invariant); the codes enter the product
+    exactly, both scales multiply the float32 sum, one rounding."""
     return _run(
         _FP8, q, _as_u8(data), scales, 0, 1.0, data._shape[1], bias, out,
         rs=row_scales, out_dtype=as_dtype(out_dtype),
@@ -331,7 +335,10 @@ def dequantize_weight(
         w = data
     s = _as_u8(scales) if fmt == "nvfp4" else scales
     dt = as_dtype(out_dtype)
-    y = out if out is not None and out.is_contiguous() else empty((n, k), dt, data._device)
+    if out is not None and out.is_contiguous() and out.shape == (n, k) and out.dtype is dt:
+        y = out
+    else:  # written fresh (and copied into out by deliver)
+        y = empty((n, k), dt, data._device)
     if n and k:
         ssn = s._estrides[0] if s.ndim == 2 else 1
         bk = 128
