@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # _dense_peer
 
 import numpy as np
+from _dense_peer import dense_peers
 
 import pygpukit as gp
 from pygpukit.backends.triton_kernels import qgemm as tq
@@ -82,7 +84,6 @@ def _native_gemv() -> Any:
 def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> list[dict]:
     """Each path of linear_quantized timed alone at every M, and the routed call (module
     docstring)."""
-    torch = timer.torch
     ng = _native_gemv()
     print(f"native GEMV: {'built' if ng else 'not built (no gemv column)'}", flush=True)
     out = []
@@ -93,78 +94,61 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
     def us(t: float | None) -> str:
         return "-" if t is None else f"{t * 1e6:.1f}"
 
-    for n, k in SHAPES:
-        wd = gp.from_numpy(
-            np.random.default_rng(1).standard_normal((n, k)).astype(np.float32) * 0.02,
-            device="cuda:0",
-        ).astype("bfloat16")
-        tw = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) if torch else None
-        for m in rows:
-            x = gp.from_numpy(
-                np.random.default_rng(2).standard_normal((m, k)).astype(np.float32),
-                device="cuda:0",
-            ).astype("bfloat16")
-            t_dense = timer.median_seconds(lambda x=x, wd=wd: gp.linear(x, wd))
-            t_torch = None
-            if torch is not None:
-                tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                t_torch = timer.median_seconds(
-                    lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw)
+    for n, k, m, x, t_dense, t_torch in dense_peers(timer, SHAPES, rows):
+        for name in names:
+            qw = _weight(name, n, k)
+            t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
+            t_q = t_gemv = t_deq = t_lt = None
+            if qw.format == "w8a8":
+                q, sa = gp.quantize_fp8(x, granularity="row")
+                assert qw.scales is not None
+                t_q = timer.median_seconds(
+                    lambda q=q, sa=sa, qw=qw: tq.qgemm_w8a8(
+                        q, sa, qw.data, qw.scales, out_dtype="bfloat16"
+                    )
                 )
-            for name in names:
-                qw = _weight(name, n, k)
-                t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
-                t_q = t_gemv = t_deq = t_lt = None
-                if qw.format == "w8a8":
-                    q, sa = gp.quantize_fp8(x, granularity="row")
-                    assert qw.scales is not None
-                    t_q = timer.median_seconds(
-                        lambda q=q, sa=sa, qw=qw: tq.qgemm_w8a8(
-                            q, sa, qw.data, qw.scales, out_dtype="bfloat16"
-                        )
+                t_lt = timer.median_seconds(
+                    lambda q=q, sa=sa, qw=qw: gp.matmul_fp8(
+                        q, qw.data, scale_a=sa, scale_b=qw.scales
                     )
-                    t_lt = timer.median_seconds(
-                        lambda q=q, sa=sa, qw=qw: gp.matmul_fp8(
-                            q, qw.data, scale_a=sa, scale_b=qw.scales
-                        )
+                )
+            else:
+                fn = getattr(tq, f"qgemm_{qw.format}")
+                kw = _params(qw)
+                t_q = timer.median_seconds(
+                    lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
+                )
+                if ng is not None and m <= 64:
+                    g = getattr(ng, f"gemv_{qw.format}")
+                    t_gemv = timer.median_seconds(
+                        lambda g=g, x=x, qw=qw, kw=kw: g(x, qw.data, qw.scales, None, **kw)
                     )
-                else:
-                    fn = getattr(tq, f"qgemm_{qw.format}")
-                    kw = _params(qw)
-                    t_q = timer.median_seconds(
-                        lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
-                    )
-                    if ng is not None and m <= 64:
-                        g = getattr(ng, f"gemv_{qw.format}")
-                        t_gemv = timer.median_seconds(
-                            lambda g=g, x=x, qw=qw, kw=kw: g(x, qw.data, qw.scales, None, **kw)
+                if m >= 64:
+                    t_deq = timer.median_seconds(
+                        lambda x=x, qw=qw: gp.linear(
+                            x,
+                            tq.dequantize_weight(
+                                qw.data, qw.scales, fmt=qw.format, block=qw.block,
+                                global_scale=qw.global_scale, out_dtype="bfloat16",
+                            ),
                         )
-                    if m >= 64:
-                        t_deq = timer.median_seconds(
-                            lambda x=x, qw=qw: gp.linear(
-                                x,
-                                tq.dequantize_weight(
-                                    qw.data, qw.scales, fmt=qw.format, block=qw.block,
-                                    global_scale=qw.global_scale, out_dtype="bfloat16",
-                                ),
-                            )
-                        )  # fmt: skip
-                bw = qw.nbytes / t / (copy_gbs * 1e9)
-                row = {
-                    "n": n, "k": k, "m": m, "format": name, "us": t * 1e6, "bw_frac": bw,
-                    "tflops": 2 * m * n * k / t / 1e12,
-                    "qgemm_us": None if t_q is None else t_q * 1e6,
-                    "gemv_us": None if t_gemv is None else t_gemv * 1e6,
-                    "dense_us": None if t_deq is None else t_deq * 1e6,
-                    "fp8_cublaslt_us": None if t_lt is None else t_lt * 1e6,
-                    "bf16_gp_us": t_dense * 1e6,
-                    "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
-                }  # fmt: skip
-                out.append(row)
-                print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {us(t):>8} {t_dense / t:6.2f} "
-                      f"{100 * bw:4.0f}% {us(t_q):>8} {us(t_gemv):>8} {us(t_deq):>8} "
-                      f"{us(t_lt):>12} {us(t_dense):>8} {us(t_torch):>8}",
-                      flush=True)  # fmt: skip
+                    )  # fmt: skip
+            bw = qw.nbytes / t / (copy_gbs * 1e9)
+            row = {
+                "n": n, "k": k, "m": m, "format": name, "us": t * 1e6, "bw_frac": bw,
+                "tflops": 2 * m * n * k / t / 1e12,
+                "qgemm_us": None if t_q is None else t_q * 1e6,
+                "gemv_us": None if t_gemv is None else t_gemv * 1e6,
+                "dense_us": None if t_deq is None else t_deq * 1e6,
+                "fp8_cublaslt_us": None if t_lt is None else t_lt * 1e6,
+                "bf16_gp_us": t_dense * 1e6,
+                "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
+            }  # fmt: skip
+            out.append(row)
+            print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {us(t):>8} {t_dense / t:6.2f} "
+                  f"{100 * bw:4.0f}% {us(t_q):>8} {us(t_gemv):>8} {us(t_deq):>8} "
+                  f"{us(t_lt):>12} {us(t_dense):>8} {us(t_torch):>8}",
+                  flush=True)  # fmt: skip
     return out
 
 

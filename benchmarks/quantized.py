@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(1, str(Path(__file__).resolve().parent))  # _models
 
 import numpy as np
+from _dense_peer import dense_peers
 
 import pygpukit as gp
 from pygpukit._gguf_planes import half_fields
@@ -61,42 +62,24 @@ def random_weight(fmt: str, n: int, k: int, seed: int = 0) -> gp.QuantizedWeight
 def products(
     timer: DeviceTimer, fmts: list[str], rows: list[int], copy_gbs: float
 ) -> list[dict[str, Any]]:
-    torch = timer.torch
     out = []
     print(f"{'shape':>12} {'fmt':>5} {'M':>5} {'us':>9} {'% bw':>6} {'bf16 gp':>9} "
           f"{'bf16 torch':>10} {'x gp':>6}", flush=True)  # fmt: skip
-    for n, k in SHAPES:
-        wd = gp.from_numpy(
-            np.random.default_rng(1).standard_normal((n, k)).astype(np.float32) * 0.02,
-            device="cuda:0",
-        ).astype("bfloat16")
-        tw = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) if torch else None
-        for m in rows:
-            x = gp.from_numpy(
-                np.random.default_rng(2).standard_normal((m, k)).astype(np.float32),
-                device="cuda:0",
-            ).astype("bfloat16")
-            t_dense = timer.median_seconds(lambda x=x, wd=wd: gp.linear(x, wd))
-            t_torch = None
-            if torch is not None:
-                tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                t_torch = timer.median_seconds(
-                    lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw)
-                )
-            for fmt in fmts:
-                qw = random_weight(fmt, n, k)
-                t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
-                bw = qw.nbytes / t / (copy_gbs * 1e9)
-                row = {
-                    "n": n, "k": k, "m": m, "fmt": fmt, "us": t * 1e6, "bw_frac": bw,
-                    "bf16_gp_us": t_dense * 1e6,
-                    "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
-                    "tflops": 2 * m * n * k / t / 1e12,
-                }  # fmt: skip
-                out.append(row)
-                tt = "-" if t_torch is None else f"{t_torch * 1e6:10.1f}"
-                print(f"{n:>6}x{k:<5} {fmt:>5} {m:>5} {t * 1e6:9.1f} {100 * bw:5.0f}% "
-                      f"{t_dense * 1e6:9.1f} {tt:>10} {t_dense / t:6.2f}", flush=True)  # fmt: skip
+    for n, k, m, x, t_dense, t_torch in dense_peers(timer, SHAPES, rows):
+        for fmt in fmts:
+            qw = random_weight(fmt, n, k)
+            t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
+            bw = qw.nbytes / t / (copy_gbs * 1e9)
+            row = {
+                "n": n, "k": k, "m": m, "fmt": fmt, "us": t * 1e6, "bw_frac": bw,
+                "bf16_gp_us": t_dense * 1e6,
+                "bf16_torch_us": None if t_torch is None else t_torch * 1e6,
+                "tflops": 2 * m * n * k / t / 1e12,
+            }  # fmt: skip
+            out.append(row)
+            tt = "-" if t_torch is None else f"{t_torch * 1e6:10.1f}"
+            print(f"{n:>6}x{k:<5} {fmt:>5} {m:>5} {t * 1e6:9.1f} {100 * bw:5.0f}% "
+                  f"{t_dense * 1e6:9.1f} {tt:>10} {t_dense / t:6.2f}", flush=True)  # fmt: skip
     return out
 
 
