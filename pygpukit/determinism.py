@@ -13,7 +13,9 @@ reduced dimension alone:
 - ``linear`` / ``matmul`` / ``linear_bias_gelu`` (floating point): the Triton fixed-tile GEMM
   (pygpukit/backends/triton_kernels/matmul.py: 16-row tiles, K split into fixed 1024-element
   chunks summed in order) instead of cuBLASLt, whose heuristic picks a kernel (and split-K or
-  stream-K) per M. On the CPU: one row at a time.
+  stream-K) per M, and instead of the decode GEMV that takes one row in the default mode
+  (``linear_silu_mul`` then runs the fixed-tile GEMM and ``silu_mul``). On the CPU: one row at
+  a time.
 - ``sdpa_decode``: a fixed split size in keys (not a split count from the grid), fixed 16-row
   tiles and a fixed combine step; on the CPU each query row attends over exactly its visible keys.
 - The Triton row kernels (rmsnorm, layernorm, softmax): a fixed number of rows per program.
@@ -27,7 +29,8 @@ reduced dimension alone:
 Ops that are batch invariant by construction (element-wise ops, embedding, rope, the KV-cache
 write, max / min / argmax, integer products) run unchanged. Ops for which no batch-invariant
 kernel exists yet are refused under the mode with a RouteError that says "not batch invariant",
-never silently run: ``matmul_fp8``, the native GEMV kernels (``gemv``; the quantized ones have
+never silently run: ``matmul_fp8``, the native GEMV kernels (``gemv``'s default, the Triton
+GEMV, computes each row on its own and serves the mode; the quantized ones have
 the Triton mixed-input GEMM as their invariant twin, one tile for every row count, which also
 serves W8A8 under the mode), cuBLASLt products (so float64 products on a GPU, which the Triton
 GEMM does not serve), and the native twins of ``sdpa``, ``sdpa_decode``, ``sum`` and ``mean``

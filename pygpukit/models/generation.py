@@ -24,6 +24,7 @@ from pygpukit.models.sampling import Sampler, SamplingParams
 
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
+    from pygpukit.models.decode_loop import GreedyRun
     from pygpukit.models.step_graph import StepGraph
     from pygpukit.models.transformer import CausalTransformerModel
 
@@ -128,6 +129,7 @@ def stream_batch(
     graph: bool | None = None,
     speculative: Any = None,
     draft_tokens: int | None = None,
+    steps_per_sync: int = 1,
 ) -> Iterator[list[tuple[int, int]]]:
     """Yield, after prefill and after each decode step, the (row, token) pairs of that step.
 
@@ -141,11 +143,32 @@ def stream_batch(
     (CausalTransformerModel.step_graph; the same kernels as the eager step, one launch a step).
     None (default): wherever the step can be captured, else eager; True: raise RuntimeError with
     the reason when it cannot; False: eager. ``stats.decode_mode`` says which ran and why.
+
+    steps_per_sync: greedy decode steps run on the device between two host round trips
+    (models/decode_loop.py; one CUDA graph holds them all where the step is captured). The
+    tokens are those of one step a sync; stop tokens are checked on each run's tokens, and the
+    steps a row runs past its stop are dropped. Greedy decoding only (temperature 0, no
+    repetition penalty), without speculative decoding.
     """
     args = _gen_args.check(prompts, max_new_tokens, max_seq_len, stop_ids)
     batch = args.prompts
     params = sampling or SamplingParams()
     sampler = Sampler(params)
+    if isinstance(steps_per_sync, bool) or not isinstance(steps_per_sync, int):
+        raise TypeError(f"steps_per_sync must be an int >= 1, got {steps_per_sync!r}")
+    if steps_per_sync < 1:
+        raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
+    if steps_per_sync > 1:
+        if not params.greedy or params.repetition_penalty != 1.0:
+            raise ValueError(
+                f"steps_per_sync={steps_per_sync} decodes greedily on the device: it needs "
+                f"temperature 0 and repetition_penalty 1, got temperature {params.temperature} "
+                f"and repetition_penalty {params.repetition_penalty}"
+            )
+        if speculative is not None:
+            raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
+        if not use_cache:
+            raise ValueError("steps_per_sync > 1 needs the KV cache (use_cache=True)")
     if speculative is not None:
         if len(batch) != 1:
             raise ValueError(
@@ -168,11 +191,20 @@ def stream_batch(
                 f"max_seq_len {n} is too small for a {need - max_new}-token prompt plus "
                 f"{max_new} new tokens"
             )
-        # A check feeds k + 1 tokens: room for the drafts past the last kept token.
-        cache = model.ensure_cache(len(batch), min(n + k, model.config.max_context))
+        # A check feeds k + 1 tokens: room for the drafts past the last kept token; a greedy
+        # run always runs its steps_per_sync steps: room for the last run's extra ones.
+        slack = k + steps_per_sync - 1
+        cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
-    step_graph = _decode_graph(model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1)
+    run: GreedyRun | None = None
+    step_graph: StepGraph | None = None
+    if steps_per_sync > 1:
+        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps_per_sync)
+    else:
+        step_graph = _decode_graph(
+            model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1
+        )
     st.prompt_tokens += sum(len(p) for p in batch)
     st.batch_rows = len(batch)
     history = [list(p) for p in batch]
@@ -199,6 +231,9 @@ def stream_batch(
                 model, cache, history[0], max_new, sampler, stop, drafter, k, step_graph, st
             ):
                 yield [(0, t) for t in kept]
+        return
+    if run is not None:
+        yield from _run_greedy(run, tokens, history, done, stop, max_new - 1, st)
         return
     for _ in range(max_new - 1):
         if all(done):
@@ -288,6 +323,74 @@ def _decode_graph(
     return None
 
 
+def _greedy_run(
+    model: CausalTransformerModel,
+    cache: StaticKVCache,
+    rows: int,
+    graph: bool | None,
+    own_cache: bool,
+    max_new: int,
+    st: GenerationStats,
+    steps: int,
+) -> GreedyRun | None:
+    """The device-side greedy steps (models.decode_loop) for steps_per_sync > 1: captured in
+    a graph where the step can be, else eager (graph=None), as _decode_graph decides."""
+    from pygpukit.models.decode_loop import GreedyRun
+
+    if max_new < 2:
+        st.decode_mode = "none (no decode steps)"
+        return None
+    why = "graph=False"
+    if graph is not False:
+        if not own_cache:
+            why = "graphs are kept for the model's own cache, not a caller's"
+        else:
+            try:
+                got = model.greedy_run(rows, steps)
+                st.decode_mode = (
+                    f"CUDA graph replay, {rows} row(s) a step, {steps} greedy steps a replay"
+                )
+                return got
+            except RuntimeError as exc:
+                why = str(exc)
+        if graph:
+            raise RuntimeError(f"graph=True but the greedy decode run cannot be replayed: {why}")
+    st.decode_mode = f"eager, {steps} greedy steps a sync ({why})"
+    return GreedyRun(model, cache, rows, steps, graph=False)
+
+
+def _run_greedy(
+    run: GreedyRun,
+    tokens: list[int],
+    history: list[list[int]],
+    done: list[bool],
+    stop: frozenset[int],
+    remaining: int,
+    st: GenerationStats,
+) -> Iterator[list[tuple[int, int]]]:
+    """Decode ``remaining`` greedy steps, run.steps a sync; yield each step's (row, token)s."""
+    while remaining > 0 and not all(done):
+        n = min(run.steps, remaining)
+        t0 = time.perf_counter()
+        got = run.run(tokens, n)
+        st.decode_s += time.perf_counter() - t0
+        for j in range(n):
+            step = []
+            for r, row in enumerate(got):
+                if done[r]:
+                    continue
+                history[r].append(row[j])
+                step.append((r, row[j]))
+                done[r] = row[j] in stop
+            st.decode_steps += 1
+            st.new_tokens += len(step)
+            yield step
+            if all(done):
+                return
+        tokens = [row[n - 1] for row in got]
+        remaining -= n
+
+
 def _stack_rows(rows: list[GPUArray]) -> GPUArray:
     from pygpukit.creation import empty
 
@@ -331,11 +434,13 @@ def generate(
     speculative: Any = None,
     draft_tokens: int | None = None,
     min_p: float = 0.0,
+    steps_per_sync: int = 1,
 ) -> list[int] | list[list[int]]:
     """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
     graph: CUDA-graph decode steps; speculative ("ngram" or a draft model) and draft_tokens:
     speculative decoding of one prompt (see stream_batch); min_p: drop tokens whose probability
-    is below min_p times the top one (0: off), as SamplingParams."""
+    is below min_p times the top one (0: off), as SamplingParams; steps_per_sync: greedy steps
+    a host round trip (see stream_batch)."""
     args = _gen_args.check(input_ids, max_new_tokens, max_seq_len, stop_token_ids)
     prompts, single = args.prompts, args.single
     params = SamplingParams(temperature, top_k, top_p, repetition_penalty, seed, min_p)
@@ -352,6 +457,7 @@ def generate(
         graph=graph,
         speculative=speculative,
         draft_tokens=draft_tokens,
+        steps_per_sync=steps_per_sync,
     ):
         for r, t in step:
             outs[r].append(t)

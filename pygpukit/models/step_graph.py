@@ -11,7 +11,7 @@ the model's cache; the chat session captures one over its own cache.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,8 +25,40 @@ from pygpukit.graphs import CUDAGraph
 if TYPE_CHECKING:
     from pygpukit.models.kv_cache import StaticKVCache
     from pygpukit.models.transformer import CausalTransformerModel
+    from pygpukit.runtime import Device
 
-__all__ = ["StepGraph"]
+__all__ = ["StepGraph", "capture", "check_capturable"]
+
+
+def check_capturable(dev: Device, who: str) -> None:
+    """Raise CaptureError off a GPU and RuntimeError inside another capture on this thread."""
+    if dev.type != "cuda":
+        raise CaptureError(f"CUDA graphs are not available on the {dev.type.upper()} device")
+    if runtime.capture_pool(dev) is not None:  # the warm-up would be recorded there
+        raise RuntimeError(
+            f"{who}: this thread is already capturing a CUDA graph on {dev}; make it outside "
+            "that capture"
+        )
+
+
+def capture(dev: Device, body: Callable[[], Any], what: str) -> CUDAGraph:
+    """body() run once on the caller's stream (the warm-up: kernels compile), then recorded in a
+    new CUDA graph on a stream of its own. A CaptureError raised while recording means the body
+    can never be captured (a host read), which no retry changes: raised as CaptureError;
+    anything else (out of memory, a CaptureError from the warm-up, whose stream another library
+    may be capturing) as RuntimeError."""
+    graph = CUDAGraph(dev)
+    recording = False
+    try:
+        body()
+        with graph.capture():
+            recording = True
+            body()
+    except Exception as exc:
+        graph.reset()
+        kind = CaptureError if recording and isinstance(exc, CaptureError) else RuntimeError
+        raise kind(f"the decode {what} could not be captured: {exc}") from exc
+    return graph
 
 
 class StepGraph:
@@ -50,36 +82,19 @@ class StepGraph:
         from pygpukit.models.transformer import DECODE_TOKENS
 
         dev = model.device
-        if dev.type != "cuda":
-            raise CaptureError(f"CUDA graphs are not available on the {dev.type.upper()} device")
+        check_capturable(dev, "StepGraph")
         if not 1 <= rows <= cache.batch_size:
             raise ValueError(f"StepGraph: rows must be in 1..{cache.batch_size}, got {rows}")
         if not 1 <= tokens <= DECODE_TOKENS:
             raise ValueError(f"StepGraph: tokens must be in 1..{DECODE_TOKENS}, got {tokens}")
-        if runtime.capture_pool(dev) is not None:  # its warm-up would be recorded there
-            raise RuntimeError(
-                f"StepGraph: this thread is already capturing a CUDA graph on {dev}; make the "
-                "step graph outside that capture"
-            )
         ids = zeros((rows, tokens), "int64", dev)
         pos = from_numpy(np.tile(np.arange(tokens, dtype=np.int64), (rows, 1)), device=dev)
         marks = from_numpy(np.array([[0] * rows, [tokens] * rows], np.int32), device=dev)
-        graph = CUDAGraph(dev)
-        recording = False
-        try:
-            model.forward_device_step(ids, pos, marks, cache)  # the warm-up, on the caller's stream
-            with graph.capture():  # a new stream: nothing runs there
-                recording = True
-                logits = model.forward_device_step(ids, pos, marks, cache)
-        except Exception as exc:
-            graph.reset()
-            # A CaptureError raised while recording the step on graph's own stream: the step
-            # cannot be recorded (a host read), which no retry changes. Anything else may pass:
-            # out of memory, or a CaptureError from the warm-up, whose stream (the caller's)
-            # another library may be capturing at this moment.
-            fixed = recording and isinstance(exc, CaptureError)
-            kind = CaptureError if fixed else RuntimeError
-            raise kind(f"the decode step could not be captured: {exc}") from exc
+        out: list[GPUArray] = []
+        graph = capture(
+            dev, lambda: out.append(model.forward_device_step(ids, pos, marks, cache)), "step"
+        )
+        logits = out[-1]
         self.cache = cache
         self.rows = rows
         self.tokens = tokens

@@ -33,6 +33,7 @@ from pygpukit.models.weights import LayerWeights, ModelWeights
 from pygpukit.runtime import Device
 
 if TYPE_CHECKING:
+    from pygpukit.models.decode_loop import GreedyRun
     from pygpukit.models.step_graph import StepGraph
 
 __all__ = ["CausalTransformerModel"]
@@ -73,7 +74,8 @@ class CausalTransformerModel:
         self._positions: GPUArray | None = None
         # Captured decode steps of self.cache by row count, or why one cannot be captured; the
         # cache setter drops them, so they never outlive or point past the model's cache.
-        self._step_graphs: dict[tuple[int, int, bool], StepGraph | str] = {}  # (rows, tokens, mode)
+        # (rows, tokens, mode): step graphs; (rows, -steps, mode): greedy runs (models.decode_loop)
+        self._step_graphs: dict[tuple[int, int, bool], StepGraph | GreedyRun | str] = {}
         self._cache: StaticKVCache | None = None
 
     @property
@@ -129,12 +131,25 @@ class CausalTransformerModel:
         was recorded in."""
         from pygpukit.models.step_graph import StepGraph
 
+        if self.cache is not None and not 1 <= rows <= self.cache.batch_size:
+            raise ValueError(f"step_graph: rows must be in 1..{self.cache.batch_size}, got {rows}")
+        key = (rows, tokens, determinism.is_deterministic())
+        return self._kept_graph(key, rows, lambda c: StepGraph(self, c, rows, tokens))
+
+    def greedy_run(self, rows: int, steps: int) -> GreedyRun:
+        """``steps`` greedy decode steps of rows 0..rows-1 of the model's own cache captured in
+        one CUDA graph (models.decode_loop), kept with the step graphs under the same rules
+        (capture before the prefill; a CaptureError is remembered)."""
+        from pygpukit.models.decode_loop import GreedyRun
+
+        key = (rows, -steps, determinism.is_deterministic())  # negative: not a step graph's
+        return self._kept_graph(key, rows, lambda c: GreedyRun(self, c, rows, steps, graph=True))
+
+    def _kept_graph(self, key: tuple[int, int, bool], rows: int, make: Any) -> Any:
+        """The graph kept under key, or make(cache)'s, kept (step_graph's rules)."""
         cache = self.cache
         if cache is None:
             raise RuntimeError("the model has no cache: ensure_cache() first")
-        if rows < 1 or rows > cache.batch_size:
-            raise ValueError(f"step_graph: rows must be in 1..{cache.batch_size}, got {rows}")
-        key = (rows, tokens, determinism.is_deterministic())
         got = self._step_graphs.get(key)
         if isinstance(got, str):
             raise CaptureError(got)
@@ -150,7 +165,7 @@ class CausalTransformerModel:
                 "first slots of each: capture before the prefill"
             )
         try:
-            got = StepGraph(self, cache, rows, tokens)
+            got = make(cache)
         except CaptureError as exc:
             self._step_graphs[key] = str(exc)  # fixed for this model
             raise
@@ -396,9 +411,14 @@ class CausalTransformerModel:
             # GPT2MLP: c_proj(act(c_fc(x))), gelu_new = the tanh approximation
             a = ops.linear(h, lw.w_fc, lw.b_fc, activation=self.config.activation)
             return ops.linear(a, lw.w_proj, lw.b_proj)
-        assert lw.w_gate is not None and lw.w_up is not None and lw.w_down is not None
-        # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))
-        a = ops.silu_mul(linear(h, lw.w_gate), linear(h, lw.w_up))
+        assert lw.w_gate_up is not None and lw.w_down is not None
+        # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)), gate and up stacked by rows
+        if isinstance(lw.w_gate_up, GPUArray):
+            a = ops.linear_silu_mul(h, lw.w_gate_up)
+        else:
+            gu = linear(h, lw.w_gate_up)
+            i = gu.shape[-1] // 2
+            a = ops.silu_mul(gu[..., :i], gu[..., i:])
         return linear(a, lw.w_down)
 
     # ----- the 0.2.x generate ----------------------------------------------------------------
@@ -418,8 +438,8 @@ class CausalTransformerModel:
         with this model first: the same loop, so the same tokens. ``input_ids``: one sequence
         (list of ints) or a batch (list of lists, lengths may differ). temperature 0 is greedy.
         Extra keywords (repetition_penalty, seed, min_p, stop_token_ids, max_seq_len, stats,
-        graph, speculative, draft_tokens) go through. use_cache=False re-runs the whole sequence
-        every step (slow; kept for the old call form and checks).
+        graph, speculative, draft_tokens, steps_per_sync) go through. use_cache=False re-runs
+        the whole sequence every step (slow; kept for the old call form and checks).
         """
         from pygpukit.models.generation import generate as _generate
 

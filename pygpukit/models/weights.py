@@ -5,7 +5,9 @@ layout (a safetensors file or index, or the GGUF reader, which renames and dequa
 parameter the loader converts the dtype on the host, one tensor at a time (so peak host memory is
 one tensor, not the model), and copies it to the device through the pool. q, k and v projections
 are concatenated into one ``wqkv`` [(H + 2 Hkv) * head_dim, hidden] so attention does one GEMM
-(gpt-fast's layout); GPT-2's Conv1D weights [in, out] are transposed to [out, in].
+(gpt-fast's layout), and a gated MLP's gate and up projections into one ``w_gate_up``
+[2 * intermediate, hidden] (gp.linear_silu_mul: one product, or one fused GEMV at decode);
+GPT-2's Conv1D weights [in, out] are transposed to [out, in].
 
 Linear weights may stay quantized (``quantize``): "stored" keeps a GGUF file's block formats as
 stored (q8_0 ... q6_k, q2_k, q3_k; the kernels of pygpukit/ops/gguf.py read them in place, and the
@@ -65,9 +67,8 @@ class LayerWeights:
     q_norm: GPUArray | None = None
     k_norm: GPUArray | None = None
     mlp_norm_bias: GPUArray | None = None
-    # gated MLP (Llama/Qwen): down(silu(gate(x)) * up(x))
-    w_gate: Weight | None = None
-    w_up: Weight | None = None
+    # gated MLP (Llama/Qwen): down(silu(gate(x)) * up(x)); gate and up stacked by rows
+    w_gate_up: Weight | None = None
     w_down: Weight | None = None
     # dense MLP (GPT-2): proj(act(fc(x) + b_fc)) + b_proj
     w_fc: GPUArray | None = None
@@ -296,8 +297,13 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
         if c.is_moe_layer(i):
             _load_experts(r, c, p, lw)
         else:
-            lw.w_gate = r.linear(p + "mlp.gate_proj.weight", (c.intermediate_size, hd))
-            lw.w_up = r.linear(p + "mlp.up_proj.weight", (c.intermediate_size, hd))
+            lw.w_gate_up = r.stacked(
+                [
+                    (p + "mlp.gate_proj.weight", (c.intermediate_size, hd)),
+                    (p + "mlp.up_proj.weight", (c.intermediate_size, hd)),
+                ],
+                p + "mlp.gate_up",
+            )
             lw.w_down = r.linear(p + "mlp.down_proj.weight", (hd, c.intermediate_size))
         layers.append(lw)
     final_norm = r.get("model.norm.weight", (hd,))

@@ -8,6 +8,12 @@ the float64 product of x with the (dequantized) weight, rounded once.
   dims of x multiplied: decode, speculative verification). Larger products belong to
   ``gp.linear`` (cuBLASLt); linear itself can hand small-M products to this kernel through the
   measured crossover table in pygpukit/backends/native/matmul.py.
+- ``linear_silu_mul(x, w_gate_up)``: silu(x @ Wg^T) * (x @ Wu^T) for the stacked [Wg; Wu]
+  weight [2I, K] of a gated (SwiGLU) MLP, any floating dtype. With at most DENSE_GEMV_MAX_ROWS
+  rows of float16/bfloat16 x on CUDA outside the deterministic mode (``decode_gemv``) it is
+  one fused GEMV (op linear_silu_mul): float32 sums, silu(g) * u in float32, one rounding.
+  Otherwise gp.linear then gp.silu_mul on the two halves (g and u rounded to x's dtype first),
+  which is what the deterministic mode's batch invariance needs.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
   to QGEMV_MAX_ROWS[format] rows (the routing table's measured crossover) take the decode GEMV
@@ -41,13 +47,15 @@ from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
 from pygpukit.routing.table import (
+    DENSE_GEMV_MAX_K,
+    DENSE_GEMV_MAX_ROWS,
     QDENSE_MIN_ROWS,
     QGEMV_MAX_ROWS,
     QUANT_CAPABILITY,
     W8A8_MAX_ROWS,
 )
 
-__all__ = ["gemv", "linear_quantized", "GEMV_MAX_ROWS"]
+__all__ = ["gemv", "linear_quantized", "linear_silu_mul", "GEMV_MAX_ROWS"]
 
 GEMV_MAX_ROWS = 16
 _HALF = ("float16", "bfloat16")
@@ -104,6 +112,54 @@ def gemv(
     _bias_checks(op, bias, x, n)
     chk.out_arg(op, out, (*x.shape[:-1], n), x.dtype)
     return run(op, (x, weight, bias), {}, out=out)
+
+
+def decode_gemv(x: GPUArray, weight: GPUArray) -> bool:
+    """Whether gp.linear / gp.linear_silu_mul hand x @ weight^T to the dense decode GEMV: at
+    most DENSE_GEMV_MAX_ROWS rows, x and weight of one dtype (float16 or bfloat16), K % 8 == 0
+    and K <= DENSE_GEMV_MAX_K (its K tiles are unrolled), on CUDA, outside the deterministic
+    mode (there every row count takes the same fixed-tile GEMM)."""
+    k = x.shape[-1] if x.ndim else 0
+    return (
+        x.device.type == "cuda"
+        and x.dtype.name in _HALF
+        and weight.dtype is x.dtype
+        and 0 < k <= DENSE_GEMV_MAX_K
+        and k % 8 == 0
+        and math.prod(x.shape[:-1]) <= DENSE_GEMV_MAX_ROWS
+        and not determinism.is_deterministic()
+    )
+
+
+def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+    """silu(x @ w_gate_up[:I]^T) * (x @ w_gate_up[I:]^T): x [..., K], w_gate_up [2I, K] (the
+    gate rows, then the up rows) of x's floating dtype. Returns [..., I] (or out=)."""
+    op = "linear_silu_mul"
+    chk.array(op, "x", x)
+    chk.array(op, "w_gate_up", w_gate_up)
+    chk.floating(op, "x", x)
+    if w_gate_up.ndim != 2 or w_gate_up.shape[0] % 2 or x.ndim < 1:
+        raise ValueError(
+            f"{op}: w_gate_up must be [2 * intermediate, in_features] (gate rows, then up rows) "
+            f"and x [..., in_features]; got w_gate_up {chk.desc(w_gate_up)}, x {chk.desc(x)}"
+        )
+    i2, k = w_gate_up.shape
+    if x.shape[-1] != k:
+        raise ValueError(
+            f"{op}: x has {chk.desc(x)} but must be [..., {k}] (w_gate_up's in_features)"
+        )
+    if w_gate_up.dtype is not x.dtype:
+        raise TypeError(f"{op}: w_gate_up has {chk.desc(w_gate_up)} but x has dtype {x.dtype.name}")
+    if x.device != w_gate_up.device:
+        raise ValueError(f"{op}: x is on {x.device} but w_gate_up is on {w_gate_up.device}")
+    chk.out_arg(op, out, (*x.shape[:-1], i2 // 2), x.dtype)
+    if decode_gemv(x, w_gate_up):
+        return run(op, (x, w_gate_up), {}, out=out)
+    from pygpukit.ops.activation import silu_mul
+    from pygpukit.ops.matmul import linear
+
+    h = linear(x, w_gate_up)
+    return silu_mul(h[..., : i2 // 2], h[..., i2 // 2 :], out=out)
 
 
 def linear_quantized(

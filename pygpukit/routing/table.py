@@ -88,6 +88,13 @@ _QUANT_OPERANDS = {
 # the mixed-input GEMM (qgemm_<format>: fp8 34 us at 32 rows against the GEMV's 64; int4 and
 # nvfp4 catch up with their GEMV later: 51 vs 67 us and 69 vs 74 us at 64 rows).
 QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
+# gp.linear and gp.linear_silu_mul (pygpukit/ops/matmul.py) hand x with at most DENSE_GEMV_MAX_ROWS
+# rows (batch-1 decode) to the dense decode GEMV (ops gemv / linear_silu_mul: the Triton kernel
+# with programmatic dependent launch) on CUDA outside the deterministic mode, else cuBLASLt
+# (and silu_mul on its output). Measured in a graph-replayed decode step on an H200
+# (BENCHMARKS.md "GEMV"); 0 turns the diversion off.
+DENSE_GEMV_MAX_ROWS = 1
+DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values each)
 # ... and from QDENSE_MIN_ROWS rows on, the weight is dequantized into x's dtype for the call and
 # gp.linear (cuBLASLt) runs the product: once the product is compute-bound the mainloop's
 # dequantization costs more than one pass over W (256 rows: int4 112 us dense vs 121 in the
@@ -307,11 +314,20 @@ _ROUTES: list[OpRoute] = [
     # after the native kernel, the mixed-input GEMM of backends/triton_kernels/qgemm.py, which
     # serves them under the deterministic mode (one tile: batch invariant) and where the native
     # extension is not built.
+    # The dense GEMV: the Triton kernel (programmatic dependent launch on sm_90+; a row does not
+    # depend on the other rows) before the native one; linear_silu_mul is its gated twin.
     _entry(
         "gemv",
         "gemv",
+        Candidate("triton", dtypes=_GEMV_IO),
         Candidate("native", dtypes=_GEMV_IO, min_capability=(8, 0), invariant=_NOT_INVARIANT),
         Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+    ),
+    _entry(
+        "linear_silu_mul",
+        "gemv",
+        Candidate("triton", dtypes=_GEMV_IO),
+        Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
     ),
     *(
         _entry(

@@ -26,7 +26,7 @@ def _linears(m: object) -> list[object]:
     w = m.weights  # type: ignore[attr-defined]
     out: list[object] = [w.lm_head]
     for lw in w.layers:
-        out += [lw.wqkv, lw.wo, lw.w_gate, lw.w_up, lw.w_down]
+        out += [lw.wqkv, lw.wo, lw.w_gate_up, lw.w_down]
     return out
 
 
@@ -89,7 +89,7 @@ def test_quantize_at_load_matches_dequantized_twin(fmt: str) -> None:
     twin = load_model(FIXTURES / "llama", dtype="float32", device="cpu")
     assert isinstance(q.weights.embed_tokens, gp.GPUArray)  # the table stays dense
     for lq, lt in zip(q.weights.layers, twin.weights.layers, strict=True):
-        for name in ("wqkv", "wo", "w_gate", "w_up", "w_down"):
+        for name in ("wqkv", "wo", "w_gate_up", "w_down"):
             qw = getattr(lq, name)
             assert isinstance(qw, gp.QuantizedWeight) and qw.format == fmt
             setattr(lt, name, from_numpy(qw.dequantize().astype(np.float32), device="cpu"))
@@ -106,7 +106,7 @@ def test_w8a8_at_load_stores_the_fp8_weights() -> None:
     a = load_model(FIXTURES / "llama", dtype="bfloat16", device="cpu", quantize="w8a8")
     b = load_model(FIXTURES / "llama", dtype="bfloat16", device="cpu", quantize="fp8")
     for la, lb in zip(a.weights.layers, b.weights.layers, strict=True):
-        for name in ("wqkv", "wo", "w_gate", "w_up", "w_down"):
+        for name in ("wqkv", "wo", "w_gate_up", "w_down"):
             qa, qb = getattr(la, name), getattr(lb, name)
             assert (qa.format, qa.block, qb.block) == ("w8a8", 0, 0)
             assert (
@@ -176,7 +176,7 @@ def test_quantized_graph_replay_equals_eager(tmp_path: Path, kind: str) -> None:
         assert isinstance(m.weights.layers[0].w_down, gp.QuantizedWeight)
     else:
         m = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda:0", quantize=kind)
-        assert m.weights.layers[0].w_up.format == kind
+        assert m.weights.layers[0].w_gate_up.format == kind
     prompts = [golden("llama")["prompts"][0], list(range(5, 40))]
     kw: dict = {"max_new_tokens": 24, "temperature": 0, "stop_token_ids": ()}
     graph = m.generate(prompts, **kw)

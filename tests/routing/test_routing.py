@@ -106,10 +106,12 @@ def test_forced_route_that_cannot_serve_raises_naming_the_constraint() -> None:
             r"forces native, which cannot serve this call: device cpu",
         ):
             gp.rmsnorm(x, w)
-    with gp.route(gemv="triton"):
-        with pytest.raises(gp.RouteError, match="forces triton, which is not a backend for gemv"):
-            h = x.astype("float16")
-            gp.gemv(h, h)
+    with gp.route(matmul_fp8="triton"):
+        with pytest.raises(
+            gp.RouteError, match="forces triton, which is not a backend for matmul_fp8"
+        ):
+            q, s = gp.quantize_fp8(gp.ones((16, 16), device="cpu"))
+            gp.matmul_fp8(q, q, scale_a=s, scale_b=s)
     # a failed forced call leaves the runtime usable
     assert gp.rmsnorm(x, w).shape == (3, 8)
 

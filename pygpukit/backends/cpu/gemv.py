@@ -39,6 +39,7 @@ __all__ = [
     "dequantize_int4_weight",
     "dequantize_nvfp4_weight",
     "gemv",
+    "linear_silu_mul",
     "gemv_fp8",
     "gemv_int4",
     "gemv_nvfp4",
@@ -205,6 +206,15 @@ def _product(x: Array, w64: Array, bias: Array | None) -> Array:
 def gemv(x: Array, w: Array, bias: Array | None = None) -> Array:
     """x [..., K] @ w[N, K]^T (+ bias) in float64, rounded once to x's dtype."""
     return _product(x, np.asarray(w).astype(_F64), bias)
+
+
+def linear_silu_mul(x: Array, w: Array) -> Array:
+    """silu(x @ w[:I]^T) * (x @ w[I:]^T) for w [2I, K], float64, rounded once to x's dtype."""
+    x = np.asarray(x)
+    h = x.astype(_F64) @ np.asarray(w).astype(_F64).T
+    i = h.shape[-1] // 2
+    g = h[..., :i]
+    return round_to(g / (1.0 + np.exp(-g)) * h[..., i:], x.dtype)
 
 
 def gemv_fp8(

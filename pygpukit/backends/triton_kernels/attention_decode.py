@@ -47,11 +47,12 @@ from typing import NamedTuple
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from pygpukit import determinism
 from pygpukit.backends._support.scratch import decode_workspace, key_splits
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
-from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 from pygpukit.backends.triton_kernels.kv_write import kv_cache_write  # the family's other op
 
 __all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
@@ -280,8 +281,10 @@ def _decode_fwd(
     GROUP: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
-    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr,
+    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
 ):  # fmt: skip
+    if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
+        gdc_launch_dependents()
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
     tile = pid % TILES
@@ -538,7 +541,8 @@ def _sdpa_decode(
         PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
-        BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed, num_warps=pl.num_warps,
+        BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
+        RELEASE=pdl_enabled(q.device) and (fuse or pl.splits == 1), num_warps=pl.num_warps,
         num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:

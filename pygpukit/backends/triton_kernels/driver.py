@@ -13,6 +13,13 @@ installed they still run on ``gp.current_stream()``.
 - Under ``TRITON_INTERPRET=1`` kernels run in Triton's NumPy interpreter on CPU-device arrays:
   pygpukit's host memory is handed to the interpreter in place (no copies), through a small
   adapter that provides the tensor methods the interpreter calls.
+- Programmatic dependent launch (sm_90+, ``pdl_enabled``): a kernel launched with
+  ``launch_pdl=True`` may start while the kernel before it on the stream is finishing, once that
+  one has released it (``gdc_launch_dependents``) or ended. Such a kernel must call ``gdc_wait``
+  before it reads anything an earlier kernel of the stream writes, and before it writes anything
+  (the decode GEMV of gemv_dense.py; the kernels ahead of it release it early: norm.py's
+  contiguous RMSNorm, attention_decode.py's split-key kernel). These launches take the Python
+  fast path (the native one passes no launch attributes).
 """
 
 from __future__ import annotations
@@ -31,7 +38,28 @@ from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends.triton_kernels import interpreting
 
-__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir"]
+__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir", "pdl_enabled", "set_pdl"]
+
+# Programmatic dependent launch: on where the device supports it (sm_90+); PYGPUKIT_PDL=0 (read
+# at import) or set_pdl(False) turns it off (the same results; only the timing changes).
+_pdl_on = [os.environ.get("PYGPUKIT_PDL", "1") != "0"]
+_pdl_devices: dict[int, bool] = {}
+
+
+def set_pdl(on: bool) -> None:
+    """Turn programmatic dependent launch on or off for later launches (benchmarks)."""
+    _pdl_on[0] = bool(on)
+
+
+def pdl_enabled(device: runtime.Device) -> bool:
+    """Whether kernels on ``device`` use programmatic dependent launch (and its release)."""
+    if not _pdl_on[0] or device.type != "cuda":
+        return False
+    got = _pdl_devices.get(device.index)
+    if got is None:
+        props = _core.device_properties(device.index)
+        got = _pdl_devices[device.index] = int(props["major"]) >= 9
+    return got
 
 
 def cache_dir() -> Path:
@@ -466,7 +494,7 @@ class _InterpTensor:
 
 
 # Launch keywords that are compile options, not kernel parameters: the interpreter takes none.
-_COMPILE_OPTIONS = frozenset({"num_warps", "num_stages", "enable_fp_fusion"})
+_COMPILE_OPTIONS = frozenset({"num_warps", "num_stages", "enable_fp_fusion", "launch_pdl"})
 
 
 def _launch_interpreted(

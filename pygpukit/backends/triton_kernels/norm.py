@@ -25,6 +25,7 @@ from typing import Any
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from pygpukit.backends.triton_kernels._common import (
     GPUArray,
@@ -39,7 +40,7 @@ from pygpukit.backends.triton_kernels._common import (
     rsqrt_rn,
 )
 from pygpukit.backends.triton_kernels.copy import contiguous, copy
-from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 
 __all__ = ["layernorm", "rmsnorm"]
 
@@ -98,9 +99,12 @@ def _rms_kernel(
 def _rms_contig_kernel(
     X, W, R, Y, H, M, N, eps,
     HAS_RES: tl.constexpr, CT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    RELEASE: tl.constexpr,
 ):  # fmt: skip
     # The hot case (contiguous rows held in registers) with 8 runtime arguments instead of 19:
     # on decode-sized rows the host cost of a launch grows with its argument count.
+    if RELEASE:  # the next kernel (a decode GEMV) may launch and stream its weights now
+        gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     off = rows.to(tl.int64)[:, None] * N
     cols = tl.arange(0, BLOCK_N)[None, :]
@@ -207,7 +211,7 @@ def rmsnorm(
                 _rms_contig_kernel, (cdiv(m, bm),),
                 x, weight, x if residual is None else residual, y, h, m, n, float(eps),
                 HAS_RES=residual is not None, CT=compute_tl(rd), BLOCK_M=bm, BLOCK_N=bn,
-                num_warps=warps,
+                RELEASE=pdl_enabled(x._device), num_warps=warps,
             )  # fmt: skip
         else:
             _rms_general(x, weight, residual, y, h, m, n, eps, rd, bm, bn, warps, single)

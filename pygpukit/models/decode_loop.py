@@ -1,0 +1,119 @@
+"""Several greedy decode steps per host round trip (``generate(..., steps_per_sync=k)``).
+
+A decode step on its own ends with the host: the next token is read back (argmax's ids), checked
+against the stop tokens, and written into the next step's inputs. At batch 1 on a small model
+that round trip is a tenth of the step (BENCHMARKS.md "Decode end to end"). ``GreedyRun`` keeps
+k steps on the device: each step's argmax is written straight into the next step's token id,
+and its position and cache write marks advance by one on the device, so the k steps are one
+CUDA graph (captured like models.step_graph's single step) and the host reads the k tokens of
+each row once, at the end.
+
+Stop tokens are checked by the host on those k tokens: a row that stopped inside the run keeps
+decoding on the device until the run ends, and the tokens after its stop are dropped, so the
+output is the same as with one step a sync (the cache slots past a stop are never read). The
+steps are the kernels of the single step (forward_device_step, then gp.argmax), so the tokens
+are those of ``steps_per_sync=1``, in a graph or eager. Greedy decoding only: sampling draws
+from counters the host keeps per step (models/sampling.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pygpukit import ops, runtime
+from pygpukit.creation import from_numpy, zeros
+from pygpukit.graphs import CUDAGraph
+from pygpukit.models.step_graph import capture, check_capturable
+
+if TYPE_CHECKING:
+    from pygpukit.models.kv_cache import StaticKVCache
+    from pygpukit.models.transformer import CausalTransformerModel
+
+__all__ = ["GreedyRun"]
+
+
+class GreedyRun:
+    """``steps`` greedy decode steps of cache rows 0..rows-1 with no host in between.
+
+    With ``graph`` the steps are captured once in a CUDA graph (construction runs them once
+    first, writing the first ``steps`` cache slots of those rows: make it before the prefill,
+    as a StepGraph); otherwise ``run`` launches them eagerly (the CPU device, graph=False).
+    ``run(tokens, n)`` feeds each row's last token at that row's cached length and returns the
+    next ``n`` tokens of each row (n <= steps). A last run of fewer steps replays the whole
+    graph and keeps n tokens where the cache has room for all ``steps`` (the generation loop
+    sizes it so), else it runs its n steps eagerly.
+    """
+
+    def __init__(
+        self,
+        model: CausalTransformerModel,
+        cache: StaticKVCache,
+        rows: int,
+        steps: int,
+        graph: bool,
+    ) -> None:
+        if not 1 <= rows <= cache.batch_size:
+            raise ValueError(f"GreedyRun: rows must be in 1..{cache.batch_size}, got {rows}")
+        if steps < 1:
+            raise ValueError(f"GreedyRun: steps must be >= 1, got {steps}")
+        dev = model.device
+        self.model, self.cache, self.rows, self.steps = model, cache, rows, steps
+        self.ids = zeros((rows, 1), "int64", dev)
+        self.pos = zeros((rows, 1), "int64", dev)
+        self.marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
+        self.out = zeros((steps, rows), "int64", dev)  # row j: step j's token of every row
+        self.graph: CUDAGraph | None = None
+        if graph:
+            self._capture()
+        self.partition_id = runtime.current_stream(dev).partition_id
+
+    def _step(self, j: int) -> None:
+        """Step j: logits of the current ids, their argmax into out[j] and the next ids, and
+        the position and write marks one further."""
+        logits = self.model.forward_device_step(self.ids, self.pos, self.marks, self.cache)
+        ops.argmax(logits.reshape(self.rows, logits.shape[-1]), axis=-1, out=self.out[j])
+        self.ids.reshape(self.rows)[...] = self.out[j]
+        ops.add(self.pos, 1, out=self.pos)
+        ops.add(self.marks, 1, out=self.marks)
+
+    def _capture(self) -> None:
+        dev = self.model.device
+        check_capturable(dev, "GreedyRun")
+
+        def body() -> None:
+            for j in range(self.steps):
+                self._step(j)
+
+        self.graph = capture(dev, body, "greedy run")
+        self._tables = (self.model._rope, self.model._positions)  # read by the graph
+
+    def run(self, tokens: list[int], n: int) -> list[list[int]]:
+        """Feed ``tokens`` (one a row) and decode ``n`` steps; the tokens [row][step]."""
+        rows = self.rows
+        if len(tokens) != rows:
+            raise ValueError(f"GreedyRun.run: {rows} token(s) expected, got {len(tokens)}")
+        if not 1 <= n <= self.steps:
+            raise ValueError(f"GreedyRun.run: n must be in 1..{self.steps}, got {n}")
+        lengths = self.cache.lengths[:rows]
+        for r in range(rows):
+            self.cache.check_room(r, n)
+        start = lengths.copy()
+        self.ids[:] = np.asarray(tokens, np.int64)[:, None]
+        self.pos[:] = start[:, None]
+        self.marks[:] = np.stack([start, start + 1]).astype(np.int32)
+        room = int(self.cache.max_seq_len - int(lengths.max()))
+        if self.graph is not None and room >= self.steps:
+            self.graph.replay(runtime.current_stream(self.model.device))
+        else:
+            for j in range(n):
+                self._step(j)
+        got = self.out[:n].to_numpy()  # the one wait of the run
+        lengths += n
+        return got.T.tolist()  # type: ignore[no-any-return]
+
+    def reset(self) -> None:
+        """Release the graph and the memory it keeps."""
+        if self.graph is not None:
+            self.graph.reset()

@@ -1,0 +1,81 @@
+"""Greedy decode steps run on the device between host round trips (steps_per_sync,
+models/decode_loop.py): the tokens of one step a sync at every k, with rows of different
+lengths, a stop token inside a run, and a last run shorter than k; bad arguments named; on a
+GPU the k steps replay from one CUDA graph, in both determinism modes."""
+
+from __future__ import annotations
+
+import pytest
+
+import pygpukit as gp
+from pygpukit.models import GenerationStats, load_model
+
+from ._util import FIXTURES, golden
+
+KW = {"temperature": 0, "stop_token_ids": ()}
+
+
+def _prompts() -> list[list[int]]:
+    g = golden("llama")["prompts"]
+    return [g[0], g[1][:5], g[0][:2]]
+
+
+@pytest.mark.parametrize("k", [2, 5, 13, 40])
+def test_tokens_equal_one_step_a_sync(k: int) -> None:
+    """13 new tokens: 12 decode steps, so k = 5 ends with a run of 2 and k = 40 is one short
+    run; the stats count the same steps and tokens."""
+    model = load_model(FIXTURES / "llama", device="cpu")
+    st1, stk = GenerationStats(), GenerationStats()
+    want = model.generate(_prompts(), 13, stats=st1, **KW)
+    got = model.generate(_prompts(), 13, stats=stk, steps_per_sync=k, **KW)
+    assert got == want
+    assert (stk.decode_steps, stk.new_tokens) == (st1.decode_steps, st1.new_tokens) == (12, 39)
+    assert stk.decode_mode.startswith(f"eager, {k} greedy steps a sync")
+
+
+def test_stop_token_inside_a_run() -> None:
+    """Row 0 stops at its 6th new token, inside the second run of 4: the same outputs (the
+    steps after the stop are dropped) and the other rows go on."""
+    model = load_model(FIXTURES / "llama", device="cpu")
+    free = model.generate(_prompts(), 14, **KW)
+    stop = free[0][len(_prompts()[0]) + 5]
+    kw = {"temperature": 0, "stop_token_ids": (stop,)}
+    want = model.generate(_prompts(), 14, **kw)
+    assert model.generate(_prompts(), 14, steps_per_sync=4, **kw) == want
+    assert want[0][-1] == stop and len(want[0]) <= len(free[0])
+
+
+def test_bad_arguments_name_the_problem() -> None:
+    model = load_model(FIXTURES / "llama", device="cpu")
+    p = _prompts()[0]
+    with pytest.raises(ValueError, match="steps_per_sync must be >= 1, got 0"):
+        model.generate(p, 4, steps_per_sync=0, **KW)
+    for bad in (2.0, True, "4"):
+        with pytest.raises(TypeError, match="steps_per_sync must be an int >= 1"):
+            model.generate(p, 4, steps_per_sync=bad, **KW)
+    with pytest.raises(ValueError, match="needs temperature 0 and repetition_penalty 1"):
+        model.generate(p, 4, steps_per_sync=4, temperature=0.7)
+    with pytest.raises(ValueError, match="needs temperature 0 and repetition_penalty 1"):
+        model.generate(p, 4, steps_per_sync=4, repetition_penalty=1.2, **KW)
+    with pytest.raises(ValueError, match="do not combine"):
+        model.generate(p, 4, steps_per_sync=4, speculative="ngram", **KW)
+    with pytest.raises(ValueError, match="needs the KV cache"):
+        model.generate(p, 4, steps_per_sync=4, use_cache=False, **KW)
+    assert model.generate(p, 4, steps_per_sync=4, **KW) == model.generate(p, 4, **KW)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
+def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
+    """bfloat16 on CUDA: 8 steps a replay of one graph give the tokens of the one-step graph
+    (30 new tokens: three full runs and a last run of 5 of its 8 steps)."""
+    if gp.device_count() == 0:
+        pytest.skip("no CUDA device")
+    model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
+    with gp.deterministic(det):
+        want = model.generate(_prompts(), 30, **KW)
+        st = GenerationStats()
+        got = model.generate(_prompts(), 30, steps_per_sync=8, stats=st, **KW)
+        again = model.generate(_prompts(), 30, steps_per_sync=8, **KW)
+    assert st.decode_mode.startswith("CUDA graph replay") and "8 greedy steps" in st.decode_mode
+    assert got == want == again

@@ -1,0 +1,93 @@
+"""The Triton dense decode GEMV and its gated twin (backends/triton_kernels/gemv_dense.py):
+x @ W^T + bias and silu(x @ Wg^T) * (x @ Wu^T) against float64, at K below, at and across the
+1024-value K tile (a partial last tile), N with a partial column block, several rows, strided x,
+a strided bias, out as a column slice of a poisoned array; a row's bits do not depend on the
+other rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+
+from _assert import assert_close
+from _tkutil import GPU, poisoned, up
+
+from pygpukit.backends.triton_kernels import gemv_dense
+
+HALF = ["float16", pytest.param("bfloat16", marks=GPU)]
+
+
+def _silu_mul(h: np.ndarray) -> np.ndarray:
+    i = h.shape[-1] // 2
+    g = h[..., :i]
+    out: np.ndarray = g / (1.0 + np.exp(-g)) * h[..., i:]
+    return out
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056)])
+def test_gemv_against_float64(device: str, dtype: str, m: int, n: int, k: int) -> None:
+    rng = np.random.default_rng(n + k)
+    w = up(rng.standard_normal((n, k)) / np.sqrt(k), device).astype(dtype)
+    x = up(rng.standard_normal((m, k)), device).astype(dtype)
+    y = gemv_dense.gemv(x, w)
+    assert y.shape == (m, n) and y.dtype.name == dtype
+    want = (
+        x.astype("float32").to_numpy().astype(np.float64)
+        @ w.astype("float32").to_numpy().astype(np.float64).T
+    )
+    assert_close(y, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize(("m", "i", "k"), [(1, 13, 48), (2, 40, 2056)])
+def test_gated_against_float64(device: str, dtype: str, m: int, i: int, k: int) -> None:
+    """w [2I, K]: gate rows then up rows; silu(g) * u of the float32 sums, one rounding."""
+    rng = np.random.default_rng(i)
+    w = up(rng.standard_normal((2 * i, k)) / np.sqrt(k) * 2, device).astype(dtype)
+    x = up(rng.standard_normal((m, k)), device).astype(dtype)
+    y = gemv_dense.linear_silu_mul(x, w)
+    assert y.shape == (m, i) and y.dtype.name == dtype
+    h = (
+        x.astype("float32").to_numpy().astype(np.float64)
+        @ w.astype("float32").to_numpy().astype(np.float64).T
+    )
+    assert_close(y, _silu_mul(h), dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_strided_x_bias_and_out_slice(device: str, dtype: str) -> None:
+    """x a column slice of a wider array, bias every other element, out a column slice of a
+    poisoned wider array (the columns around it untouched)."""
+    n, k = 21, 64
+    rng = np.random.default_rng(5)
+    w = up(rng.standard_normal((n, k)) / 8, device).astype(dtype)
+    x = up(rng.standard_normal((2, k + 16)), device).astype(dtype)[:, 8 : 8 + k]
+    bias = up(rng.standard_normal(2 * n), device).astype(dtype)[::2]
+    big = poisoned((2, n + 8), dtype, device)
+    before = big.to_numpy().copy().view(np.uint16)
+    out = big[:, 4 : 4 + n]
+    y = gemv_dense.gemv(x, w, bias, out=out)
+    assert y is out
+    f64 = lambda a: a.astype("float32").to_numpy().astype(np.float64)  # noqa: E731
+    assert_close(out, f64(x) @ f64(w).T + f64(bias), dtype)
+    after = big.to_numpy().view(np.uint16)
+    np.testing.assert_array_equal(after[:, :4], before[:, :4])
+    np.testing.assert_array_equal(after[:, 4 + n :], before[:, 4 + n :])
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_rows_do_not_depend_on_each_other(device: str, gated: bool) -> None:
+    """Row r of a 5-row call has the bits of the same row alone."""
+    n, k = 32, 1040
+    rng = np.random.default_rng(9)
+    w = up(rng.standard_normal((n, k)) / 32, device).astype("float16")
+    x = up(rng.standard_normal((5, k)), device).astype("float16")
+    fn = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    whole = fn(x, w).to_numpy().view(np.uint16)
+    for r in (0, 3):
+        np.testing.assert_array_equal(
+            fn(x[r : r + 1], w).to_numpy().view(np.uint16), whole[r : r + 1]
+        )
