@@ -10,7 +10,9 @@ Q6_K, which most GGUF files on the hub use (a Q4_K_M file mixes Q4_K and Q6_K). 
 quantized tensor is whole blocks. llama.cpp permutes the rows of q and k of Llama-architecture
 models so its rotary kernel can rotate adjacent pairs; the permutation is undone here (as HF's
 GGUF loader does), so the model runs the HF rotate_half layout. Any other type raises
-UnsupportedModelError naming the tensor and type before anything is loaded.
+UnsupportedModelError naming the tensor and type before anything is loaded. Architectures:
+llama (Mixtral when it has experts), qwen2, qwen3 and qwen3moe (Qwen3-MoE: experts stacked in
+ffn_*_exps, layers without a router dense).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["GGUFSource", "dequantize", "SUPPORTED_TYPES"]
 
 _QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 SUPPORTED_TYPES = ("F32", "F16", "BF16", *_QUANTIZED)
-_ARCHS = ("llama", "qwen2", "qwen3")
+_ARCHS = ("llama", "qwen2", "qwen3", "qwen3moe")
 
 _LAYER_MAP = {
     "attn_norm.weight": "input_layernorm.weight",
@@ -54,6 +56,13 @@ _EXPERT_MAP = {
     "ffn_gate_exps.weight": "w1",
     "ffn_down_exps.weight": "w2",
     "ffn_up_exps.weight": "w3",
+}
+# Qwen3-MoE (arch qwen3moe): the router and the experts under HF's Qwen3MoeSparseMoeBlock names.
+_QWEN3MOE_ROUTER = "mlp.gate.weight"
+_QWEN3MOE_EXPERTS = {
+    "ffn_gate_exps.weight": "gate_proj",
+    "ffn_down_exps.weight": "down_proj",
+    "ffn_up_exps.weight": "up_proj",
 }
 _GLOBAL_MAP = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -158,11 +167,19 @@ class GGUFSource:
             if m is None:
                 continue  # e.g. rope_freqs.weight, read through config_dict()
             i, rest = m.group(1), m.group(2)
-            if rest in _LAYER_MAP:
+            qwen3moe = self.arch == "qwen3moe"
+            if rest == "ffn_gate_inp.weight" and qwen3moe:
+                self._names[f"model.layers.{i}.{_QWEN3MOE_ROUTER}"] = (name, None)
+            elif rest in _LAYER_MAP:
                 self._names[f"model.layers.{i}.{_LAYER_MAP[rest]}"] = (name, None)
             elif rest in _EXPERT_MAP:
                 for e in range(n_exp):
-                    hf = f"model.layers.{i}.block_sparse_moe.experts.{e}.{_EXPERT_MAP[rest]}.weight"
+                    hf = (
+                        f"model.layers.{i}.mlp.experts.{e}.{_QWEN3MOE_EXPERTS[rest]}.weight"
+                        if qwen3moe
+                        else f"model.layers.{i}.block_sparse_moe.experts.{e}."
+                        f"{_EXPERT_MAP[rest]}.weight"
+                    )
                     self._names[hf] = (name, e)
 
     def _error(self, what: str, tensor: str | None = None, field: str | None = None) -> Exception:
@@ -294,6 +311,31 @@ class GGUFSource:
         shape = self._tensors[gname].shape
         return shape[1:] if expert is not None else shape
 
+    def _qwen3moe_fields(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """Qwen3MoeConfig's fields from a qwen3moe file: the experts' width
+        (``expert_feed_forward_length``), the layers without a router as mlp_only_layers, and
+        norm_topk_prob from ``expert_weights_norm`` when the file states it, else true
+        (llama.cpp's qwen3moe graph always renormalises the top-k weights, as the released
+        Qwen3-MoE configs do)."""
+        a = self.arch
+        layers = cfg["num_hidden_layers"]
+        norm = self.meta.get(f"{a}.expert_weights_norm", True)
+        if not isinstance(norm, (bool, np.bool_)):
+            raise self._error(
+                f"metadata '{a}.expert_weights_norm' must be a bool, got {norm!r}",
+                field=f"{a}.expert_weights_norm",
+            )
+        moe = self.meta_int(f"{a}.expert_feed_forward_length")
+        return {
+            "model_type": "qwen3_moe",
+            "moe_intermediate_size": moe,
+            "intermediate_size": cfg["intermediate_size"] or moe,
+            "mlp_only_layers": [
+                i for i in range(layers) if f"blk.{i}.ffn_gate_inp.weight" not in self._tensors
+            ],
+            "norm_topk_prob": bool(norm),
+        }
+
     def config_dict(self) -> dict[str, Any]:
         """config.json fields from the ``<arch>.*`` metadata (llama.cpp's names, reversed)."""
         a, m = self.arch, self.meta
@@ -314,7 +356,9 @@ class GGUFSource:
             "num_attention_heads": heads,
             "num_key_value_heads": self.meta_int(f"{a}.attention.head_count_kv", heads),
             "head_dim": self.meta_int(f"{a}.attention.key_length", hidden // heads),
-            "intermediate_size": self.meta_int(f"{a}.feed_forward_length"),
+            "intermediate_size": self.meta_int(
+                f"{a}.feed_forward_length", 0 if a == "qwen3moe" else None
+            ),
             "max_position_embeddings": self.meta_int(f"{a}.context_length"),
             "rms_norm_eps": self.meta_float(f"{a}.attention.layer_norm_rms_epsilon"),
             "rope_theta": self.meta_float(f"{a}.rope.freq_base", 10000.0),
@@ -326,6 +370,8 @@ class GGUFSource:
         if n_exp:
             cfg["num_local_experts"] = n_exp
             cfg["num_experts_per_tok"] = self.meta_int(f"{a}.expert_used_count")
+        if a == "qwen3moe":
+            cfg |= self._qwen3moe_fields(cfg)
         if "rope_freqs.weight" in self._tensors:
             # Llama 3.1+ GGUFs store the llama3 frequency divisors as a tensor instead of the
             # rope_scaling parameters.

@@ -79,10 +79,12 @@ def _llama3_factors(rope: dict[str, Any], head_dim: int) -> np.ndarray:
 def write_tiny_gguf(
     path: Path, qtype: str = "F32", arch_dir: str = "llama", types: dict[str, str] | None = None
 ) -> None:
-    """The llama (or mixtral) fixture as a llama.cpp-style GGUF: renamed tensors, q/k permuted,
-    a byte-level BPE vocabulary of 300 tokens (256 bytes, then specials), matrices stored as
-    ``qtype``, or as ``types[suffix]`` for GGUF names ending in one of its keys (a mixed file,
-    like Q4_K_M's). Mixtral's experts are stacked into the 3-D ffn_*_exps tensors."""
+    """The llama (or mixtral, or qwen3_moe) fixture as a llama.cpp-style GGUF: renamed tensors
+    (llama's q/k permuted), a byte-level BPE vocabulary of 300 tokens (256 bytes, then
+    specials), matrices stored as ``qtype``, or as ``types[suffix]`` for GGUF names ending in
+    one of its keys (a mixed file, like Q4_K_M's). The experts are stacked into the 3-D
+    ffn_*_exps tensors; Qwen3-MoE's dense layers (mlp_only_layers) keep ffn_gate/up/down and
+    have no router, and its norm_topk_prob is written as expert_weights_norm."""
     import gguf
 
     from pygpukit.models.safetensors_io import load_safetensors
@@ -90,7 +92,8 @@ def write_tiny_gguf(
     cfg = json.loads((FIXTURES / arch_dir / "config.json").read_text())
     st = load_safetensors(FIXTURES / arch_dir)
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    w = gguf.GGUFWriter(str(path), "llama")
+    qwen3moe = arch_dir == "qwen3_moe"
+    w = gguf.GGUFWriter(str(path), "qwen3moe" if qwen3moe else "llama")
     w.add_block_count(cfg["num_hidden_layers"])
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
@@ -106,6 +109,12 @@ def write_tiny_gguf(
     if n_exp:
         w.add_expert_count(n_exp)
         w.add_expert_used_count(cfg["num_experts_per_tok"])
+    dense_layers = set(cfg.get("mlp_only_layers", [])) if qwen3moe else set()
+    if qwen3moe:
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_weights_norm(cfg["norm_topk_prob"])
     tokens = [*byte_tokens(), "<|im_start|>", "<|im_end|>"]
     tokens += [f"<extra_{i}>" for i in range(cfg["vocab_size"] - len(tokens))]
     w.add_tokenizer_model("gpt2")
@@ -134,19 +143,30 @@ def write_tiny_gguf(
         "mlp.up_proj.weight": "ffn_up.weight",
         "mlp.down_proj.weight": "ffn_down.weight",
     }
+    if qwen3moe:
+        layer["self_attn.q_norm.weight"] = "attn_q_norm.weight"
+        layer["self_attn.k_norm.weight"] = "attn_k_norm.weight"
+    sparse = dict(layer)
     if n_exp:
         for mlp in ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"):
-            del layer[mlp]
-        layer["block_sparse_moe.gate.weight"] = "ffn_gate_inp.weight"
+            del sparse[mlp]
+        router = "mlp.gate.weight" if qwen3moe else "block_sparse_moe.gate.weight"
+        sparse[router] = "ffn_gate_inp.weight"
     for i in range(cfg["num_hidden_layers"]):
-        for hf, gg in layer.items():
+        for hf, gg in (layer if i in dense_layers else sparse).items():
             names[f"model.layers.{i}.{hf}"] = f"blk.{i}.{gg}"
     tensors = {hf: np.asarray(st.tensor(hf), dtype=np.float32) for hf in names}
+    experts = (
+        (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps"))
+        if qwen3moe
+        else (("w1", "ffn_gate_exps"), ("w3", "ffn_up_exps"), ("w2", "ffn_down_exps"))
+    )
     for i in range(cfg["num_hidden_layers"]):
-        for m, gg in (("w1", "ffn_gate_exps"), ("w3", "ffn_up_exps"), ("w2", "ffn_down_exps")):
-            if not n_exp:
+        for m, gg in experts:
+            if not n_exp or i in dense_layers:
                 break
-            pre = f"model.layers.{i}.block_sparse_moe.experts."
+            where = "mlp" if qwen3moe else "block_sparse_moe"
+            pre = f"model.layers.{i}.{where}.experts."
             key = f"{pre}{m}"
             tensors[key] = np.stack(
                 [np.asarray(st.tensor(f"{pre}{e}.{m}.weight"), np.float32) for e in range(n_exp)]
@@ -156,9 +176,9 @@ def write_tiny_gguf(
         tname = next((t for sfx, t in (types or {}).items() if gg.endswith(sfx)), qtype)
         qt = getattr(gguf.GGMLQuantizationType, tname)
         a = tensors[hf]
-        if hf.endswith("q_proj.weight"):
+        if hf.endswith("q_proj.weight") and not qwen3moe:
             a = _permute(a, heads)
-        elif hf.endswith("k_proj.weight"):
+        elif hf.endswith("k_proj.weight") and not qwen3moe:
             a = _permute(a, kv_heads)
         if a.ndim >= 2 and tname != "F32" and not gg.endswith("ffn_gate_inp.weight"):
             w.add_tensor(gg, gguf.quants.quantize(a, qt), raw_dtype=qt)

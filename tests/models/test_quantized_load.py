@@ -17,6 +17,7 @@ import pygpukit as gp
 from pygpukit.creation import from_numpy
 from pygpukit.models import load_model
 from pygpukit.models._linear import weight_bytes
+from pygpukit.models.errors import ModelLoadError
 from pygpukit.models.gguf_io import GGUFSource
 
 from ._util import FIXTURES, golden, smollm2_path, write_tiny_gguf
@@ -159,6 +160,43 @@ def test_mixtral_gguf_experts_kept_quantized(tmp_path: Path, types: dict | None)
     assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
     ga = kept.generate(prompt, 12, temperature=0, stop_token_ids=())
     assert ga == dense.generate(prompt, 12, temperature=0, stop_token_ids=())
+
+
+def test_qwen3_moe_gguf(tmp_path: Path) -> None:
+    """The Qwen3-MoE fixture as a qwen3moe GGUF (router ffn_gate_inp, experts stacked into
+    ffn_*_exps, q/k norms, its dense layer 1 without a router, norm_topk_prob false written as
+    expert_weights_norm): as F32 it gives the safetensors model's logits and greedy tokens;
+    as Q8_0 its experts stay quantized (E stacked matrices) and match the file dequantized;
+    without expert_weights_norm the top-k weights are renormalised (llama.cpp's rule)."""
+    path = tmp_path / "tiny-qwen3moe.gguf"
+    write_tiny_gguf(path, "F32", arch_dir="qwen3_moe")
+    ref = load_model(FIXTURES / "qwen3_moe", device="cpu", dtype="float32")
+    m = load_model(path, device="cpu", dtype="float32")
+    c = m.config
+    assert c.spec.name == "qwen3_moe" and c.dense_layers == frozenset({1})
+    assert (c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size) == (8, 3, 32)
+    assert c.norm_topk_prob is False and m.weights.layers[0].q_norm is not None
+    prompt = golden("qwen3_moe")["prompts"][0]
+    a, b = _prefill(m, prompt), _prefill(ref, prompt)
+    assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+    kw: dict = {"temperature": 0, "stop_token_ids": ()}
+    assert m.generate(prompt, 12, **kw) == ref.generate(prompt, 12, **kw)
+
+    qpath = tmp_path / "tiny-qwen3moe-q8.gguf"
+    write_tiny_gguf(qpath, "Q8_0", arch_dir="qwen3_moe")
+    kept = load_model(qpath, device="cpu", quantize="stored")
+    dense = load_model(qpath, device="cpu", quantize="dequantize")
+    w = kept.weights.layers[0].w_experts_gate
+    assert isinstance(w, gp.QuantizedWeight) and w.experts == 8 and w.format == "q8_0"
+    a, b = _prefill(kept, prompt), _prefill(dense, prompt)
+    assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+
+    src = GGUFSource(path)
+    del src.meta["qwen3moe.expert_weights_norm"]
+    assert src.config_dict()["norm_topk_prob"] is True
+    src.meta["qwen3moe.expert_weights_norm"] = 1
+    with pytest.raises(ModelLoadError, match="expert_weights_norm' must be a bool"):
+        src.config_dict()
 
 
 @pytest.mark.gpu
