@@ -1,6 +1,7 @@
 """The dense bf16 peer of the quantized-product benchmarks (quantized.py, mixed_gemm.py): for
 each weight shape [N, K] and row count M, a bf16 x and the times of the same-shape dense product
-in the same run (gp.linear = cuBLASLt, and torch's F.linear when torch is importable)."""
+in the same run (gp.linear on cuBLASLt: op linear forced to the native backend, so one row is
+not handed to the decode GEMV; and torch's F.linear when torch is importable)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def dense_peers(
                 np.random.default_rng(2).standard_normal((m, k)).astype(np.float32),
                 device="cuda:0",
             ).astype("bfloat16")
-            t_dense = timer.median_seconds(lambda x=x, wd=wd: gp.linear(x, wd))
+            with gp.route(linear="native"):
+                t_dense = timer.median_seconds(lambda x=x, wd=wd: gp.linear(x, wd))
             t_torch = None
             if torch is not None:
                 tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

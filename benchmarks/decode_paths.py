@@ -6,7 +6,7 @@ decode path, all in one process:
 
 Paths, per batch:
 - "cuBLASLt": every product on cuBLASLt and the gated MLP as cuBLASLt + silu_mul (the path
-  before the decode GEMV: pygpukit.ops.gemv.DENSE_GEMV_MAX_ROWS set to 0 for the row);
+  before the decode GEMV: ``gp.set_route("linear:native")``, which keeps one row on op linear);
 - "GEMV": the default (one row: the Triton decode GEMV and the fused gate/up GEMV, with
   programmatic dependent launch on sm_90+);
 - "GEMV, no PDL": the same kernels launched plainly;
@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pygpukit as gp
 from benchmarks._models import CONFIGS, random_model, random_prompts
 from pygpukit import runtime
 from pygpukit.backends.triton_kernels import driver
@@ -38,9 +39,7 @@ from pygpukit.models import GenerationStats
 
 def _path(name: str) -> None:
     """Switch the process to a decode path (module docstring)."""
-    # pygpukit.ops.gemv the module (the package's attribute of that name is the function)
-    gemv_ops = sys.modules["pygpukit.ops.gemv"]
-    gemv_ops.DENSE_GEMV_MAX_ROWS = 0 if name == "cuBLASLt" else 1  # type: ignore[attr-defined]
+    gp.set_route(linear="native" if name == "cuBLASLt" else "auto")
     driver.set_pdl(name != "GEMV, no PDL")
 
 

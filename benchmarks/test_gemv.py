@@ -4,7 +4,9 @@ before every round (a 256 MiB read, benchmarks/conftest.py), weight bytes as the
 Groups (read with .ci/gpu/summary.py, which adds GB/s, % of the copy ceiling measured in the
 same run - the "copy 1 GiB" row below - and the ratio to the torch row of each group):
 - "gemv bf16 K.. N.. M..": the native GEMV kernel (gp.gemv) against gp.linear's cuBLASLt path
-  (the GEMV crossover held off) and torch.nn.functional.linear, M in 1, 2, 4, 8, 16: the
+  (the native GEMV crossover held off, op linear forced to the native backend), gp.linear as
+  routed ("linear": one row goes to the Triton decode GEMV) and torch.nn.functional.linear, M
+  in 1, 2, 4, 8, 16: the
   crossover table of pygpukit/backends/native/matmul.py (GEMV_MAX_M) is read off these rows (K2048
   N2048 for its "small" class, the two large shapes for "large").
 - "gemv quant K.. N.. M..": gp.linear_quantized for each weight format against the bf16 GEMV
@@ -108,12 +110,20 @@ def _call(impl: str, torch: Any, wts: dict[str, Any], m: int, k: int, n: int) ->
         return lambda: gp.gemv(x, w, out=y)
     if impl == "cublaslt":
         w = wts["w"]
+
+        def on_cublaslt() -> None:
+            with gp.route(linear="native"):  # no one-row diversion to the decode GEMV
+                gp.linear(x, w, out=y)
+
+        return on_cublaslt
+    if impl == "linear":
+        w = wts["w"]
         return lambda: gp.linear(x, w, out=y)
     qw = wts[impl]
     return lambda: gp.linear_quantized(x, qw, out=y)
 
 
-@pytest.mark.parametrize("impl", ["torch", "gemv", "cublaslt"])
+@pytest.mark.parametrize("impl", ["torch", "gemv", "cublaslt", "linear"])
 @pytest.mark.parametrize("m", BF16_MS)
 @pytest.mark.parametrize("shape", BF16_SHAPES, ids=_shape_id)
 def test_gemv_bf16(bench: Any, monkeypatch: Any, shape: tuple[int, int], m: int, impl: str) -> None:

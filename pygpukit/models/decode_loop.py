@@ -56,8 +56,11 @@ class GreedyRun:
     ) -> None:
         if not 1 <= rows <= cache.batch_size:
             raise ValueError(f"GreedyRun: rows must be in 1..{cache.batch_size}, got {rows}")
-        if steps < 1:
-            raise ValueError(f"GreedyRun: steps must be >= 1, got {steps}")
+        if not 1 <= steps <= cache.max_seq_len:
+            raise ValueError(
+                f"GreedyRun: steps must be in 1..{cache.max_seq_len} (the cache's length), "
+                f"got {steps}"
+            )
         dev = model.device
         self.model, self.cache, self.rows, self.steps = model, cache, rows, steps
         self.ids = zeros((rows, 1), "int64", dev)
@@ -96,6 +99,10 @@ class GreedyRun:
             raise ValueError(f"GreedyRun.run: {rows} token(s) expected, got {len(tokens)}")
         if not 1 <= n <= self.steps:
             raise ValueError(f"GreedyRun.run: n must be in 1..{self.steps}, got {n}")
+        vocab = self.model.config.vocab_size
+        bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"GreedyRun.run: token ids outside [0, {vocab}): {bad[:5]}")
         lengths = self.cache.lengths[:rows]
         for r in range(rows):
             self.cache.check_room(r, n)
@@ -112,6 +119,10 @@ class GreedyRun:
         got = self.out[:n].to_numpy()  # the one wait of the run
         lengths += n
         return got.T.tolist()  # type: ignore[no-any-return]
+
+    def rewind(self, n: int) -> None:
+        """Forget the last n tokens of every row (a run that went past where decoding ended)."""
+        self.cache.lengths[: self.rows] -= n
 
     def reset(self) -> None:
         """Release the graph and the memory it keeps."""

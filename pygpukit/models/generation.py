@@ -193,14 +193,15 @@ def stream_batch(
             )
         # A check feeds k + 1 tokens: room for the drafts past the last kept token; a greedy
         # run always runs its steps_per_sync steps: room for the last run's extra ones.
-        slack = k + steps_per_sync - 1
+        slack = k + min(steps_per_sync, max(1, max_new - 1)) - 1
         cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
     run: GreedyRun | None = None
     step_graph: StepGraph | None = None
     if steps_per_sync > 1:
-        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps_per_sync)
+        steps = min(steps_per_sync, max(1, max_new - 1))  # no more steps than the decode has
+        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps)
     else:
         step_graph = _decode_graph(
             model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1
@@ -368,13 +369,24 @@ def _run_greedy(
     remaining: int,
     st: GenerationStats,
 ) -> Iterator[list[tuple[int, int]]]:
-    """Decode ``remaining`` greedy steps, run.steps a sync; yield each step's (row, token)s."""
+    """Decode ``remaining`` greedy steps, run.steps a sync; yield each step's (row, token)s.
+    The cache ends as one step a sync leaves it: when every row has stopped inside a run, the
+    run's later tokens are taken back."""
     while remaining > 0 and not all(done):
         n = min(run.steps, remaining)
         t0 = time.perf_counter()
         got = run.run(tokens, n)
         st.decode_s += time.perf_counter() - t0
+        ended = [False] * len(got)  # rows done after each step, ahead of the yields
+        last = n
         for j in range(n):
+            ended = [e or d or row[j] in stop for e, d, row in zip(ended, done, got, strict=True)]
+            if all(ended):
+                last = j + 1
+                break
+        if last < n:
+            run.rewind(n - last)
+        for j in range(last):
             step = []
             for r, row in enumerate(got):
                 if done[r]:

@@ -30,6 +30,7 @@ from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.moe import moe_forward
 from pygpukit.models.weights import LayerWeights, ModelWeights
+from pygpukit.ops.gemv import constant_weights
 from pygpukit.runtime import Device
 
 if TYPE_CHECKING:
@@ -292,6 +293,19 @@ class CausalTransformerModel:
     ) -> GPUArray:
         """The layers: decode (device write positions and lengths) for decode-sized steps, else
         the prefill path over the host-known starts."""
+        with constant_weights():  # no kernel writes the weights: the GEMVs may prefetch them
+            return self._layers(ids, pos, cache, row0, starts, decode, all_logits)
+
+    def _layers(
+        self,
+        ids: GPUArray,
+        pos: GPUArray,
+        cache: StaticKVCache,
+        row0: int,
+        starts: list[int],
+        decode: tuple[GPUArray, GPUArray] | None,
+        all_logits: bool,
+    ) -> GPUArray:
         s = ids.shape[1]
         w = self.weights
         x = embed(ids, w.embed_tokens, self.dtype)

@@ -297,6 +297,8 @@ def _load_llama_like(r: _Reader, c: ModelConfig) -> ModelWeights:
         if c.is_moe_layer(i):
             _load_experts(r, c, p, lw)
         else:
+            # Quantized at load, the stack is one matrix: per-row and per-group scales are
+            # those of each half alone; nvfp4's one global scale covers both halves.
             lw.w_gate_up = r.stacked(
                 [
                     (p + "mlp.gate_proj.weight", (c.intermediate_size, hd)),

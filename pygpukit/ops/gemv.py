@@ -5,15 +5,17 @@ float16 or bfloat16, a float32 accumulator and one rounding to x's dtype; the Nu
 the float64 product of x with the (dequantized) weight, rounded once.
 
 - ``gemv(x, weight, bias)``: a dense weight of x's dtype, for at most 16 rows of x (the leading
-  dims of x multiplied: decode, speculative verification). Larger products belong to
-  ``gp.linear`` (cuBLASLt); linear itself can hand small-M products to this kernel through the
-  measured crossover table in pygpukit/backends/native/matmul.py.
+  dims of x multiplied: decode, speculative verification): the native kernel, or its Triton
+  twin (under the deterministic mode: each row computed on its own). Larger products belong to
+  ``gp.linear`` (cuBLASLt), which hands one row to the Triton decode GEMV itself (op
+  linear_gemv, ``decode_gemv`` below).
 - ``linear_silu_mul(x, w_gate_up)``: silu(x @ Wg^T) * (x @ Wu^T) for the stacked [Wg; Wu]
   weight [2I, K] of a gated (SwiGLU) MLP, any floating dtype. With at most DENSE_GEMV_MAX_ROWS
   rows of float16/bfloat16 x on CUDA outside the deterministic mode (``decode_gemv``) it is
-  one fused GEMV (op linear_silu_mul): float32 sums, silu(g) * u in float32, one rounding.
-  Otherwise gp.linear then gp.silu_mul on the two halves (g and u rounded to x's dtype first),
-  which is what the deterministic mode's batch invariance needs.
+  one fused GEMV (op linear_silu_mul, also whenever a route forces that op): float32 sums,
+  silu(g) * u in float32, one rounding. Otherwise gp.linear then gp.silu_mul on the two halves
+  (g and u rounded to x's dtype first), which is what the deterministic mode's batch invariance
+  needs.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
   to QGEMV_MAX_ROWS[format] rows (the routing table's measured crossover) take the decode GEMV
@@ -42,10 +44,12 @@ from typing import Any
 
 from pygpukit import determinism
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.weights import constant_weights
 from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
+from pygpukit.routing.overrides import forced_backend
 from pygpukit.routing.table import (
     DENSE_GEMV_MAX_K,
     DENSE_GEMV_MAX_ROWS,
@@ -55,7 +59,7 @@ from pygpukit.routing.table import (
     W8A8_MAX_ROWS,
 )
 
-__all__ = ["gemv", "linear_quantized", "linear_silu_mul", "GEMV_MAX_ROWS"]
+__all__ = ["gemv", "linear_quantized", "linear_silu_mul", "GEMV_MAX_ROWS", "constant_weights"]
 
 GEMV_MAX_ROWS = 16
 _HALF = ("float16", "bfloat16")
@@ -116,18 +120,24 @@ def gemv(
 
 def decode_gemv(x: GPUArray, weight: GPUArray) -> bool:
     """Whether gp.linear / gp.linear_silu_mul hand x @ weight^T to the dense decode GEMV: at
-    most DENSE_GEMV_MAX_ROWS rows, x and weight of one dtype (float16 or bfloat16), K % 8 == 0
-    and K <= DENSE_GEMV_MAX_K (its K tiles are unrolled), on CUDA, outside the deterministic
-    mode (there every row count takes the same fixed-tile GEMM)."""
+    most DENSE_GEMV_MAX_ROWS rows, x and weight of one dtype (float16 or bfloat16), weight rows
+    at unit stride, K % 8 == 0 and K <= DENSE_GEMV_MAX_K (its K tiles are unrolled), on CUDA
+    with Triton available, outside the deterministic mode (there every row count takes the same
+    fixed-tile GEMM), and unless a route (gp.route, ROUTE=) forces op linear: then gp.linear
+    runs where the route says, at every row count."""
     k = x.shape[-1] if x.ndim else 0
     return (
         x.device.type == "cuda"
         and x.dtype.name in _HALF
         and weight.dtype is x.dtype
+        and weight.ndim == 2
+        and weight.element_strides[-1] == 1
         and 0 < k <= DENSE_GEMV_MAX_K
         and k % 8 == 0
         and math.prod(x.shape[:-1]) <= DENSE_GEMV_MAX_ROWS
         and not determinism.is_deterministic()
+        and forced_backend("linear")[0] is None
+        and availability("triton")[0]
     )
 
 
@@ -153,7 +163,8 @@ def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = 
     if x.device != w_gate_up.device:
         raise ValueError(f"{op}: x is on {x.device} but w_gate_up is on {w_gate_up.device}")
     chk.out_arg(op, out, (*x.shape[:-1], i2 // 2), x.dtype)
-    if decode_gemv(x, w_gate_up):
+    if decode_gemv(x, w_gate_up) or forced_backend(op)[0] is not None:
+        # The fused GEMV (a route forcing op linear_silu_mul takes it at any row count).
         return run(op, (x, w_gate_up), {}, out=out)
     from pygpukit.ops.activation import silu_mul
     from pygpukit.ops.matmul import linear

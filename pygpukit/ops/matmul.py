@@ -6,9 +6,9 @@ multiply with a float32 accumulator and round once; fp32 is exact fp32 (TF32 is 
 docs/api-0.2.md). linear(x, weight, bias) = x @ weight^T + bias with weight stored
 [out_features, in_features] (torch.nn.Linear layout); bias and activation are applied before the
 single rounding, as a GEMM epilogue does. linear hands one row of float16/bfloat16 x (batch-1
-decode) to the dense decode GEMV on CUDA (gp.gemv's kernel; ``decode_gemv`` in
+decode) to the dense decode GEMV on CUDA (op linear_gemv; ``decode_gemv`` in
 pygpukit/ops/gemv.py says when), outside the deterministic mode, whose products must not depend
-on the number of rows.
+on the number of rows, and unless a route forces op linear.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def linear(
     shape, rd = _linear_checks("linear", x, weight, bias)
     chk.out_arg("linear", out, shape, rd)
     if activation is None and decode_gemv(x, weight) and (bias is None or bias.dtype is x.dtype):
-        # One row (batch-1 decode): the dense GEMV (pygpukit/ops/gemv.py, op gemv).
-        return run("gemv", (x, weight, bias), {}, out=out)
+        # One row (batch-1 decode): the dense decode GEMV (pygpukit/ops/gemv.py decode_gemv).
+        return run("linear_gemv", (x, weight, bias), {}, out=out)
     params = {"activation": activation, "out_dtype": rd.np_dtype}
     return finish(run("linear", (x, weight, bias), params, out=out), out)
 

@@ -88,11 +88,11 @@ _QUANT_OPERANDS = {
 # the mixed-input GEMM (qgemm_<format>: fp8 34 us at 32 rows against the GEMV's 64; int4 and
 # nvfp4 catch up with their GEMV later: 51 vs 67 us and 69 vs 74 us at 64 rows).
 QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
-# gp.linear and gp.linear_silu_mul (pygpukit/ops/matmul.py) hand x with at most DENSE_GEMV_MAX_ROWS
-# rows (batch-1 decode) to the dense decode GEMV (ops gemv / linear_silu_mul: the Triton kernel
-# with programmatic dependent launch) on CUDA outside the deterministic mode, else cuBLASLt
-# (and silu_mul on its output). Measured in a graph-replayed decode step on an H200
-# (BENCHMARKS.md "GEMV"); 0 turns the diversion off.
+# gp.linear and gp.linear_silu_mul hand x with at most DENSE_GEMV_MAX_ROWS rows (batch-1 decode)
+# to the Triton decode GEMV (ops linear_gemv / linear_silu_mul; pygpukit/ops/gemv.py
+# decode_gemv says when) on CUDA outside the deterministic mode and unless a route forces op
+# linear, else cuBLASLt (and silu_mul on its output). Measured in a graph-replayed decode step
+# on an H200 (BENCHMARKS.md "Batch-1 decode"). ops.gemv reads these at import.
 DENSE_GEMV_MAX_ROWS = 1
 DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values each)
 # ... and from QDENSE_MIN_ROWS rows on, the weight is dequantized into x's dtype for the call and
@@ -314,20 +314,25 @@ _ROUTES: list[OpRoute] = [
     # after the native kernel, the mixed-input GEMM of backends/triton_kernels/qgemm.py, which
     # serves them under the deterministic mode (one tile: batch invariant) and where the native
     # extension is not built.
-    # The dense GEMV: the Triton kernel (programmatic dependent launch on sm_90+; a row does not
-    # depend on the other rows) before the native one; linear_silu_mul is its gated twin.
+    # The dense GEMV: gp.gemv on the native kernel (built for up to 16 rows), its Triton twin
+    # after it (rows computed on their own: batch invariant; K <= DENSE_GEMV_MAX_K, its K tiles
+    # are unrolled). gp.linear's one-row decode path (linear_gemv) and the fused gate/up
+    # product (linear_silu_mul) are the Triton kernel (programmatic dependent launch, sm_90+).
     _entry(
         "gemv",
         "gemv",
-        Candidate("triton", dtypes=_GEMV_IO),
         Candidate("native", dtypes=_GEMV_IO, min_capability=(8, 0), invariant=_NOT_INVARIANT),
+        Candidate("triton", dtypes=_GEMV_IO, max_last_dim=DENSE_GEMV_MAX_K),
         Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
-    _entry(
-        "linear_silu_mul",
-        "gemv",
-        Candidate("triton", dtypes=_GEMV_IO),
-        Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
+    *(
+        _entry(
+            op,
+            "gemv",
+            Candidate("triton", dtypes=_GEMV_IO, max_last_dim=DENSE_GEMV_MAX_K),
+            Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
+        )
+        for op in ("linear_gemv", "linear_silu_mul")
     ),
     *(
         _entry(

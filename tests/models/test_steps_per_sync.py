@@ -22,15 +22,15 @@ def _prompts() -> list[list[int]]:
 
 @pytest.mark.parametrize("k", [2, 5, 13, 40])
 def test_tokens_equal_one_step_a_sync(k: int) -> None:
-    """13 new tokens: 12 decode steps, so k = 5 ends with a run of 2 and k = 40 is one short
-    run; the stats count the same steps and tokens."""
+    """13 new tokens: 12 decode steps, so k = 5 ends with a run of 2, and k = 13 or 40 runs
+    12 steps (no more than the decode needs); the stats count the same steps and tokens."""
     model = load_model(FIXTURES / "llama", device="cpu")
     st1, stk = GenerationStats(), GenerationStats()
     want = model.generate(_prompts(), 13, stats=st1, **KW)
     got = model.generate(_prompts(), 13, stats=stk, steps_per_sync=k, **KW)
     assert got == want
     assert (stk.decode_steps, stk.new_tokens) == (st1.decode_steps, st1.new_tokens) == (12, 39)
-    assert stk.decode_mode.startswith(f"eager, {k} greedy steps a sync")
+    assert stk.decode_mode.startswith(f"eager, {min(k, 12)} greedy steps a sync")
 
 
 def test_stop_token_inside_a_run() -> None:
@@ -43,6 +43,42 @@ def test_stop_token_inside_a_run() -> None:
     want = model.generate(_prompts(), 14, **kw)
     assert model.generate(_prompts(), 14, steps_per_sync=4, **kw) == want
     assert want[0][-1] == stop and len(want[0]) <= len(free[0])
+
+
+def test_cache_ends_as_with_one_step_a_sync() -> None:
+    """Every row stops inside a run: the run's later tokens are taken back from the cache, so
+    its lengths are those one step a sync leaves (and a run never has more steps than the
+    decode needs)."""
+    model = load_model(FIXTURES / "llama", device="cpu")
+    p = [_prompts()[0]]
+    free = model.generate(p, 14, **KW)
+    stop = free[0][len(p[0]) + 2]
+    kw = {"temperature": 0, "stop_token_ids": (stop,)}
+    want = model.generate(p, 14, **kw)
+    assert model.cache is not None
+    lengths = list(model.cache.lengths[:1])
+    for k in (8, 40):
+        assert model.generate(p, 14, steps_per_sync=k, **kw) == want
+        assert list(model.cache.lengths[:1]) == lengths, k
+
+
+def test_greedy_run_checks_its_arguments() -> None:
+    from pygpukit.models.decode_loop import GreedyRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    cache = model.new_cache(2, 32)
+    with pytest.raises(ValueError, match=r"steps must be in 1\.\.32"):
+        GreedyRun(model, cache, 2, 33, graph=False)
+    run = GreedyRun(model, cache, 2, 4, graph=False)
+    vocab = model.config.vocab_size
+    with pytest.raises(ValueError, match=r"token ids outside \[0, 300\)"):
+        run.run([1, vocab], 2)
+    with pytest.raises(ValueError, match=r"2 token\(s\) expected"):
+        run.run([1], 2)
+    with pytest.raises(ValueError, match=r"n must be in 1\.\.4"):
+        run.run([1, 2], 5)
+    assert list(cache.lengths) == [0, 0]  # refused runs changed nothing
+    assert [len(r) for r in run.run([1, 2], 3)] == [3, 3] and list(cache.lengths) == [3, 3]
 
 
 def test_bad_arguments_name_the_problem() -> None:

@@ -243,15 +243,15 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         got = [p for p in inspect.signature(getattr(nat, op)).parameters if p != "out"]
         assert got == want, op
         route = TABLE[op]
-        want_order = ["triton", "native", "cpu"] if op == "gemv" else ["native", "triton", "cpu"]
-        assert [c.backend for c in route.candidates] == want_order
+        assert [c.backend for c in route.candidates] == ["native", "triton", "cpu"]
         assert route.family == "gemv"
-    assert [c.backend for c in TABLE["linear_silu_mul"].candidates] == ["triton", "cpu"]
+    for op in ("linear_gemv", "linear_silu_mul"):
+        assert [c.backend for c in TABLE[op].candidates] == ["triton", "cpu"]
     pytest.importorskip("triton")
     from pygpukit.backends.triton_kernels import gemv as tgemv
     from pygpukit.backends.triton_kernels import qgemm
 
-    for op in ("gemv", "linear_silu_mul"):
+    for op in ("gemv", "linear_gemv", "linear_silu_mul"):
         want = list(inspect.signature(getattr(cpu, op)).parameters)
         assert [p for p in inspect.signature(getattr(tgemv, op)).parameters if p != "out"] == want
     for fmt in ("fp8", "int4", "nvfp4"):
@@ -297,7 +297,7 @@ def test_linear_silu_mul(dtype: str, lead: tuple[int, ...], det: bool) -> None:
     ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
     fused = DEVICE != "cpu" and dtype != "float32" and math.prod(lead) == 1 and not det
     assert ("linear_silu_mul" in ran) == fused and ("silu_mul" in ran) != fused
-    assert ("gemv" in ran) == fused and ("linear" in ran) != fused
+    assert ("linear_gemv" in ran) == fused and ("linear" in ran) != fused
     h = as64(x) @ as64(w).T
     g, u = h[..., :i], h[..., i:]
     if not fused:  # the composite rounds g and u to x's dtype before silu_mul
@@ -323,3 +323,48 @@ def test_linear_silu_mul_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"linear_silu_mul: out has shape \(2, 6\)"):
         gp.linear_silu_mul(x, w, out=poisoned((2, 6), "bfloat16"))
     assert gp.linear_silu_mul(x, w).shape == (2, 3)
+
+
+def test_routes_that_force_linear_or_the_fused_op() -> None:
+    """A route forcing op linear keeps one row on it (no diversion to the decode GEMV); a route
+    forcing op linear_silu_mul runs the fused op at any row count (here the NumPy reference
+    on the CPU: float64, one rounding)."""
+    rng = np.random.default_rng(seed("lsm_route"))
+    x, w = rand(rng, (1, 64), "bfloat16"), rand(rng, (2 * 24, 64), "bfloat16")
+    gp.routing.reset_stats()
+    with gp.route(linear="cpu" if DEVICE == "cpu" else "native"):
+        gp.linear(up(x), up(w))
+        gp.linear_silu_mul(up(x), up(w))
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    assert {"linear", "silu_mul"} <= ran and not {"linear_gemv", "linear_silu_mul"} & ran
+    if DEVICE != "cpu":
+        return
+    x3 = rand(rng, (3, 64), "bfloat16")
+    with gp.route(linear_silu_mul="cpu"):
+        y = gp.linear_silu_mul(up(x3), up(w))
+    h = as64(x3) @ as64(w).T
+    g = h[:, :24]
+    np.testing.assert_array_equal(
+        y.to_numpy().astype(np.float64),
+        round_to(g / (1.0 + np.exp(-g)) * h[:, 24:], x3.dtype).astype(np.float64),
+    )
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="the one-row diversion runs on CUDA")
+def test_linear_one_row_on_the_decode_gemv() -> None:
+    """gp.linear's one-row path (op linear_gemv) with a bias, out=, a 1-D x; a transposed
+    weight (rows not at unit stride) stays on op linear."""
+    rng = np.random.default_rng(seed("lin_row"))
+    x, w, b = rand(rng, 40, "bfloat16"), rand(rng, (24, 40), "bfloat16"), rand(rng, 24, "bfloat16")
+    out = poisoned((24,), "bfloat16")
+    gp.routing.reset_stats()
+    y = gp.linear(up(x), up(w), up(b), out=out)
+    assert y is out and y.shape == (24,)
+    _expect(y.reshape(1, 24), x[None, :], as64(w), b)
+    ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
+    assert "linear_gemv" in ran and "linear" not in ran
+    gp.routing.reset_stats()
+    wt = up(np.ascontiguousarray(w.T)).T  # [24, 40] read at a stride of 24
+    assert_close(gp.linear(up(x), wt), as64(x) @ as64(w).T, "bfloat16")
+    ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
+    assert "linear" in ran and "linear_gemv" not in ran

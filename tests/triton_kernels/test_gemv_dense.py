@@ -91,3 +91,29 @@ def test_rows_do_not_depend_on_each_other(device: str, gated: bool) -> None:
         np.testing.assert_array_equal(
             fn(x[r : r + 1], w).to_numpy().view(np.uint16), whole[r : r + 1]
         )
+
+
+@GPU
+@pytest.mark.parametrize("gated", [False, True])
+def test_weight_written_by_the_kernel_before(device: str, gated: bool) -> None:
+    """The weight rewritten in place by the kernel just before each call (scaled by 1..12 into
+    one buffer): every call reads the new values (outside constant_weights() the GEMV waits
+    before it loads anything), and inside constant_weights() on a constant weight the bits are
+    those of the plain call."""
+    import pygpukit as gp
+    from pygpukit.backends._support.weights import constant_weights
+
+    n, k = 2048, 2048
+    rng = np.random.default_rng(17)
+    base = up(rng.standard_normal((2 * n if gated else n, k)) / 64, device).astype("bfloat16")
+    x = up(rng.standard_normal((1, k)), device).astype("bfloat16")
+    fn = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    w = gp.empty(base.shape, "bfloat16", device)
+    for s in range(1, 13):
+        gp.mul(base, float(s), out=w)
+        got = fn(x, w).to_numpy().view(np.uint16)
+        want = fn(x, gp.mul(base, float(s))).to_numpy().view(np.uint16)
+        np.testing.assert_array_equal(got, want, err_msg=f"scale {s}")
+    plain = fn(x, base).to_numpy().view(np.uint16)
+    with constant_weights():
+        np.testing.assert_array_equal(fn(x, base).to_numpy().view(np.uint16), plain)

@@ -36,7 +36,7 @@ from .elementwise import (
 )
 from .embedding import bias_add, embedding
 from .fft import fft, ifft, irfft, rfft
-from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4, linear_silu_mul
+from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4, linear_gemv, linear_silu_mul
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
 from .median import median_filter
@@ -76,6 +76,7 @@ __all__ = [
     "gemv_fp8",
     "gemv_int4",
     "gemv_nvfp4",
+    "linear_gemv",
     "linear_silu_mul",
     "gt",
     "ifft",

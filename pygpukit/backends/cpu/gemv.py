@@ -39,6 +39,7 @@ __all__ = [
     "dequantize_int4_weight",
     "dequantize_nvfp4_weight",
     "gemv",
+    "linear_gemv",
     "linear_silu_mul",
     "gemv_fp8",
     "gemv_int4",
@@ -214,7 +215,13 @@ def linear_silu_mul(x: Array, w: Array) -> Array:
     h = x.astype(_F64) @ np.asarray(w).astype(_F64).T
     i = h.shape[-1] // 2
     g = h[..., :i]
-    return round_to(g / (1.0 + np.exp(-g)) * h[..., i:], x.dtype)
+    with np.errstate(over="ignore"):  # exp(-g) = inf for very negative g: silu(g) -> -0.0
+        y = g / (1.0 + np.exp(-g)) * h[..., i:]
+    return round_to(y, x.dtype)
+
+
+# gp.linear's one-row decode path (op linear_gemv): the same product as op gemv.
+linear_gemv = gemv
 
 
 def gemv_fp8(

@@ -18,8 +18,8 @@ installed they still run on ``gp.current_stream()``.
   one has released it (``gdc_launch_dependents``) or ended. Such a kernel must call ``gdc_wait``
   before it reads anything an earlier kernel of the stream writes, and before it writes anything
   (the decode GEMV of gemv_dense.py; the kernels ahead of it release it early: norm.py's
-  contiguous RMSNorm, attention_decode.py's split-key kernel). These launches take the Python
-  fast path (the native one passes no launch attributes).
+  contiguous RMSNorm, and attention_decode.py's kernel where it combines its own splits). These
+  launches take the Python fast path (the native one passes no launch attributes).
 """
 
 from __future__ import annotations

@@ -9,13 +9,14 @@ applies silu(g) * u to the two float32 sums and rounds once. The result of a row
 depend on the other rows (one program per row and column block).
 
 Why it exists beside cuBLASLt: at decode a product reads W once and does almost nothing else,
-so what separates it from the copy rate is the start and end of the launch. Each program loads
-its first weight tile before it waits on the previous kernel (``gdc_wait``: programmatic
-dependent launch, sm_90+), and releases the next kernel's launch at once
-(``gdc_launch_dependents``): the weight stream of one product overlaps the tail of the one
-before. Nothing before the wait reads or writes memory that another kernel of the stream
-writes: the weights are constant for the step, x and y are touched only after it. Measured
-against cuBLASLt in BENCHMARKS.md (GEMV).
+so what separates it from the copy rate is the start and end of the launch. On sm_90+ it is
+launched with programmatic dependent launch and releases the next kernel's launch at once
+(``gdc_launch_dependents``); it waits on the previous kernel (``gdc_wait``) before it reads
+anything. Inside ``constant_weights()`` (pygpukit/backends/_support/weights.py: the LLM engine's
+forward, whose weights no kernel writes) each program loads its first weight tile before the
+wait, so the weight stream of one product overlaps the tail of the one before; x, the bias and
+y are touched only after the wait in every case. Measured against cuBLASLt in BENCHMARKS.md
+("Batch-1 decode").
 """
 
 # Triton kernel bodies take tl tensors/constexprs: left unannotated.
@@ -30,10 +31,11 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends._support.rows import as_rows, out_rows
+from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.triton_kernels._common import cdiv, next_pow2
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 
-__all__ = ["gemv", "linear_silu_mul"]
+__all__ = ["gemv", "linear_gemv", "linear_silu_mul"]
 
 # Tiles from graph-replayed chains of 16 GEMVs on an H200 (2026-11-26):
 # 4 output columns a program beat 8 and 16 at N 2048 (3.7 vs 4.2 / 4.5 us), N 3072 (4.3-4.6 vs
@@ -46,27 +48,30 @@ GATED_NUM_WARPS = 2  # two tiles (gate and up) a step
 
 @triton.jit
 def _gemv_kernel(
-    X, W, Bias, Y, M, N, sxm, swn, sym, up_rows,
+    X, W, Bias, Y, M, N, sxm, swn, sym, up,
     K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
-    HAS_BIAS: tl.constexpr, PDL: tl.constexpr,
+    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
     # Program (i, r): output columns i*BLOCK_N.. of x row r. K is a constexpr: the K tiles are
     # unrolled, so every tile's loads are issued ahead of the math. With GATED the program also
-    # reads the up rows (up_rows further down W) of the same columns.
+    # reads the up rows (``up`` elements further down W) of the same columns.
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1).to(tl.int64)
     nok = rn < N
     rk = tl.arange(0, BLOCK_K)
     wp = W + tl.where(nok, rn, 0).to(tl.int64)[:, None] * swn + rk[None, :]
     kok = rk[None, :] < K
-    # The first weight tile before the wait: constant memory, in flight during the previous
-    # kernel's tail.
-    w0 = tl.load(wp, mask=kok, other=0.0)
-    if GATED:
-        u0 = tl.load(wp + up_rows * swn, mask=kok, other=0.0)
+    if PREFETCH:  # constant weights: the first tile in flight during the previous kernel's tail
+        w0 = tl.load(wp, mask=kok, other=0.0)
+        if GATED:
+            u0 = tl.load(wp + up, mask=kok, other=0.0)
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
+    if not PREFETCH:
+        w0 = tl.load(wp, mask=kok, other=0.0)
+        if GATED:
+            u0 = tl.load(wp + up, mask=kok, other=0.0)
     xp = X + row * sxm
     x = tl.load(xp + rk, mask=rk < K, other=0.0).to(tl.float32)[None, :]
     acc = tl.sum(w0.to(tl.float32) * x, axis=1)
@@ -79,7 +84,7 @@ def _gemv_kernel(
         x = tl.load(xp + ks, mask=km, other=0.0).to(tl.float32)[None, :]
         acc += tl.sum(w.to(tl.float32) * x, axis=1)
         if GATED:
-            u = tl.load(wp + up_rows * swn + k0, mask=km[None, :], other=0.0)
+            u = tl.load(wp + up + k0, mask=km[None, :], other=0.0)
             acu += tl.sum(u.to(tl.float32) * x, axis=1)
     if HAS_BIAS:
         acc += tl.load(Bias + rn, mask=nok, other=0.0).to(tl.float32)
@@ -91,6 +96,10 @@ def _gemv_kernel(
 def _run(
     x: GPUArray, w: GPUArray, bias: GPUArray | None, out: GPUArray | None, n: int, gated: bool
 ) -> GPUArray:
+    # A weight read at a non-unit stride is copied first; that copy is the kernel just before.
+    copied = w._estrides[-1] != 1
+    if copied:
+        w = w.contiguous()
     k = w._shape[1]
     x, m, _, sx = as_rows(x)
     if bias is not None and not bias.is_contiguous():
@@ -98,28 +107,29 @@ def _run(
     y, sy = out_rows("gemv", out, (*x._shape[:-1], n), x._dtype, x)
     if m and n:
         pdl = pdl_enabled(x._device)
+        prefetch = pdl and not copied and weights_are_constant()
         launch(
             _gemv_kernel, (cdiv(n, BLOCK_N), m),
-            x, w, bias if bias is not None else y, y, m, n, sx, w._estrides[0], sy, n,
+            x, w, bias if bias is not None else y, y, m, n, sx, w._estrides[0], sy,
+            n * w._estrides[0],
             K=k, BLOCK_N=BLOCK_N, BLOCK_K=min(MAX_BLOCK_K, next_pow2(k)), GATED=gated,
-            HAS_BIAS=bias is not None, PDL=pdl, launch_pdl=pdl,
+            HAS_BIAS=bias is not None, PDL=pdl, PREFETCH=prefetch, launch_pdl=pdl,
             num_warps=GATED_NUM_WARPS if gated else NUM_WARPS,
         )  # fmt: skip
     return deliver(y, out)
-
-
-def _weight_rows(w: GPUArray) -> GPUArray:
-    """w with unit-stride rows (a copy otherwise): the kernel walks each row contiguously."""
-    return w if w._estrides[-1] == 1 else w.contiguous()
 
 
 def gemv(
     x: GPUArray, w: GPUArray, bias: GPUArray | None = None, *, out: GPUArray | None = None
 ) -> GPUArray:
     """x [..., K] @ w[N, K]^T (+ bias) with w of x's dtype (float16/bfloat16)."""
-    return _run(x, _weight_rows(w), bias, out, w._shape[0], False)
+    return _run(x, w, bias, out, w._shape[0], False)
 
 
 def linear_silu_mul(x: GPUArray, w: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """silu(x @ w[:I]^T) * (x @ w[I:]^T) for w [2I, K] of x's dtype."""
-    return _run(x, _weight_rows(w), None, out, w._shape[0] // 2, True)
+    return _run(x, w, None, out, w._shape[0] // 2, True)
+
+
+# gp.linear's one-row decode path (op linear_gemv): the same kernel as op gemv.
+linear_gemv = gemv
