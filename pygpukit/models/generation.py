@@ -192,16 +192,15 @@ def stream_batch(
                 f"{max_new} new tokens"
             )
         # A check feeds k + 1 tokens: room for the drafts past the last kept token; a greedy
-        # run always runs its steps_per_sync steps: room for the last run's extra ones.
-        slack = k + min(steps_per_sync, max(1, max_new - 1)) - 1
+        # run's graph runs all its steps_per_sync steps: room for a last run's spare ones.
+        slack = k + steps_per_sync - 1
         cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
     run: GreedyRun | None = None
     step_graph: StepGraph | None = None
     if steps_per_sync > 1:
-        steps = min(steps_per_sync, max(1, max_new - 1))  # no more steps than the decode has
-        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps)
+        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps_per_sync)
     else:
         step_graph = _decode_graph(
             model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1

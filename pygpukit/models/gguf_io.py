@@ -315,8 +315,8 @@ class GGUFSource:
         """Qwen3MoeConfig's fields from a qwen3moe file: the experts' width
         (``expert_feed_forward_length``), the layers without a router as mlp_only_layers, and
         norm_topk_prob from ``expert_weights_norm`` when the file states it, else true
-        (llama.cpp's qwen3moe graph always renormalises the top-k weights, as the released
-        Qwen3-MoE configs do)."""
+        (llama.cpp's qwen3moe graph always renormalises the top-k weights and its converter
+        writes no such key, as the released Qwen3-MoE configs renormalise)."""
         a = self.arch
         layers = cfg["num_hidden_layers"]
         norm = self.meta.get(f"{a}.expert_weights_norm", True)
@@ -325,7 +325,18 @@ class GGUFSource:
                 f"metadata '{a}.expert_weights_norm' must be a bool, got {norm!r}",
                 field=f"{a}.expert_weights_norm",
             )
-        moe = self.meta_int(f"{a}.expert_feed_forward_length")
+        moe = self.meta_int(f"{a}.expert_feed_forward_length", 0)
+        if not moe:  # llama.cpp reads it as optional: the experts' tensor has the width
+            gate = next(
+                (t for n, t in self._tensors.items() if n.endswith("ffn_gate_exps.weight")), None
+            )
+            if gate is None or len(gate.shape) != 3:
+                raise self._error(
+                    f"metadata '{a}.expert_feed_forward_length' is missing and no 3-D "
+                    "ffn_gate_exps tensor gives the experts' width",
+                    field=f"{a}.expert_feed_forward_length",
+                )
+            moe = gate.shape[1]
         return {
             "model_type": "qwen3_moe",
             "moe_intermediate_size": moe,

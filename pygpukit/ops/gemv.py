@@ -12,7 +12,7 @@ the float64 product of x with the (dequantized) weight, rounded once.
 - ``linear_silu_mul(x, w_gate_up)``: silu(x @ Wg^T) * (x @ Wu^T) for the stacked [Wg; Wu]
   weight [2I, K] of a gated (SwiGLU) MLP, any floating dtype. With at most DENSE_GEMV_MAX_ROWS
   rows of float16/bfloat16 x on CUDA outside the deterministic mode (``decode_gemv``) it is
-  one fused GEMV (op linear_silu_mul, also whenever a route forces that op): float32 sums,
+  one fused GEMV (op linear_silu_mul, also whenever a route names that op): float32 sums,
   silu(g) * u in float32, one rounding. Otherwise gp.linear then gp.silu_mul on the two halves
   (g and u rounded to x's dtype first), which is what the deterministic mode's batch invariance
   needs.
@@ -49,7 +49,7 @@ from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
-from pygpukit.routing.overrides import forced_backend
+from pygpukit.routing.overrides import forced_backend, named_backend
 from pygpukit.routing.table import (
     DENSE_GEMV_MAX_K,
     DENSE_GEMV_MAX_ROWS,
@@ -163,8 +163,9 @@ def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = 
     if x.device != w_gate_up.device:
         raise ValueError(f"{op}: x is on {x.device} but w_gate_up is on {w_gate_up.device}")
     chk.out_arg(op, out, (*x.shape[:-1], i2 // 2), x.dtype)
-    if decode_gemv(x, w_gate_up) or forced_backend(op)[0] is not None:
-        # The fused GEMV (a route forcing op linear_silu_mul takes it at any row count).
+    if decode_gemv(x, w_gate_up) or named_backend(op) is not None:
+        # The fused GEMV (a route naming op linear_silu_mul takes it at any row count; a "*"
+        # rule does not, or every prefill would need the fused op's backend).
         return run(op, (x, w_gate_up), {}, out=out)
     from pygpukit.ops.activation import silu_mul
     from pygpukit.ops.matmul import linear

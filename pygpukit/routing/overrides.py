@@ -147,5 +147,11 @@ def forced_backend(op: str) -> tuple[str | None, str]:
     return None, ""
 
 
+def named_backend(op: str) -> str | None:
+    """The backend a rule naming ``op`` itself forces (not a ``*`` rule), or None."""
+    backend, where = forced_backend(op)
+    return backend if backend is not None and f"({op}:" in where else None
+
+
 def _result(backend: str, key: str, source: str) -> tuple[str | None, str]:
     return (None, "") if backend == "auto" else (backend, f"{source} ({key}:{backend})")

@@ -315,14 +315,15 @@ _ROUTES: list[OpRoute] = [
     # serves them under the deterministic mode (one tile: batch invariant) and where the native
     # extension is not built.
     # The dense GEMV: gp.gemv on the native kernel (built for up to 16 rows), its Triton twin
-    # after it (rows computed on their own: batch invariant; K <= DENSE_GEMV_MAX_K, its K tiles
-    # are unrolled). gp.linear's one-row decode path (linear_gemv) and the fused gate/up
-    # product (linear_silu_mul) are the Triton kernel (programmatic dependent launch, sm_90+).
+    # after it (rows computed on their own: batch invariant). gp.linear's one-row decode path
+    # (linear_gemv) and the fused gate/up product (linear_silu_mul) are the Triton kernel
+    # (programmatic dependent launch, sm_90+), for K <= DENSE_GEMV_MAX_K (its K tiles are
+    # unrolled: the compile grows with K).
     _entry(
         "gemv",
         "gemv",
         Candidate("native", dtypes=_GEMV_IO, min_capability=(8, 0), invariant=_NOT_INVARIANT),
-        Candidate("triton", dtypes=_GEMV_IO, max_last_dim=DENSE_GEMV_MAX_K),
+        Candidate("triton", dtypes=_GEMV_IO),
         Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
     *(

@@ -194,6 +194,8 @@ def test_qwen3_moe_gguf(tmp_path: Path) -> None:
     src = GGUFSource(path)
     del src.meta["qwen3moe.expert_weights_norm"]
     assert src.config_dict()["norm_topk_prob"] is True
+    del src.meta["qwen3moe.expert_feed_forward_length"]  # optional: the experts' tensor's width
+    assert src.config_dict()["moe_intermediate_size"] == 32
     src.meta["qwen3moe.expert_weights_norm"] = 1
     with pytest.raises(ModelLoadError, match="expert_weights_norm' must be a bool"):
         src.config_dict()

@@ -339,6 +339,11 @@ def test_routes_that_force_linear_or_the_fused_op() -> None:
     assert {"linear", "silu_mul"} <= ran and not {"linear_gemv", "linear_silu_mul"} & ran
     if DEVICE != "cpu":
         return
+    gp.routing.reset_stats()
+    with gp.route("*:cpu"):  # a "*" rule does not pull many rows onto the fused op
+        gp.linear_silu_mul(up(rand(rng, (3, 64), "bfloat16")), up(w))
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    assert {"linear", "silu_mul"} <= ran and "linear_silu_mul" not in ran
     x3 = rand(rng, (3, 64), "bfloat16")
     with gp.route(linear_silu_mul="cpu"):
         y = gp.linear_silu_mul(up(x3), up(w))

@@ -165,8 +165,8 @@ def _gemm(
 # cuBLASLt is as fast or faster at every M = 1..16 (K8192 N29568 M1: GEMV 141 us, cuBLASLt
 # 131 us; K4096 N14336: 43.9 vs 40.6; K2048 N2048: 9.8 vs 9.5), so both classes stay 0 and
 # the dense GEMV serves gp.gemv only. (gp.linear's one-row decode path, the Triton decode GEMV,
-# is chosen in the ops layer: pygpukit/ops/gemv.py decode_gemv.) PYGPUKIT_GEMV_MAX_M=<rows> overrides both classes (read
-# once, at import).
+# is chosen in the ops layer: pygpukit/ops/gemv.py decode_gemv.) PYGPUKIT_GEMV_MAX_M=<rows>
+# overrides both classes (read once, at import).
 GEMV_MAX_M: dict[str, int] = {"small": 0, "large": 0}
 _GEMV_ENV = os.environ.get("PYGPUKIT_GEMV_MAX_M")
 _GEMV_ENV_M = int(_GEMV_ENV) if _GEMV_ENV else None

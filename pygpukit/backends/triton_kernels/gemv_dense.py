@@ -1,7 +1,7 @@
-"""The dense decode GEMV in Triton: y = x @ W^T + bias for a few rows of x (op gemv, and the one
-row gp.linear hands it at decode), and its gated twin y = silu(x @ Wg^T) * (x @ Wu^T) over the
-stacked [Wg; Wu] weight of a gated MLP (op linear_silu_mul). W is [N, K] in x's dtype (float16
-or bfloat16), rows 16-byte aligned.
+"""The dense decode GEMV in Triton: y = x @ W^T + bias for a few rows of x (op linear_gemv, the
+one row gp.linear hands it at decode; also the twin of the native op gemv), and its gated twin
+y = silu(x @ Wg^T) * (x @ Wu^T) over the stacked [Wg; Wu] weight of a gated MLP (op
+linear_silu_mul). W is [N, K] in x's dtype (float16 or bfloat16).
 
 Numerics: products and sums in float32 (each program adds its K tiles in a fixed order, a tile
 by a tree of fixed shape), bias added in float32, one rounding at the store; the gated form
