@@ -29,8 +29,8 @@ reduced dimension alone:
 Ops that are batch invariant by construction (element-wise ops, embedding, rope, the KV-cache
 write, max / min / argmax, integer products) run unchanged. Ops for which no batch-invariant
 kernel exists yet are refused under the mode with a RouteError that says "not batch invariant",
-never silently run: ``matmul_fp8``, the native GEMV kernels (``gemv``'s default, the Triton
-GEMV, computes each row on its own and serves the mode; the quantized ones have
+never silently run: ``matmul_fp8``, the native GEMV kernels (``gemv``'s Triton twin computes
+each row on its own and serves the mode; the quantized ones have
 the Triton mixed-input GEMM as their invariant twin, one tile for every row count, which also
 serves W8A8 under the mode), cuBLASLt products (so float64 products on a GPU, which the Triton
 GEMM does not serve), and the native twins of ``sdpa``, ``sdpa_decode``, ``sum`` and ``mean``
