@@ -281,6 +281,7 @@ class CausalTransformerModel:
         self._ensure_tables(cache.max_seq_len)
         return self._run(ids, positions, cache, 0, [0] * b, (marks[0], marks[1]), s > 1)
 
+    @constant_weights()  # no kernel writes the weights: the decode GEMVs may prefetch them
     def _run(
         self,
         ids: GPUArray,
@@ -293,19 +294,6 @@ class CausalTransformerModel:
     ) -> GPUArray:
         """The layers: decode (device write positions and lengths) for decode-sized steps, else
         the prefill path over the host-known starts."""
-        with constant_weights():  # no kernel writes the weights: the GEMVs may prefetch them
-            return self._layers(ids, pos, cache, row0, starts, decode, all_logits)
-
-    def _layers(
-        self,
-        ids: GPUArray,
-        pos: GPUArray,
-        cache: StaticKVCache,
-        row0: int,
-        starts: list[int],
-        decode: tuple[GPUArray, GPUArray] | None,
-        all_logits: bool,
-    ) -> GPUArray:
         s = ids.shape[1]
         w = self.weights
         x = embed(ids, w.embed_tokens, self.dtype)
