@@ -142,3 +142,21 @@ def random_prompts(cfg: dict[str, Any], rows: int, length: int = 16) -> list[lis
     """A different random prompt of ``length`` tokens for each of ``rows`` rows."""
     rng = np.random.default_rng(1)
     return [[int(t) for t in rng.integers(3, cfg["vocab_size"], length)] for _ in range(rows)]
+
+
+def timed_generate(
+    model: Any, batch: list[list[int]], new: int, repeats: int, **kw: Any
+) -> tuple[float, list[Any]]:
+    """(median decode tokens/s, the outputs of each repeat) of ``model.generate(batch, new,
+    **kw)``, after a short warm-up call (compile, capture)."""
+    import statistics
+
+    from pygpukit.models import GenerationStats
+
+    model.generate(batch, max_new_tokens=8, **kw)
+    rates, outs = [], []
+    for _ in range(repeats):
+        st = GenerationStats()
+        outs.append(model.generate(batch, max_new_tokens=new, stats=st, **kw))
+        rates.append(st.decode_tokens_per_s)
+    return statistics.median(rates), outs

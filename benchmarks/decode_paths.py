@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pygpukit as gp
-from benchmarks._models import CONFIGS, random_model, random_prompts
+from benchmarks._models import CONFIGS, random_model, random_prompts, timed_generate
 from pygpukit import runtime
 from pygpukit.backends.triton_kernels import driver
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.models import GenerationStats
 
 
 def _path(name: str) -> None:
@@ -65,15 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             k = args.steps if "a sync" in name else 1
             kw: dict[str, Any] = {"temperature": 0, "stop_token_ids": (), "steps_per_sync": k}
             model.drop_step_graphs()
-            model.generate(batch, max_new_tokens=8, **kw)  # warm-up: compile, capture
-            rates, outs = [], []
-            for _ in range(args.repeats):
-                st = GenerationStats()
-                outs.append(model.generate(batch, max_new_tokens=args.new, stats=st, **kw))
-                rates.append(st.decode_tokens_per_s)
+            tps, outs = timed_generate(model, batch, args.new, args.repeats, **kw)
             if name == "GEMV":
                 ref = outs[0]
-            tps = statistics.median(rates)
             bound = copy * 1e9 / weight_bytes * b
             rows.append({
                 "path": name, "batch": b, "decode_tok_s": round(tps, 1),

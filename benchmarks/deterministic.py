@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -28,9 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 import pygpukit as gp
-from benchmarks._models import CONFIGS, random_model, random_prompts
+from benchmarks._models import CONFIGS, random_model, random_prompts, timed_generate
 from pygpukit.benchmark.timing import DeviceTimer
-from pygpukit.models import GenerationStats
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,13 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         gp.set_deterministic(det)
         for b in args.batch:
             batch = prompts[:b]
-            model.generate(batch, max_new_tokens=8, **kw)  # warm-up: compile, capture
-            rates, outs = [], []
-            for _ in range(args.repeats):
-                st = GenerationStats()
-                outs.append(model.generate(batch, max_new_tokens=args.new, stats=st, **kw))
-                rates.append(st.decode_tokens_per_s)
-            tps = statistics.median(rates)
+            tps, outs = timed_generate(model, batch, args.new, args.repeats, **kw)
             bound = copy * 1e9 / weight_bytes * b  # tokens/s if each step only read the weights
             first_row[det][b] = cast(list[int], outs[0][0])
             rows.append({

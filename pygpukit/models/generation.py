@@ -12,7 +12,7 @@ stop token (kept in its output, as HF does) or after max_new_tokens.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -283,6 +283,27 @@ def speculation(
     return drafter, k
 
 
+def _captured(
+    graph: bool | None, use_cache: bool, own_cache: bool, make: Callable[[], Any], what: str
+) -> tuple[Any, str]:
+    """(make(), "") where the decode can replay a CUDA graph, else (None, why not);
+    graph=True raises RuntimeError with the reason instead."""
+    if graph is False:
+        return None, "graph=False"
+    if not use_cache:
+        why = "use_cache=False recomputes every step"
+    elif not own_cache:
+        why = "graphs are kept for the model's own cache, not a caller's"
+    else:
+        try:
+            return make(), ""
+        except RuntimeError as exc:
+            why = str(exc)
+    if graph:
+        raise RuntimeError(f"graph=True but the decode {what} cannot be replayed: {why}")
+    return None, why
+
+
 def _decode_graph(
     model: CausalTransformerModel,
     rows: int,
@@ -298,29 +319,22 @@ def _decode_graph(
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
-    if graph is False:
-        st.decode_mode = "eager (graph=False)"
+    # A 1-token step is asked for as step_graph(rows), the call form stand-ins (the compat
+    # tests' CPU step) implement.
+    g, why = _captured(
+        graph,
+        use_cache,
+        own_cache,
+        lambda: model.step_graph(rows) if tokens == 1 else model.step_graph(rows, tokens),
+        "step",
+    )
+    if g is None:
+        st.decode_mode = f"eager ({why})"
         return None
-    why = ""
-    if not use_cache:
-        why = "use_cache=False recomputes every step"
-    elif not own_cache:
-        why = "graphs are kept for the model's own cache, not a caller's"
-    else:
-        try:
-            # A 1-token step is asked for as step_graph(rows), the call form stand-ins (the
-            # compat tests' CPU step) implement.
-            g = model.step_graph(rows) if tokens == 1 else model.step_graph(rows, tokens)
-            st.decode_mode = f"CUDA graph replay, {rows} row(s) a step" + (
-                f", {tokens} tokens a row (speculative check)" if tokens > 1 else ""
-            )
-            return g
-        except RuntimeError as exc:
-            why = str(exc)
-    if graph:
-        raise RuntimeError(f"graph=True but the decode step cannot be replayed: {why}")
-    st.decode_mode = f"eager ({why})"
-    return None
+    st.decode_mode = f"CUDA graph replay, {rows} row(s) a step" + (
+        f", {tokens} tokens a row (speculative check)" if tokens > 1 else ""
+    )
+    return g
 
 
 def _greedy_run(
@@ -340,23 +354,12 @@ def _greedy_run(
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
-    why = "graph=False"
-    if graph is not False:
-        if not own_cache:
-            why = "graphs are kept for the model's own cache, not a caller's"
-        else:
-            try:
-                got = model.greedy_run(rows, steps)
-                st.decode_mode = (
-                    f"CUDA graph replay, {rows} row(s) a step, {steps} greedy steps a replay"
-                )
-                return got
-            except RuntimeError as exc:
-                why = str(exc)
-        if graph:
-            raise RuntimeError(f"graph=True but the greedy decode run cannot be replayed: {why}")
-    st.decode_mode = f"eager, {steps} greedy steps a sync ({why})"
-    return GreedyRun(model, cache, rows, steps, graph=False)
+    got, why = _captured(graph, True, own_cache, lambda: model.greedy_run(rows, steps), "run")
+    if got is None:
+        st.decode_mode = f"eager, {steps} greedy steps a sync ({why})"
+        return GreedyRun(model, cache, rows, steps, graph=False)
+    st.decode_mode = f"CUDA graph replay, {rows} row(s) a step, {steps} greedy steps a replay"
+    return got
 
 
 def _run_greedy(

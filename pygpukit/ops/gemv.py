@@ -126,15 +126,15 @@ def decode_gemv(x: GPUArray, weight: GPUArray) -> bool:
     fixed-tile GEMM), and unless a route (gp.route, ROUTE=) forces op linear: then gp.linear
     runs where the route says, at every row count."""
     k = x.shape[-1] if x.ndim else 0
-    return (
-        x.device.type == "cuda"
+    return (  # the row count first: every gp.linear call asks, prefill included
+        math.prod(x.shape[:-1]) <= DENSE_GEMV_MAX_ROWS
+        and x.device.type == "cuda"
         and x.dtype.name in _HALF
         and weight.dtype is x.dtype
         and weight.ndim == 2
         and weight.element_strides[-1] == 1
         and 0 < k <= DENSE_GEMV_MAX_K
         and k % 8 == 0
-        and math.prod(x.shape[:-1]) <= DENSE_GEMV_MAX_ROWS
         and not determinism.is_deterministic()
         and forced_backend("linear")[0] is None
         and availability("triton")[0]

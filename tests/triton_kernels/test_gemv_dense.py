@@ -19,6 +19,12 @@ from pygpukit.backends.triton_kernels import gemv_dense
 HALF = ["float16", pytest.param("bfloat16", marks=GPU)]
 
 
+def _f64(a: object) -> np.ndarray:
+    """A half-precision GPUArray's values as float64 (through float32: exact)."""
+    out: np.ndarray = a.astype("float32").to_numpy().astype(np.float64)  # type: ignore[attr-defined]
+    return out
+
+
 def _silu_mul(h: np.ndarray) -> np.ndarray:
     i = h.shape[-1] // 2
     g = h[..., :i]
@@ -34,11 +40,7 @@ def test_gemv_against_float64(device: str, dtype: str, m: int, n: int, k: int) -
     x = up(rng.standard_normal((m, k)), device).astype(dtype)
     y = gemv_dense.gemv(x, w)
     assert y.shape == (m, n) and y.dtype.name == dtype
-    want = (
-        x.astype("float32").to_numpy().astype(np.float64)
-        @ w.astype("float32").to_numpy().astype(np.float64).T
-    )
-    assert_close(y, want, dtype)
+    assert_close(y, _f64(x) @ _f64(w).T, dtype)
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -50,11 +52,7 @@ def test_gated_against_float64(device: str, dtype: str, m: int, i: int, k: int) 
     x = up(rng.standard_normal((m, k)), device).astype(dtype)
     y = gemv_dense.linear_silu_mul(x, w)
     assert y.shape == (m, i) and y.dtype.name == dtype
-    h = (
-        x.astype("float32").to_numpy().astype(np.float64)
-        @ w.astype("float32").to_numpy().astype(np.float64).T
-    )
-    assert_close(y, _silu_mul(h), dtype)
+    assert_close(y, _silu_mul(_f64(x) @ _f64(w).T), dtype)
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -71,8 +69,7 @@ def test_strided_x_bias_and_out_slice(device: str, dtype: str) -> None:
     out = big[:, 4 : 4 + n]
     y = gemv_dense.gemv(x, w, bias, out=out)
     assert y is out
-    f64 = lambda a: a.astype("float32").to_numpy().astype(np.float64)  # noqa: E731
-    assert_close(out, f64(x) @ f64(w).T + f64(bias), dtype)
+    assert_close(out, _f64(x) @ _f64(w).T + _f64(bias), dtype)
     after = big.to_numpy().view(np.uint16)
     np.testing.assert_array_equal(after[:, :4], before[:, :4])
     np.testing.assert_array_equal(after[:, 4 + n :], before[:, 4 + n :])
