@@ -1,6 +1,6 @@
 """pygpukit.audio against torch.stft / torchaudio and librosa, on a batch of speech-length rows.
 
-    python benchmarks/audio.py [--json results.json] [--quick] [--rounds 10]
+    python benchmarks/audio.py [--json results.json] [--quick] [--rounds 10] [--cases stft mel]
 
 A batch of 32 rows x 60 s at 16 kHz (float32, random noise plus a chirp). Cases: stft with
 n_fft 400 / hop 160 and n_fft 2048 / hop 512 (periodic Hann, center, constant padding: librosa's
@@ -273,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--quick", action="store_true", help="4 rows of 5 s (a smoke run)")
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--cases", nargs="+", default=None, help="only the cases whose names start so")
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/audio.py: no CUDA device; nothing to time")
@@ -284,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     rows_n = 4 if args.quick else 32
     results = []
     for c in CASES:
+        if args.cases is not None and not any(c.name.startswith(w) for w in args.cases):
+            continue
         case = Case(c.name, c.kind, c.n_fft, c.hop, c.n_mels, 5 if args.quick else c.seconds)
         results.append(run_case(case, timer, rows_n, args.rounds, rng))
         r = results[-1]

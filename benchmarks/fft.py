@@ -2,7 +2,7 @@
 
     python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
         [--dot ieee tf32x3] [--paths fused passes] [--points 1024 2048] [--n 400 2048]
-        [--chunk 64 16] [--warps 4 8]
+        [--chunk 64 16] [--warps 4 8] [--pairs 1 0]
 
 Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048,
 and of 1000 and 4096, the other lengths with a factor padded to 64; rfft and fft), a batched
@@ -23,7 +23,10 @@ kernels (fft_fused.DOT, env PYGPUKIT_FFT_DOT; default both "ieee" and "tf32x3");
 fused kernel's points a program (fft_fused.FUSED_POINTS; default its table); --chunk, the
 chunk width of products along a factor padded to 64 (fft_fused.CHUNK; 64: whole products;
 default its value); --warps, the fused kernel's warps a program (fft_fused.FUSED_WARPS;
-default its table). Each case's input, torch time and copy rate are shared by all variants.
+default its table); --pairs, rfft of the even lengths fft_plan.real_pairs picks as a complex
+half-length transform plus an untangling step (1, the default) or as a real transform (0)
+(fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS). Each case's input, torch time and copy rate are
+shared by all variants.
 """
 
 from __future__ import annotations
@@ -92,13 +95,15 @@ class Variant:
     points: int | None  # fft_fused.FUSED_POINTS (None: its table)
     chunk: int | None = None  # fft_fused.CHUNK (None: its default)
     warps: int | None = None  # fft_fused.FUSED_WARPS (None: its table)
+    pairs: bool | None = None  # fft_fused.PAIRS (None: its default)
 
     @property
     def name(self) -> str:
         pts = "" if self.points is None else f" points={self.points}"
         ch = "" if self.chunk is None else f" chunk={self.chunk}"
         wp = "" if self.warps is None else f" warps={self.warps}"
-        return f"dot={self.dot} path={self.path}{pts}{ch}{wp}"
+        pr = "" if self.pairs is None else f" pairs={int(self.pairs)}"
+        return f"dot={self.dot} path={self.path}{pts}{ch}{wp}{pr}"
 
     def apply(self) -> None:
         from pygpukit.backends.triton_kernels import fft_fused
@@ -109,6 +114,8 @@ class Variant:
         if self.chunk is not None:  # None only when --chunk is not given
             fft_fused.CHUNK = self.chunk
         fft_fused.FUSED_WARPS = self.warps
+        if self.pairs is not None:
+            fft_fused.PAIRS = self.pairs
 
 
 def run_case(
@@ -176,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", nargs="+", type=int, default=None, help="only these lengths")
     p.add_argument("--chunk", nargs="+", type=int, default=None, help="fused chunk width")
     p.add_argument("--warps", nargs="+", type=int, default=None, help="fused warps a program")
+    p.add_argument("--pairs", nargs="+", type=int, default=None, choices=[0, 1],
+                   help="rfft through real pairs (1) or not (0)")  # fmt: skip
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/fft.py: no CUDA device; nothing to time")
@@ -188,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     points: list[int | None] = list(args.points) if args.points else [None]
     chunks: list[int | None] = list(args.chunk) if args.chunk else [None]
     warps: list[int | None] = list(args.warps) if args.warps else [None]
+    pairs: list[bool | None] = [bool(v) for v in args.pairs] if args.pairs else [None]
     variants = tuple(
-        Variant(*v) for v in itertools.product(args.dot, args.paths, points, chunks, warps)
+        Variant(*v) for v in itertools.product(args.dot, args.paths, points, chunks, warps, pairs)
     )
     rows: list[dict[str, Any]] = []
     for c in cases(args.quick):

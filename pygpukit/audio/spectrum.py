@@ -2,9 +2,10 @@
 
 Layouts follow librosa: a signal is [..., samples], a spectrogram [..., 1 + n_fft // 2, frames].
 Internally the work is frame-major ([batch, frames, n_fft], the FFT along the contiguous last
-axis): pad (one copy), frame (a strided view, no copy), window (one multiply that writes the
-contiguous frames), gp.fft.rfft. The returned spectrogram is the frame-major result viewed with
-its last two axes swapped (no copy; .contiguous() makes one). istft runs the same steps back:
+axis): pad (one copy), frame (a strided view, no copy), then ops.fft.rfft_windowed, whose
+kernel multiplies the window in as it loads the overlapping frames (no windowed copy is
+written). The returned spectrogram is the frame-major result viewed with its last two axes
+swapped (no copy; .contiguous() makes one). istft runs the same steps back:
 gp.fft.irfft, window, overlap-add in ceil(n_fft / hop_length) strided adds, and a multiply by
 the reciprocal window sum-square envelope (computed on the host: it depends only on the
 parameters).
@@ -27,6 +28,7 @@ from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import pad_center_np, sumsquare_np, window_np
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype, float32, float64
+from pygpukit.ops.fft import rfft_windowed
 
 __all__ = ["istft", "magphase", "stft"]
 
@@ -84,8 +86,7 @@ def stft_frames(
         pad = p.n_fft // 2
         y2 = _frames.pad_rows(y2, pad, pad, pad_mode)
     frames = _frames.frame_view(y2, p.n_fft, p.hop_length)
-    windowed = frames * p.device_window(y2)
-    return gfft.rfft(windowed, axis=-1), lead
+    return rfft_windowed(frames, p.device_window(y2)), lead
 
 
 def check_stft(

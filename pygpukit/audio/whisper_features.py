@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pygpukit import fft as gfft
 from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.audio import _checks as chk
@@ -21,6 +20,7 @@ from pygpukit.audio._complex import abs2
 from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import mel_np
 from pygpukit.audio.spectrum import _Params
+from pygpukit.ops.fft import rfft_windowed
 
 __all__ = ["log_mel_spectrogram"]
 
@@ -73,7 +73,7 @@ def log_mel_spectrogram(
     padded = _frames.pad_rows(rows, pad, pad, "reflect")
     frames = _frames.frame_view(padded, p.n_fft, p.hop_length)
     frames = frames[:, : frames.shape[1] - 1]  # both references drop the last frame
-    spec = gfft.rfft(frames * p.device_window(rows), axis=-1)
+    spec = rfft_windowed(frames, p.device_window(rows))
     basis = device_table(basis_np, rows.dtype.np_dtype, rows.device)
     mel = ops.matmul(abs2(spec), basis.T)  # [batch, frames, n_mels]
     log_spec = ops.log(ops.maximum(mel, 1e-10)) * _LOG10_E

@@ -29,7 +29,7 @@ from pygpukit.dtypes import DataType, complex64, complex128, float32, float64
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
 
-__all__ = ["fft", "ifft", "irfft", "rfft"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -154,6 +154,34 @@ def rfft(
     nm = _norm_arg(op, norm)
     shape = _moved(x.shape, ax, nn // 2 + 1)
     return _run(op, x, ax, nn, nm, shape, _complex_of(x.dtype), out)
+
+
+def rfft_windowed(
+    x: GPUArray,
+    window: GPUArray,
+    norm: str | None = None,
+    *,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """rfft(x * window, axis=-1) for real rows x [..., n] and a real window [n] of x's dtype:
+    the short-time Fourier transform's step. The Triton backend multiplies the window in as its
+    kernel loads x (for the lengths its one-kernel path serves), so x may be an overlapping
+    strided view of frames that is never written out windowed; the product is rounded to fp32
+    as a separate multiply would round it."""
+    op = "rfft_windowed"
+    x, _ = _input(op, x, -1, "f")
+    chk.array(op, "window", window)
+    n = x.shape[-1]
+    if window.shape != (n,):
+        raise ValueError(
+            f"{op}: window must have shape ({n},) (x's last dim), got {chk.desc(window)}"
+        )
+    if window.dtype is not x.dtype:
+        raise TypeError(f"{op}: window must have x's dtype {x.dtype.name}, got {chk.desc(window)}")
+    nm = _norm_arg(op, norm)
+    shape = (*x.shape[:-1], n // 2 + 1)
+    chk.out_arg(op, out, shape, _complex_of(x.dtype))
+    return run(op, (x, window), {"n": n, "norm": nm}, out=out)  # type: ignore[no-any-return]
 
 
 def irfft(

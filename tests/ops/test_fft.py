@@ -213,3 +213,67 @@ def test_table_serves_float64_on_the_cpu_only() -> None:
 def test_bad_input_names_the_argument(call, exc: type[Exception], msg: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(exc, match=msg):
         call()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("norm", [None, "ortho"])
+def test_rfft_windowed(dtype: str, norm: str | None) -> None:
+    """rfft(x * window) along the last axis, on overlapping strided frames as audio.stft
+    passes them; float64 stays float64 (the CPU backend; the GPU table has no fp64 FFT)."""
+    if _GPU and dtype == "float64":
+        pytest.skip("no float64 FFT on the GPU")
+    rng = np.random.default_rng(seed("ops-fft-win", dtype, norm))
+    sig = rand(rng, (2, 1000), dtype)
+    win = rand(rng, (400,), dtype)
+    sd = up(sig)
+    frames = sd._view((2, 4, 400), (1000, 160, 1), sd._offset)
+    got = ops_fft.rfft_windowed(frames, up(win), norm=norm)
+    idx = np.arange(4)[:, None] * 160 + np.arange(400)[None, :]
+    want = np.fft.rfft(as64(sig)[:, idx] * as64(win), norm=norm)
+    assert got.dtype is (gp.complex128 if dtype == "float64" else gp.complex64)
+    assert_close(pairs(got), pairs(want), bound(sig))
+    out = gp.empty((2, 4, 201), got.dtype, device=DEVICE)
+    assert ops_fft.rfft_windowed(frames, up(win), norm=norm, out=out) is out
+    assert_close(pairs(out), pairs(want), bound(sig))
+
+
+_X8 = np.ones((2, 8), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "msg"),
+    [
+        (lambda: ops_fft.rfft_windowed(_X8, up(_X8[0])), TypeError, r"x must be a GPUArray"),
+        (lambda: ops_fft.rfft_windowed(up(_X8), _X8[0]), TypeError, r"window must be a GPUArray"),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8), up(np.ones(7, np.float32))),
+            ValueError,
+            r"rfft_windowed: window must have shape \(8,\)",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8), up(np.ones(8))),
+            TypeError,
+            r"rfft_windowed: window must have x's dtype float32",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8.astype(np.complex64)), up(_X8[0])),
+            TypeError,
+            r"rfft_windowed: x must be a real",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8), up(_X8[0]), norm="unit"),
+            ValueError,
+            r"rfft_windowed: norm",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(
+                up(_X8), up(_X8[0]), out=gp.empty((2, 8), gp.complex64, device=DEVICE)
+            ),
+            ValueError,
+            r"rfft_windowed: out has shape \(2, 8\)",
+        ),
+    ],
+)
+def test_rfft_windowed_bad_input(call, exc: type[Exception], msg: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(exc, match=msg):
+        call()

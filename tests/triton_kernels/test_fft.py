@@ -327,3 +327,104 @@ def test_speech_batch(device: str) -> None:
     for n in (400, 512, 2048):
         x = rand(rng, (2, 3000, n), "float32")
         assert_close(pairs(run("rfft", up(x, device), n)), pairs(expected("rfft", x)), "float32")
+
+
+def frames_of(sig: np.ndarray, n: int, hop: int) -> np.ndarray:
+    """[batch, frames, n] overlapping frames of [batch, samples] (librosa.util.frame)."""
+    f = 1 + (sig.shape[-1] - n) // hop
+    idx = np.arange(f)[:, None] * hop + np.arange(n)[None, :]
+    return sig[:, idx]
+
+
+@pytest.mark.parametrize("dot", tff.DOTS)
+@pytest.mark.parametrize(("n", "hop"), [(400, 160), (64, 16), (2048, 512), (401, 100), (18, 7)])
+def test_rfft_windowed_overlapping_frames(
+    device: str, n: int, hop: int, dot: str, monkeypatch: pytest.MonkeyPatch,
+    fused_calls: list[int],
+) -> None:  # fmt: skip
+    """The STFT's step on an overlapping strided view of the frames (what audio.stft passes):
+    the window multiplied in at load where the fused kernel serves n (400: two products, 64:
+    one, 2048: chunks of 64), and written out first otherwise (401: Bluestein, two fused
+    launches of 1024 points without a window); both equal rfft(frames * window) in float64."""
+    monkeypatch.setattr(tff, "DOT", dot)
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096)
+    rng = np.random.default_rng(seed("tfft-win", n, hop, dot))
+    sig = rand(rng, (2, n + 5 * hop + 3), "float32")
+    win = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)).astype(np.float32)
+    sd = up(sig, device)
+    b, total = sig.shape
+    nf = 1 + (total - n) // hop
+    frames = sd._view((b, nf, n), (total, hop, 1), sd._offset)
+    assert not frames.is_contiguous()
+    out = poisoned((b, nf, n // 2 + 1), gp.complex64, device)
+    assert tfft.rfft_windowed(frames, up(win, device), n=n, out=out) is out
+    assert fused_calls == ([1024, 1024] if n == 401 else [n])
+    want = np.fft.rfft(frames_of(as64(sig), n, hop) * as64(win), axis=-1)
+    assert_close(pairs(out), pairs(want), "float32", name=f"rfft_windowed {n}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rfft_windowed_dtypes(device: str, dtype: str) -> None:
+    rng = np.random.default_rng(seed("tfft-win-dt", dtype))
+    x = rand(rng, (3, 400), dtype)
+    w = rand(rng, (400,), dtype)
+    got = tfft.rfft_windowed(up(x, device), up(w, device), n=400, norm="ortho")
+    want = np.fft.rfft(as64(x) * as64(w), norm="ortho")
+    assert_close(pairs(got), pairs(want), "float32")
+
+
+@pytest.fixture
+def pairs_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The n of every rfft the fused kernel runs through real pairs during the test."""
+    calls: list[int] = []
+    real = tff.untangle
+
+    def spy(n: int, dev: Any) -> Any:
+        calls.append(n)
+        return real(n, dev)
+
+    monkeypatch.setattr(tff, "untangle", spy)
+    return calls
+
+
+@pytest.mark.parametrize("forced", [False, True])
+@pytest.mark.parametrize(
+    ("n", "n_in"), [(4, 4), (6, 5), (10, 10), (18, 23), (50, 50), (100, 99), (512, 512),
+                    (1000, 1000), (2048, 2048), (4096, 4096), (8192, 8000)],
+)  # fmt: skip
+def test_rfft_real_pairs(
+    device: str, n: int, n_in: int, forced: bool, monkeypatch: pytest.MonkeyPatch,
+    pairs_calls: list[int],
+) -> None:  # fmt: skip
+    """rfft of even n as the complex n / 2-point transform of x's pairs and the untangling
+    step: where fft_plan.real_pairs picks it, and forced for small n (n / 2 odd: 3, 5, 9, 25,
+    the pair k = n / 4 absent), with a truncated or zero-padded input, a strided input, 7 rows
+    over programs of several rows, every norm in turn, a poisoned out=; and with PAIRS off the
+    real transform (no untangling) gives the same values."""
+    if forced:
+        monkeypatch.setattr(tff, "real_pairs", lambda n: True)
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096)
+    norm = NORMS[(n + forced) % 3]
+    rng = np.random.default_rng(seed("tfft-pairs", n, n_in, forced))
+    x = rand(rng, (7, n_in), "float32")
+    want = np.fft.rfft(as64(x), n=n, norm=norm)
+    uses = forced or tff.real_pairs(n)
+    for on in (True, False):
+        monkeypatch.setattr(tff, "PAIRS", on)
+        pairs_calls.clear()
+        out = poisoned((7, n // 2 + 1), gp.complex64, device)
+        assert run("rfft", view(x, "strided", device), n, norm, out=out) is out
+        assert pairs_calls == ([n] if on and uses else [])
+        assert_close(pairs(out), pairs(want), "float32", name=f"rfft {n} pairs={on}")
+
+
+def test_real_pairs_choice() -> None:
+    """The cost model picks pairs where the real transform pads a factor to 64 or the half
+    length is cheaper (512, 1000, 2048, 4096), and where only the half fits one launch (8192),
+    not for 400 (16 x 32 either way) or odd n."""
+    from pygpukit.backends.triton_kernels.fft_plan import real_pairs
+
+    assert [n for n in (2, 3, 400, 401, 512, 1000, 2048, 4096, 8192) if real_pairs(n)] == [
+        512, 1000, 2048, 4096, 8192,
+    ]  # fmt: skip
+    assert tff.fusable(8192, rfft=True) and not tff.fusable(8192)

@@ -22,7 +22,7 @@ from ._common import Array
 
 Norm = Literal["backward", "ortho", "forward"]
 
-__all__ = ["fft", "ifft", "irfft", "rfft"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
 
 
 def _wide(x: Array) -> tuple[Array, bool]:
@@ -62,6 +62,13 @@ def rfft(x: Array, *, n: int, norm: str = "backward") -> Array:
     """DFT of a real signal: the n // 2 + 1 non-negative frequency terms."""
     w, double = _wide(x)
     return _complex_result(np.fft.rfft(w, n=n, axis=-1, norm=_norm(norm)), double)
+
+
+def rfft_windowed(x: Array, window: Array, *, n: int, norm: str = "backward") -> Array:
+    """rfft(x * window): the product and the transform in float64, one rounding at the end."""
+    w, double = _wide(x)
+    win, _ = _wide(window)
+    return _complex_result(np.fft.rfft(w * win, n=n, axis=-1, norm=_norm(norm)), double)
 
 
 def irfft(x: Array, *, n: int, norm: str = "backward") -> Array:

@@ -65,6 +65,7 @@ from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, plan_rows, row_offset
 from pygpukit.backends.triton_kernels.copy import contiguous
 from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.elementwise import mul
 from pygpukit.backends.triton_kernels.fft_fused import (
     Operand,
     fusable,
@@ -76,7 +77,7 @@ from pygpukit.backends.triton_kernels.fft_plan import Chirp, Plan, chirp, plan, 
 from pygpukit.creation import empty
 from pygpukit.dtypes import complex64, float32
 
-__all__ = ["fft", "ifft", "irfft", "rfft"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
 
 # How the first pass reads its input: complex pairs, real values, or the Hermitian half of
 # irfft (element e >= n // 2 + 1 is conj(x[n - e])).
@@ -286,7 +287,14 @@ def _transform(
     load: int,
     n_out: int,
     real_out: bool,
+    win: GPUArray | None = None,
 ) -> GPUArray:
+    rfft_like = load == _REAL and not real_out and n_out == n // 2 + 1
+    if win is not None and not fusable(n, rfft_like):
+        # The window multiplied in as the fused kernel's loads do (one fp32 product a value),
+        # but written out: the passes and Bluestein read their input in several places.
+        x = mul(x, win)
+        win = None
     lead = x.shape[:-1]
     shape = (*lead, n_out)
     y = out if out is not None else empty(shape, float32 if real_out else complex64, x._device)
@@ -311,10 +319,10 @@ def _transform(
     dst = Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
     n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
     scale = _scale(n, norm, inverse)
-    if fusable(n):
+    if fusable(n, rfft_like):
         fused_transform(
             src, dst, rows, d, n=n, inverse=inverse, load=load, n_in=n_in, n_log=n,
-            n_out=n_out, real_out=real_out, scale=scale,
+            n_out=n_out, real_out=real_out, scale=scale, win=win,
         )  # fmt: skip
     elif radices(n) is None:
         _bluestein(
@@ -357,3 +365,15 @@ def rfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = 
 def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
     """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64) -> float32."""
     return _transform(x, out, n=n, norm=norm, inverse=True, load=_HERMITIAN, n_out=n, real_out=True)
+
+
+def rfft_windowed(
+    x: GPUArray, window: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None
+) -> GPUArray:
+    """rfft(x * window) of real rows of n values and a real window of n values -> complex64.
+    Where the one-kernel path serves n the window is applied as the kernel loads x, so an
+    STFT's overlapping frames are read in place and never written windowed."""
+    return _transform(
+        x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False,
+        win=window.contiguous(),
+    )  # fmt: skip

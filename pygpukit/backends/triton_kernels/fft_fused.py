@@ -104,7 +104,15 @@ from pygpukit.array import GPUArray
 from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, row_offset
 from pygpukit.backends.triton_kernels.driver import launch
-from pygpukit.backends.triton_kernels.fft_plan import RMAX, fused, fused_split, out_cols, padded
+from pygpukit.backends.triton_kernels.fft_plan import (
+    RMAX,
+    fused,
+    fused_split,
+    out_cols,
+    padded,
+    real_pairs,
+    untangle,
+)
 
 __all__ = [
     "CHUNK",
@@ -141,8 +149,14 @@ CHUNKS = {"ieee": 16, "tf32x3": 64}
 CHUNK: int | None = None
 CHUNK_OVER = 32
 
-# How the input is read (fft.py's names): complex pairs, real values, the Hermitian half.
-_COMPLEX, _REAL, _HERMITIAN = 0, 1, 2
+# How the input is read (fft.py's names): complex pairs, real values, the Hermitian half; and
+# real values read as complex pairs x[2 j] + i x[2 j + 1] (the rfft through real_pairs).
+_COMPLEX, _REAL, _HERMITIAN, _PAIRS = 0, 1, 2, 3
+# rfft of the even lengths fft_plan.real_pairs picks as a complex half-length transform and an
+# untangling step (1) or always as a real transform (0, for comparison): PYGPUKIT_FFT_PAIRS.
+PAIRS = os.environ.get("PYGPUKIT_FFT_PAIRS", "1") != "0"
+# Output pairs (k, n / 2 - k) a chunk of the untangling step rewrites.
+UNTANGLE_BLOCK = 256
 
 
 def tf32x3() -> bool:
@@ -186,33 +200,46 @@ def _store(Y, POST, yo, k, mask, yr, yi, scale, HAS_POST: tl.constexpr, REAL_OUT
 
 
 @triton.jit
-def _load(X, PRE, xrow, rok, j2o, j1o, n_in, n_log, sxe,
+def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe,
           N1: tl.constexpr, N2: tl.constexpr, Q2: tl.constexpr, Q1: tl.constexpr,
-          ROWS: tl.constexpr, LOAD: tl.constexpr, HAS_PRE: tl.constexpr,
+          ROWS: tl.constexpr, LOAD: tl.constexpr, HAS_PRE: tl.constexpr, HAS_WIN: tl.constexpr,
           NYQ: tl.constexpr):  # fmt: skip
     """The input chunk A[r, j2, j1] = x[r, N2 j1 + j2] for j2 in j2o + [0, Q2), j1 in j1o +
-    [0, Q1) (masked past N2, N1), as (xr, xi) (xi zero for real input), and its share of the
-    Nyquist sum (-1)^e x[e] when NYQ."""
+    [0, Q1) (masked past N2, N1), as (xr, xi) (xi zero for real input), times WIN[e] (a real
+    window, when HAS_WIN), and its share of the Nyquist sum (-1)^e x[e] when NYQ."""
     j2 = j2o + tl.arange(0, Q2)
     j1 = j1o + tl.arange(0, Q1)
     e = (j2[:, None] + N2 * j1[None, :])[None, :, :]
     tile = ((j2 < N2)[:, None] & (j1 < N1)[None, :])[None, :, :]
     ok = rok[:, None, None] & tile
-    if LOAD == 2:
-        mirrored = e >= n_log // 2 + 1
-        src = tl.where(mirrored, n_log - e, e)
-        ok_in = ok & (e < n_log) & (src < n_in)
+    if LOAD == 3:  # real pairs: z[e] = x[2 e] + i x[2 e + 1] (n_in, n_log count real values)
+        xo = xrow[:, None, None] + (2 * e).to(tl.int64) * sxe
+        xr = tl.load(X + xo, mask=ok & (2 * e < n_in), other=0.0).to(tl.float32)
+        xi = tl.load(X + xo + sxe, mask=ok & (2 * e + 1 < n_in), other=0.0).to(tl.float32)
+        if HAS_WIN:
+            wok = tile & (2 * e + 1 < n_log)
+            xr = xr * tl.load(WIN + 2 * e, mask=wok, other=0.0).to(tl.float32)
+            xi = xi * tl.load(WIN + 2 * e + 1, mask=wok, other=0.0).to(tl.float32)
     else:
-        src = e
-        ok_in = ok & (e < n_in)
-    xo = xrow[:, None, None] + src.to(tl.int64) * sxe
-    xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
-    if LOAD == 1:
-        xi = tl.zeros_like(xr)
-    else:
-        xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(tl.float32)
         if LOAD == 2:
-            xi = tl.where(mirrored, -xi, xi)
+            mirrored = e >= n_log // 2 + 1
+            src = tl.where(mirrored, n_log - e, e)
+            ok_in = ok & (e < n_log) & (src < n_in)
+        else:
+            src = e
+            ok_in = ok & (e < n_in)
+        xo = xrow[:, None, None] + src.to(tl.int64) * sxe
+        xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
+        if LOAD == 1:
+            xi = tl.zeros_like(xr)
+        else:
+            xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(tl.float32)
+            if LOAD == 2:
+                xi = tl.where(mirrored, -xi, xi)
+        if HAS_WIN:  # the STFT's window, one fp32 product as the separate multiply rounded
+            w = tl.load(WIN + e, mask=tile & (e < n_log), other=0.0).to(tl.float32)
+            xr = xr * w
+            xi = xi * w
     if HAS_PRE:  # Bluestein's chirp or Bhat, indexed by the logical element
         pok = tile & (e < n_log)
         pr = tl.load(PRE + 2 * e, mask=pok, other=0.0)
@@ -249,11 +276,12 @@ def _cmm(ar, ai, F, fo, fplane, acr, aci, REAL_A: tl.constexpr, REAL_ONLY: tl.co
 
 
 @triton.jit
-def _step1(X, PRE, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
+def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
            N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
            Q1: tl.constexpr, Q2: tl.constexpr, H1: tl.constexpr, ROWS: tl.constexpr,
-           LOAD: tl.constexpr, REAL_X: tl.constexpr, HAS_PRE: tl.constexpr, NYQ: tl.constexpr,
-           INVERSE: tl.constexpr, TF32X3: tl.constexpr):  # fmt: skip
+           LOAD: tl.constexpr, REAL_X: tl.constexpr, HAS_PRE: tl.constexpr,
+           HAS_WIN: tl.constexpr, NYQ: tl.constexpr, INVERSE: tl.constexpr,
+           TF32X3: tl.constexpr):  # fmt: skip
     """The chunk j2 in j2o + [0, Q2), k1 in k1o + [0, Q1) of B = (A @ F1) * W as [ROWS, Q1,
     Q2] tiles (k1 before j2: step 2's layout): the K = N1P sum over the H1 chunks of j1, each
     loaded apart; and, when NYQ, the loaded chunks' share of the Nyquist sum."""
@@ -263,8 +291,8 @@ def _step1(X, PRE, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
     nr = tl.zeros([ROWS], tl.float32)
     ni = nr
     for jc in tl.range(0, H1, num_stages=1):
-        xr, xi, pr, pi = _load(X, PRE, xrow, rok, j2o, jc * Q1, n_in, n_log, sxe,
-                               N1, N2, Q2, Q1, ROWS, LOAD, HAS_PRE, NYQ)  # fmt: skip
+        xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, j2o, jc * Q1, n_in, n_log, sxe,
+                               N1, N2, Q2, Q1, ROWS, LOAD, HAS_PRE, HAS_WIN, NYQ)  # fmt: skip
         if NYQ:
             nr += pr
             ni += pi
@@ -284,15 +312,54 @@ def _step1(X, PRE, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
 
 
 @triton.jit
+def _untangle(Y, UT, yrow, rok, sye, n_out, scale, M: tl.constexpr, UB: tl.constexpr,
+              ROWS: tl.constexpr):  # fmt: skip
+    """rfft of n = 2 M real values from Z = FFT_M(z), z[j] = x[2 j] + i x[2 j + 1], already
+    stored in Y[0, M): for each pair (k, M - k), k <= M // 2 (Z[M] is Z[0]), with A = Z[k],
+    B = Z[M - k], E = (A + conj B) / 2 (the even samples' DFT), O = -i (A - conj B) / 2 (the odd
+    samples') and P = w_n^k O (UT[k] = w_n^k): X[k] = E + P and X[M - k] = conj(E - P)
+    (w_n^(M - k) = -conj(w_n^k)). A pair is read and written by the same lanes, so the
+    in-place rewrite needs no barrier between chunks; the one before the first read makes
+    every lane's stores of Z visible (CTA scope), and the reads skip L1 (.cg)."""
+    tl.debug_barrier()
+    for c in tl.range(0, M // 2 + 1, UB, num_stages=1):
+        k = c + tl.arange(0, UB)
+        kok = k <= M // 2
+        ok = rok[:, None] & kok[None, :]
+        km = tl.where(k == 0, 0, M - k)
+        ao = yrow[:, None] + k.to(tl.int64)[None, :] * sye
+        bo = yrow[:, None] + km.to(tl.int64)[None, :] * sye
+        ar = tl.load(Y + ao, mask=ok, other=0.0, cache_modifier=".cg")
+        ai = tl.load(Y + ao + 1, mask=ok, other=0.0, cache_modifier=".cg")
+        br = tl.load(Y + bo, mask=ok, other=0.0, cache_modifier=".cg")
+        bi = tl.load(Y + bo + 1, mask=ok, other=0.0, cache_modifier=".cg")
+        er = 0.5 * (ar + br)
+        ei = 0.5 * (ai - bi)
+        o_r = 0.5 * (ai + bi)
+        o_i = -0.5 * (ar - br)
+        wr = tl.load(UT + 2 * k, mask=kok, other=0.0)[None, :]
+        wi = tl.load(UT + 2 * k + 1, mask=kok, other=0.0)[None, :]
+        pr = wr * o_r - wi * o_i
+        pi = wr * o_i + wi * o_r
+        tl.store(Y + ao, (er + pr) * scale, mask=ok & (k < n_out)[None, :])
+        tl.store(Y + ao + 1, (ei + pi) * scale, mask=ok & (k < n_out)[None, :])
+        mo = yrow[:, None] + (M - k).to(tl.int64)[None, :] * sye
+        okm = ok & (M - k < n_out)[None, :]
+        tl.store(Y + mo, (er - pr) * scale, mask=okm)
+        tl.store(Y + mo + 1, (pi - ei) * scale, mask=okm)
+
+
+@triton.jit
 def _fft_fused(
-    X, Y, F1, F2, TW, PRE, POST,
+    X, Y, F1, F2, TW, PRE, POST, WIN, UT,
     n_rows, D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
     n_in, n_log, n_out, scale,
     N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
     Q1: tl.constexpr, Q2: tl.constexpr, C: tl.constexpr, QC: tl.constexpr,
     ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr,
     REAL_OUT: tl.constexpr, NYQ: tl.constexpr, HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr,
-    INVERSE: tl.constexpr, TF32X3: tl.constexpr,
+    HAS_WIN: tl.constexpr, INVERSE: tl.constexpr, TF32X3: tl.constexpr,
+    UNTANGLE: tl.constexpr, UB: tl.constexpr,
 ):  # fmt: skip
     """The whole n = N1 N2 point transform of ROWS rows (see the module docstring), in chunks
     of Q1 (j1, k1) and Q2 (j2), and QC output columns with N2 = 1. Offsets
@@ -304,6 +371,8 @@ def _fft_fused(
     H1: tl.constexpr = N1P // Q1
     H2: tl.constexpr = N2P // Q2
     real_only: tl.constexpr = REAL_OUT and not HAS_POST
+    # With UNTANGLE the products give Z (stored unscaled into Y[0, M)), rewritten below.
+    s1 = 1.0 if UNTANGLE else scale
     nr = tl.zeros([ROWS], tl.float32)
     ni = nr
     if N2 == 1:
@@ -314,8 +383,9 @@ def _fft_fused(
             br = tl.zeros([ROWS, QC], tl.float32)
             bi = br
             for jc in tl.static_range(H1):
-                xr, xi, pr, pi = _load(X, PRE, xrow, rok, 0, jc * Q1, n_in, n_log, sxe, N1, N2,
-                                       1, Q1, ROWS, LOAD, HAS_PRE, NYQ and cc == 0)  # fmt: skip
+                xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, 0, jc * Q1, n_in, n_log, sxe, N1,
+                                       N2, 1, Q1, ROWS, LOAD, HAS_PRE, HAS_WIN,
+                                       NYQ and cc == 0)  # fmt: skip
                 if NYQ and cc == 0:
                     nr += pr
                     ni += pi
@@ -324,7 +394,7 @@ def _fft_fused(
                               N1P * N1P, br, bi, REAL_X, real_only, INVERSE, TF32X3)  # fmt: skip
             k = kc[None, :]
             mask = rok[:, None] & (k < N1) & (k < n_out)
-            _store(Y, POST, yrow[:, None] + k.to(tl.int64) * sye, k, mask, br, bi, scale,
+            _store(Y, POST, yrow[:, None] + k.to(tl.int64) * sye, k, mask, br, bi, s1,
                    HAS_POST, REAL_OUT)  # fmt: skip
     else:
         # Per chunk of k1 (step 2's rows): step 1 per chunk of j2, each chunk's share of
@@ -337,8 +407,8 @@ def _fft_fused(
             di = dr
             for b in tl.range(0, H2, num_stages=1):
                 br, bi, pr, pi = _step1(
-                    X, PRE, F1, TW, xrow, rok, b * Q2, kc * Q1, n_in, n_log, sxe, N1, N2, N1P,
-                    N2P, Q1, Q2, H1, ROWS, LOAD, REAL_X, HAS_PRE, NYQ, INVERSE,
+                    X, PRE, WIN, F1, TW, xrow, rok, b * Q2, kc * Q1, n_in, n_log, sxe, N1, N2,
+                    N1P, N2P, Q1, Q2, H1, ROWS, LOAD, REAL_X, HAS_PRE, HAS_WIN, NYQ, INVERSE,
                     TF32X3)  # fmt: skip
                 if NYQ:  # the input is read once per k1 chunk: sum it in the first
                     nr += tl.where(kc == 0, pr, 0.0)
@@ -351,12 +421,14 @@ def _fft_fused(
             mask = (rok[:, None, None] & ((k1 < N1)[:, None] & (k2 < N2)[None, :])[None, :, :]
                     & (k < n_out))  # fmt: skip
             _store(Y, POST, yrow[:, None, None] + k.to(tl.int64) * sye, k, mask,
-                   tl.reshape(dr, (ROWS, Q1, C)), tl.reshape(di, (ROWS, Q1, C)), scale,
+                   tl.reshape(dr, (ROWS, Q1, C)), tl.reshape(di, (ROWS, Q1, C)), s1,
                    HAS_POST, REAL_OUT)  # fmt: skip
     if NYQ:  # X[n / 2] = sum_j (-1)^j x[j], the one term of the last needed column
         ko = tl.full([ROWS], (N1 * N2) // 2, tl.int32)
         _store(Y, POST, yrow + ko.to(tl.int64) * sye, ko, rok & (ko < n_out), nr, ni, scale,
                False, REAL_OUT)  # fmt: skip
+    if UNTANGLE:
+        _untangle(Y, UT, yrow, rok, sye, n_out, scale, N1 * N2, UB, ROWS)
 
 
 def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
@@ -383,8 +455,15 @@ def _chunk(p: int, width: int | None = None) -> int:
     return min(w, c) if p > CHUNK_OVER else w
 
 
-def fusable(n: int) -> bool:
-    return FUSED and n <= RMAX * RMAX and fused_split(n, False, n, False, False) is not None
+def fusable(n: int, rfft: bool = False) -> bool:
+    """Whether one launch serves length n: n = N1 N2 with both factors <= RMAX, or, for an
+    rfft (real input, the n // 2 + 1 terms, no chirp), n even with n / 2 so (through real
+    pairs: 8192 = 2 x 64 x 64)."""
+    if not FUSED:
+        return False
+    if n <= RMAX * RMAX and fused_split(n, False, n, False, False) is not None:
+        return True
+    return rfft and PAIRS and n % 2 == 0 and real_pairs(n) and fusable(n // 2)
 
 
 def fused_transform(
@@ -403,25 +482,39 @@ def fused_transform(
     scale: float,
     pre: GPUArray | None = None,
     post: GPUArray | None = None,
+    win: GPUArray | None = None,
 ) -> None:
     """Transform ``rows`` rows of src into dst in one launch (fusable(n) must hold). ``load``,
-    ``n_in``, ``n_log``, ``pre``, ``post``: as the first and last pass of fft.py read them."""
+    ``n_in``, ``n_log``, ``pre``, ``post``: as the first and last pass of fft.py read them;
+    ``win``: a real window of n_log values (any float dtype, contiguous) multiplied into the
+    input as it is loaded (the STFT's windowed frames without writing them)."""
     real_x = load == _REAL and pre is None
     nyq_ok = pre is None and post is None
-    split = fused_split(n, real_x, n_out, real_out and post is None, nyq_ok)
+    pairs = PAIRS and real_x and post is None and not real_out and real_pairs(n)
+    pairs = pairs and n_out == n // 2 + 1
+    ut = None
+    if pairs:  # the complex n / 2-point transform of x's pairs, then _untangle
+        ut = untangle(n, src.a._device)
+        n, load, real_x, nyq_ok = n // 2, _PAIRS, False, False
+        split = fused_split(n, False, n, False, False)
+    else:
+        split = fused_split(n, real_x, n_out, real_out and post is None, nyq_ok)
     assert split is not None
     n1, n2 = split
     tabs = fused(n, n1, src.a._device)
     n1p, n2p = padded(n1), (1 if n2 == 1 else padded(n2))
-    c, nyq = out_cols(n, n1, n2, n_out, nyq_ok)
+    c, nyq = out_cols(n, n1, n2, n if pairs else n_out, nyq_ok)
     per, warps = fused_cfg(n1p, n2p, rows)
     launch(
         _fft_fused, (cdiv(rows, per),),
         src.a, dst.a, tabs.f1, tabs.f2, tabs.tw,
         pre if pre is not None else tabs.f1, post if post is not None else tabs.f1,
-        rows, d[0], d[1], *src.s, src.se, *dst.s, dst.se, n_in, n_log, n_out, scale,
+        win if win is not None else tabs.f1, ut if ut is not None else tabs.f1, rows, d[0],
+        d[1], *src.s, src.se, *dst.s, dst.se,
+        n_in, n_log, n_out, scale,
         N1=n1, N2=n2, N1P=n1p, N2P=n2p, Q1=_chunk(n1p), Q2=_chunk(n2p), C=c,
         QC=_chunk(n1p, c) if n2 == 1 else c, ROWS=per, LOAD=load, REAL_X=real_x,
         REAL_OUT=real_out, NYQ=nyq, HAS_PRE=pre is not None, HAS_POST=post is not None,
-        INVERSE=inverse, TF32X3=tf32x3(), num_warps=warps,
+        HAS_WIN=win is not None, INVERSE=inverse, TF32X3=tf32x3(), UNTANGLE=pairs,
+        UB=min(UNTANGLE_BLOCK, next_pow2(n // 2 + 1)), num_warps=warps,
     )  # fmt: skip

@@ -58,6 +58,8 @@ __all__ = [
     "padded",
     "plan",
     "radices",
+    "real_pairs",
+    "untangle",
 ]
 
 # Largest radix a pass applies as a dense DFT matrix: 64 x 64 fp32 matrices and a [64, 32] tile
@@ -262,14 +264,10 @@ def out_cols(n: int, n1: int, n2: int, n_out: int, nyquist_ok: bool) -> tuple[in
 
 
 @functools.lru_cache(maxsize=4096)
-def fused_split(
+def _fused_best(
     n: int, real_in: bool, n_out: int, real_out: bool, nyquist_ok: bool
-) -> tuple[int, int] | None:
-    """(N1, N2) of the fused transform of length n, or None when n is not a product of two
-    factors <= RMAX. Cost: the real multiply-adds of the two products per row, padded;
-    the first is [N2P, N1P] x [N1P, N1P] (two real products for real input, else four), the
-    second [N1P, N2P] x [N2P, C] (two when only the real part is stored, else four); with
-    N2 = 1 the one product [1, N1P] x [N1P, C] (two real products for real input or output)."""
+) -> tuple[int, int, int, int] | None:
+    """(cost, largest padded factor, N1, N2) of fused_split's choice, or None."""
     best: tuple[int, int, int, int] | None = None
     for n1 in range(1, min(n, RMAX) + 1):
         if n % n1 or n // n1 > RMAX or (n1 == 1 and n > 1):
@@ -284,7 +282,59 @@ def fused_split(
         # Ties go to the smaller largest tile (a K = 64 product needs the most registers).
         if best is None or (cost, max(p1, p2)) < best[:2]:
             best = (cost, max(p1, p2), n1, n2)
+    return best
+
+
+def fused_split(
+    n: int, real_in: bool, n_out: int, real_out: bool, nyquist_ok: bool
+) -> tuple[int, int] | None:
+    """(N1, N2) of the fused transform of length n, or None when n is not a product of two
+    factors <= RMAX. Cost: the real multiply-adds of the two products per row, padded;
+    the first is [N2P, N1P] x [N1P, N1P] (two real products for real input, else four), the
+    second [N1P, N2P] x [N2P, C] (two when only the real part is stored, else four); with
+    N2 = 1 the one product [1, N1P] x [N1P, C] (two real products for real input or output)."""
+    best = _fused_best(n, real_in, n_out, real_out, nyquist_ok)
     return None if best is None else (best[2], best[3])
+
+
+# The untangling step of an rfft through real pairs, in the multiply-add units of the products
+# (per row: a read of two values and a few products a point): an estimate, not a measurement.
+UNTANGLE_COST = 8
+
+
+def real_pairs(n: int) -> bool:
+    """Whether the fused rfft of even n runs as a complex n / 2-point transform of the pairs
+    z[j] = x[2 j] + i x[2 j + 1] plus an untangling step (fft_fused._untangle): when that
+    costs fewer multiply-adds than the real transform of n (fused_split's cost model), e.g.
+    2048 (32 x 32 complex instead of 32 x 64 real: 262k against 393k a row; no factor padded
+    to 64) but not 400 (16 x 32 padded either way, and real input already halves the first
+    product)."""
+    if n % 2 or n < 4:
+        return False
+    half = _fused_best(n // 2, False, n // 2, False, False)
+    whole = _fused_best(n, True, n // 2 + 1, False, True)
+    if half is None or whole is None:
+        return half is not None
+    return half[0] + UNTANGLE_COST * n < whole[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _untangle_angles(n: int) -> np.ndarray:
+    k = np.arange(n // 2 + 1)
+    return _interleaved(np.exp(-2j * np.pi * k / n))
+
+
+_untangles: dict[tuple[int, Any], GPUArray] = {}
+
+
+def untangle(n: int, dev: Any) -> GPUArray:
+    """The (cached) twiddles w_n^k, k <= n // 2, interleaved fp32, of real_pairs' step."""
+    key = (n, dev)
+    got = _untangles.get(key)
+    if got is None:
+        with _lock:
+            got = _untangles[key] = _device_f32(_untangle_angles(n), dev)
+    return got
 
 
 def fused(n: int, n1: int, dev: Any) -> Fused:
