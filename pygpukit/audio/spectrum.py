@@ -2,7 +2,8 @@
 
 Layouts follow librosa: a signal is [..., samples], a spectrogram [..., 1 + n_fft // 2, frames].
 Internally the work is frame-major ([batch, frames, n_fft], the FFT along the contiguous last
-axis): pad (one copy), frame (a strided view, no copy), then ops.fft.rfft_windowed, whose
+axis): the frames as a strided view of the signal (no copy; only the frames over the padded
+edges read small padded copies, _frames.windowed_rfft), then ops.fft.rfft_windowed, whose
 kernel multiplies the window in as it loads the overlapping frames (no windowed copy is
 written). The returned spectrogram is the frame-major result viewed with its last two axes
 swapped (no copy; .contiguous() makes one). istft runs the same steps back:
@@ -28,7 +29,6 @@ from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import pad_center_np, sumsquare_np, window_np
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype, float32, float64
-from pygpukit.ops.fft import rfft_windowed
 
 __all__ = ["istft", "magphase", "stft"]
 
@@ -82,11 +82,9 @@ def stft_frames(
 ) -> tuple[GPUArray, tuple[int, ...]]:
     """(the frame-major complex STFT [batch, frames, 1 + n_fft // 2], y's leading dims)."""
     y2, lead = _frames.as_rows(y)
-    if center:
-        pad = p.n_fft // 2
-        y2 = _frames.pad_rows(y2, pad, pad, pad_mode)
-    frames = _frames.frame_view(y2, p.n_fft, p.hop_length)
-    return rfft_windowed(frames, p.device_window(y2)), lead
+    pad = p.n_fft // 2 if center else 0
+    z = _frames.windowed_rfft(y2, p.n_fft, p.hop_length, p.device_window(y2), pad, pad_mode)
+    return z, lead
 
 
 def check_stft(

@@ -20,7 +20,6 @@ from pygpukit.audio._complex import abs2
 from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import mel_np
 from pygpukit.audio.spectrum import _Params
-from pygpukit.ops.fft import rfft_windowed
 
 __all__ = ["log_mel_spectrogram"]
 
@@ -70,10 +69,11 @@ def log_mel_spectrogram(
         keep = min(n_target, rows.shape[-1])
         rows = _frames.pad_rows(rows[:, :keep].contiguous(), 0, n_target - keep, "constant")
     pad = p.n_fft // 2
-    padded = _frames.pad_rows(rows, pad, pad, "reflect")
-    frames = _frames.frame_view(padded, p.n_fft, p.hop_length)
-    frames = frames[:, : frames.shape[1] - 1]  # both references drop the last frame
-    spec = rfft_windowed(frames, p.device_window(rows))
+    n_frames = 1 + (rows.shape[-1] + 2 * pad - p.n_fft) // p.hop_length - 1  # both references
+    # drop the last frame
+    spec = _frames.windowed_rfft(
+        rows, p.n_fft, p.hop_length, p.device_window(rows), pad, "reflect", n_frames
+    )
     basis = device_table(basis_np, rows.dtype.np_dtype, rows.device)
     mel = ops.matmul(abs2(spec), basis.T)  # [batch, frames, n_mels]
     log_spec = ops.log(ops.maximum(mel, 1e-10)) * _LOG10_E

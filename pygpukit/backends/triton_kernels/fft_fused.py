@@ -31,10 +31,16 @@ the padded multiply-adds): real input halves step 2; irfft stores only real part
 step 4; rfft needs only k <= n / 2, so step 4 computes the columns k2 < C with C the padded
 count of needed columns, and when the last needed column holds only X[n / 2] (N2 even) that
 term is the separate sum (-1)^j x[j] and C halves (2048 = 32 x 64: 32 columns instead of
-64). Not done: rfft as a complex n / 2-point transform plus an untangling step (X[k] from
-Z[k] and conj(Z[n / 2 - k])); the reversed index k1 -> N1 - k1 mod N1, k2 -> N2 - 1 - k2
-across a padded tile is a gather that Triton cannot do in registers, and the two fixes above
-already bring rfft to about half the products of fft.
+64).
+
+Real pairs (fft_plan.real_pairs: rfft 1000, 2048, 4096, 8192): an rfft of even n whose real
+transform pads a factor to 64 runs as the complex n / 2-point transform Z of z[j] = x[2 j] + i
+x[2 j + 1] (LOAD 3), stored unscaled into the output row, then rewritten in place into X by
+_untangle (X[k] from Z[k] and conj(Z[n / 2 - k])). The reversed index across a padded tile is a
+gather Triton cannot do in registers, so it goes through the output row itself: a CTA barrier
+makes the program's stores visible, and each lane then reads and writes one pair (k, n/2 - k),
+so the rewrite needs no further barrier; the re-read hits L2. 2048 becomes a 32 x 32 complex
+tile (no factor of 64): 6.1x faster on an H100 (measured below, real_pairs).
 
 Chunks (with "ieee" products; CHUNKS, measured below): a factor padded to 64 (2048 = 32 x 64,
 4096 = 64 x 64, 1000 = 20 x 50 -> 32 x 64, n in 33..64 with N2 = 1) is cut into chunks of 16
@@ -75,9 +81,12 @@ at 512/1024/2048/4096 points took 794/442/278/325 us, fft n=512 738/889/551/657 
 n=400 981/753/925/24958 us, the last spilling). Why: at 2048 points and 4 warps the fp32
 FMA products of 400 and 512 (16 x 32 tiles) spill 0.5 KB a thread, at 1024 points they take
 ~185 registers and none; tf32x3 at M >= 64 goes through wgmma (B in shared memory) and needs
-no spill at 2048 points (~140 registers). The lengths with a factor padded to 64 were timed
-before their chunks (rfft 2048: 9041 us at 2048 points, 4363 at 4096, cuFFT 526): their
-points and CHUNK are to be swept again (benchmarks/fft.py --points, --chunk).
+no spill at 2048 points (~140 registers). Tiles with a factor padded to 64 take WIDE_POINTS
+(tf32x3: 8192) instead: on an H100 (96000 rows, 2026-11-27, benchmarks/fft.py --dot tf32x3
+--points 2048 4096 8192 --pairs 1 0) fft 1000 / 2048 / 4096 took 5179 / 5561 / 19520 us at
+2048 points, 6685 / 7056 / 19495 at 4096 and 3344 / 4250 / 11306 at 8192, and rfft 4096
+(through real pairs, a 32 x 64 tile) 6760 / 8433 / 5510; the 32 x 32 tiles of rfft 1000 and
+2048 through pairs were fastest at 2048 points (1203 and 1528 us; 4210 and 6304 at 8192).
 Under the interpreter, whose cost is per program, tiles are larger.
 
 Precision: every FFT tl.dot takes input_precision from DOT (env PYGPUKIT_FFT_DOT): "tf32x3"
@@ -124,6 +133,7 @@ __all__ = [
     "FUSED_POINTS",
     "FUSED_WARPS",
     "POINTS",
+    "WIDE_POINTS",
     "Operand",
     "fusable",
     "fused_cfg",
@@ -139,6 +149,7 @@ FUSED = os.environ.get("PYGPUKIT_FFT_FUSED", "1") != "0"
 # Points a program by DOT variant (module docstring); FUSED_POINTS, when set, overrides;
 # FUSED_WARPS, when set, overrides the warps a program (fused_cfg).
 POINTS = {"ieee": 1024, "tf32x3": 2048}
+WIDE_POINTS = {"ieee": 1024, "tf32x3": 8192}
 FUSED_POINTS: int | None = None
 FUSED_WARPS: int | None = None
 _INTERPRET_POINTS = 16384
@@ -433,11 +444,13 @@ def _fft_fused(
 
 def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
     """(ROWS, num_warps) of a [N1P, N2P] tile (n2p = 1: one product) over ``rows`` rows (see
-    the module docstring): about POINTS[DOT] points a program (FUSED_POINTS overrides), no more
-    rows than there are, ROWS >= 16 when n2p = 1 (tl.dot's M); 8 warps for a row of 2048 or
-    more padded points (FUSED_WARPS overrides)."""
+    the module docstring): about POINTS[DOT] points a program, WIDE_POINTS[DOT] with a factor
+    padded to 64 (FUSED_POINTS overrides both), no more rows than there are, ROWS >= 16 when
+    n2p = 1 (tl.dot's M); 8 warps for a row of 2048 or more padded points (FUSED_WARPS
+    overrides)."""
     pts = n1p * n2p
-    target = POINTS["tf32x3" if tf32x3() else "ieee"]
+    dot = "tf32x3" if tf32x3() else "ieee"
+    target = (WIDE_POINTS if max(n1p, n2p) >= RMAX else POINTS)[dot]
     if interpreting():
         target = _INTERPRET_POINTS
     elif FUSED_POINTS is not None:

@@ -304,18 +304,20 @@ UNTANGLE_COST = 8
 
 def real_pairs(n: int) -> bool:
     """Whether the fused rfft of even n runs as a complex n / 2-point transform of the pairs
-    z[j] = x[2 j] + i x[2 j + 1] plus an untangling step (fft_fused._untangle): when that
-    costs fewer multiply-adds than the real transform of n (fused_split's cost model), e.g.
-    2048 (32 x 32 complex instead of 32 x 64 real: 262k against 393k a row; no factor padded
-    to 64) but not 400 (16 x 32 padded either way, and real input already halves the first
-    product)."""
+    z[j] = x[2 j] + i x[2 j + 1] plus an untangling step (fft_fused._untangle): where the real
+    transform pads a factor to 64 and the pairs cost fewer multiply-adds (fused_split's cost
+    model), or where only n / 2 fits one launch. Measured on an H100 (96000 rows, 2026-11-27,
+    benchmarks/fft.py --pairs 1 0): rfft 1000 1203 us against 8269, 2048 1528 against 9294,
+    4096 5510 against 5744 (each at its best points); but 512 (16 x 32 real, 16 x 16 complex:
+    fewer multiply-adds) 472 against 364, so a tile without a factor of 64 keeps the real
+    transform."""
     if n % 2 or n < 4:
         return False
     half = _fused_best(n // 2, False, n // 2, False, False)
     whole = _fused_best(n, True, n // 2 + 1, False, True)
     if half is None or whole is None:
         return half is not None
-    return half[0] + UNTANGLE_COST * n < whole[0]
+    return whole[1] >= RMAX and half[0] + UNTANGLE_COST * n < whole[0]
 
 
 @functools.lru_cache(maxsize=256)
