@@ -81,8 +81,12 @@ def melspectrogram(
         raise ValueError(f"{fn}: pass either y (a signal) or S (a spectrogram)")
     x, p = check_stft(fn, y, n_fft, hop_length, win_length, window, center, pad_mode)
     basis = _mel_basis(fn, rate, p.n_fft, kwargs, x)
-    z, lead = stft_frames(x, p, center, pad_mode)
-    mel = ops.matmul(abs_pow(z, pw), basis.T)  # [batch, frames, n_mels]
+    if pw in (1.0, 2.0):  # the magnitude or power as the FFT stores
+        spec, lead = stft_frames(x, p, center, pad_mode, power=pw)
+    else:
+        z, lead = stft_frames(x, p, center, pad_mode)
+        spec = abs_pow(z, pw)
+    mel = ops.matmul(spec, basis.T)  # [batch, frames, n_mels]
     return mel.reshape(*lead, *mel.shape[1:]).swapaxes(-1, -2)
 
 

@@ -78,12 +78,14 @@ def _real_dtype_for(fn: str, y: GPUArray, dtype: Any) -> GPUArray:
 
 
 def stft_frames(
-    y: GPUArray, p: _Params, center: bool, pad_mode: str
+    y: GPUArray, p: _Params, center: bool, pad_mode: str, power: float | None = None
 ) -> tuple[GPUArray, tuple[int, ...]]:
-    """(the frame-major complex STFT [batch, frames, 1 + n_fft // 2], y's leading dims)."""
+    """(the frame-major complex STFT [batch, frames, 1 + n_fft // 2], y's leading dims); with
+    ``power`` 1 or 2 its magnitude or power, taken as the FFT stores (a real result)."""
     y2, lead = _frames.as_rows(y)
     pad = p.n_fft // 2 if center else 0
-    z = _frames.windowed_rfft(y2, p.n_fft, p.hop_length, p.device_window(y2), pad, pad_mode)
+    win = p.device_window(y2)
+    z = _frames.windowed_rfft(y2, p.n_fft, p.hop_length, win, pad, pad_mode, power=power)
     return z, lead
 
 

@@ -161,13 +161,17 @@ def rfft_windowed(
     window: GPUArray,
     norm: str | None = None,
     *,
+    power: float | None = None,
     out: GPUArray | None = None,
 ) -> GPUArray:
     """rfft(x * window, axis=-1) for real rows x [..., n] and a real window [n] of x's dtype:
-    the short-time Fourier transform's step. The Triton backend multiplies the window in as its
-    kernel loads x (for the lengths its one-kernel path serves), so x may be an overlapping
-    strided view of frames that is never written out windowed; the product is rounded to fp32
-    as a separate multiply would round it."""
+    the short-time Fourier transform's step; with ``power`` 1.0 or 2.0, |rfft(x * window)| **
+    power, a real result (float32, float64 for float64 x): the magnitude or power spectrogram.
+
+    The Triton backend multiplies the window in as its kernel loads x (for the lengths its
+    one-kernel path serves), so x may be an overlapping strided view of frames that is never
+    written out windowed, and takes the power as it stores (no complex result written and read
+    back). The product is rounded to fp32 as a separate multiply would round it."""
     op = "rfft_windowed"
     x, _ = _input(op, x, -1, "f")
     chk.array(op, "window", window)
@@ -178,10 +182,16 @@ def rfft_windowed(
         )
     if window.dtype is not x.dtype:
         raise TypeError(f"{op}: window must have x's dtype {x.dtype.name}, got {chk.desc(window)}")
+    if power is not None and (isinstance(power, bool) or power not in (1, 2)):
+        raise ValueError(f"{op}: power must be None, 1.0 or 2.0, got {power!r}")
     nm = _norm_arg(op, norm)
     shape = (*x.shape[:-1], n // 2 + 1)
-    chk.out_arg(op, out, shape, _complex_of(x.dtype))
-    return run(op, (x, window), {"n": n, "norm": nm}, out=out)  # type: ignore[no-any-return]
+    dt = _complex_of(x.dtype) if power is None else (float64 if x.dtype is float64 else float32)
+    chk.out_arg(op, out, shape, dt)
+    params: dict[str, Any] = {"n": n, "norm": nm}
+    if power is not None:
+        params["power"] = float(power)
+    return run(op, (x, window), params, out=out)  # type: ignore[no-any-return]
 
 
 def irfft(

@@ -215,11 +215,13 @@ def test_bad_input_names_the_argument(call, exc: type[Exception], msg: str) -> N
         call()
 
 
+@pytest.mark.parametrize("power", [None, 1.0, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("norm", [None, "ortho"])
-def test_rfft_windowed(dtype: str, norm: str | None) -> None:
-    """rfft(x * window) along the last axis, on overlapping strided frames as audio.stft
-    passes them; float64 stays float64 (the CPU backend; the GPU table has no fp64 FFT)."""
+def test_rfft_windowed(dtype: str, norm: str | None, power: float | None) -> None:
+    """rfft(x * window) along the last axis, or its magnitude / power, on overlapping strided
+    frames as audio.stft passes them; float64 stays float64 (the CPU backend; the GPU table
+    has no fp64 FFT)."""
     if _GPU and dtype == "float64":
         pytest.skip("no float64 FFT on the GPU")
     rng = np.random.default_rng(seed("ops-fft-win", dtype, norm))
@@ -227,13 +229,17 @@ def test_rfft_windowed(dtype: str, norm: str | None) -> None:
     win = rand(rng, (400,), dtype)
     sd = up(sig)
     frames = sd._view((2, 4, 400), (1000, 160, 1), sd._offset)
-    got = ops_fft.rfft_windowed(frames, up(win), norm=norm)
+    got = ops_fft.rfft_windowed(frames, up(win), norm=norm, power=power)
     idx = np.arange(4)[:, None] * 160 + np.arange(400)[None, :]
     want = np.fft.rfft(as64(sig)[:, idx] * as64(win), norm=norm)
-    assert got.dtype is (gp.complex128 if dtype == "float64" else gp.complex64)
+    if power is None:
+        assert got.dtype is (gp.complex128 if dtype == "float64" else gp.complex64)
+    else:
+        want = np.abs(want) ** power
+        assert got.dtype is (gp.float64 if dtype == "float64" else gp.float32)
     assert_close(pairs(got), pairs(want), bound(sig))
     out = gp.empty((2, 4, 201), got.dtype, device=DEVICE)
-    assert ops_fft.rfft_windowed(frames, up(win), norm=norm, out=out) is out
+    assert ops_fft.rfft_windowed(frames, up(win), norm=norm, power=power, out=out) is out
     assert_close(pairs(out), pairs(want), bound(sig))
 
 
@@ -264,6 +270,23 @@ _X8 = np.ones((2, 8), np.float32)
             lambda: ops_fft.rfft_windowed(up(_X8), up(_X8[0]), norm="unit"),
             ValueError,
             r"rfft_windowed: norm",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8), up(_X8[0]), power=3),
+            ValueError,
+            r"rfft_windowed: power must be None, 1.0 or 2.0, got 3",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(up(_X8), up(_X8[0]), power=True),
+            ValueError,
+            r"rfft_windowed: power must be",
+        ),
+        (
+            lambda: ops_fft.rfft_windowed(
+                up(_X8), up(_X8[0]), power=2, out=gp.empty((2, 5), gp.complex64, device=DEVICE)
+            ),
+            TypeError,
+            r"rfft_windowed: out has .*complex64 but the result dtype is float32",
         ),
         (
             lambda: ops_fft.rfft_windowed(

@@ -336,16 +336,19 @@ def frames_of(sig: np.ndarray, n: int, hop: int) -> np.ndarray:
     return sig[:, idx]
 
 
+@pytest.mark.parametrize("power", [None, 1.0, 2.0])
 @pytest.mark.parametrize("dot", tff.DOTS)
 @pytest.mark.parametrize(("n", "hop"), [(400, 160), (64, 16), (2048, 512), (401, 100), (18, 7)])
 def test_rfft_windowed_overlapping_frames(
-    device: str, n: int, hop: int, dot: str, monkeypatch: pytest.MonkeyPatch,
-    fused_calls: list[int],
+    device: str, n: int, hop: int, dot: str, power: float | None,
+    monkeypatch: pytest.MonkeyPatch, fused_calls: list[int],
 ) -> None:  # fmt: skip
     """The STFT's step on an overlapping strided view of the frames (what audio.stft passes):
     the window multiplied in at load where the fused kernel serves n (400: two products, 64:
-    one, 2048: chunks of 64), and written out first otherwise (401: Bluestein, two fused
-    launches of 1024 points without a window); both equal rfft(frames * window) in float64."""
+    one, 2048: through real pairs), and written out first otherwise (401: Bluestein, two fused
+    launches of 1024 points without a window); all equal rfft(frames * window) in float64.
+    With power 1 or 2 the magnitude or power, taken as the kernel stores (2048: in the complex
+    rows used as scratch; 401: from the complex result), into a poisoned strided out=."""
     monkeypatch.setattr(tff, "DOT", dot)
     monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096)
     rng = np.random.default_rng(seed("tfft-win", n, hop, dot))
@@ -356,11 +359,16 @@ def test_rfft_windowed_overlapping_frames(
     nf = 1 + (total - n) // hop
     frames = sd._view((b, nf, n), (total, hop, 1), sd._offset)
     assert not frames.is_contiguous()
-    out = poisoned((b, nf, n // 2 + 1), gp.complex64, device)
-    assert tfft.rfft_windowed(frames, up(win, device), n=n, out=out) is out
-    assert fused_calls == ([1024, 1024] if n == 401 else [n])
     want = np.fft.rfft(frames_of(as64(sig), n, hop) * as64(win), axis=-1)
-    assert_close(pairs(out), pairs(want), "float32", name=f"rfft_windowed {n}")
+    if power is None:
+        out = poisoned((b, nf, n // 2 + 1), gp.complex64, device)
+    else:
+        want = np.abs(want) ** power
+        out = poisoned((b, nf, 2 * (n // 2 + 1)), gp.float32, device)[..., ::2]
+    got = tfft.rfft_windowed(frames, up(win, device), n=n, power=power, out=out)
+    assert got is out
+    assert fused_calls == ([1024, 1024] if n == 401 else [n])
+    assert_close(pairs(out), pairs(want), "float32", name=f"rfft_windowed {n} {power}")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -416,6 +424,15 @@ def test_rfft_real_pairs(
         assert run("rfft", view(x, "strided", device), n, norm, out=out) is out
         assert pairs_calls == ([n] if on and uses else [])
         assert_close(pairs(out), pairs(want), "float32", name=f"rfft {n} pairs={on}")
+        # The power as the kernel stores it: in place of the pairs' complex rows (every pair
+        # read before the first value lands) or straight into the float result.
+        ones = up(np.ones(n, np.float32), device)
+        pw = tfft.rfft_windowed(view(x, "strided", device)[:, :n] if n_in >= n else
+                                up(np.pad(x, ((0, 0), (0, n - n_in))), device),
+                                ones, n=n, norm=norm, power=2.0)  # fmt: skip
+        assert pairs_calls == ([n, n] if on and uses else [])
+        want_p = np.abs(np.fft.rfft(as64(x)[:, :n], n=n, norm=norm)) ** 2
+        assert_close(pw, want_p, "float32", name=f"power {n} pairs={on}")
 
 
 def test_real_pairs_choice() -> None:

@@ -64,11 +64,18 @@ def rfft(x: Array, *, n: int, norm: str = "backward") -> Array:
     return _complex_result(np.fft.rfft(w, n=n, axis=-1, norm=_norm(norm)), double)
 
 
-def rfft_windowed(x: Array, window: Array, *, n: int, norm: str = "backward") -> Array:
-    """rfft(x * window): the product and the transform in float64, one rounding at the end."""
+def rfft_windowed(
+    x: Array, window: Array, *, n: int, norm: str = "backward", power: float | None = None
+) -> Array:
+    """rfft(x * window), or |rfft(x * window)| ** power (power 1 or 2): the product, the
+    transform and the power in float64, one rounding at the end."""
     w, double = _wide(x)
     win, _ = _wide(window)
-    return _complex_result(np.fft.rfft(w * win, n=n, axis=-1, norm=_norm(norm)), double)
+    z = np.fft.rfft(w * win, n=n, axis=-1, norm=_norm(norm))
+    if power is None:
+        return _complex_result(z, double)
+    mag2 = z.real * z.real + z.imag * z.imag
+    return np.asarray(np.sqrt(mag2) if power == 1 else mag2, np.float64 if double else np.float32)
 
 
 def irfft(x: Array, *, n: int, norm: str = "backward") -> Array:

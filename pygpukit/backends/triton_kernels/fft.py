@@ -72,8 +72,11 @@ from pygpukit.backends.triton_kernels.fft_fused import (
     fused_transform,
     mm,
     tf32x3,
+    uses_pairs,
 )
 from pygpukit.backends.triton_kernels.fft_plan import Chirp, Plan, chirp, plan, radices
+from pygpukit.backends.triton_kernels.reduce import sum as rsum
+from pygpukit.backends.triton_kernels.unary import sqrt
 from pygpukit.creation import empty
 from pygpukit.dtypes import complex64, float32
 
@@ -288,16 +291,32 @@ def _transform(
     n_out: int,
     real_out: bool,
     win: GPUArray | None = None,
+    power: int = 0,
 ) -> GPUArray:
     rfft_like = load == _REAL and not real_out and n_out == n // 2 + 1
-    if win is not None and not fusable(n, rfft_like):
-        # The window multiplied in as the fused kernel's loads do (one fp32 product a value),
-        # but written out: the passes and Bluestein read their input in several places.
-        x = mul(x, win)
+    if not fusable(n, rfft_like):
+        if win is not None:
+            # The window multiplied in as the fused kernel's loads do (one fp32 product a
+            # value), but written out: the passes and Bluestein read their input in several
+            # places.
+            x = mul(x, win)
+        if power:  # the complex result, then |X| ** power as audio._complex computes it
+            z = _transform(x, None, n=n, norm=norm, inverse=inverse, load=load, n_out=n_out,
+                           real_out=real_out)  # fmt: skip
+            ri = view_as_real(z)
+            p = rsum(mul(ri, ri), axis=-1)
+            return deliver(sqrt(p) if power == 1 else p, out)
         win = None
     lead = x.shape[:-1]
     shape = (*lead, n_out)
-    y = out if out is not None else empty(shape, float32 if real_out else complex64, x._device)
+    # Through real pairs a power result is written into the complex result's rows (its
+    # scratch) and handed back as a view of each row's first n_out floats.
+    scratch = power and uses_pairs(n, load, n_out, real_out)
+    real_y = real_out or (power and not scratch)
+    if out is not None and not scratch:
+        y = out
+    else:
+        y = empty(shape, float32 if real_y else complex64, x._device)
     rows = 1
     for v in lead:
         rows *= v
@@ -308,7 +327,8 @@ def _transform(
     planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
     if planned is None:  # more than three lead dims that do not merge
         x = contiguous(x)
-        y = empty(shape, y.dtype, x._device)
+        if y is out:
+            y = empty(shape, y.dtype, x._device)
         xf, xs, xe = _operand(x)
         yf, ys, ye = _operand(y)
         planned = plan_rows(lead, (xs, ys))
@@ -322,8 +342,11 @@ def _transform(
     if fusable(n, rfft_like):
         fused_transform(
             src, dst, rows, d, n=n, inverse=inverse, load=load, n_in=n_in, n_log=n,
-            n_out=n_out, real_out=real_out, scale=scale, win=win,
+            n_out=n_out, real_out=real_out, scale=scale, win=win, power=power,
         )  # fmt: skip
+        if scratch:
+            flat = view_as_real(y).reshape(*lead, 2 * n_out)
+            return deliver(flat[..., :n_out], out)
     elif radices(n) is None:
         _bluestein(
             n, src, dst, rows, d, inverse=inverse, load=load, n_in=n_in, n_out=n_out,
@@ -368,12 +391,20 @@ def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None =
 
 
 def rfft_windowed(
-    x: GPUArray, window: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None
+    x: GPUArray,
+    window: GPUArray,
+    *,
+    n: int,
+    norm: str = "backward",
+    power: float | None = None,
+    out: GPUArray | None = None,
 ) -> GPUArray:
-    """rfft(x * window) of real rows of n values and a real window of n values -> complex64.
-    Where the one-kernel path serves n the window is applied as the kernel loads x, so an
-    STFT's overlapping frames are read in place and never written windowed."""
+    """rfft(x * window) of real rows of n values and a real window of n values -> complex64,
+    or |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32. Where the one-kernel path
+    serves n the window is applied as the kernel loads x, so an STFT's overlapping frames are
+    read in place and never written windowed, and the power is taken as the kernel stores (no
+    complex result written and read back)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False,
-        win=window.contiguous(),
+        win=window.contiguous(), power=0 if power is None else int(power),
     )  # fmt: skip

@@ -140,6 +140,7 @@ __all__ = [
     "fused_transform",
     "mm",
     "tf32x3",
+    "uses_pairs",
 ]
 
 DOTS = ("ieee", "tf32x3")
@@ -198,16 +199,30 @@ def mm(a, b, TF32X3: tl.constexpr):
 
 
 @triton.jit
-def _store(Y, POST, yo, k, mask, yr, yi, scale, HAS_POST: tl.constexpr, REAL_OUT: tl.constexpr):
+def _store(Y, POST, yo, k, mask, yr, yi, scale, HAS_POST: tl.constexpr, REAL_OUT: tl.constexpr,
+           POWER: tl.constexpr = 0):  # fmt: skip
     """Store output values k at offsets yo (times POST[k], a chirp, and the norm scale); only
-    the real part when REAL_OUT."""
+    the real part when REAL_OUT; |X| ** POWER (one real value) when POWER is 1 or 2."""
     if HAS_POST:
         qr = tl.load(POST + 2 * k, mask=mask, other=0.0)
         qi = tl.load(POST + 2 * k + 1, mask=mask, other=0.0)
         yr, yi = yr * qr - yi * qi, yr * qi + yi * qr
-    tl.store(Y + yo, yr * scale, mask=mask)
-    if not REAL_OUT:
-        tl.store(Y + yo + 1, yi * scale, mask=mask)
+    if POWER != 0:
+        tl.store(Y + yo, _power(yr * scale, yi * scale, POWER), mask=mask)
+    else:
+        tl.store(Y + yo, yr * scale, mask=mask)
+        if not REAL_OUT:
+            tl.store(Y + yo + 1, yi * scale, mask=mask)
+
+
+@triton.jit
+def _power(re, im, POWER: tl.constexpr):
+    """|re + i im| ** POWER for POWER 1 or 2 in fp32 (the square root of the sum for 1, as
+    audio._complex.magnitude computes it)."""
+    p = re * re + im * im
+    if POWER == 1:
+        p = tl.sqrt_rn(p)
+    return p
 
 
 @triton.jit
@@ -324,14 +339,19 @@ def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
 
 @triton.jit
 def _untangle(Y, UT, yrow, rok, sye, n_out, scale, M: tl.constexpr, UB: tl.constexpr,
-              ROWS: tl.constexpr):  # fmt: skip
+              ROWS: tl.constexpr, POWER: tl.constexpr):  # fmt: skip
     """rfft of n = 2 M real values from Z = FFT_M(z), z[j] = x[2 j] + i x[2 j + 1], already
     stored in Y[0, M): for each pair (k, M - k), k <= M // 2 (Z[M] is Z[0]), with A = Z[k],
     B = Z[M - k], E = (A + conj B) / 2 (the even samples' DFT), O = -i (A - conj B) / 2 (the odd
     samples') and P = w_n^k O (UT[k] = w_n^k): X[k] = E + P and X[M - k] = conj(E - P)
     (w_n^(M - k) = -conj(w_n^k)). A pair is read and written by the same lanes, so the
     in-place rewrite needs no barrier between chunks; the one before the first read makes
-    every lane's stores of Z visible (CTA scope), and the reads skip L1 (.cg)."""
+    every lane's stores of Z visible (CTA scope), and the reads skip L1 (.cg).
+
+    With POWER (1 or 2) the result is |X| ** POWER, one fp32 value a term written at float
+    offset k of the row (Y is then the complex row used as scratch, the caller's result a view
+    of each row's first n_out floats). Those writes land on other lanes' pairs, so UB covers
+    every pair in one chunk and a second barrier separates all reads from all writes."""
     tl.debug_barrier()
     for c in tl.range(0, M // 2 + 1, UB, num_stages=1):
         k = c + tl.arange(0, UB)
@@ -352,12 +372,20 @@ def _untangle(Y, UT, yrow, rok, sye, n_out, scale, M: tl.constexpr, UB: tl.const
         wi = tl.load(UT + 2 * k + 1, mask=kok, other=0.0)[None, :]
         pr = wr * o_r - wi * o_i
         pi = wr * o_i + wi * o_r
-        tl.store(Y + ao, (er + pr) * scale, mask=ok & (k < n_out)[None, :])
-        tl.store(Y + ao + 1, (ei + pi) * scale, mask=ok & (k < n_out)[None, :])
-        mo = yrow[:, None] + (M - k).to(tl.int64)[None, :] * sye
+        okk = ok & (k < n_out)[None, :]
         okm = ok & (M - k < n_out)[None, :]
-        tl.store(Y + mo, (er - pr) * scale, mask=okm)
-        tl.store(Y + mo + 1, (pi - ei) * scale, mask=okm)
+        if POWER != 0:
+            tl.debug_barrier()  # every pair read before the first float lands
+            ko = yrow[:, None] + k.to(tl.int64)[None, :]
+            mo = yrow[:, None] + (M - k).to(tl.int64)[None, :]
+            tl.store(Y + ko, _power((er + pr) * scale, (ei + pi) * scale, POWER), mask=okk)
+            tl.store(Y + mo, _power((er - pr) * scale, (pi - ei) * scale, POWER), mask=okm)
+        else:
+            tl.store(Y + ao, (er + pr) * scale, mask=okk)
+            tl.store(Y + ao + 1, (ei + pi) * scale, mask=okk)
+            mo = yrow[:, None] + (M - k).to(tl.int64)[None, :] * sye
+            tl.store(Y + mo, (er - pr) * scale, mask=okm)
+            tl.store(Y + mo + 1, (pi - ei) * scale, mask=okm)
 
 
 @triton.jit
@@ -370,7 +398,7 @@ def _fft_fused(
     ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr,
     REAL_OUT: tl.constexpr, NYQ: tl.constexpr, HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr,
     HAS_WIN: tl.constexpr, INVERSE: tl.constexpr, TF32X3: tl.constexpr,
-    UNTANGLE: tl.constexpr, UB: tl.constexpr,
+    UNTANGLE: tl.constexpr, UB: tl.constexpr, POWER: tl.constexpr,
 ):  # fmt: skip
     """The whole n = N1 N2 point transform of ROWS rows (see the module docstring), in chunks
     of Q1 (j1, k1) and Q2 (j2), and QC output columns with N2 = 1. Offsets
@@ -384,6 +412,7 @@ def _fft_fused(
     real_only: tl.constexpr = REAL_OUT and not HAS_POST
     # With UNTANGLE the products give Z (stored unscaled into Y[0, M)), rewritten below.
     s1 = 1.0 if UNTANGLE else scale
+    P1: tl.constexpr = 0 if UNTANGLE else POWER
     nr = tl.zeros([ROWS], tl.float32)
     ni = nr
     if N2 == 1:
@@ -406,7 +435,7 @@ def _fft_fused(
             k = kc[None, :]
             mask = rok[:, None] & (k < N1) & (k < n_out)
             _store(Y, POST, yrow[:, None] + k.to(tl.int64) * sye, k, mask, br, bi, s1,
-                   HAS_POST, REAL_OUT)  # fmt: skip
+                   HAS_POST, REAL_OUT, P1)  # fmt: skip
     else:
         # Per chunk of k1 (step 2's rows): step 1 per chunk of j2, each chunk's share of
         # D = B @ F2 (K = j2) accumulated at once, then the chunk's outputs stored.
@@ -433,13 +462,13 @@ def _fft_fused(
                     & (k < n_out))  # fmt: skip
             _store(Y, POST, yrow[:, None, None] + k.to(tl.int64) * sye, k, mask,
                    tl.reshape(dr, (ROWS, Q1, C)), tl.reshape(di, (ROWS, Q1, C)), s1,
-                   HAS_POST, REAL_OUT)  # fmt: skip
+                   HAS_POST, REAL_OUT, P1)  # fmt: skip
     if NYQ:  # X[n / 2] = sum_j (-1)^j x[j], the one term of the last needed column
         ko = tl.full([ROWS], (N1 * N2) // 2, tl.int32)
         _store(Y, POST, yrow + ko.to(tl.int64) * sye, ko, rok & (ko < n_out), nr, ni, scale,
-               False, REAL_OUT)  # fmt: skip
+               False, REAL_OUT, POWER)  # fmt: skip
     if UNTANGLE:
-        _untangle(Y, UT, yrow, rok, sye, n_out, scale, N1 * N2, UB, ROWS)
+        _untangle(Y, UT, yrow, rok, sye, n_out, scale, N1 * N2, UB, ROWS, POWER)
 
 
 def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
@@ -496,15 +525,18 @@ def fused_transform(
     pre: GPUArray | None = None,
     post: GPUArray | None = None,
     win: GPUArray | None = None,
+    power: int = 0,
 ) -> None:
     """Transform ``rows`` rows of src into dst in one launch (fusable(n) must hold). ``load``,
     ``n_in``, ``n_log``, ``pre``, ``post``: as the first and last pass of fft.py read them;
     ``win``: a real window of n_log values (any float dtype, contiguous) multiplied into the
-    input as it is loaded (the STFT's windowed frames without writing them)."""
+    input as it is loaded (the STFT's windowed frames without writing them); ``power`` 1 or 2:
+    store |X| ** power, one fp32 value a term (dst a float array; through real pairs, dst is
+    the complex result used as scratch, and the values land in each row's first n_out floats:
+    uses_pairs says which)."""
     real_x = load == _REAL and pre is None
     nyq_ok = pre is None and post is None
-    pairs = PAIRS and real_x and post is None and not real_out and real_pairs(n)
-    pairs = pairs and n_out == n // 2 + 1
+    pairs = uses_pairs(n, load, n_out, real_out, pre, post)
     ut = None
     if pairs:  # the complex n / 2-point transform of x's pairs, then _untangle
         ut = untangle(n, src.a._device)
@@ -529,5 +561,19 @@ def fused_transform(
         QC=_chunk(n1p, c) if n2 == 1 else c, ROWS=per, LOAD=load, REAL_X=real_x,
         REAL_OUT=real_out, NYQ=nyq, HAS_PRE=pre is not None, HAS_POST=post is not None,
         HAS_WIN=win is not None, INVERSE=inverse, TF32X3=tf32x3(), UNTANGLE=pairs,
-        UB=min(UNTANGLE_BLOCK, next_pow2(n // 2 + 1)), num_warps=warps,
+        UB=next_pow2(n // 2 + 1) if power else min(UNTANGLE_BLOCK, next_pow2(n // 2 + 1)),
+        POWER=power, num_warps=warps,
     )  # fmt: skip
+
+
+def uses_pairs(
+    n: int,
+    load: int,
+    n_out: int,
+    real_out: bool,
+    pre: GPUArray | None = None,
+    post: GPUArray | None = None,
+) -> bool:
+    """Whether fused_transform runs this rfft through real pairs (fft_plan.real_pairs)."""
+    rfft = load == _REAL and pre is None and post is None and not real_out
+    return PAIRS and rfft and n_out == n // 2 + 1 and real_pairs(n)
