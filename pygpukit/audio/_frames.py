@@ -12,8 +12,6 @@ from __future__ import annotations
 from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
-from pygpukit.dtypes import complex64, complex128, float64
-from pygpukit.ops.fft import rfft_windowed
 
 PAD_MODES = ("constant", "reflect", "symmetric", "edge")
 
@@ -75,62 +73,6 @@ def frame_view(x2: GPUArray, frame_length: int, hop: int) -> GPUArray:
     n_frames = 1 + (n - frame_length) // hop
     row = x2.element_strides[0]
     return x2._view((b, n_frames, frame_length), (row, hop, 1), x2._offset)
-
-
-def windowed_rfft(
-    y2: GPUArray,
-    n_fft: int,
-    hop: int,
-    window: GPUArray,
-    pad: int,
-    mode: str,
-    n_frames: int | None = None,
-    power: float | None = None,
-) -> GPUArray:
-    """rfft(frames * window) [batch, frames, 1 + n_fft // 2] of the contiguous [batch, samples]
-    signal y2 padded by ``pad`` on both sides in ``mode`` (check_pad first), over its first
-    ``n_frames`` frames (default all of them); with ``power`` (1 or 2) its magnitude or power
-    (ops.fft.rfft_windowed), over the whole padded copy.
-
-    Why not pad_rows then frame_view: padding copies the whole signal (a zero fill and a
-    copy: on an H100 about 120 us for 32 rows of 60 s) to serve the few frames that overlap
-    the edges. Here the frames that lie inside the signal are an overlapping view of y2 itself,
-    and only the edge frames read small padded copies of the edges: three rfft_windowed calls
-    writing slices of one result. The frames are the same, so are the values. A signal with no
-    inner frame takes the whole padded copy."""
-    b, n = y2.shape
-    total = n + 2 * pad
-    count = 1 + (total - n_fft) // hop
-    if n_frames is not None:
-        count = min(count, n_frames)
-    # Frames [left, right) start inside the signal and end inside it.
-    left = min(count, -(-pad // hop))
-    right = min(count, (n + pad - n_fft) // hop + 1) if n + pad >= n_fft else left
-    if pad == 0 or right <= left or power is not None:
-        # One call over the whole padded copy; also for a power result, which the Triton
-        # backend may hand back as a view of its own scratch (an out= slice would be a copy).
-        frames = frame_view(pad_rows(y2, pad, pad, mode) if pad else y2, n_fft, hop)
-        return rfft_windowed(frames[:, :count], window, power=power)
-    dt = complex128 if y2.dtype is float64 else complex64
-    out = empty((b, count, n_fft // 2 + 1), dt, y2.device)
-    row = y2.element_strides[0]
-    inner = y2._view((b, right - left, n_fft), (row, hop, 1), y2._offset + left * hop - pad)
-    rfft_windowed(inner, window, out=out[:, left:right])
-    if left > 0:
-        # The padded signal's first (left - 1) hop + n_fft samples; reflection reads pad + 1.
-        need = min(n, max((left - 1) * hop + n_fft - pad, pad + 1))
-        piece = pad_rows(y2[:, :need], pad, 0, mode)
-        rfft_windowed(frame_view(piece, n_fft, hop)[:, :left], window, out=out[:, :left])
-    if right < count:
-        start = right * hop - pad  # in y2; the piece starts early enough to reflect pad samples
-        first = max(0, min(start, n - pad - 1))
-        piece = pad_rows(y2[:, first:], 0, pad, mode)
-        view = piece._view(
-            (b, count - right, n_fft), (piece.element_strides[0], hop, 1),
-            piece._offset + start - first,
-        )  # fmt: skip
-        rfft_windowed(view, window, out=out[:, right:])
-    return out
 
 
 def overlap_add(frames: GPUArray, hop: int) -> GPUArray:

@@ -2,11 +2,10 @@
 
 Layouts follow librosa: a signal is [..., samples], a spectrogram [..., 1 + n_fft // 2, frames].
 Internally the work is frame-major ([batch, frames, n_fft], the FFT along the contiguous last
-axis): the frames as a strided view of the signal (no copy; only the frames over the padded
-edges read small padded copies, _frames.windowed_rfft), then ops.fft.rfft_windowed, whose
-kernel multiplies the window in as it loads the overlapping frames (no windowed copy is
-written). The returned spectrogram is the frame-major result viewed with its last two axes
-swapped (no copy; .contiguous() makes one). istft runs the same steps back:
+axis) and one op, ops.fft.rfft_frames: its kernel reads each frame's samples from the signal,
+applying the centre padding and the window as it loads (no padded or windowed copy). The
+returned spectrogram is the frame-major result viewed with its last two axes swapped (no
+copy; .contiguous() makes one). istft runs the same steps back:
 gp.fft.irfft, window, overlap-add in ceil(n_fft / hop_length) strided adds, and a multiply by
 the reciprocal window sum-square envelope (computed on the host: it depends only on the
 parameters).
@@ -29,6 +28,7 @@ from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import pad_center_np, sumsquare_np, window_np
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype, float32, float64
+from pygpukit.ops.fft import rfft_frames
 
 __all__ = ["istft", "magphase", "stft"]
 
@@ -85,7 +85,7 @@ def stft_frames(
     y2, lead = _frames.as_rows(y)
     pad = p.n_fft // 2 if center else 0
     win = p.device_window(y2)
-    z = _frames.windowed_rfft(y2, p.n_fft, p.hop_length, win, pad, pad_mode, power=power)
+    z = rfft_frames(y2, win, hop=p.hop_length, pad=pad, pad_mode=pad_mode, power=power)
     return z, lead
 
 

@@ -19,6 +19,7 @@ from pygpukit.audio import _frames
 from pygpukit.audio._tables import device_table
 from pygpukit.audio.filters import mel_np
 from pygpukit.audio.spectrum import _Params
+from pygpukit.ops.fft import rfft_frames
 
 __all__ = ["log_mel_spectrogram"]
 
@@ -70,8 +71,9 @@ def log_mel_spectrogram(
     pad = p.n_fft // 2
     n_frames = 1 + (rows.shape[-1] + 2 * pad - p.n_fft) // p.hop_length - 1  # both references
     # drop the last frame
-    power = _frames.windowed_rfft(
-        rows, p.n_fft, p.hop_length, p.device_window(rows), pad, "reflect", n_frames, power=2
+    win = p.device_window(rows)
+    power = rfft_frames(
+        rows, win, hop=p.hop_length, pad=pad, pad_mode="reflect", n_frames=n_frames, power=2
     )
     basis = device_table(basis_np, rows.dtype.np_dtype, rows.device)
     mel = ops.matmul(power, basis.T)  # [batch, frames, n_mels]

@@ -29,7 +29,7 @@ from pygpukit.dtypes import DataType, complex64, complex128, float32, float64
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
 
-__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_frames", "rfft_windowed"]
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -189,6 +189,84 @@ def rfft_windowed(
     dt = _complex_of(x.dtype) if power is None else (float64 if x.dtype is float64 else float32)
     chk.out_arg(op, out, shape, dt)
     params: dict[str, Any] = {"n": n, "norm": nm}
+    if power is not None:
+        params["power"] = float(power)
+    return run(op, (x, window), params, out=out)  # type: ignore[no-any-return]
+
+
+PAD_MODES = ("constant", "reflect", "symmetric", "edge")
+
+
+def _int_arg(op: str, name: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}") from None
+    if i < lo:
+        raise ValueError(f"{op}: {name} must be >= {lo}, got {i}")
+    return int(i)
+
+
+def rfft_frames(
+    y: GPUArray,
+    window: GPUArray,
+    *,
+    hop: int,
+    pad: int = 0,
+    pad_mode: str = "constant",
+    n_frames: int | None = None,
+    norm: str | None = None,
+    power: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The short-time Fourier transform's frames in one op: rfft(frame * window) of the frames
+    of n = len(window) samples, hop apart, of each row of y [batch, samples] padded by ``pad``
+    on both sides as np.pad's ``pad_mode`` (constant (zeros), reflect, symmetric, edge), over
+    the first ``n_frames`` frames (default all: 1 + (samples + 2 pad - n) // hop) ->
+    [batch, frames, n // 2 + 1] complex; with ``power`` 1.0 or 2.0 its magnitude or power, a
+    real result (as rfft_windowed).
+
+    The Triton backend reads each frame's samples from y in one kernel launch, the padding,
+    the window and the power applied as it loads and stores (no padded, windowed or complex
+    copy), for the lengths its one-kernel FFT serves; other lengths take a padded copy."""
+    op = "rfft_frames"
+    x, _ = _input(op, y, -1, "f")
+    if x.ndim != 2:
+        raise ValueError(f"{op}: y must be [batch, samples] (2 dims), got {chk.desc(x)}")
+    chk.array(op, "window", window)
+    if window.ndim != 1 or window.shape[0] < 1:
+        raise ValueError(f"{op}: window must be 1-D with at least 1 value, got {chk.desc(window)}")
+    if window.dtype is not x.dtype:
+        raise TypeError(f"{op}: window must have y's dtype {x.dtype.name}, got {chk.desc(window)}")
+    n_fft, (b, n) = window.shape[0], x.shape
+    h = _int_arg(op, "hop", hop, 1)
+    p = _int_arg(op, "pad", pad, 0)
+    chk.choice(op, "pad_mode", pad_mode, PAD_MODES)
+    if p and n < 1:
+        raise ValueError(f"{op}: padding needs at least 1 sample, got {n}")
+    if p and pad_mode == "reflect" and n <= p:
+        raise ValueError(f"{op}: pad_mode='reflect' needs more than pad={p} samples, got {n}")
+    if p and pad_mode == "symmetric" and n < p:
+        raise ValueError(f"{op}: pad_mode='symmetric' needs at least pad={p} samples, got {n}")
+    if n + 2 * p < n_fft:
+        raise ValueError(
+            f"{op}: {n} samples padded by {p} on both sides are fewer than one frame of {n_fft}"
+        )
+    count = 1 + (n + 2 * p - n_fft) // h
+    if n_frames is not None:
+        want = _int_arg(op, "n_frames", n_frames, 1)
+        if want > count:
+            raise ValueError(f"{op}: n_frames={want} is more than the {count} frames there are")
+        count = want
+    if power is not None and (isinstance(power, bool) or power not in (1, 2)):
+        raise ValueError(f"{op}: power must be None, 1.0 or 2.0, got {power!r}")
+    nm = _norm_arg(op, norm)
+    dt = _complex_of(x.dtype) if power is None else (float64 if x.dtype is float64 else float32)
+    chk.out_arg(op, out, (b, count, n_fft // 2 + 1), dt)
+    params: dict[str, Any] = {"hop": h, "pad": p, "pad_mode": pad_mode, "n_frames": count}
+    params["norm"] = nm
     if power is not None:
         params["power"] = float(power)
     return run(op, (x, window), params, out=out)  # type: ignore[no-any-return]

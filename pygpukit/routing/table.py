@@ -286,7 +286,7 @@ _ROUTES: list[OpRoute] = [
             Candidate("triton", dtypes=FLOATS - {"float64"} | {"complex64"}),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
         )
-        for op in ("fft", "ifft", "rfft", "irfft", "rfft_windowed")
+        for op in ("fft", "ifft", "rfft", "irfft", "rfft_windowed", "rfft_frames")
     ),
     # GGUF formats read in place (pygpukit/ops/gguf.py, the planes of pygpukit/_gguf_planes.py):
     # Triton kernels on CUDA (no native twin yet), the gguf package's values in NumPy on the CPU.

@@ -197,34 +197,18 @@ def _stft_np(y: np.ndarray, n_fft: int, hop: int, win: np.ndarray, mode: str) ->
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric", "edge"])
 @pytest.mark.parametrize(("n_fft", "hop"), [(16, 4), (16, 5), (17, 3), (8, 11), (32, 16)])
-def test_edge_frames_from_padded_pieces(
-    mode: str, n_fft: int, hop: int, dtype: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The inner frames read the signal in place and only the edge frames padded copies of
-    the edges (_frames.windowed_rfft): every signal length from the shortest each mode allows
-    to a few frames past n_fft gives the padded-copy frames, in float64 (exact to 1e-12); a
-    signal long enough has three transforms (left edge, inner, right edge), one without an
-    inner frame one transform over the whole padded copy. float32 (the GPU's path) to the
-    fp32 bound."""
-    from pygpukit.audio import _frames
-
+def test_centre_padding_at_every_length(mode: str, n_fft: int, hop: int, dtype: str) -> None:
+    """stft pads in the FFT's loads (ops.fft.rfft_frames): every signal length from the
+    shortest each mode allows to a few frames past n_fft gives the padded-copy frames, in
+    float64 (exact to 1e-12) and float32 (the GPU's path) to the fp32 bound."""
     if dtype == "float64" and DEVICE.startswith("cuda"):
         pytest.skip("no float64 FFT on the GPU")
-    calls: list[int] = []
-    real = _frames.rfft_windowed
-
-    def spy(x: gp.GPUArray, *a: object, **kw: object) -> gp.GPUArray:
-        calls.append(x.shape[1])
-        return real(x, *a, **kw)
-
-    monkeypatch.setattr(_frames, "rfft_windowed", spy)
     rng = np.random.default_rng(n_fft * 100 + hop)
     pad = n_fft // 2
     shortest = pad + 1 if mode == "reflect" else max(pad, 1) if mode == "symmetric" else 1
     for n in range(shortest, 3 * n_fft + 2 * hop):
         y = rng.standard_normal((2, n))
         win = np.hanning(n_fft + 2)[1:-1]
-        calls.clear()
         yd = up(y) if dtype == "float64" else up32(y)
         got = pa.stft(yd, n_fft=n_fft, hop_length=hop, window=win, pad_mode=mode).to_numpy()
         y64 = y if dtype == "float64" else y.astype(np.float32).astype(np.float64)
@@ -232,8 +216,3 @@ def test_edge_frames_from_padded_pieces(
         assert got.shape == want.shape, n
         tol = 1e-12 if dtype == "float64" else RTOL
         assert np.abs(got - want).max() <= tol * np.abs(want).max(), n
-        starts = [f * hop - pad for f in range(want.shape[-1])]
-        inner = sum(1 for s in starts if s >= 0 and s + n_fft <= n)
-        edges = int(any(s < 0 for s in starts)) + int(any(s + n_fft > n for s in starts))
-        assert len(calls) == (1 if inner == 0 else 1 + edges), (n, calls)
-        assert sum(calls) == want.shape[-1], (n, calls)

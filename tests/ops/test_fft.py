@@ -300,3 +300,55 @@ _X8 = np.ones((2, 8), np.float32)
 def test_rfft_windowed_bad_input(call, exc: type[Exception], msg: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(exc, match=msg):
         call()
+
+
+@pytest.mark.parametrize("power", [None, 1.0])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric", "edge"])
+def test_rfft_frames(mode: str, power: float | None) -> None:
+    """The frames of y padded as np.pad's mode, windowed, transformed (and their magnitude),
+    n_frames fewer than all, on the test device against numpy in float64."""
+    rng = np.random.default_rng(seed("ops-frames", mode, power))
+    y = rand(rng, (3, 1000), "float32")
+    win = rand(rng, (400,), "float32")
+    got = ops_fft.rfft_frames(
+        up(y), up(win), hop=160, pad=200, pad_mode=mode, n_frames=6, power=power
+    )
+    yp = np.pad(as64(y), ((0, 0), (200, 200)), mode=mode)
+    idx = np.arange(6)[:, None] * 160 + np.arange(400)[None, :]
+    want = np.fft.rfft(yp[:, idx] * as64(win))
+    if power is not None:
+        want = np.abs(want)
+    assert got.shape == (3, 6, 201)
+    assert_close(pairs(got), pairs(want), "float32")
+    full = ops_fft.rfft_frames(up(y), up(win), hop=160, pad=200, pad_mode=mode)
+    assert full.shape == (3, 1 + (1000 + 400 - 400) // 160, 201)
+
+
+_Y = np.ones((2, 10), np.float32)
+_W4 = np.ones(4, np.float32)
+
+
+@pytest.mark.parametrize(
+    ("kw", "exc", "msg"),
+    [
+        ({"y": _Y[0]}, ValueError, r"rfft_frames: y must be \[batch, samples\]"),
+        ({"window": np.ones((2, 2), np.float32)}, ValueError, r"window must be 1-D"),
+        ({"window": np.ones(4)}, TypeError, r"window must have y's dtype float32"),
+        ({"hop": 0}, ValueError, r"rfft_frames: hop must be >= 1, got 0"),
+        ({"hop": 1.5}, TypeError, r"rfft_frames: hop must be an int"),
+        ({"pad": -1}, ValueError, r"rfft_frames: pad must be >= 0"),
+        ({"pad_mode": "wrap"}, ValueError, r"pad_mode"),
+        ({"pad": 10, "pad_mode": "reflect"}, ValueError, r"needs more than pad=10 samples"),
+        ({"pad": 11, "pad_mode": "symmetric"}, ValueError, r"needs at least pad=11 samples"),
+        ({"window": np.ones(11, np.float32)}, ValueError, r"fewer than one frame of 11"),
+        ({"n_frames": 9}, ValueError, r"n_frames=9 is more than the 7 frames"),
+        ({"n_frames": 0}, ValueError, r"n_frames must be >= 1"),
+        ({"power": 0.5}, ValueError, r"power must be None, 1.0 or 2.0"),
+    ],
+)
+def test_rfft_frames_bad_input(kw: dict, exc: type[Exception], msg: str) -> None:
+    args: dict[str, Any] = {"y": _Y, "window": _W4, "hop": 1}
+    args.update(kw)
+    y, w = up(args.pop("y")), up(args.pop("window"))
+    with pytest.raises(exc, match=msg):
+        ops_fft.rfft_frames(y, w, **args)

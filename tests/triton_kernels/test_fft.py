@@ -445,3 +445,37 @@ def test_real_pairs_choice() -> None:
         1000, 2048, 4096, 8192,
     ]  # fmt: skip
     assert tff.fusable(8192, rfft=True) and not tff.fusable(8192)
+
+
+@pytest.mark.parametrize("power", [None, 2.0])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric", "edge"])
+@pytest.mark.parametrize(("n_fft", "hop"), [(400, 160), (64, 48), (2048, 512), (401, 100)])
+def test_rfft_frames_pads_in_the_loads(
+    device: str, n_fft: int, hop: int, mode: str, power: float | None,
+    monkeypatch: pytest.MonkeyPatch, fused_calls: list[int],
+) -> None:  # fmt: skip
+    """The frames of a padded signal read in the fused kernel's loads (pad_index): 400 (two
+    products), 64 (one), 2048 (real pairs; with power, the complex rows as scratch) in one
+    launch over a row-strided signal (rows 2 samples apart in a wider buffer) and the last
+    frame dropped (n_frames); 401 (not fused) through a padded copy and Bluestein. Signal
+    lengths: shorter than a frame, about one frame, and several frames."""
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096)
+    rng = np.random.default_rng(seed("tfft-frames", n_fft, hop, mode, power))
+    pad = n_fft // 2
+    win = rand(rng, (n_fft,), "float32")
+    for n in (pad + 1, n_fft + 3, 3 * n_fft + hop + 1):
+        sig = rand(rng, (3, n + 2), "float32")
+        yd = up(sig, device)[:, 1 : n + 1]
+        assert not yd.is_contiguous()
+        count = 1 + (n + 2 * pad - n_fft) // hop
+        keep = max(1, count - 1)
+        fused_calls.clear()
+        got = tfft.rfft_frames(yd, up(win, device), hop=hop, pad=pad, pad_mode=mode,
+                               n_frames=keep, power=power)  # fmt: skip
+        assert fused_calls == ([1024, 1024] if n_fft == 401 else [n_fft])
+        yp = np.pad(as64(sig)[:, 1 : n + 1], ((0, 0), (pad, pad)), mode=mode)
+        want = np.fft.rfft(frames_of(yp, n_fft, hop)[:, :keep] * as64(win), axis=-1)
+        if power is not None:
+            want = np.abs(want) ** power
+        assert got.shape == want.shape
+        assert_close(pairs(got), pairs(want), "float32", name=f"frames {n_fft} {mode} n={n}")

@@ -35,7 +35,7 @@ from .elementwise import (
     where,
 )
 from .embedding import bias_add, embedding
-from .fft import fft, ifft, irfft, rfft, rfft_windowed
+from .fft import fft, ifft, irfft, rfft, rfft_frames, rfft_windowed
 from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4, linear_gemv, linear_silu_mul
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
@@ -111,6 +111,7 @@ __all__ = [
     "quantize_fp8",
     "relu",
     "rfft",
+    "rfft_frames",
     "rfft_windowed",
     "rmsnorm",
     "rope",

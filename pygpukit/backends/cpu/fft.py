@@ -22,7 +22,7 @@ from ._common import Array
 
 Norm = Literal["backward", "ortho", "forward"]
 
-__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_frames", "rfft_windowed"]
 
 
 def _wide(x: Array) -> tuple[Array, bool]:
@@ -70,12 +70,38 @@ def rfft_windowed(
     """rfft(x * window), or |rfft(x * window)| ** power (power 1 or 2): the product, the
     transform and the power in float64, one rounding at the end."""
     w, double = _wide(x)
+    return _windowed(w, window, n, norm, power, double)
+
+
+def _windowed(
+    w: Array, window: Array, n: int, norm: str, power: float | None, double: bool
+) -> Array:
     win, _ = _wide(window)
     z = np.fft.rfft(w * win, n=n, axis=-1, norm=_norm(norm))
     if power is None:
         return _complex_result(z, double)
     mag2 = z.real * z.real + z.imag * z.imag
     return np.asarray(np.sqrt(mag2) if power == 1 else mag2, np.float64 if double else np.float32)
+
+
+def rfft_frames(
+    y: Array,
+    window: Array,
+    *,
+    hop: int,
+    pad: int,
+    pad_mode: str,
+    n_frames: int,
+    norm: str = "backward",
+    power: float | None = None,
+) -> Array:
+    """rfft_windowed of the first n_frames frames (len(window) samples, hop apart) of each row
+    of y padded by pad on both sides as np.pad's pad_mode: numpy end to end in float64."""
+    w, double = _wide(y)
+    yp = np.pad(w, ((0, 0), (pad, pad)), mode=pad_mode) if pad else w  # type: ignore[call-overload]
+    n_fft = np.asarray(window).shape[0]
+    idx = np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]
+    return _windowed(yp[:, idx], window, n_fft, norm, power, double)
 
 
 def irfft(x: Array, *, n: int, norm: str = "backward") -> Array:

@@ -336,3 +336,26 @@ def row_cfg(n: int, m: int) -> tuple[int, int, int, bool]:
         return (per if determinism._on[0] else min(next_pow2(m), per)), bn, 4, True
     warps = 4 if bn <= 2048 else (8 if bn <= 8192 else 16)
     return 1, bn, warps, True
+
+
+# np.pad's modes as the kernels number them (fft_frames.PAD_MODES is the name -> number map).
+PAD_CONSTANT, PAD_REFLECT, PAD_SYMMETRIC, PAD_EDGE = 1, 2, 3, 4
+
+
+@triton.jit
+def pad_index(p, n, MODE: tl.constexpr):
+    """(source index, valid) of position p of a signal of n samples padded as np.pad's MODE
+    (1 constant: valid only inside; 2 reflect about the edge sample, 3 symmetric about the
+    edge, 4 edge: the end sample repeated). One reflection: the caller keeps the padding
+    shorter than the signal (n > pad for reflect, n >= pad for symmetric)."""
+    if MODE == 2:
+        q = tl.where(p < 0, -p, p)
+        q = tl.where(q >= n, 2 * (n - 1) - q, q)
+    elif MODE == 3:
+        q = tl.where(p < 0, -p - 1, p)
+        q = tl.where(q >= n, 2 * n - 1 - q, q)
+    elif MODE == 4:
+        q = tl.minimum(tl.maximum(p, 0), n - 1)
+    else:
+        q = p
+    return q, (q >= 0) & (q < n)

@@ -62,7 +62,17 @@ from pygpukit._complex import view_as_real
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends.triton_kernels import interpreting
-from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, plan_rows, row_offset
+from pygpukit.backends.triton_kernels._common import (
+    PAD_CONSTANT,
+    PAD_EDGE,
+    PAD_REFLECT,
+    PAD_SYMMETRIC,
+    cdiv,
+    next_pow2,
+    pad_index,
+    plan_rows,
+    row_offset,
+)
 from pygpukit.backends.triton_kernels.copy import contiguous
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.elementwise import mul
@@ -80,7 +90,7 @@ from pygpukit.backends.triton_kernels.unary import sqrt
 from pygpukit.creation import empty
 from pygpukit.dtypes import complex64, float32
 
-__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_windowed"]
+__all__ = ["fft", "ifft", "irfft", "rfft", "rfft_frames", "rfft_windowed"]
 
 # How the first pass reads its input: complex pairs, real values, or the Hermitian half of
 # irfft (element e >= n // 2 + 1 is conj(x[n - e])).
@@ -408,3 +418,71 @@ def rfft_windowed(
         x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False,
         win=window.contiguous(), power=0 if power is None else int(power),
     )  # fmt: skip
+
+
+# np.pad's mode names as the kernels number them (_common.pad_index).
+PAD_MODES = {"constant": PAD_CONSTANT, "reflect": PAD_REFLECT, "symmetric": PAD_SYMMETRIC,
+             "edge": PAD_EDGE}  # fmt: skip
+
+
+@triton.jit
+def _pad_rows(X, Y, n, pad, width, sx0, sxe, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Y[b, j] = np.pad(X[b], pad, MODE)[j] for j < width (Y contiguous rows of width)."""
+    b = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    src, valid = pad_index(j.to(tl.int64) - pad, n, MODE)
+    v = tl.load(X + b * sx0 + src * sxe, mask=(j < width) & valid, other=0.0)
+    tl.store(Y + b * width + j, v, mask=j < width)
+
+
+def rfft_frames(
+    y: GPUArray,
+    window: GPUArray,
+    *,
+    hop: int,
+    pad: int,
+    pad_mode: str,
+    n_frames: int,
+    norm: str = "backward",
+    power: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """rfft(frames * window) [batch, n_frames, n_fft // 2 + 1] (n_fft = len(window)) of the
+    frames hop apart of y [batch, samples] padded by pad on both sides as np.pad's pad_mode,
+    or its magnitude / power (power 1 or 2). Where the one-kernel path serves n_fft the kernel
+    reads each frame's samples from y itself, the padding and the window applied as it loads:
+    one launch, no padded or windowed copy. Otherwise a padded copy (one launch) and
+    rfft_windowed over its frames."""
+    n_fft = window.shape[0]
+    b, n = y.shape
+    mode = PAD_MODES[pad_mode] if pad else 0
+    if not fusable(n_fft, True):
+        src = y
+        if pad:
+            width = n + 2 * pad
+            src = empty((b, width), y.dtype, y._device)
+            if b:
+                launch(_pad_rows, (b, cdiv(width, 1024)), y, src, n, pad, width,
+                       *y.element_strides, BLOCK=1024, MODE=mode)  # fmt: skip
+        row = src.element_strides[0]
+        frames = src._view((b, n_frames, n_fft), (row, hop, src.element_strides[1]), src._offset)
+        return rfft_windowed(frames, window, n=n_fft, norm=norm, power=power, out=out)
+    nb = n_fft // 2 + 1
+    p = 0 if power is None else int(power)
+    scratch = bool(p) and uses_pairs(n_fft, _REAL, nb, False)
+    if out is not None and not scratch:
+        res = out
+    else:
+        res = empty((b, n_frames, nb), float32 if p and not scratch else complex64, y._device)
+    if b * n_frames:
+        rf, rs, re = _operand(res)
+        fused_transform(
+            Operand(y, (0, y.element_strides[0], 0), y.element_strides[1]),
+            Operand(rf, (0, rs[0], rs[1]), re), b * n_frames, (b, n_frames), n=n_fft,
+            inverse=False, load=_REAL, n_in=n_fft, n_log=n_fft, n_out=nb,
+            real_out=False, scale=_scale(n_fft, norm, False), win=window.contiguous(), power=p,
+            frames=(hop, pad, n, mode),
+        )  # fmt: skip
+    if scratch:
+        res = view_as_real(res).reshape(b, n_frames, 2 * nb)[..., :nb]
+    return deliver(res, out)

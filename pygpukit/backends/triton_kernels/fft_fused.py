@@ -111,7 +111,7 @@ import triton.language as tl
 
 from pygpukit.array import GPUArray
 from pygpukit.backends.triton_kernels import interpreting
-from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, row_offset
+from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, pad_index, row_offset
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.fft_plan import (
     RMAX,
@@ -226,22 +226,35 @@ def _power(re, im, POWER: tl.constexpr):
 
 
 @triton.jit
-def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe,
+def _sample(X, xrow, fstart, q, ok, sxe, n_sig, PADMODE: tl.constexpr):
+    """Real input value q of each row: x[row, q], or with PADMODE (a frame of a padded
+    signal, fstart its first sample's position) the signal's sample fstart + q as np.pad's
+    mode gives it (pad_index)."""
+    if PADMODE == 0:
+        xo = xrow[:, None, None] + q.to(tl.int64) * sxe
+        return tl.load(X + xo, mask=ok, other=0.0).to(tl.float32)
+    src, valid = pad_index(fstart[:, None, None] + q, n_sig, PADMODE)
+    xo = xrow[:, None, None] + src * sxe
+    return tl.load(X + xo, mask=ok & valid, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe, fstart, n_sig,
           N1: tl.constexpr, N2: tl.constexpr, Q2: tl.constexpr, Q1: tl.constexpr,
           ROWS: tl.constexpr, LOAD: tl.constexpr, HAS_PRE: tl.constexpr, HAS_WIN: tl.constexpr,
-          NYQ: tl.constexpr):  # fmt: skip
+          NYQ: tl.constexpr, PADMODE: tl.constexpr):  # fmt: skip
     """The input chunk A[r, j2, j1] = x[r, N2 j1 + j2] for j2 in j2o + [0, Q2), j1 in j1o +
     [0, Q1) (masked past N2, N1), as (xr, xi) (xi zero for real input), times WIN[e] (a real
-    window, when HAS_WIN), and its share of the Nyquist sum (-1)^e x[e] when NYQ."""
+    window, when HAS_WIN), and its share of the Nyquist sum (-1)^e x[e] when NYQ. Real input
+    (LOAD 1 or 3) may be a frame of a padded signal (PADMODE, _sample)."""
     j2 = j2o + tl.arange(0, Q2)
     j1 = j1o + tl.arange(0, Q1)
     e = (j2[:, None] + N2 * j1[None, :])[None, :, :]
     tile = ((j2 < N2)[:, None] & (j1 < N1)[None, :])[None, :, :]
     ok = rok[:, None, None] & tile
     if LOAD == 3:  # real pairs: z[e] = x[2 e] + i x[2 e + 1] (n_in, n_log count real values)
-        xo = xrow[:, None, None] + (2 * e).to(tl.int64) * sxe
-        xr = tl.load(X + xo, mask=ok & (2 * e < n_in), other=0.0).to(tl.float32)
-        xi = tl.load(X + xo + sxe, mask=ok & (2 * e + 1 < n_in), other=0.0).to(tl.float32)
+        xr = _sample(X, xrow, fstart, 2 * e, ok & (2 * e < n_in), sxe, n_sig, PADMODE)
+        xi = _sample(X, xrow, fstart, 2 * e + 1, ok & (2 * e + 1 < n_in), sxe, n_sig, PADMODE)
         if HAS_WIN:
             wok = tile & (2 * e + 1 < n_log)
             xr = xr * tl.load(WIN + 2 * e, mask=wok, other=0.0).to(tl.float32)
@@ -255,10 +268,11 @@ def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe,
             src = e
             ok_in = ok & (e < n_in)
         xo = xrow[:, None, None] + src.to(tl.int64) * sxe
-        xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
         if LOAD == 1:
+            xr = _sample(X, xrow, fstart, src, ok_in, sxe, n_sig, PADMODE)
             xi = tl.zeros_like(xr)
         else:
+            xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
             xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(tl.float32)
             if LOAD == 2:
                 xi = tl.where(mirrored, -xi, xi)
@@ -302,12 +316,12 @@ def _cmm(ar, ai, F, fo, fplane, acr, aci, REAL_A: tl.constexpr, REAL_ONLY: tl.co
 
 
 @triton.jit
-def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
+def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe, fstart, n_sig,
            N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
            Q1: tl.constexpr, Q2: tl.constexpr, H1: tl.constexpr, ROWS: tl.constexpr,
            LOAD: tl.constexpr, REAL_X: tl.constexpr, HAS_PRE: tl.constexpr,
            HAS_WIN: tl.constexpr, NYQ: tl.constexpr, INVERSE: tl.constexpr,
-           TF32X3: tl.constexpr):  # fmt: skip
+           TF32X3: tl.constexpr, PADMODE: tl.constexpr):  # fmt: skip
     """The chunk j2 in j2o + [0, Q2), k1 in k1o + [0, Q1) of B = (A @ F1) * W as [ROWS, Q1,
     Q2] tiles (k1 before j2: step 2's layout): the K = N1P sum over the H1 chunks of j1, each
     loaded apart; and, when NYQ, the loaded chunks' share of the Nyquist sum."""
@@ -317,8 +331,9 @@ def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe,
     nr = tl.zeros([ROWS], tl.float32)
     ni = nr
     for jc in tl.range(0, H1, num_stages=1):
-        xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, j2o, jc * Q1, n_in, n_log, sxe,
-                               N1, N2, Q2, Q1, ROWS, LOAD, HAS_PRE, HAS_WIN, NYQ)  # fmt: skip
+        xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, j2o, jc * Q1, n_in, n_log, sxe, fstart,
+                               n_sig, N1, N2, Q2, Q1, ROWS, LOAD, HAS_PRE, HAS_WIN, NYQ,
+                               PADMODE)  # fmt: skip
         if NYQ:
             nr += pr
             ni += pi
@@ -392,20 +407,23 @@ def _untangle(Y, UT, yrow, rok, sye, n_out, scale, M: tl.constexpr, UB: tl.const
 def _fft_fused(
     X, Y, F1, F2, TW, PRE, POST, WIN, UT,
     n_rows, D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
-    n_in, n_log, n_out, scale,
+    n_in, n_log, n_out, scale, hop, pad, n_sig,
     N1: tl.constexpr, N2: tl.constexpr, N1P: tl.constexpr, N2P: tl.constexpr,
     Q1: tl.constexpr, Q2: tl.constexpr, C: tl.constexpr, QC: tl.constexpr,
-    ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr,
+    ROWS: tl.constexpr, LOAD: tl.constexpr, REAL_X: tl.constexpr, PADMODE: tl.constexpr,
     REAL_OUT: tl.constexpr, NYQ: tl.constexpr, HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr,
     HAS_WIN: tl.constexpr, INVERSE: tl.constexpr, TF32X3: tl.constexpr,
     UNTANGLE: tl.constexpr, UB: tl.constexpr, POWER: tl.constexpr,
 ):  # fmt: skip
     """The whole n = N1 N2 point transform of ROWS rows (see the module docstring), in chunks
     of Q1 (j1, k1) and Q2 (j2), and QC output columns with N2 = 1. Offsets
-    are in units of the operands' element type, a complex value being the pair (o, o + 1)."""
+    are in units of the operands' element type, a complex value being the pair (o, o + 1).
+    With PADMODE the rows are frames f = r % D2 of signals of n_sig samples padded by pad
+    (frame f starts at sample f hop - pad; sx2 is then 0)."""
     r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     rok = r < n_rows
     xrow = row_offset(r, D1, D2, sx0, sx1, sx2)
+    fstart = (r % D2) * hop - pad
     yrow = row_offset(r, D1, D2, sy0, sy1, sy2)
     H1: tl.constexpr = N1P // Q1
     H2: tl.constexpr = N2P // Q2
@@ -423,9 +441,9 @@ def _fft_fused(
             br = tl.zeros([ROWS, QC], tl.float32)
             bi = br
             for jc in tl.static_range(H1):
-                xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, 0, jc * Q1, n_in, n_log, sxe, N1,
-                                       N2, 1, Q1, ROWS, LOAD, HAS_PRE, HAS_WIN,
-                                       NYQ and cc == 0)  # fmt: skip
+                xr, xi, pr, pi = _load(X, PRE, WIN, xrow, rok, 0, jc * Q1, n_in, n_log, sxe,
+                                       fstart, n_sig, N1, N2, 1, Q1, ROWS, LOAD, HAS_PRE,
+                                       HAS_WIN, NYQ and cc == 0, PADMODE)  # fmt: skip
                 if NYQ and cc == 0:
                     nr += pr
                     ni += pi
@@ -447,9 +465,9 @@ def _fft_fused(
             di = dr
             for b in tl.range(0, H2, num_stages=1):
                 br, bi, pr, pi = _step1(
-                    X, PRE, WIN, F1, TW, xrow, rok, b * Q2, kc * Q1, n_in, n_log, sxe, N1, N2,
-                    N1P, N2P, Q1, Q2, H1, ROWS, LOAD, REAL_X, HAS_PRE, HAS_WIN, NYQ, INVERSE,
-                    TF32X3)  # fmt: skip
+                    X, PRE, WIN, F1, TW, xrow, rok, b * Q2, kc * Q1, n_in, n_log, sxe, fstart,
+                    n_sig, N1, N2, N1P, N2P, Q1, Q2, H1, ROWS, LOAD, REAL_X, HAS_PRE, HAS_WIN,
+                    NYQ, INVERSE, TF32X3, PADMODE)  # fmt: skip
                 if NYQ:  # the input is read once per k1 chunk: sum it in the first
                     nr += tl.where(kc == 0, pr, 0.0)
                     ni += tl.where(kc == 0, pi, 0.0)
@@ -526,6 +544,7 @@ def fused_transform(
     post: GPUArray | None = None,
     win: GPUArray | None = None,
     power: int = 0,
+    frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
     """Transform ``rows`` rows of src into dst in one launch (fusable(n) must hold). ``load``,
     ``n_in``, ``n_log``, ``pre``, ``post``: as the first and last pass of fft.py read them;
@@ -533,7 +552,8 @@ def fused_transform(
     input as it is loaded (the STFT's windowed frames without writing them); ``power`` 1 or 2:
     store |X| ** power, one fp32 value a term (dst a float array; through real pairs, dst is
     the complex result used as scratch, and the values land in each row's first n_out floats:
-    uses_pairs says which)."""
+    uses_pairs says which); ``frames`` (hop, pad, n_sig, PADMODE): src's rows are frames of
+    padded signals (_fft_fused; PADMODE 0: plain rows)."""
     real_x = load == _REAL and pre is None
     nyq_ok = pre is None and post is None
     pairs = uses_pairs(n, load, n_out, real_out, pre, post)
@@ -556,9 +576,9 @@ def fused_transform(
         pre if pre is not None else tabs.f1, post if post is not None else tabs.f1,
         win if win is not None else tabs.f1, ut if ut is not None else tabs.f1, rows, d[0],
         d[1], *src.s, src.se, *dst.s, dst.se,
-        n_in, n_log, n_out, scale,
+        n_in, n_log, n_out, scale, frames[0], frames[1], frames[2],
         N1=n1, N2=n2, N1P=n1p, N2P=n2p, Q1=_chunk(n1p), Q2=_chunk(n2p), C=c,
-        QC=_chunk(n1p, c) if n2 == 1 else c, ROWS=per, LOAD=load, REAL_X=real_x,
+        QC=_chunk(n1p, c) if n2 == 1 else c, ROWS=per, LOAD=load, REAL_X=real_x, PADMODE=frames[3],
         REAL_OUT=real_out, NYQ=nyq, HAS_PRE=pre is not None, HAS_POST=post is not None,
         HAS_WIN=win is not None, INVERSE=inverse, TF32X3=tf32x3(), UNTANGLE=pairs,
         UB=next_pow2(n // 2 + 1) if power else min(UNTANGLE_BLOCK, next_pow2(n // 2 + 1)),
