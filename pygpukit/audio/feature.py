@@ -16,7 +16,7 @@ from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.audio import _checks as chk
 from pygpukit.audio._complex import abs_pow
-from pygpukit.audio._tables import device_table
+from pygpukit.audio._tables import device_table, device_table_of
 from pygpukit.audio.convert import power_to_db
 from pygpukit.audio.filters import dct_np, mel_np
 from pygpukit.audio.spectrum import check_stft, stft_frames
@@ -42,8 +42,15 @@ def _mel_basis(fn: str, sr: float, n_fft: int, kwargs: dict[str, Any], like: GPU
     if dt.kind != "f":
         raise TypeError(f"{fn}: dtype must be a float type, got {dt.name}")
     tiny = float(np.finfo(dt.np_dtype).tiny)
-    w = mel_np(fn, sr, n_fft, n_mels, fmin, fmax, bool(kwargs.get("htk", False)), norm, tiny)
-    return device_table(w, dt.np_dtype, like.device)
+    htk = bool(kwargs.get("htk", False))
+    try:
+        key = ("mel", sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
+        hash(key)
+    except TypeError:  # an unhashable norm: built (and checked) every call
+        w = mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
+        return device_table(w, dt.np_dtype, like.device)
+    build = lambda: mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)  # noqa: E731
+    return device_table_of(key, build, dt.np_dtype, like.device)
 
 
 def melspectrogram(

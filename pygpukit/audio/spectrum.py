@@ -13,6 +13,7 @@ parameters).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -52,11 +53,25 @@ class _Params:
                     f"{fn}: hop_length defaults to win_length // 4 = 0; pass hop_length > 0"
                 )
         self.hop_length = int(chk.positive_int(fn, "hop_length", hop_length) or 0)
-        # The window padded to n_fft (librosa.util.pad_center), float64 on the host.
-        self.window = pad_center_np(fn, window_np(fn, window, self.win_length), self.n_fft)
+        # The window padded to n_fft (librosa.util.pad_center), float64 on the host; a named
+        # window is made once per (name, lengths) (scipy's get_window costs tens of us a call).
+        if isinstance(window, str) or (
+            isinstance(window, tuple) and all(isinstance(v, (str, int, float)) for v in window)
+        ):
+            self.window = _named_window(fn, window, self.win_length, self.n_fft)
+        else:  # an array or a callable: made every call, as librosa does
+            self.window = pad_center_np(fn, window_np(fn, window, self.win_length), self.n_fft)
 
     def device_window(self, like: GPUArray) -> GPUArray:
         return device_table(self.window, like.dtype.np_dtype, like.device)
+
+
+@functools.lru_cache(maxsize=64)
+def _named_window(fn: str, window: Any, win_length: int, n_fft: int) -> np.ndarray:
+    """pad_center_np(window_np(...)) of a hashable window spec (a name or a tuple), read-only."""
+    w = pad_center_np(fn, window_np(fn, window, win_length), n_fft)
+    w.setflags(write=False)
+    return w
 
 
 def _dtype_name(fn: str, dtype: Any) -> str:

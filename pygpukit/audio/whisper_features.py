@@ -16,7 +16,7 @@ from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
-from pygpukit.audio._tables import device_table
+from pygpukit.audio._tables import device_table_of
 from pygpukit.audio.filters import mel_np
 from pygpukit.audio.spectrum import _Params
 from pygpukit.ops.fft import rfft_frames
@@ -61,7 +61,9 @@ def log_mel_spectrogram(
     _frames.check_pad(fn, n, p.n_fft // 2, "reflect")
     if n // p.hop_length < 1:
         raise ValueError(f"{fn}: audio of {n} samples gives no frame at hop_length={p.hop_length}")
-    basis_np = mel_np(fn, float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)
+    mel_key = ("mel", float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)
+    build = lambda: mel_np(fn, float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)  # noqa: E731
+    basis = device_table_of(mel_key, build, x.dtype.np_dtype, x.device)
 
     rows = x.reshape(1, -1) if x.ndim == 1 else x
     rows = rows.contiguous()
@@ -75,7 +77,6 @@ def log_mel_spectrogram(
     power = rfft_frames(
         rows, win, hop=p.hop_length, pad=pad, pad_mode="reflect", n_frames=n_frames, power=2
     )
-    basis = device_table(basis_np, rows.dtype.np_dtype, rows.device)
     mel = ops.matmul(power, basis.T)  # [batch, frames, n_mels]
     log_spec = ops.log(ops.maximum(mel, 1e-10)) * _LOG10_E
     floor = ops.max(log_spec, axis=(1, 2), keepdims=True) - 8.0

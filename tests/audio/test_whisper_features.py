@@ -2,7 +2,11 @@
 
 Bound: the features are (log10(mel) + 4) / 4 with HF's own FFT rounded to complex64; an
 absolute error of 5e-5 is 2e-4 in log10 (a relative mel error of 5e-4, 0.002 dB). Observed
-max about 6e-6.
+max about 6e-6 on the CPU (the NumPy backend computes in float64). On a GPU the FFT is fp32
+(tf32x3 products, errors about 2e-7 of a frame's norm): a mel band far below its frame's
+loudest carries that error relative to its own, much smaller power, so the bound there is
+2e-4 (8e-4 in log10, 0.008 dB); measured on an H100 (2026-11-27) 6.2e-5 before the power
+spectrum was taken in the FFT's stores and 7.6e-5 after, on the chirp row below.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import pytest
 import pygpukit as gp
 import pygpukit.audio as pa
 
+from ops._helpers import DEVICE
+
 from ._signals import SYNTH, speech, up32
 
 transformers = pytest.importorskip("transformers")
 
-ATOL = 5e-5
+ATOL = 2e-4 if DEVICE.startswith("cuda") else 5e-5
 
 
 def _hf(y: np.ndarray, n_mels: int) -> np.ndarray:
