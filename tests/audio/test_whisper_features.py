@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ops._helpers import DEVICE
 
 import pygpukit as gp
 import pygpukit.audio as pa
-
-from ops._helpers import DEVICE
 
 from ._signals import SYNTH, speech, up32
 
