@@ -77,9 +77,11 @@ def log_mel_spectrogram(
     power = rfft_frames(
         rows, win, hop=p.hop_length, pad=pad, pad_mode="reflect", n_frames=n_frames, power=2
     )
-    mel = ops.matmul(power, basis.T)  # [batch, frames, n_mels]
-    log_spec = ops.log(ops.maximum(mel, 1e-10)) * _LOG10_E
-    floor = ops.max(log_spec, axis=(1, 2), keepdims=True) - 8.0
-    feats = (ops.maximum(log_spec, floor) + 4.0) * 0.25
-    out = feats.swapaxes(1, 2).contiguous()
+    # basis @ power^T gives [batch, n_mels, frames] in the result's own layout (no transpose
+    # copy); (max(log10 m, top - 8) + 4) / 4 = max(log10(m) / 4 + 1, top' - 2) with top' the
+    # maximum of log10(m) / 4 + 1: the scale and shift once, before the floor.
+    mel = ops.matmul(basis, power.swapaxes(1, 2))
+    feats = ops.log(ops.maximum(mel, 1e-10)) * (0.25 * _LOG10_E) + 1.0
+    floor = ops.max(feats, axis=(1, 2), keepdims=True) - 2.0
+    out = ops.maximum(feats, floor)
     return out[0] if x.ndim == 1 else out
