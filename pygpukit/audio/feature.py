@@ -47,6 +47,7 @@ def _mel_basis(fn: str, sr: float, n_fft: int, kwargs: dict[str, Any], like: GPU
         key = ("mel", sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
         hash(key)
     except TypeError:  # an unhashable norm: built (and checked) every call
+        # (a cached bank warns of empty filters on its first build only)
         w = mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
         return device_table(w, dt.np_dtype, like.device)
     build = lambda: mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)  # noqa: E731

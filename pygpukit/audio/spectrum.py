@@ -3,7 +3,8 @@
 Layouts follow librosa: a signal is [..., samples], a spectrogram [..., 1 + n_fft // 2, frames].
 Internally the work is frame-major ([batch, frames, n_fft], the FFT along the contiguous last
 axis) and one op, ops.fft.rfft_frames: its kernel reads each frame's samples from the signal,
-applying the centre padding and the window as it loads (no padded or windowed copy). The
+applying the centre padding and the window as it loads (no padded or windowed copy where
+the one-kernel FFT serves n_fft; a padded copy otherwise). The
 returned spectrogram is the frame-major result viewed with its last two axes swapped (no
 copy; .contiguous() makes one). istft runs the same steps back:
 gp.fft.irfft, window, overlap-add in ceil(n_fft / hop_length) strided adds, and a multiply by

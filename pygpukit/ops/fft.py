@@ -171,11 +171,15 @@ def rfft_windowed(
     The Triton backend multiplies the window in as its kernel loads x (for the lengths its
     one-kernel path serves), so x may be an overlapping strided view of frames that is never
     written out windowed, and takes the power as it stores (no complex result written and read
-    back). The product is rounded to fp32 as a separate multiply would round it."""
+    back); through real pairs (even lengths whose real transform pads a factor to 64) a power
+    result is a strided view of the complex rows the kernel used as scratch. The product is
+    formed in fp32 (for half inputs too) on every path."""
     op = "rfft_windowed"
     x, _ = _input(op, x, -1, "f")
     chk.array(op, "window", window)
     n = x.shape[-1]
+    if n < 1:
+        raise ValueError(f"{op}: x's last dim (the transform length) must be >= 1, got {n}")
     if window.shape != (n,):
         raise ValueError(
             f"{op}: window must have shape ({n},) (x's last dim), got {chk.desc(window)}"
@@ -230,9 +234,13 @@ def rfft_frames(
 
     The Triton backend reads each frame's samples from y in one kernel launch, the padding,
     the window and the power applied as it loads and stores (no padded, windowed or complex
-    copy), for the lengths its one-kernel FFT serves; other lengths take a padded copy."""
+    copy), for the lengths its one-kernel FFT serves; other lengths take a padded copy. A power
+    result there may be a strided view (see rfft_windowed)."""
     op = "rfft_frames"
-    x, _ = _input(op, y, -1, "f")
+    chk.array(op, "y", y)
+    if y.dtype.kind != "f":
+        raise TypeError(f"{op}: y must be a real float array, got {chk.desc(y)}")
+    x = y
     if x.ndim != 2:
         raise ValueError(f"{op}: y must be [batch, samples] (2 dims), got {chk.desc(x)}")
     chk.array(op, "window", window)

@@ -272,6 +272,11 @@ _X8 = np.ones((2, 8), np.float32)
             r"rfft_windowed: norm",
         ),
         (
+            lambda: ops_fft.rfft_windowed(up(np.ones((2, 0), np.float32)), up(_X8[0, :0])),
+            ValueError,
+            r"rfft_windowed: x's last dim \(the transform length\) must be >= 1, got 0",
+        ),
+        (
             lambda: ops_fft.rfft_windowed(up(_X8), up(_X8[0]), power=3),
             ValueError,
             r"rfft_windowed: power must be None, 1.0 or 2.0, got 3",

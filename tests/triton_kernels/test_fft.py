@@ -479,3 +479,45 @@ def test_rfft_frames_pads_in_the_loads(
             want = np.abs(want) ** power
         assert got.shape == want.shape
         assert_close(pairs(got), pairs(want), "float32", name=f"frames {n_fft} {mode} n={n}")
+
+
+@pytest.mark.parametrize("power", [None, 1.0])
+@pytest.mark.parametrize("n_fft", [25, 256, 2048, 401])
+def test_rfft_frames_without_padding(
+    device: str, n_fft: int, power: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pad = 0 (stft with center=False): each frame still starts hop samples after the last
+    (the frame addressing runs with nothing outside the signal); over a column-strided signal
+    (every other sample of a wider buffer), into a poisoned strided out=; an odd length in
+    one launch (25 = 5 x 5), a real-pairs length (2048; power 1 through the scratch rows) and
+    the padded-copy fallback (401)."""
+    monkeypatch.setattr(tff, "_INTERPRET_POINTS", 4096)
+    rng = np.random.default_rng(seed("tfft-frames-nopad", n_fft, power))
+    hop = max(1, n_fft // 3)
+    n = n_fft + 4 * hop + 2
+    sig = rand(rng, (2, 2 * n), "float32")
+    yd = up(sig, device)[:, ::2]
+    win = rand(rng, (n_fft,), "float32")
+    count = 1 + (n - n_fft) // hop
+    nb = n_fft // 2 + 1
+    dt = gp.complex64 if power is None else gp.float32
+    out = poisoned((2, count, 2 * nb), dt, device)[..., ::2]
+    got = tfft.rfft_frames(yd, up(win, device), hop=hop, pad=0, pad_mode="constant",
+                           n_frames=count, power=power, out=out)  # fmt: skip
+    assert got is out
+    want = np.fft.rfft(frames_of(as64(sig)[:, ::2], n_fft, hop) * as64(win), axis=-1)
+    if power is not None:
+        want = np.abs(want) ** power
+    assert_close(pairs(out), pairs(want), "float32", name=f"frames pad 0 {n_fft}")
+
+
+@pytest.mark.parametrize("n", [2048, 400])
+def test_power_of_no_rows(device: str, n: int) -> None:
+    """Zero rows with a power result: a float32 [0, n // 2 + 1] (2048 would take the complex
+    scratch rows), and into an out= of that shape."""
+    x = up(np.zeros((0, n), np.float32), device)
+    w = up(np.ones(n, np.float32), device)
+    r = tfft.rfft_windowed(x, w, n=n, power=2.0)
+    assert r.shape == (0, n // 2 + 1) and r.dtype is gp.float32
+    out = gp.empty((0, n // 2 + 1), gp.float32, device=device)
+    assert tfft.rfft_windowed(x, w, n=n, power=2.0, out=out) is out

@@ -307,9 +307,9 @@ def _transform(
     if not fusable(n, rfft_like):
         if win is not None:
             # The window multiplied in as the fused kernel's loads do (one fp32 product a
-            # value), but written out: the passes and Bluestein read their input in several
-            # places.
-            x = mul(x, win)
+            # value, kept in fp32 for half inputs), but written out: the passes and Bluestein
+            # read their input in several places.
+            x = mul(x, win, out_dtype=float32)
         if power:  # the complex result, then |X| ** power as audio._complex computes it
             z = _transform(x, None, n=n, norm=norm, inverse=inverse, load=load, n_out=n_out,
                            real_out=real_out)  # fmt: skip
@@ -331,6 +331,8 @@ def _transform(
     for v in lead:
         rows *= v
     if rows == 0:
+        if scratch:
+            y = empty(shape, float32, x._device)
         return deliver(y, out)
     xf, xs, xe = _operand(x)
     yf, ys, ye = _operand(y)
@@ -413,7 +415,9 @@ def rfft_windowed(
     or |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32. Where the one-kernel path
     serves n the window is applied as the kernel loads x, so an STFT's overlapping frames are
     read in place and never written windowed, and the power is taken as the kernel stores (no
-    complex result written and read back)."""
+    complex result written and read back). Through real pairs (fft_plan.real_pairs) a power
+    result is a strided view of each row's first n // 2 + 1 floats in the complex rows the
+    kernel used as scratch (twice the memory of a compact result while it lives)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False,
         win=window.contiguous(), power=0 if power is None else int(power),
@@ -426,10 +430,12 @@ PAD_MODES = {"constant": PAD_CONSTANT, "reflect": PAD_REFLECT, "symmetric": PAD_
 
 
 @triton.jit
-def _pad_rows(X, Y, n, pad, width, sx0, sxe, BLOCK: tl.constexpr, MODE: tl.constexpr):
-    """Y[b, j] = np.pad(X[b], pad, MODE)[j] for j < width (Y contiguous rows of width)."""
-    b = tl.program_id(0).to(tl.int64)
-    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+def _pad_rows(X, Y, n, pad, width, blocks, sx0, sxe, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Y[b, j] = np.pad(X[b], pad, MODE)[j] for j < width (Y contiguous rows of width), one
+    block of a row a program (a 1-D grid: no 65535 limit on either count)."""
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // blocks
+    j = (pid % blocks) * BLOCK + tl.arange(0, BLOCK)
     src, valid = pad_index(j.to(tl.int64) - pad, n, MODE)
     v = tl.load(X + b * sx0 + src * sxe, mask=(j < width) & valid, other=0.0)
     tl.store(Y + b * width + j, v, mask=j < width)
@@ -452,20 +458,23 @@ def rfft_frames(
     or its magnitude / power (power 1 or 2). Where the one-kernel path serves n_fft the kernel
     reads each frame's samples from y itself, the padding and the window applied as it loads:
     one launch, no padded or windowed copy. Otherwise a padded copy (one launch) and
-    rfft_windowed over its frames."""
+    rfft_windowed over its frames. A power result through real pairs is a view of each row's
+    first floats in the complex rows the kernel used as scratch (rfft_windowed)."""
     n_fft = window.shape[0]
     b, n = y.shape
-    mode = PAD_MODES[pad_mode] if pad else 0
+    # pad 0 still takes the frame addressing (constant mode: nothing outside the signal).
+    mode = PAD_MODES[pad_mode] if pad else PAD_CONSTANT
     if not fusable(n_fft, True):
         src = y
         if pad:
             width = n + 2 * pad
             src = empty((b, width), y.dtype, y._device)
+            blocks = cdiv(width, 1024)
             if b:
-                launch(_pad_rows, (b, cdiv(width, 1024)), y, src, n, pad, width,
+                launch(_pad_rows, (b * blocks,), y, src, n, pad, width, blocks,
                        *y.element_strides, BLOCK=1024, MODE=mode)  # fmt: skip
-        row = src.element_strides[0]
-        frames = src._view((b, n_frames, n_fft), (row, hop, src.element_strides[1]), src._offset)
+        row, col = src.element_strides
+        frames = src._view((b, n_frames, n_fft), (row, hop * col, col), src._offset)
         return rfft_windowed(frames, window, n=n_fft, norm=norm, power=power, out=out)
     nb = n_fft // 2 + 1
     p = 0 if power is None else int(power)

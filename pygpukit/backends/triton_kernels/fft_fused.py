@@ -1,5 +1,6 @@
 """The one-kernel FFT of fft.py for lengths n = N1 N2 with both factors <= 64 (every length up
-to 64, and the smooth lengths up to 4096: 400 = 16 x 25, 512, 1000, 2048, 4096 = 64 x 64).
+to 64, and the smooth lengths up to 4096: 400 = 16 x 25, 512, 1000, 2048, 4096 = 64 x 64), and
+for an rfft of even n whose half is such a length (8192, through real pairs below).
 
 Why: the Stockham passes of fft.py read and write the whole signal once per pass through global
 scratch (two or three passes for the lengths of speech frames, 3x the minimum traffic, plus a
@@ -418,8 +419,9 @@ def _fft_fused(
     """The whole n = N1 N2 point transform of ROWS rows (see the module docstring), in chunks
     of Q1 (j1, k1) and Q2 (j2), and QC output columns with N2 = 1. Offsets
     are in units of the operands' element type, a complex value being the pair (o, o + 1).
-    With PADMODE the rows are frames f = r % D2 of signals of n_sig samples padded by pad
-    (frame f starts at sample f hop - pad; sx2 is then 0)."""
+    With PADMODE (1 to 4; rfft_frames passes constant for pad 0) the rows are frames
+    f = r % D2 of signals of n_sig samples padded by pad (frame f starts at sample f hop - pad;
+    sx2 is then 0); PADMODE 0 reads plain rows."""
     r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     rok = r < n_rows
     xrow = row_offset(r, D1, D2, sx0, sx1, sx2)
@@ -546,7 +548,8 @@ def fused_transform(
     power: int = 0,
     frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
-    """Transform ``rows`` rows of src into dst in one launch (fusable(n) must hold). ``load``,
+    """Transform ``rows`` rows of src into dst in one launch (fusable(n), or fusable(n, True)
+    for an rfft, must hold). ``load``,
     ``n_in``, ``n_log``, ``pre``, ``post``: as the first and last pass of fft.py read them;
     ``win``: a real window of n_log values (any float dtype, contiguous) multiplied into the
     input as it is loaded (the STFT's windowed frames without writing them); ``power`` 1 or 2:
