@@ -161,6 +161,19 @@ def out_arg(op: str, out: Any, shape: tuple[int, ...], dtype: DataType) -> GPUAr
     return out
 
 
+def int_arg(op: str, name: str, v: Any, lo: int) -> int:
+    """v as an int >= lo (TypeError for a bool, a float or another non-integer)."""
+    if isinstance(v, bool):
+        raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}") from None
+    if i < lo:
+        raise ValueError(f"{op}: {name} must be >= {lo}, got {i}")
+    return int(i)
+
+
 def choice(op: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{op}: {name} must be one of {allowed}, got {value!r}")

@@ -201,18 +201,6 @@ def rfft_windowed(
 PAD_MODES = ("constant", "reflect", "symmetric", "edge")
 
 
-def _int_arg(op: str, name: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool):
-        raise TypeError(f"{op}: {name} must be an int, got {v!r}")
-    try:
-        i = operator.index(v)
-    except TypeError:
-        raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}") from None
-    if i < lo:
-        raise ValueError(f"{op}: {name} must be >= {lo}, got {i}")
-    return int(i)
-
-
 def rfft_frames(
     y: GPUArray,
     window: GPUArray,
@@ -249,8 +237,8 @@ def rfft_frames(
     if window.dtype is not x.dtype:
         raise TypeError(f"{op}: window must have y's dtype {x.dtype.name}, got {chk.desc(window)}")
     n_fft, (b, n) = window.shape[0], x.shape
-    h = _int_arg(op, "hop", hop, 1)
-    p = _int_arg(op, "pad", pad, 0)
+    h = chk.int_arg(op, "hop", hop, 1)
+    p = chk.int_arg(op, "pad", pad, 0)
     chk.choice(op, "pad_mode", pad_mode, PAD_MODES)
     if p and n < 1:
         raise ValueError(f"{op}: padding needs at least 1 sample, got {n}")
@@ -264,7 +252,7 @@ def rfft_frames(
         )
     count = 1 + (n + 2 * p - n_fft) // h
     if n_frames is not None:
-        want = _int_arg(op, "n_frames", n_frames, 1)
+        want = chk.int_arg(op, "n_frames", n_frames, 1)
         if want > count:
             raise ValueError(f"{op}: n_frames={want} is more than the {count} frames there are")
         count = want

@@ -37,11 +37,11 @@ term is the separate sum (-1)^j x[j] and C halves (2048 = 32 x 64: 32 columns in
 Real pairs (fft_plan.real_pairs: rfft 1000, 2048, 4096, 8192): an rfft of even n whose real
 transform pads a factor to 64 runs as the complex n / 2-point transform Z of z[j] = x[2 j] + i
 x[2 j + 1] (LOAD 3), stored unscaled into the output row, then rewritten in place into X by
-_untangle (X[k] from Z[k] and conj(Z[n / 2 - k])). The reversed index across a padded tile is a
-gather Triton cannot do in registers, so it goes through the output row itself: a CTA barrier
-makes the program's stores visible, and each lane then reads and writes one pair (k, n/2 - k),
-so the rewrite needs no further barrier; the re-read hits L2. 2048 becomes a 32 x 32 complex
-tile (no factor of 64): 6.1x faster on an H100 (measured below, real_pairs).
+fft_real.untangle_rows (X[k] from Z[k] and conj(Z[n / 2 - k])). The reversed index across a
+padded tile is a gather Triton cannot do in registers, so it goes through the output row
+itself: a CTA barrier makes the program's stores visible, and each lane then reads and writes
+one pair (k, n/2 - k), so the rewrite needs no further barrier; the re-read hits L2. 2048
+becomes a 32 x 32 complex tile (no factor of 64): 6.1x faster on an H100 (fft_plan.real_pairs).
 
 Chunks (with "ieee" products; CHUNKS, measured below): a factor padded to 64 (2048 = 32 x 64,
 4096 = 64 x 64, 1000 = 20 x 50 -> 32 x 64, n in 33..64 with N2 = 1) is cut into chunks of 16
@@ -112,7 +112,7 @@ import triton.language as tl
 
 from pygpukit.array import GPUArray
 from pygpukit.backends.triton_kernels import interpreting
-from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, pad_index, row_offset
+from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, row_offset
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.fft_plan import (
     RMAX,
@@ -123,6 +123,7 @@ from pygpukit.backends.triton_kernels.fft_plan import (
     real_pairs,
     untangle,
 )
+from pygpukit.backends.triton_kernels.fft_real import power_of, sample, untangle_rows
 
 __all__ = [
     "CHUNK",
@@ -209,34 +210,11 @@ def _store(Y, POST, yo, k, mask, yr, yi, scale, HAS_POST: tl.constexpr, REAL_OUT
         qi = tl.load(POST + 2 * k + 1, mask=mask, other=0.0)
         yr, yi = yr * qr - yi * qi, yr * qi + yi * qr
     if POWER != 0:
-        tl.store(Y + yo, _power(yr * scale, yi * scale, POWER), mask=mask)
+        tl.store(Y + yo, power_of(yr * scale, yi * scale, POWER), mask=mask)
     else:
         tl.store(Y + yo, yr * scale, mask=mask)
         if not REAL_OUT:
             tl.store(Y + yo + 1, yi * scale, mask=mask)
-
-
-@triton.jit
-def _power(re, im, POWER: tl.constexpr):
-    """|re + i im| ** POWER for POWER 1 or 2 in fp32 (the square root of the sum for 1, as
-    audio._complex.magnitude computes it)."""
-    p = re * re + im * im
-    if POWER == 1:
-        p = tl.sqrt_rn(p)
-    return p
-
-
-@triton.jit
-def _sample(X, xrow, fstart, q, ok, sxe, n_sig, PADMODE: tl.constexpr):
-    """Real input value q of each row: x[row, q], or with PADMODE (a frame of a padded
-    signal, fstart its first sample's position) the signal's sample fstart + q as np.pad's
-    mode gives it (pad_index)."""
-    if PADMODE == 0:
-        xo = xrow[:, None, None] + q.to(tl.int64) * sxe
-        return tl.load(X + xo, mask=ok, other=0.0).to(tl.float32)
-    src, valid = pad_index(fstart[:, None, None] + q, n_sig, PADMODE)
-    xo = xrow[:, None, None] + src * sxe
-    return tl.load(X + xo, mask=ok & valid, other=0.0).to(tl.float32)
 
 
 @triton.jit
@@ -247,15 +225,15 @@ def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe, fstart, n_sig,
     """The input chunk A[r, j2, j1] = x[r, N2 j1 + j2] for j2 in j2o + [0, Q2), j1 in j1o +
     [0, Q1) (masked past N2, N1), as (xr, xi) (xi zero for real input), times WIN[e] (a real
     window, when HAS_WIN), and its share of the Nyquist sum (-1)^e x[e] when NYQ. Real input
-    (LOAD 1 or 3) may be a frame of a padded signal (PADMODE, _sample)."""
+    (LOAD 1 or 3) may be a frame of a padded signal (PADMODE, fft_real.sample)."""
     j2 = j2o + tl.arange(0, Q2)
     j1 = j1o + tl.arange(0, Q1)
     e = (j2[:, None] + N2 * j1[None, :])[None, :, :]
     tile = ((j2 < N2)[:, None] & (j1 < N1)[None, :])[None, :, :]
     ok = rok[:, None, None] & tile
     if LOAD == 3:  # real pairs: z[e] = x[2 e] + i x[2 e + 1] (n_in, n_log count real values)
-        xr = _sample(X, xrow, fstart, 2 * e, ok & (2 * e < n_in), sxe, n_sig, PADMODE)
-        xi = _sample(X, xrow, fstart, 2 * e + 1, ok & (2 * e + 1 < n_in), sxe, n_sig, PADMODE)
+        xr = sample(X, xrow, fstart, 2 * e, ok & (2 * e < n_in), sxe, n_sig, PADMODE)
+        xi = sample(X, xrow, fstart, 2 * e + 1, ok & (2 * e + 1 < n_in), sxe, n_sig, PADMODE)
         if HAS_WIN:
             wok = tile & (2 * e + 1 < n_log)
             xr = xr * tl.load(WIN + 2 * e, mask=wok, other=0.0).to(tl.float32)
@@ -270,7 +248,7 @@ def _load(X, PRE, WIN, xrow, rok, j2o, j1o, n_in, n_log, sxe, fstart, n_sig,
             ok_in = ok & (e < n_in)
         xo = xrow[:, None, None] + src.to(tl.int64) * sxe
         if LOAD == 1:
-            xr = _sample(X, xrow, fstart, src, ok_in, sxe, n_sig, PADMODE)
+            xr = sample(X, xrow, fstart, src, ok_in, sxe, n_sig, PADMODE)
             xi = tl.zeros_like(xr)
         else:
             xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
@@ -351,57 +329,6 @@ def _step1(X, PRE, WIN, F1, TW, xrow, rok, j2o, k1o, n_in, n_log, sxe, fstart, n
     bi = tl.reshape(bi, (ROWS, Q2, Q1))
     br, bi = br * tr - bi * ti, br * ti + bi * tr
     return tl.permute(br, (0, 2, 1)), tl.permute(bi, (0, 2, 1)), nr, ni
-
-
-@triton.jit
-def _untangle(Y, UT, yrow, rok, sye, n_out, scale, M: tl.constexpr, UB: tl.constexpr,
-              ROWS: tl.constexpr, POWER: tl.constexpr):  # fmt: skip
-    """rfft of n = 2 M real values from Z = FFT_M(z), z[j] = x[2 j] + i x[2 j + 1], already
-    stored in Y[0, M): for each pair (k, M - k), k <= M // 2 (Z[M] is Z[0]), with A = Z[k],
-    B = Z[M - k], E = (A + conj B) / 2 (the even samples' DFT), O = -i (A - conj B) / 2 (the odd
-    samples') and P = w_n^k O (UT[k] = w_n^k): X[k] = E + P and X[M - k] = conj(E - P)
-    (w_n^(M - k) = -conj(w_n^k)). A pair is read and written by the same lanes, so the
-    in-place rewrite needs no barrier between chunks; the one before the first read makes
-    every lane's stores of Z visible (CTA scope), and the reads skip L1 (.cg).
-
-    With POWER (1 or 2) the result is |X| ** POWER, one fp32 value a term written at float
-    offset k of the row (Y is then the complex row used as scratch, the caller's result a view
-    of each row's first n_out floats). Those writes land on other lanes' pairs, so UB covers
-    every pair in one chunk and a second barrier separates all reads from all writes."""
-    tl.debug_barrier()
-    for c in tl.range(0, M // 2 + 1, UB, num_stages=1):
-        k = c + tl.arange(0, UB)
-        kok = k <= M // 2
-        ok = rok[:, None] & kok[None, :]
-        km = tl.where(k == 0, 0, M - k)
-        ao = yrow[:, None] + k.to(tl.int64)[None, :] * sye
-        bo = yrow[:, None] + km.to(tl.int64)[None, :] * sye
-        ar = tl.load(Y + ao, mask=ok, other=0.0, cache_modifier=".cg")
-        ai = tl.load(Y + ao + 1, mask=ok, other=0.0, cache_modifier=".cg")
-        br = tl.load(Y + bo, mask=ok, other=0.0, cache_modifier=".cg")
-        bi = tl.load(Y + bo + 1, mask=ok, other=0.0, cache_modifier=".cg")
-        er = 0.5 * (ar + br)
-        ei = 0.5 * (ai - bi)
-        o_r = 0.5 * (ai + bi)
-        o_i = -0.5 * (ar - br)
-        wr = tl.load(UT + 2 * k, mask=kok, other=0.0)[None, :]
-        wi = tl.load(UT + 2 * k + 1, mask=kok, other=0.0)[None, :]
-        pr = wr * o_r - wi * o_i
-        pi = wr * o_i + wi * o_r
-        okk = ok & (k < n_out)[None, :]
-        okm = ok & (M - k < n_out)[None, :]
-        if POWER != 0:
-            tl.debug_barrier()  # every pair read before the first float lands
-            ko = yrow[:, None] + k.to(tl.int64)[None, :]
-            mo = yrow[:, None] + (M - k).to(tl.int64)[None, :]
-            tl.store(Y + ko, _power((er + pr) * scale, (ei + pi) * scale, POWER), mask=okk)
-            tl.store(Y + mo, _power((er - pr) * scale, (pi - ei) * scale, POWER), mask=okm)
-        else:
-            tl.store(Y + ao, (er + pr) * scale, mask=okk)
-            tl.store(Y + ao + 1, (ei + pi) * scale, mask=okk)
-            mo = yrow[:, None] + (M - k).to(tl.int64)[None, :] * sye
-            tl.store(Y + mo, (er - pr) * scale, mask=okm)
-            tl.store(Y + mo + 1, (pi - ei) * scale, mask=okm)
 
 
 @triton.jit
@@ -488,7 +415,7 @@ def _fft_fused(
         _store(Y, POST, yrow + ko.to(tl.int64) * sye, ko, rok & (ko < n_out), nr, ni, scale,
                False, REAL_OUT, POWER)  # fmt: skip
     if UNTANGLE:
-        _untangle(Y, UT, yrow, rok, sye, n_out, scale, N1 * N2, UB, ROWS, POWER)
+        untangle_rows(Y, UT, yrow, rok, sye, n_out, scale, N1 * N2, UB, ROWS, POWER)
 
 
 def fused_cfg(n1p: int, n2p: int, rows: int) -> tuple[int, int]:
@@ -561,7 +488,7 @@ def fused_transform(
     nyq_ok = pre is None and post is None
     pairs = uses_pairs(n, load, n_out, real_out, pre, post)
     ut = None
-    if pairs:  # the complex n / 2-point transform of x's pairs, then _untangle
+    if pairs:  # the complex n / 2-point transform of x's pairs, then untangle_rows
         ut = untangle(n, src.a._device)
         n, load, real_x, nyq_ok = n // 2, _PAIRS, False, False
         split = fused_split(n, False, n, False, False)

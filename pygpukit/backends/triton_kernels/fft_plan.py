@@ -304,7 +304,7 @@ UNTANGLE_COST = 8
 
 def real_pairs(n: int) -> bool:
     """Whether the fused rfft of even n runs as a complex n / 2-point transform of the pairs
-    z[j] = x[2 j] + i x[2 j + 1] plus an untangling step (fft_fused._untangle): where the real
+    z[j] = x[2 j] + i x[2 j + 1] plus an untangling step (fft_real.untangle_rows): where the real
     transform pads a factor to 64 and the pairs cost fewer multiply-adds (fused_split's cost
     model), or where only n / 2 fits one launch. Measured on an H100 (96000 rows, 2026-11-27,
     benchmarks/fft.py --pairs 1 0): rfft 1000 1203 us against 8269, 2048 1528 against 9294,
