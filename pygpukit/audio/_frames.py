@@ -12,8 +12,9 @@ from __future__ import annotations
 from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
+from pygpukit.ops import fft as fft_ops
 
-PAD_MODES = ("constant", "reflect", "symmetric", "edge")
+PAD_MODES = fft_ops.PAD_MODES  # np.pad's modes served, one list with the FFT ops
 
 
 def as_rows(y: GPUArray) -> tuple[GPUArray, tuple[int, ...]]:

@@ -50,10 +50,15 @@ def device_table_of(
     key: tuple[Any, ...], build: Callable[[], np.ndarray], np_dtype: Any, device: Any
 ) -> GPUArray:
     """The table ``build()`` makes, converted to ``np_dtype`` on ``device``, cached under its
-    parameters ``key`` (hashable, naming everything the table depends on): a repeated call
-    neither rebuilds it on the host nor hashes its bytes (a 128 x 1025 mel bank took about
-    1 ms a call that way, longer than the GPU work of some calls)."""
+    parameters ``key`` (naming everything the table depends on): a repeated call neither
+    rebuilds it on the host nor hashes its bytes (a 128 x 1025 mel bank took about 1 ms a call
+    that way, longer than the GPU work of some calls). An unhashable key (say a parameter that
+    is an array) builds every call and caches by content, as device_table does."""
     full = ("params", key, np.dtype(np_dtype).str, str(device))
+    try:
+        hash(full)
+    except TypeError:
+        return device_table(build(), np_dtype, device)
     with _lock:
         hit = _tables.get(full)
         if hit is not None:

@@ -42,16 +42,9 @@ def _mel_basis(fn: str, sr: float, n_fft: int, kwargs: dict[str, Any], like: GPU
     if dt.kind != "f":
         raise TypeError(f"{fn}: dtype must be a float type, got {dt.name}")
     tiny = float(np.finfo(dt.np_dtype).tiny)
-    htk = bool(kwargs.get("htk", False))
-    try:
-        key = ("mel", sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
-        hash(key)
-    except TypeError:  # an unhashable norm: built (and checked) every call
-        # (a cached bank warns of empty filters on its first build only)
-        w = mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)
-        return device_table(w, dt.np_dtype, like.device)
-    build = lambda: mel_np(fn, sr, n_fft, n_mels, fmin, fmax, htk, norm, tiny)  # noqa: E731
-    return device_table_of(key, build, dt.np_dtype, like.device)
+    # Cached by its parameters: mel_np's empty-filter warning comes with the first build only.
+    args = (sr, n_fft, n_mels, fmin, fmax, bool(kwargs.get("htk", False)), norm, tiny)
+    return device_table_of(("mel", *args), lambda: mel_np(fn, *args), dt.np_dtype, like.device)
 
 
 def melspectrogram(

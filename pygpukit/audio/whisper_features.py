@@ -61,9 +61,8 @@ def log_mel_spectrogram(
     _frames.check_pad(fn, n, p.n_fft // 2, "reflect")
     if n // p.hop_length < 1:
         raise ValueError(f"{fn}: audio of {n} samples gives no frame at hop_length={p.hop_length}")
-    mel_key = ("mel", float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)
-    build = lambda: mel_np(fn, float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)  # noqa: E731
-    basis = device_table_of(mel_key, build, x.dtype.np_dtype, x.device)
+    args = (float(sr), p.n_fft, nm, 0.0, 8000.0, False, "slaney", 0.0)
+    basis = device_table_of(("mel", *args), lambda: mel_np(fn, *args), x.dtype.np_dtype, x.device)
 
     rows = x.reshape(1, -1) if x.ndim == 1 else x
     rows = rows.contiguous()

@@ -338,7 +338,7 @@ def row_cfg(n: int, m: int) -> tuple[int, int, int, bool]:
     return 1, bn, warps, True
 
 
-# np.pad's modes as the kernels number them (fft_frames.PAD_MODES is the name -> number map).
+# np.pad's modes as the kernels number them (fft.PAD_MODES is the name -> number map).
 PAD_CONSTANT, PAD_REFLECT, PAD_SYMMETRIC, PAD_EDGE = 1, 2, 3, 4
 
 

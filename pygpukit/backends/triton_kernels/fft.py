@@ -319,20 +319,18 @@ def _transform(
         win = None
     lead = x.shape[:-1]
     shape = (*lead, n_out)
-    # Through real pairs a power result is written into the complex result's rows (its
-    # scratch) and handed back as a view of each row's first n_out floats.
-    scratch = power and uses_pairs(n, load, n_out, real_out)
-    real_y = real_out or (power and not scratch)
-    if out is not None and not scratch:
-        y = out
-    else:
-        y = empty(shape, float32 if real_y else complex64, x._device)
     rows = 1
     for v in lead:
         rows *= v
+    # Through real pairs a power result is written into the complex result's rows (its
+    # scratch) and handed back as a view of each row's first n_out floats.
+    scratch = bool(power) and rows > 0 and uses_pairs(n, load, n_out, real_out)
+    if out is not None and not scratch:
+        y = out
+    else:
+        real_y = real_out or (bool(power) and not scratch)
+        y = empty(shape, float32 if real_y else complex64, x._device)
     if rows == 0:
-        if scratch:
-            y = empty(shape, float32, x._device)
         return deliver(y, out)
     xf, xs, xe = _operand(x)
     yf, ys, ye = _operand(y)
