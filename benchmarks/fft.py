@@ -2,7 +2,7 @@
 
     python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
         [--dot ieee tf32x3] [--paths fused passes] [--points 1024 2048] [--n 400 2048]
-        [--chunk 64 16] [--warps 4 8] [--pairs 1 0]
+        [--chunk 64 16] [--warps 4 8] [--pairs 1 0] [--backend triton native]
 
 Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048,
 and of 1000 and 4096, the other lengths with a factor padded to 64; rfft and fft), a batched
@@ -25,8 +25,10 @@ chunk width of products along a factor padded to 64 (fft_fused.CHUNK; 64: whole 
 default its value); --warps, the fused kernel's warps a program (fft_fused.FUSED_WARPS;
 default its table); --pairs, rfft of the even lengths fft_plan.real_pairs picks as a complex
 half-length transform plus an untangling step (1, the default) or as a real transform (0)
-(fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS). Each case's input, torch time and copy rate are
-shared by all variants.
+(fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS); --backend, the backend the FFT ops are routed to
+("triton" or "native", the power-of-two kernel of native/src/fft: other lengths are skipped
+for it; default: the routing table's choice). Each case's input, torch time and copy rate
+are shared by all variants.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ class Case:
     note: str = ""
 
 
-def cases(quick: bool) -> list[Case]:
+def cases(quick: bool, lengths: list[int] | None = None) -> list[Case]:
+    """The default cases; ``lengths`` (--n) adds batched frames of other lengths."""
     frames = 32 * 3000 if not quick else 64
     long = [1 << 16, 1 << 20, 1 << 22, 1000003] if not quick else [1 << 12, 4099]
     out = []
-    for n in (400, 512, 1000, 2048, 4096):
+    extra = [n for n in lengths or () if n not in (400, 512, 1000, 2048, 4096, 401, *long)]
+    for n in sorted({400, 512, 1000, 2048, 4096, *extra}):
         note = "speech frames" if n in (400, 512, 2048) else "frames"
         out += [Case("rfft", frames, n, note), Case("fft", frames, n, note)]
     out.append(Case("rfft", frames, 401, "Bluestein"))
@@ -96,6 +100,7 @@ class Variant:
     chunk: int | None = None  # fft_fused.CHUNK (None: its default)
     warps: int | None = None  # fft_fused.FUSED_WARPS (None: its table)
     pairs: bool | None = None  # fft_fused.PAIRS (None: its default)
+    backend: str | None = None  # the FFT ops' route (None: the table's choice)
 
     @property
     def name(self) -> str:
@@ -103,10 +108,23 @@ class Variant:
         ch = "" if self.chunk is None else f" chunk={self.chunk}"
         wp = "" if self.warps is None else f" warps={self.warps}"
         pr = "" if self.pairs is None else f" pairs={int(self.pairs)}"
-        return f"dot={self.dot} path={self.path}{pts}{ch}{wp}{pr}"
+        be = "" if self.backend is None else f" backend={self.backend}"
+        return f"dot={self.dot} path={self.path}{pts}{ch}{wp}{pr}{be}"
+
+    def serves(self, c: Case) -> bool:
+        """False for a length the forced backend does not serve (native: powers of two)."""
+        if self.backend != "native":
+            return True
+        most = 4096 if c.op == "fft" else 8192
+        return c.n <= most and c.n & (c.n - 1) == 0
 
     def apply(self) -> None:
         from pygpukit.backends.triton_kernels import fft_fused
+        from pygpukit.routing import overrides
+
+        overrides.clear_routes()
+        if self.backend is not None:
+            overrides.set_route(",".join(f"{op}:{self.backend}" for op in ("fft", "rfft")))
 
         fft_fused.DOT = self.dot
         fft_fused.FUSED = self.path == "fused"
@@ -141,6 +159,8 @@ def run_case(
     rows = []
     for v in variants or (None,):
         if v is not None:
+            if not v.serves(c):
+                continue
             v.apply()
         row = dict(base, variant=None if v is None else v.name)
         y = fn(x)  # compiles, builds the plan, and is the result checked below
@@ -180,11 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dot", nargs="+", default=["ieee", "tf32x3"], choices=["ieee", "tf32x3"])
     p.add_argument("--paths", nargs="+", default=["fused"], choices=["fused", "passes"])
     p.add_argument("--points", nargs="+", type=int, default=None, help="fused points a program")
-    p.add_argument("--n", nargs="+", type=int, default=None, help="only these lengths")
+    p.add_argument("--n", nargs="+", type=int, default=None,
+                   help="only these lengths (others become batched frames cases)")  # fmt: skip
     p.add_argument("--chunk", nargs="+", type=int, default=None, help="fused chunk width")
     p.add_argument("--warps", nargs="+", type=int, default=None, help="fused warps a program")
     p.add_argument("--pairs", nargs="+", type=int, default=None, choices=[0, 1],
                    help="rfft through real pairs (1) or not (0)")  # fmt: skip
+    p.add_argument("--backend", nargs="+", default=None, choices=["triton", "native"],
+                   help="route the FFT ops to this backend")  # fmt: skip
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/fft.py: no CUDA device; nothing to time")
@@ -198,11 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     chunks: list[int | None] = list(args.chunk) if args.chunk else [None]
     warps: list[int | None] = list(args.warps) if args.warps else [None]
     pairs: list[bool | None] = [bool(v) for v in args.pairs] if args.pairs else [None]
+    backends: list[str | None] = list(args.backend) if args.backend else [None]
     variants = tuple(
-        Variant(*v) for v in itertools.product(args.dot, args.paths, points, chunks, warps, pairs)
+        Variant(*v)
+        for v in itertools.product(args.dot, args.paths, points, chunks, warps, pairs, backends)
     )
     rows: list[dict[str, Any]] = []
-    for c in cases(args.quick):
+    for c in cases(args.quick, args.n):
         if args.n is not None and c.n not in args.n:
             continue
         for r in run_case(c, timer, args.rounds, rng, variants=variants):

@@ -15,8 +15,9 @@ Reached as ``gp.fft.fft`` ... (pygpukit/fft.py re-exports them; ``gp.fft`` is th
   irfft complex input only (its result is float32 / float64).
 - ``out``: an optional result buffer of the result's shape and dtype (any layout).
 
-Routing (pygpukit/routing/table.py): the Triton kernels (fp32) first, NumPy on the CPU; there is
-no native twin. float64/complex128 run on the CPU only (no fp64 GPU transform yet).
+Routing (pygpukit/routing/table.py): power-of-two lengths (fft/ifft up to 4096, the real
+transforms up to 8192) to the native kernel, every other length to the Triton kernels (both
+fp32), NumPy on the CPU. float64/complex128 run on the CPU only (no fp64 GPU transform yet).
 """
 
 from __future__ import annotations
@@ -168,12 +169,13 @@ def rfft_windowed(
     the short-time Fourier transform's step; with ``power`` 1.0 or 2.0, |rfft(x * window)| **
     power, a real result (float32, float64 for float64 x): the magnitude or power spectrogram.
 
-    The Triton backend multiplies the window in as its kernel loads x (for the lengths its
-    one-kernel path serves), so x may be an overlapping strided view of frames that is never
-    written out windowed, and takes the power as it stores (no complex result written and read
-    back); through real pairs (even lengths whose real transform pads a factor to 64) a power
-    result is a strided view of the complex rows the kernel used as scratch. The product is
-    formed in fp32 (for half inputs too) on every path."""
+    Both GPU backends multiply the window in as their kernel loads x (Triton: for the lengths
+    its one-kernel path serves), so x may be an overlapping strided view of frames that is
+    never written out windowed, and take the power as they store (no complex result written
+    and read back). The native kernel (powers of two) writes a compact power result; the
+    Triton kernel's, through real pairs (even lengths whose real transform pads a factor to
+    64), is a strided view of the complex rows it used as scratch. The product is formed in
+    fp32 (for half inputs too) on every path."""
     op = "rfft_windowed"
     x, _ = _input(op, x, -1, "f")
     chk.array(op, "window", window)
@@ -220,10 +222,11 @@ def rfft_frames(
     [batch, frames, n // 2 + 1] complex; with ``power`` 1.0 or 2.0 its magnitude or power, a
     real result (as rfft_windowed).
 
-    The Triton backend reads each frame's samples from y in one kernel launch, the padding,
-    the window and the power applied as it loads and stores (no padded, windowed or complex
-    copy), for the lengths its one-kernel FFT serves; other lengths take a padded copy. A power
-    result there may be a strided view (see rfft_windowed)."""
+    Both GPU backends read each frame's samples from y in one kernel launch, the padding, the
+    window and the power applied as they load and store (no padded, windowed or complex copy):
+    the native kernel for power-of-two n, the Triton kernel for the lengths its one-kernel FFT
+    serves (other lengths take a padded copy there). A Triton power result may be a strided
+    view (see rfft_windowed)."""
     op = "rfft_frames"
     chk.array(op, "y", y)
     if y.dtype.kind != "f":
@@ -261,7 +264,8 @@ def rfft_frames(
     nm = _norm_arg(op, norm)
     dt = _complex_of(x.dtype) if power is None else (float64 if x.dtype is float64 else float32)
     chk.out_arg(op, out, (b, count, n_fft // 2 + 1), dt)
-    params: dict[str, Any] = {"hop": h, "pad": p, "pad_mode": pad_mode, "n_frames": count}
+    params: dict[str, Any] = {"n": n_fft, "hop": h, "pad": p, "pad_mode": pad_mode}
+    params["n_frames"] = count
     params["norm"] = nm
     if power is not None:
         params["power"] = float(power)

@@ -89,6 +89,11 @@ def _reasons(
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
+    if cand.pow2 is not None:
+        name, lo, hi = cand.pow2
+        got = params.get(name)
+        if not (isinstance(got, int) and lo <= got <= hi and got & (got - 1) == 0):
+            why.append(f"needs {name} a power of two in [{lo}, {hi}], got {got!r}")
     if det is None:
         det = determinism._on[0]
     if det:

@@ -2,8 +2,10 @@
 
 Order is preference: the first candidate whose constraints all pass and whose backend is available
 serves the call. Constraints are data (checked by pygpukit.routing.select), so ``explain`` can say
-exactly which one failed. Triton comes first wherever it serves (docs/design.md: Triton-first); the
-native backend is the twin selectable with ``ROUTE=<op>:native``; NumPy serves the CPU device.
+exactly which one failed. Triton comes first wherever it serves (docs/design.md: Triton-first),
+except where a native kernel measured faster leads (the GEMM families, the power-of-two FFT); the
+native backend is otherwise the twin selectable with ``ROUTE=<op>:native``; NumPy serves the CPU
+device.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ class Candidate:
 
     dtypes: allowed dtypes of every array input (names); devices: device types it runs on;
     min_capability: CUDA compute capability; params: exact values a call's parameter must have
-    (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim.
+    (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim;
+    pow2: (param, lo, hi): that parameter must be a power of two in [lo, hi] (the native FFT's
+    transform lengths).
     Deterministic mode (pygpukit/determinism.py): ``invariant`` lists the dtypes for which the
     backend is batch invariant (None: all, e.g. row-wise ops), and the mode refuses it for any
     other; ``deterministic_only`` candidates serve only under the mode (unless forced).
@@ -36,6 +40,7 @@ class Candidate:
     min_capability: tuple[int, int] = (0, 0)
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
+    pow2: tuple[str, int, int] | None = None
     invariant: frozenset[str] | None = None
     deterministic_only: bool = False
 
@@ -109,6 +114,19 @@ QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
 W8A8_MAX_ROWS = 0
 # Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
 QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
+
+# The native FFT (native/src/fft/fft.h): its input dtypes and power-of-two lengths n by op (a
+# complex transform of up to 4096 points in shared memory; the real ones through pairs).
+_FFT_REAL_IN = frozenset({"float32", "float16", "bfloat16"})
+_FFT_NATIVE_IO = {
+    "fft": _FFT_REAL_IN | {"complex64"},
+    "ifft": _FFT_REAL_IN | {"complex64"},
+    "rfft": _FFT_REAL_IN,
+    "irfft": frozenset({"complex64"}),
+    "rfft_windowed": _FFT_REAL_IN,
+    "rfft_frames": _FFT_REAL_IN,
+}
+_FFT_NATIVE_N = {op: (2, 8192) for op in _FFT_NATIVE_IO} | {"fft": (1, 4096), "ifft": (1, 4096)}
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -275,16 +293,22 @@ _ROUTES: list[OpRoute] = [
         Candidate("native", dtypes=_FP8_IO),
         CPU,
     ),
-    # FFT (numpy.fft semantics, ops/fft.py): the Triton mixed-radix/Bluestein kernels in fp32
-    # (float32/16/bf16 in, complex64 out; backends/triton_kernels/fft.py), then NumPy's pocketfft
-    # in float64 on the CPU. No native twin (no cuFFT: driver-only at run time). float64 and
-    # complex128 are served on the CPU only: on CUDA the table finds no candidate and says so.
+    # FFT (numpy.fft semantics, ops/fft.py): the native radix-8 kernel for power-of-two lengths
+    # (backends/native/fft.py; no cuFFT: driver-only at run time), the Triton mixed-radix /
+    # Bluestein kernels for every length (backends/triton_kernels/fft.py), both fp32
+    # (float32/16/bf16 in, complex64 out), then NumPy's pocketfft in float64 on the CPU. Native
+    # first where it serves: measured faster at every power of two (H100, 96000 rows: rfft 2048
+    # 679 vs 1518 us, fft 4096 2501 vs 11333 us, the STFT 2048/512 0.46 vs 1.16 ms; BENCHMARKS.md
+    # "FFT and audio"). float64 and complex128 are served on the CPU only: on CUDA the table finds
+    # no candidate and says so. The length n enters the decision (route_params).
     *(
         _entry(
             op,
             "fft",
+            Candidate("native", dtypes=_FFT_NATIVE_IO[op], pow2=("n", *_FFT_NATIVE_N[op])),
             Candidate("triton", dtypes=FLOATS - {"float64"} | {"complex64"}),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
+            route_params=("n",),
         )
         for op in ("fft", "ifft", "rfft", "irfft", "rfft_windowed", "rfft_frames")
     ),

@@ -470,7 +470,7 @@ def test_rfft_frames_pads_in_the_loads(
         count = 1 + (n + 2 * pad - n_fft) // hop
         keep = max(1, count - 1)
         fused_calls.clear()
-        got = tfft.rfft_frames(yd, up(win, device), hop=hop, pad=pad, pad_mode=mode,
+        got = tfft.rfft_frames(yd, up(win, device), n=n_fft, hop=hop, pad=pad, pad_mode=mode,
                                n_frames=keep, power=power)  # fmt: skip
         assert fused_calls == ([1024, 1024] if n_fft == 401 else [n_fft])
         yp = np.pad(as64(sig)[:, 1 : n + 1], ((0, 0), (pad, pad)), mode=mode)
@@ -502,7 +502,7 @@ def test_rfft_frames_without_padding(
     nb = n_fft // 2 + 1
     dt = gp.complex64 if power is None else gp.float32
     out = poisoned((2, count, 2 * nb), dt, device)[..., ::2]
-    got = tfft.rfft_frames(yd, up(win, device), hop=hop, pad=0, pad_mode="constant",
+    got = tfft.rfft_frames(yd, up(win, device), n=n_fft, hop=hop, pad=0, pad_mode="constant",
                            n_frames=count, power=power, out=out)  # fmt: skip
     assert got is out
     want = np.fft.rfft(frames_of(as64(sig)[:, ::2], n_fft, hop) * as64(win), axis=-1)

@@ -88,6 +88,7 @@ def rfft_frames(
     y: Array,
     window: Array,
     *,
+    n: int,
     hop: int,
     pad: int,
     pad_mode: str,
@@ -95,7 +96,7 @@ def rfft_frames(
     norm: str = "backward",
     power: float | None = None,
 ) -> Array:
-    """rfft_windowed of the first n_frames frames (len(window) samples, hop apart) of each row
+    """rfft_windowed of the first n_frames frames (n = len(window) samples, hop apart) of each row
     of y padded by pad on both sides as np.pad's pad_mode: numpy end to end in float64."""
     w, double = _wide(y)
     yp = np.pad(w, ((0, 0), (pad, pad)), mode=pad_mode) if pad else w  # type: ignore[call-overload]

@@ -338,15 +338,12 @@ def row_cfg(n: int, m: int) -> tuple[int, int, int, bool]:
     return 1, bn, warps, True
 
 
-# np.pad's modes as the kernels number them (fft.PAD_MODES is the name -> number map).
-PAD_CONSTANT, PAD_REFLECT, PAD_SYMMETRIC, PAD_EDGE = 1, 2, 3, 4
-
-
 @triton.jit
 def pad_index(p, n, MODE: tl.constexpr):
     """(source index, valid) of position p of a signal of n samples padded as np.pad's MODE
-    (1 constant: valid only inside; 2 reflect about the edge sample, 3 symmetric about the
-    edge, 4 edge: the end sample repeated). One reflection: the caller keeps the padding
+    (_support.fft.PAD_MODES's numbers, shared with the native twin: 1 constant: valid only
+    inside; 2 reflect about the edge sample, 3 symmetric about the edge, 4 edge: the end sample
+    repeated). One reflection: the caller keeps the padding
     shorter than the signal (n > pad for reflect, n >= pad for symmetric)."""
     if MODE == 2:
         q = tl.where(p < 0, -p, p)

@@ -53,20 +53,15 @@ a length's plan tables are uploaded on its first call, so run each length once b
 
 from __future__ import annotations
 
-import math
-
 import triton
 import triton.language as tl
 
 from pygpukit._complex import view_as_real
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.fft import PAD_CONSTANT, PAD_MODES, norm_scale, operand
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import (
-    PAD_CONSTANT,
-    PAD_EDGE,
-    PAD_REFLECT,
-    PAD_SYMMETRIC,
     cdiv,
     next_pow2,
     pad_index,
@@ -276,20 +271,6 @@ def _bluestein(
     )  # fmt: skip
 
 
-def _operand(a: GPUArray) -> tuple[GPUArray, tuple[int, ...], int]:
-    """The fp32-unit view of a real or complex array, its lead strides and element stride."""
-    if a.dtype.is_complex:
-        f = view_as_real(a)
-        return f, f.element_strides[:-2], f.element_strides[-2]
-    return a, a.element_strides[:-1], a.element_strides[-1]
-
-
-def _scale(n: int, norm: str, inverse: bool) -> float:
-    if norm == "ortho":
-        return 1.0 / math.sqrt(n)
-    return 1.0 / n if (norm == "forward") != inverse else 1.0
-
-
 def _transform(
     x: GPUArray,
     out: GPUArray | None,
@@ -332,15 +313,15 @@ def _transform(
         y = empty(shape, float32 if real_y else complex64, x._device)
     if rows == 0:
         return deliver(y, out)
-    xf, xs, xe = _operand(x)
-    yf, ys, ye = _operand(y)
+    xf, xs, xe = operand(x)
+    yf, ys, ye = operand(y)
     planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
     if planned is None:  # more than three lead dims that do not merge
         x = contiguous(x)
         if y is out:
             y = empty(shape, y.dtype, x._device)
-        xf, xs, xe = _operand(x)
-        yf, ys, ye = _operand(y)
+        xf, xs, xe = operand(x)
+        yf, ys, ye = operand(y)
         planned = plan_rows(lead, (xs, ys))
         assert planned is not None
     sizes, st = planned
@@ -348,7 +329,7 @@ def _transform(
     src = Operand(xf, (st[0][0], st[0][1], st[0][2]), xe)
     dst = Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
     n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
-    scale = _scale(n, norm, inverse)
+    scale = norm_scale(n, norm, inverse)
     if fusable(n, rfft_like):
         fused_transform(
             src, dst, rows, d, n=n, inverse=inverse, load=load, n_in=n_in, n_log=n,
@@ -422,11 +403,6 @@ def rfft_windowed(
     )  # fmt: skip
 
 
-# np.pad's mode names as the kernels number them (_common.pad_index).
-PAD_MODES = {"constant": PAD_CONSTANT, "reflect": PAD_REFLECT, "symmetric": PAD_SYMMETRIC,
-             "edge": PAD_EDGE}  # fmt: skip
-
-
 @triton.jit
 def _pad_rows(X, Y, n, pad, width, blocks, sx0, sxe, BLOCK: tl.constexpr, MODE: tl.constexpr):
     """Y[b, j] = np.pad(X[b], pad, MODE)[j] for j < width (Y contiguous rows of width), one
@@ -443,6 +419,7 @@ def rfft_frames(
     y: GPUArray,
     window: GPUArray,
     *,
+    n: int,
     hop: int,
     pad: int,
     pad_mode: str,
@@ -451,7 +428,7 @@ def rfft_frames(
     power: float | None = None,
     out: GPUArray | None = None,
 ) -> GPUArray:
-    """rfft(frames * window) [batch, n_frames, n_fft // 2 + 1] (n_fft = len(window)) of the
+    """rfft(frames * window) [batch, n_frames, n_fft // 2 + 1] (n_fft = n = len(window)) of the
     frames hop apart of y [batch, samples] padded by pad on both sides as np.pad's pad_mode,
     or its magnitude / power (power 1 or 2). Where the one-kernel path serves n_fft the kernel
     reads each frame's samples from y itself, the padding and the window applied as it loads:
@@ -482,12 +459,12 @@ def rfft_frames(
     else:
         res = empty((b, n_frames, nb), float32 if p and not scratch else complex64, y._device)
     if b * n_frames:
-        rf, rs, re = _operand(res)
+        rf, rs, re = operand(res)
         fused_transform(
             Operand(y, (0, y.element_strides[0], 0), y.element_strides[1]),
             Operand(rf, (0, rs[0], rs[1]), re), b * n_frames, (b, n_frames), n=n_fft,
             inverse=False, load=_REAL, n_in=n_fft, n_log=n_fft, n_out=nb,
-            real_out=False, scale=_scale(n_fft, norm, False), win=window.contiguous(), power=p,
+            real_out=False, scale=norm_scale(n_fft, norm, False), win=window.contiguous(), power=p,
             frames=(hop, pad, n, mode),
         )  # fmt: skip
     if scratch:

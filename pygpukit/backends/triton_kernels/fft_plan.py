@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import graphs, runtime
 from pygpukit.array import GPUArray
-from pygpukit.creation import from_numpy
-from pygpukit.errors import CaptureError
+from pygpukit.backends._support.fft import device_f32 as _device_f32
+from pygpukit.backends._support.fft import interleaved as _interleaved
+from pygpukit.backends._support.fft import uploaded as _uploaded
 
 __all__ = [
     "RMAX",
@@ -131,31 +131,6 @@ class Chirp:
     m: int
     c: GPUArray
     bhat: GPUArray
-
-
-def _device_f32(a: np.ndarray, dev: Any) -> GPUArray:
-    """One table on the device, its copy finished before it can enter a cache (a kernel on
-    another stream may read it next). The first call of a length makes its tables, which a CUDA
-    graph capture cannot record: refused with what to do instead."""
-    if dev.type == "cuda" and graphs.is_capturing(dev):
-        raise CaptureError(
-            "fft: the first call of a transform length uploads its plan tables, which cannot "
-            "happen inside a CUDA graph capture; run the same FFT once before capturing"
-        )
-    t = from_numpy(np.ascontiguousarray(a, dtype=np.float32), device=dev)
-    _uploaded(dev)
-    return t
-
-
-def _uploaded(dev: Any) -> None:
-    """Wait for a new plan's table uploads: the tables are cached and later read by kernels on
-    any stream, which must not race the copy (once per plan, never in the steady state)."""
-    if dev.type == "cuda":
-        runtime.current_stream(dev).synchronize()
-
-
-def _interleaved(z: np.ndarray) -> np.ndarray:
-    return np.stack([z.real, z.imag], axis=-1).astype(np.float32)
 
 
 _lock = threading.Lock()

@@ -1,0 +1,279 @@
+"""FFTs of power-of-two length on the native backend (native/src/fft/fft.cu): the twin of
+triton_kernels/fft.py with the same functions, signatures and numerics (numpy.fft's semantics,
+fp32 arithmetic with float64-rounded twiddles).
+
+Lengths served (the routing table's ``pow2`` constraint; others go to the Triton kernels):
+fft and ifft n = 2^k <= 4096; rfft, irfft, rfft_windowed and rfft_frames even n = 2^k <= 8192,
+as the n / 2-point complex transform of x[2j] + i x[2j+1] and an untangling step in the same
+kernel (irfft: its inverse). One launch a call: a row is read once (the window and an STFT
+frame's padding applied as it loads) and written once (|X| or |X|^2 taken as it stores, into
+a compact result), with the transform in shared memory.
+
+Rows are addressed as the Triton twin addresses them (_support.rows.plan_rows: up to three
+collapsed lead dims with their own strides; more are copied first), the last dim with any
+element stride. Graph capture: a length's twiddle table is uploaded on its first call, so run
+each length once before capturing (as the Triton plans).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from pygpukit.array import GPUArray
+from pygpukit.backends._support.fft import (
+    PAD_CONSTANT,
+    PAD_MODES,
+    device_f32,
+    interleaved,
+    norm_scale,
+    operand,
+)
+from pygpukit.backends._support.output import deliver
+from pygpukit.backends._support.rows import plan_rows
+from pygpukit.backends.native._common import stream_of
+from pygpukit.backends.native._libs import extension
+from pygpukit.creation import empty
+from pygpukit.dtypes import complex64, float32
+
+__all__ = [
+    "MAX_COMPLEX",
+    "fft",
+    "ifft",
+    "irfft",
+    "radices",
+    "rfft",
+    "rfft_frames",
+    "rfft_windowed",
+    "twiddle_table",
+]
+
+MAX_COMPLEX = 4096  # points of the kernel's complex transform (a row in shared memory)
+# What the kernel loads and stores (native/src/fft/fft.h).
+_COMPLEX, _REAL, _PAIRS, _HERMITIAN = 0, 1, 2, 3
+_STORE_COMPLEX, _STORE_REAL = 0, 3
+
+_lock = threading.Lock()
+_tables: dict[tuple[int, bool, Any], GPUArray] = {}
+
+
+def radices(log2n: int) -> list[int]:
+    """The kernel's passes for 2^log2n points (fft_kernel.cuh's Shape): radix 8, the last 2 or
+    4 when log2n is not a multiple of 3; one pass of all the points below 8."""
+    n = 1 << log2n
+    if n < 8:
+        return [n] if n > 1 else []
+    return [8] * (log2n // 3) + ([1 << (log2n % 3)] if log2n % 3 else [])
+
+
+def twiddle_table(log2n: int, untangle: bool) -> np.ndarray:
+    """The kernel's twiddles (fft.cu): for each pass p after the first (sub-transforms of
+    Ns points, radix R) w_(Ns R)^(t k) at [t - 1][k], t < R, k < Ns; then, for the pair loads,
+    w_2N^k for k <= N. complex128; exponents reduced mod the root's order in integers, so every
+    angle is exact to float64 rounding."""
+    parts = []
+    ns = 1
+    for r in radices(log2n):
+        if ns > 1:
+            t = np.arange(1, r, dtype=np.int64)[:, None]
+            k = np.arange(ns, dtype=np.int64)[None, :]
+            parts.append(np.exp(-2j * np.pi * ((t * k) % (ns * r)) / (ns * r)).ravel())
+        ns *= r
+    if untangle:
+        n = 1 << log2n
+        parts.append(np.exp(-2j * np.pi * np.arange(n + 1, dtype=np.int64) / (2 * n)))
+    return np.concatenate(parts) if parts else np.ones(1, np.complex128)
+
+
+def _twiddles(log2n: int, untangle: bool, dev: Any) -> GPUArray:
+    """twiddle_table as float32 pairs on dev, uploaded on the length's first call (cached)."""
+    key = (log2n, untangle, dev)
+    got = _tables.get(key)
+    if got is None:
+        with _lock:
+            got = _tables.get(key)
+            if got is None:
+                got = _tables[key] = device_f32(interleaved(twiddle_table(log2n, untangle)), dev)
+    return got
+
+
+def _log2(op: str, n: int, pairs: bool) -> int:
+    """log2 of the kernel's complex points for an n-point transform (n // 2 through pairs)."""
+    points = n // 2 if pairs else n
+    if n < (2 if pairs else 1) or n & (n - 1) or points > MAX_COMPLEX:
+        most = 2 * MAX_COMPLEX if pairs else MAX_COMPLEX
+        raise ValueError(
+            f"{op}: the native FFT serves power-of-two lengths {2 if pairs else 1}..{most}, "
+            f"got n={n} (the Triton twin serves every length)"
+        )
+    return points.bit_length() - 1
+
+
+def _store_of(power: float | None) -> int:
+    return _STORE_COMPLEX if power is None else int(power)  # fft.h: 1 |X|, 2 |X|^2
+
+
+def _launch(
+    x: GPUArray,
+    xs: tuple[int, int, int],
+    xe: int,
+    y: GPUArray,
+    ys: tuple[int, int, int],
+    ye: int,
+    rows: int,
+    d: tuple[int, int],
+    *,
+    log2n: int,
+    inverse: bool,
+    load: int,
+    n_in: int,
+    n_out: int,
+    store: int,
+    scale: float,
+    dtype: str,
+    win: GPUArray | None = None,
+    frames: tuple[int, int, int, int] = (0, 0, 0, 0),
+) -> None:
+    tw = _twiddles(log2n, load in (_PAIRS, _HERMITIAN), x._device)
+    hop, pad, sig_len, mode = frames
+    # fmt: off
+    extension().fft_rows(
+        x._device.index, stream_of(x), log2n, inverse, load, dtype, x.data_ptr(), rows, d[0],
+        d[1], *xs, xe, n_in, 0 if win is None else win.data_ptr(), hop, pad, sig_len, mode,
+        y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(),
+    )
+    # fmt: on
+
+
+def _transform(
+    op: str,
+    x: GPUArray,
+    out: GPUArray | None,
+    *,
+    n: int,
+    norm: str,
+    inverse: bool,
+    load: int,
+    n_out: int,
+    store: int,
+    win: GPUArray | None = None,
+) -> GPUArray:
+    log2n = _log2(op, n, load in (_PAIRS, _HERMITIAN))
+    lead = x.shape[:-1]
+    shape = (*lead, n_out)
+    y = (
+        out
+        if out is not None
+        else empty(shape, complex64 if store == _STORE_COMPLEX else float32, x._device)
+    )
+    rows = 1
+    for v in lead:
+        rows *= v
+    if rows == 0:
+        return deliver(y, out)
+    xf, xs, xe = operand(x)
+    yf, ys, ye = operand(y)
+    planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
+    if planned is None:  # more than three lead dims that do not merge
+        x = x.contiguous()
+        if y is out:
+            y = empty(shape, y.dtype, x._device)
+        xf, xs, xe = operand(x)
+        yf, ys, ye = operand(y)
+        planned = plan_rows(lead, (xs, ys))
+        assert planned is not None
+    sizes, st = planned
+    dtype = "float32" if x.dtype.is_complex else x.dtype.name
+    _launch(
+        xf, (st[0][0], st[0][1], st[0][2]), xe, yf, (st[1][0], st[1][1], st[1][2]), ye, rows,
+        (sizes[1], sizes[2]), log2n=log2n, inverse=inverse, load=load,
+        n_in=min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n), n_out=n_out,
+        store=store, scale=norm_scale(n, norm, inverse), dtype=dtype, win=win,
+    )  # fmt: skip
+    return deliver(y, out)
+
+
+def fft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Forward n-point DFT of x's rows (real or complex64) -> complex64."""
+    load = _COMPLEX if x.dtype.is_complex else _REAL
+    return _transform("fft", x, out, n=n, norm=norm, inverse=False, load=load, n_out=n,
+                      store=_STORE_COMPLEX)  # fmt: skip
+
+
+def ifft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Inverse n-point DFT of x's rows (real or complex64) -> complex64."""
+    load = _COMPLEX if x.dtype.is_complex else _REAL
+    return _transform("ifft", x, out, n=n, norm=norm, inverse=True, load=load, n_out=n,
+                      store=_STORE_COMPLEX)  # fmt: skip
+
+
+def rfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64."""
+    return _transform("rfft", x, out, n=n, norm=norm, inverse=False, load=_PAIRS,
+                      n_out=n // 2 + 1, store=_STORE_COMPLEX)  # fmt: skip
+
+
+def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
+    """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64) -> float32."""
+    return _transform("irfft", x, out, n=n, norm=norm, inverse=True, load=_HERMITIAN, n_out=n,
+                      store=_STORE_REAL)  # fmt: skip
+
+
+def rfft_windowed(
+    x: GPUArray,
+    window: GPUArray,
+    *,
+    n: int,
+    norm: str = "backward",
+    power: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """rfft(x * window) of real rows of n values -> complex64, or |rfft(x * window)| ** power
+    (power 1.0 or 2.0) -> float32, compact. The window multiplies each value as it loads, in
+    fp32 (x may be an overlapping strided view of frames)."""
+    return _transform(
+        "rfft_windowed", x, out, n=n, norm=norm, inverse=False, load=_PAIRS, n_out=n // 2 + 1,
+        store=_store_of(power), win=window.contiguous(),
+    )  # fmt: skip
+
+
+def rfft_frames(
+    y: GPUArray,
+    window: GPUArray,
+    *,
+    n: int,
+    hop: int,
+    pad: int,
+    pad_mode: str,
+    n_frames: int,
+    norm: str = "backward",
+    power: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """rfft(frames * window) [batch, n_frames, n // 2 + 1] (n = len(window)) of the frames hop
+    apart of y [batch, samples] padded by pad on both sides as np.pad's pad_mode, or its
+    magnitude / power (power 1 or 2): one launch reading each frame's samples from y, the
+    padding and the window applied as it loads."""
+    log2n = _log2("rfft_frames", n, True)
+    b, samples = y.shape
+    nb = n // 2 + 1
+    store = _store_of(power)
+    res = (
+        out
+        if out is not None
+        else empty((b, n_frames, nb), complex64 if store == _STORE_COMPLEX else float32, y._device)
+    )
+    if b * n_frames == 0:
+        return deliver(res, out)
+    rf, rs, re = operand(res)
+    win = window.contiguous()
+    mode = PAD_MODES[pad_mode] if pad else PAD_CONSTANT  # pad 0: frames, nothing outside
+    _launch(
+        y, (0, y.element_strides[0], 0), y.element_strides[1], rf, (0, rs[0], rs[1]), re,
+        b * n_frames, (b, n_frames), log2n=log2n, inverse=False, load=_PAIRS, n_in=n,
+        n_out=nb, store=store, scale=norm_scale(n, norm, False), dtype=y.dtype.name, win=win,
+        frames=(hop, pad, samples, mode),
+    )  # fmt: skip
+    return deliver(res, out)
