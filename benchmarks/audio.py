@@ -9,7 +9,9 @@ defaults), melspectrogram (power 2, Slaney mel bank: 400/160 with 80 mels and 20
 octave, hop 512, res_type 'polyphase') and hpss on the n_fft 2048 / hop 512 magnitude
 spectrogram (librosa's defaults: median windows of 31 frames and 31 bins, power 2; the STFT is
 made once, outside the timing; torch's peer gathers the reflected windows and takes
-torch.median), and the pitch trackers yin and pyin (frame_length 1024 / hop 256, fmin C2 to fmax
+torch.median), griffinlim on that spectrogram of 32 x 10 s (32 iterations from zero phase,
+reflect padding, momentum 0.99; torchaudio.transforms.GriffinLim with the same settings), and
+the pitch trackers yin and pyin (frame_length 1024 / hop 256, fmin C2 to fmax
 C7, 32 x 10 s; no torch peer; the error column compares f0 with unvoiced frames as 0). gp and
 torch (torch.stft,
 torchaudio.transforms.MelSpectrogram with the same settings; Whisper's formula written in torch;
@@ -47,7 +49,7 @@ SR = 16000
 @dataclass(frozen=True)
 class Case:
     name: str
-    kind: str  # "stft", "mel", "whisper", "cqt", "hpss", "yin" or "pyin"
+    kind: str  # "stft", "mel", "whisper", "cqt", "hpss", "griffinlim", "yin" or "pyin"
     n_fft: int
     hop: int
     n_mels: int = 0
@@ -62,6 +64,7 @@ CASES = [
     Case("whisper log-mel x80", "whisper", 400, 160, 80, 30),
     Case("cqt 84 bins hop 512", "cqt", 0, 512),
     Case("hpss 2048/512 |S|", "hpss", 2048, 512),
+    Case("griffinlim 2048/512 x32", "griffinlim", 2048, 512, 0, 10),
     Case("yin 1024/256", "yin", 1024, 256, 0, 10),
     Case("pyin 1024/256", "pyin", 1024, 256, 0, 10),
 ]
@@ -90,7 +93,18 @@ def _gp_fn(c: Case, x: gp.GPUArray) -> Callable[[], Any]:
     if c.kind == "hpss":
         mag = pa.magphase(pa.stft(x, n_fft=c.n_fft, hop_length=c.hop))[0]
         return lambda: pa.hpss(mag)[0]
+    if c.kind == "griffinlim":
+        mag = pa.magphase(pa.stft(x, n_fft=c.n_fft, hop_length=c.hop))[0]
+        return lambda: pa.griffinlim(mag, **_griffinlim_args(c))
     return lambda: pa.log_mel_spectrogram(x, n_mels=c.n_mels)
+
+
+def _griffinlim_args(c: Case) -> dict[str, Any]:
+    """32 iterations from zero phase (torchaudio's rand_init draws on the device and librosa's
+    on the host: a zero start compares the iterations alone), reflect padding as
+    torchaudio's; momentum 0.99 (both defaults)."""
+    return {"n_iter": 32, "hop_length": c.hop, "n_fft": c.n_fft, "init": None,
+            "pad_mode": "reflect"}  # fmt: skip
 
 
 def _librosa_fn(c: Case, row: np.ndarray) -> Callable[[], Any] | None:
@@ -112,6 +126,9 @@ def _librosa_fn(c: Case, row: np.ndarray) -> Callable[[], Any] | None:
     if c.kind == "hpss":
         mag = np.abs(librosa.stft(row, n_fft=c.n_fft, hop_length=c.hop))
         return lambda: librosa.decompose.hpss(mag)
+    if c.kind == "griffinlim":
+        mag = np.abs(librosa.stft(row, n_fft=c.n_fft, hop_length=c.hop))
+        return lambda: librosa.griffinlim(mag, **_griffinlim_args(c))
     return None  # Whisper's front end has no librosa call; HF's is the reference (tests)
 
 
@@ -135,6 +152,9 @@ def _reference(c: Case, row: np.ndarray) -> np.ndarray | None:
     if c.kind == "hpss":
         mag = np.abs(librosa.stft(r, n_fft=c.n_fft, hop_length=c.hop, dtype=np.complex128))
         return np.asarray(librosa.decompose.hpss(mag)[0])
+    if c.kind == "griffinlim":
+        mag = np.abs(librosa.stft(r, n_fft=c.n_fft, hop_length=c.hop, dtype=np.complex128))
+        return np.asarray(librosa.griffinlim(mag, **_griffinlim_args(c)))
     return None
 
 
@@ -156,6 +176,17 @@ def _torch_fn(c: Case, timer: Any, x: gp.GPUArray) -> Callable[[], Any] | None:
     win = torch.hann_window(c.n_fft, periodic=True, device=tx.device)
     if c.kind == "hpss":
         return _torch_hpss(torch, tx, win, c)
+    if c.kind == "griffinlim":
+        try:
+            import torchaudio
+        except ImportError:
+            return None
+        spec = torch.stft(tx, c.n_fft, c.hop, window=win, return_complex=True).abs()
+        gl = torchaudio.transforms.GriffinLim(
+            n_fft=c.n_fft, n_iter=32, hop_length=c.hop, power=1.0, momentum=0.99,
+            rand_init=False,
+        ).to(tx.device)  # fmt: skip
+        return lambda: gl(spec)
     if c.kind == "stft":
         return lambda: torch.stft(
             tx, c.n_fft, c.hop, window=win, center=True, pad_mode="constant", return_complex=True
