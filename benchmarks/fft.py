@@ -27,8 +27,9 @@ default its table); --pairs, rfft of the even lengths fft_plan.real_pairs picks 
 half-length transform plus an untangling step (1, the default) or as a real transform (0)
 (fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS); --backend, the backend the FFT ops are routed to
 ("triton" or "native", the power-of-two kernel of native/src/fft: other lengths are skipped
-for it; default: the routing table's choice). Each case's input, torch time and copy rate
-are shared by all variants.
+for it; default: the routing table's choice, which sends powers of two to native, so tune the
+Triton knobs above on those lengths with --backend triton). Each case's input, torch time and
+copy rate are shared by all variants.
 """
 
 from __future__ import annotations
@@ -122,9 +123,8 @@ class Variant:
         from pygpukit.backends.triton_kernels import fft_fused
         from pygpukit.routing import overrides
 
-        overrides.clear_routes()
-        if self.backend is not None:
-            overrides.set_route(",".join(f"{op}:{self.backend}" for op in ("fft", "rfft")))
+        # Only the timed ops' rules change (other routes the caller set stay).
+        overrides.set_route(fft=self.backend or "auto", rfft=self.backend or "auto")
 
         fft_fused.DOT = self.dot
         fft_fused.FUSED = self.path == "fused"

@@ -17,7 +17,7 @@ from pygpukit.array import GPUArray, view_as_complex, view_as_real
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
 from pygpukit.audio.spectrum import _Params, istft_frames, stft_frames
-from pygpukit.creation import from_numpy
+from pygpukit.creation import from_numpy, zeros
 
 __all__ = ["griffinlim"]
 
@@ -95,9 +95,11 @@ def griffinlim(
 
     lead = mag.shape[:-2]
     mag_f = mag.reshape(-1, n_freq, n_frames).swapaxes(1, 2).contiguous()  # [B, T, F]
-    ri = ops.mul(
-        _initial_phase(rng, mag.shape, mag_f), mag_f.reshape(*mag_f.shape, 1)
-    )  # [B, T, F, 2]
+    if rng is None:  # zero phase: S itself as the real parts, made on the device
+        ri = zeros((*mag_f.shape, 2), mag_f.dtype, mag_f.device)  # [B, T, F, 2]
+        ri[..., 0] = mag_f
+    else:
+        ri = ops.mul(_initial_phase(rng, mag.shape, mag_f), mag_f.reshape(*mag_f.shape, 1))
     eps = float(np.finfo(mag.dtype.np_dtype).tiny)
     c = mom / (1.0 + mom)
     tprev: GPUArray | None = None
@@ -115,14 +117,11 @@ def griffinlim(
 
 
 def _initial_phase(rng: Any, shape: tuple[int, ...], like: GPUArray) -> GPUArray:
-    """[B, T, F, 2] unit phasors: exp(2j pi u), u drawn over S's own [..., F, T] shape in C
-    order as librosa draws them, or 1 + 0j without a generator."""
+    """[B, T, F, 2] unit phasors exp(2j pi u), u drawn over S's own [..., F, T] shape in C
+    order as librosa draws them (on the host: librosa's generator rule, so the same
+    random_state gives librosa's phases)."""
     b, t, f = like.shape
-    if rng is None:
-        pairs = np.zeros((b, t, f, 2))
-        pairs[..., 0] = 1.0
-    else:
-        u = rng.random(size=shape).reshape(b, f, t).transpose(0, 2, 1)
-        angle = 2 * np.pi * u
-        pairs = np.stack([np.cos(angle), np.sin(angle)], axis=-1)
+    u = rng.random(size=shape).reshape(b, f, t).transpose(0, 2, 1)
+    angle = 2 * np.pi * u
+    pairs = np.stack([np.cos(angle), np.sin(angle)], axis=-1)
     return from_numpy(pairs.astype(like.dtype.np_dtype), device=like.device)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from pygpukit.array import GPUArray, view_as_complex, view_as_real
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
 from pygpukit.audio._complex import abs2
-from pygpukit.audio._tables import device_table
+from pygpukit.audio._tables import device_table, device_table_of
 from pygpukit.audio.filters import pad_center_np, sumsquare_np, window_np
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype, float32, float64
@@ -38,7 +39,7 @@ __all__ = ["istft", "magphase", "stft"]
 class _Params:
     """Checked STFT parameters (librosa's defaults filled in) and the host window."""
 
-    __slots__ = ("hop_length", "n_fft", "win_length", "window")
+    __slots__ = ("hop_length", "n_fft", "win_length", "window", "window_key")
 
     def __init__(self, fn: str, n_fft: Any, hop_length: Any, win_length: Any, window: Any) -> None:
         self.n_fft = int(chk.positive_int(fn, "n_fft", n_fft) or 0)
@@ -60,11 +61,26 @@ class _Params:
             isinstance(window, tuple) and all(isinstance(v, (str, int, float)) for v in window)
         ):
             self.window = _named_window(fn, window, self.win_length, self.n_fft)
+            # What the window depends on, for tables cached by their parameters (None: an
+            # array or callable window, whose tables are cached by content).
+            self.window_key: tuple[Any, ...] | None = (window, self.win_length, self.n_fft)
         else:  # an array or a callable: made every call, as librosa does
             self.window = pad_center_np(fn, window_np(fn, window, self.win_length), self.n_fft)
+            self.window_key = None
 
     def device_window(self, like: GPUArray) -> GPUArray:
-        return device_table(self.window, like.dtype.np_dtype, like.device)
+        return self.device_table_of(("window",), lambda: self.window, like)
+
+    def device_table_of(
+        self, key: tuple[Any, ...], build: Callable[[], np.ndarray], like: GPUArray
+    ) -> GPUArray:
+        """A table that depends on the window and ``key``, in like's dtype on like's device:
+        cached by parameters for a named window (no host rebuild or hash per call), by content
+        otherwise."""
+        if self.window_key is None:
+            return device_table(build(), like.dtype.np_dtype, like.device)
+        full = ("stft", *self.window_key, *key)
+        return device_table_of(full, build, like.dtype.np_dtype, like.device)
 
 
 @functools.lru_cache(maxsize=64)
@@ -241,12 +257,17 @@ def istft_frames(zf: GPUArray, p: _Params, center: bool, length: int | None) -> 
 
     # The envelope on the host: 1 / wss where wss > tiny, else 1 (librosa leaves those samples
     # undivided), cut to the output span [start, start + out_len); past the overlap-add's end
-    # the output is zero (librosa.util.fix_length).
-    wss = sumsquare_np(p.window, n_frames, p.hop_length)
-    tiny = np.finfo(real.np_dtype).tiny
-    inv = np.where(wss > tiny, 1.0 / np.where(wss > tiny, wss, 1.0), 1.0)[start : start + out_len]
-    avail = inv.shape[0]
-    inv_dev = device_table(inv, real.np_dtype, frames.device)
+    # the output is zero (librosa.util.fix_length). Cached by its parameters: griffinlim calls
+    # this every iteration, and rebuilding and hashing it cost more than the GPU's work.
+    def envelope() -> np.ndarray:
+        wss = sumsquare_np(p.window, n_frames, p.hop_length)
+        tiny = np.finfo(real.np_dtype).tiny
+        inv = np.where(wss > tiny, 1.0 / np.where(wss > tiny, wss, 1.0), 1.0)
+        return inv[start : start + out_len]
+
+    key = ("istft envelope", p.hop_length, n_frames, start, out_len)
+    inv_dev = p.device_table_of(key, envelope, frames)
+    avail = inv_dev.shape[0]
     if avail == out_len:
         return ola[:, start : start + out_len] * inv_dev
     y = empty((ola.shape[0], out_len), real, frames.device)

@@ -93,7 +93,8 @@ def _reasons(
         name, lo, hi = cand.pow2
         got = params.get(name)
         if not (isinstance(got, int) and lo <= got <= hi and got & (got - 1) == 0):
-            why.append(f"needs {name} a power of two in [{lo}, {hi}], got {got!r}")
+            why.append(f"needs the transform length {name} a power of two in [{lo}, {hi}], "
+                       f"got {got!r}")  # fmt: skip
     if det is None:
         det = determinism._on[0]
     if det:

@@ -297,10 +297,11 @@ _ROUTES: list[OpRoute] = [
     # (backends/native/fft.py; no cuFFT: driver-only at run time), the Triton mixed-radix /
     # Bluestein kernels for every length (backends/triton_kernels/fft.py), both fp32
     # (float32/16/bf16 in, complex64 out), then NumPy's pocketfft in float64 on the CPU. Native
-    # first where it serves: measured faster at every power of two (H100, 96000 rows: rfft 2048
-    # 679 vs 1518 us, fft 4096 2501 vs 11333 us, the STFT 2048/512 0.46 vs 1.16 ms; BENCHMARKS.md
-    # "FFT and audio"). float64 and complex128 are served on the CPU only: on CUDA the table finds
-    # no candidate and says so. The length n enters the decision (route_params).
+    # first where it serves: faster at every power of two timed, 16 to 4096 (H100, 96000 rows,
+    # one run: rfft 2048 670 vs 1518 us, fft 4096 2390 vs 11368 us, fft 16 24 vs 68 us; the STFT
+    # 2048/512 0.43 vs 1.13 ms; BENCHMARKS.md "FFT and audio"). float64 and complex128 are
+    # served on the CPU only: on CUDA the table finds no candidate and says so. The length n
+    # enters the decision (route_params).
     *(
         _entry(
             op,

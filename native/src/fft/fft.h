@@ -45,7 +45,9 @@ struct FftArgs {
   std::int64_t n_out;
   int store;  // FftStore
   float scale;
-  std::uintptr_t twiddles;  // float2 exp(-2 pi i t / M), t < M = N (2N for the pair loads)
+  // float2 twiddles (fft.cu): each pass after the first, w_(Ns R)^(t k) at [t - 1][k]; then,
+  // for the pair loads, w_2N^k for k <= N (pygpukit/backends/native/fft.py's twiddle_table).
+  std::uintptr_t twiddles;
 };
 
 void fft_rows(const FftArgs& a);

@@ -1,8 +1,8 @@
 // The row FFT kernel of fft.cu (its comment has the algorithm), templated on the transform's
 // points (2^LOG2N), direction and load kind, so the passes, shared-memory indices, twiddle
-// strides and the loads are compile-time: the kernel is bound by its instruction issue at these
-// sizes (fft 512 runs at 90% of the copy rate, the other lengths lower), and a generic kernel
-// with run-time pass loops and per-value load switches issued ~1.5x the instructions.
+// strides and the loads are compile-time. A generic kernel with run-time pass loops and
+// per-value load switches ran the STFT's rfft 2048 1.25x slower (H100: 0.84 vs 0.67 ms), and
+// the kernel is still bound by its instruction issue there (fft.cu has the measurements).
 // fft_complex.cu, fft_real.cu and fft_pairs.cu instantiate it (three nvcc processes).
 #pragma once
 
@@ -187,7 +187,11 @@ __device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int 
   const E* p = reinterpret_cast<const E*>(a.x) + row.x + start * a.sxe;
   const E* w = reinterpret_cast<const E*>(a.win);
   if constexpr (PER == 2 && std::is_same_v<E, float>) {
-    if (a.sxe == 1 && (reinterpret_cast<std::uintptr_t>(p) & 7) == 0) {
+    // float2 loads need 8-byte alignment of the row and of the window (a view may start at an
+    // odd float).
+    const bool aligned = ((reinterpret_cast<std::uintptr_t>(p) |
+                           reinterpret_cast<std::uintptr_t>(w)) & 7) == 0;
+    if (a.sxe == 1 && aligned) {
       const float2* p2 = reinterpret_cast<const float2*>(p);
 #pragma unroll
       for (int t = 0; t < RMAX; ++t) v[t] = p2[tid + t * T];
@@ -227,11 +231,14 @@ __device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int 
   }
 }
 
+// Complex value q of a row; one 8-byte load where the pairs are contiguous and aligned (an
+// imported buffer may sit at an odd float).
 __device__ __forceinline__ float2 complex_value(const FftArgs& a, const Row& row,
                                                 std::int64_t q) {
   if (q >= a.n_in) return make_float2(0.0f, 0.0f);
   const float* x = reinterpret_cast<const float*>(a.x) + row.x + q * a.sxe;
-  return a.sxe == 2 ? *reinterpret_cast<const float2*>(x) : make_float2(x[0], x[1]);
+  const bool pair = a.sxe == 2 && (reinterpret_cast<std::uintptr_t>(x) & 7) == 0;
+  return pair ? *reinterpret_cast<const float2*>(x) : make_float2(x[0], x[1]);
 }
 
 // v[t] = z[tid + t T], the transform's input (fft.h's loads); wu: the untangling twiddles.
@@ -273,7 +280,7 @@ __device__ __forceinline__ void store_x(const FftArgs& a, float* y, std::int64_t
   switch (a.store) {
     case kStoreComplex:
       if (k < a.n_out) {
-        if (a.sye == 2) {
+        if (a.sye == 2 && (reinterpret_cast<std::uintptr_t>(y) & 7) == 0) {
           reinterpret_cast<float2*>(y)[k] = v;
         } else {
           y[k * a.sye] = v.x;

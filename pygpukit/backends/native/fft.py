@@ -256,6 +256,8 @@ def rfft_frames(
     apart of y [batch, samples] padded by pad on both sides as np.pad's pad_mode, or its
     magnitude / power (power 1 or 2): one launch reading each frame's samples from y, the
     padding and the window applied as it loads."""
+    if n != window.shape[0]:
+        raise ValueError(f"rfft_frames: n={n} must be the window's length {window.shape[0]}")
     log2n = _log2("rfft_frames", n, True)
     b, samples = y.shape
     nb = n // 2 + 1

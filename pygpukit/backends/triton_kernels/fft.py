@@ -436,17 +436,19 @@ def rfft_frames(
     rfft_windowed over its frames. A power result through real pairs is a view of each row's
     first floats in the complex rows the kernel used as scratch (rfft_windowed)."""
     n_fft = window.shape[0]
-    b, n = y.shape
+    if n != n_fft:
+        raise ValueError(f"rfft_frames: n={n} must be the window's length {n_fft}")
+    b, samples = y.shape
     # pad 0 still takes the frame addressing (constant mode: nothing outside the signal).
     mode = PAD_MODES[pad_mode] if pad else PAD_CONSTANT
     if not fusable(n_fft, True):
         src = y
         if pad:
-            width = n + 2 * pad
+            width = samples + 2 * pad
             src = empty((b, width), y.dtype, y._device)
             blocks = cdiv(width, 1024)
             if b:
-                launch(_pad_rows, (b * blocks,), y, src, n, pad, width, blocks,
+                launch(_pad_rows, (b * blocks,), y, src, samples, pad, width, blocks,
                        *y.element_strides, BLOCK=1024, MODE=mode)  # fmt: skip
         row, col = src.element_strides
         frames = src._view((b, n_frames, n_fft), (row, hop * col, col), src._offset)
@@ -465,7 +467,7 @@ def rfft_frames(
             Operand(rf, (0, rs[0], rs[1]), re), b * n_frames, (b, n_frames), n=n_fft,
             inverse=False, load=_REAL, n_in=n_fft, n_log=n_fft, n_out=nb,
             real_out=False, scale=norm_scale(n_fft, norm, False), win=window.contiguous(), power=p,
-            frames=(hop, pad, n, mode),
+            frames=(hop, pad, samples, mode),
         )  # fmt: skip
     if scratch:
         res = view_as_real(res).reshape(b, n_frames, 2 * nb)[..., :nb]
