@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pygpukit import ops
-from pygpukit.array import GPUArray, view_as_complex, view_as_real
+from pygpukit.array import GPUArray, view_as_complex
 from pygpukit.audio import _checks as chk
 from pygpukit.audio import _frames
 from pygpukit.audio.spectrum import _Params, istft_frames, stft_frames
@@ -100,19 +100,18 @@ def griffinlim(
         ri[..., 0] = mag_f
     else:
         ri = ops.mul(_initial_phase(rng, mag.shape, mag_f), mag_f.reshape(*mag_f.shape, 1))
+    z = view_as_complex(ri)
     eps = float(np.finfo(mag.dtype.np_dtype).tiny)
     c = mom / (1.0 + mom)
     tprev: GPUArray | None = None
     for _ in range(n_iter_):
-        inverse = istft_frames(view_as_complex(ri), p, center, length)
-        rebuilt = view_as_real(stft_frames(inverse, p, center, pad_mode)[0])
-        est = rebuilt if tprev is None else rebuilt - tprev * c
-        # Project onto the target magnitudes: est * S / (|est| + eps), librosa's order of ops
-        # folded into one scale factor a bin.
-        norm = ops.sqrt(ops.sum(est * est, axis=-1)) + eps
-        ri = est * (mag_f / norm).reshape(*mag_f.shape, 1)
+        inverse = istft_frames(z, p, center, length)
+        rebuilt = stft_frames(inverse, p, center, pad_mode)[0]
+        # est = rebuilt - c tprev projected onto the target magnitudes, est * S / (|est| + eps):
+        # one routed pass (ops.phase_project), librosa's order of operations.
+        z = ops.phase_project(rebuilt, mag_f, tprev, prev_scale=c, eps=eps)
         tprev = rebuilt
-    y = istft_frames(view_as_complex(ri.contiguous()), p, center, length)
+    y = istft_frames(z, p, center, length)
     return y.reshape(*lead, y.shape[-1])
 
 

@@ -261,6 +261,14 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}),
         CPU,
     ),
+    # Spectral projection (ops/spectral.py, Griffin-Lim's step): one Triton pass, NumPy (float64)
+    # on the CPU; no native twin.
+    _entry(
+        "phase_project",
+        "spectral",
+        Candidate("triton", dtypes=COMPLEX | {"float32", "float64"}),
+        Candidate("cpu", dtypes=COMPLEX | {"float32", "float64"}, devices=frozenset({"cpu"})),
+    ),
     # Median filter (ops/median.py): an exact selection, so the Triton kernel serves every float
     # dtype, float64 included; NumPy on the CPU. No native twin.
     _entry("median_filter", "median", Candidate("triton", dtypes=FLOATS), CPU),

@@ -50,6 +50,7 @@ from .rope import rope, rope_tables
 from .sampling import sample
 from .sequence import viterbi
 from .softmax import softmax
+from .spectral import phase_project
 from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
 __all__ = [
@@ -102,6 +103,7 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "phase_project",
     "pow",
     "pyin_observations",
     "qgemm_fp8",
