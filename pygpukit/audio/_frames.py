@@ -9,7 +9,6 @@ contiguous outputs, and nothing ever writes through the overlapping view.
 
 from __future__ import annotations
 
-from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
 from pygpukit.ops import fft as fft_ops
@@ -74,20 +73,3 @@ def frame_view(x2: GPUArray, frame_length: int, hop: int) -> GPUArray:
     n_frames = 1 + (n - frame_length) // hop
     row = x2.element_strides[0]
     return x2._view((b, n_frames, frame_length), (row, hop, 1), x2._offset)
-
-
-def overlap_add(frames: GPUArray, hop: int) -> GPUArray:
-    """Sum of [batch, frames, n] frames placed hop apart: [batch, n + hop * (frames - 1)].
-
-    Frame f covers blocks f .. f + r - 1 of a [frames + r - 1, hop] grid (r = ceil(n / hop)), so
-    piece j of every frame adds onto blocks j .. j + frames - 1 at once: r strided in-place adds
-    whatever the frame count (librosa's __overlap_add loops over frames instead).
-    """
-    b, n_frames, n = frames.shape
-    r = -(-n // hop)
-    grid = zeros((b, n_frames + r - 1, hop), frames.dtype, frames.device)
-    for j in range(r):
-        width = min(hop, n - j * hop)
-        target = grid[:, j : j + n_frames, :width]
-        ops.add(target, frames[:, :, j * hop : j * hop + width], out=target)
-    return grid.reshape(b, (n_frames + r - 1) * hop)[:, : n + hop * (n_frames - 1)]

@@ -252,28 +252,26 @@ def istft_frames(zf: GPUArray, p: _Params, center: bool, length: int | None) -> 
     else:
         out_len = p.n_fft + p.hop_length * (n_frames - 1) - 2 * start
     frames = gfft.irfft(zf, n=p.n_fft, axis=-1)
-    windowed = frames * p.device_window(frames)
-    ola = _frames.overlap_add(windowed, p.hop_length)
 
     # The envelope on the host: 1 / wss where wss > tiny, else 1 (librosa leaves those samples
-    # undivided), cut to the output span [start, start + out_len); past the overlap-add's end
-    # the output is zero (librosa.util.fix_length). Cached by its parameters: griffinlim calls
-    # this every iteration, and rebuilding and hashing it cost more than the GPU's work.
+    # undivided), over the output span [start, start + out_len) (1 past the overlap-add's end,
+    # where no frame reaches and the output is 0: librosa.util.fix_length). Cached by its
+    # parameters: griffinlim calls this every iteration, and rebuilding and hashing it cost more
+    # than the GPU's work.
     def envelope() -> np.ndarray:
         wss = sumsquare_np(p.window, n_frames, p.hop_length)
         tiny = np.finfo(real.np_dtype).tiny
         inv = np.where(wss > tiny, 1.0 / np.where(wss > tiny, wss, 1.0), 1.0)
-        return inv[start : start + out_len]
+        span = np.ones(out_len)
+        got = inv[start : start + out_len]
+        span[: got.shape[0]] = got
+        return span
 
     key = ("istft envelope", p.hop_length, n_frames, start, out_len)
-    inv_dev = p.device_table_of(key, envelope, frames)
-    avail = inv_dev.shape[0]
-    if avail == out_len:
-        return ola[:, start : start + out_len] * inv_dev
-    y = empty((ola.shape[0], out_len), real, frames.device)
-    y[:, avail:] = 0.0
-    ops.mul(ola[:, start : start + avail], inv_dev, out=y[:, :avail])
-    return y
+    env = p.device_table_of(key, envelope, frames)
+    # One routed op: the window at load, the sum over the frames, the envelope (ops/spectral.py).
+    return ops.overlap_add(frames, p.hop_length, window=p.device_window(frames), envelope=env,
+                           start=start, length=out_len)  # fmt: skip
 
 
 def _real_of(z: GPUArray) -> str:

@@ -45,7 +45,7 @@ from pygpukit.ops.rope import rope, rope_inplace, rope_tables
 from pygpukit.ops.sampling import sample
 from pygpukit.ops.sequence import viterbi
 from pygpukit.ops.softmax import softmax
-from pygpukit.ops.spectral import phase_project
+from pygpukit.ops.spectral import overlap_add, phase_project
 from pygpukit.ops.unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
 __all__ = [
@@ -91,6 +91,7 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "overlap_add",
     "phase_project",
     "pow",
     "pyin_observations",

@@ -1,4 +1,7 @@
-"""Spectral projection: ``phase_project(z, magnitude, prev=None, *, prev_scale=0.0, eps=...)``.
+"""The STFT synthesis steps: ``phase_project`` (Griffin-Lim's projection) and
+``overlap_add`` (the inverse STFT's windowed overlap-add).
+
+``phase_project(z, magnitude, prev=None, *, prev_scale=0.0, eps=...)``:
 
     est = z - prev_scale * prev          (est = z without prev)
     y   = est * (magnitude / (|est| + eps))
@@ -14,8 +17,22 @@ zero bins finite (est = 0 gives 0).
 - prev_scale, eps: finite floats, eps >= 0.
 - ``out``: an optional buffer of z's shape and dtype.
 
-Routing (pygpukit/routing/table.py): one Triton kernel (a single pass over the three arrays, where
-the element-wise ops took ten), NumPy on the CPU (the reference, in float64).
+``overlap_add(frames, hop, *, window=None, envelope=None, start=0, length=None)``:
+
+    y[b, s] = envelope[s] * sum_f frames[b, f, s + start - f hop] * window[s + start - f hop]
+
+over the frames f that cover sample s + start (0 <= s + start - f hop < n), summed in order of
+f: the frames [batch, F, n] placed hop apart, each multiplied by the window [n] (the istft's
+synthesis window), the sum over the span [start, start + length) (default the whole sum,
+n + hop (F - 1) samples, less start), each sample multiplied by envelope [length] (the istft's
+1 / window sum-square). Samples no frame covers are 0. float32 or float64 frames; window and
+envelope of the same dtype; the result [batch, length] of that dtype.
+
+Routing (pygpukit/routing/table.py): one Triton kernel each (phase_project a single pass over
+the three arrays, where the element-wise ops took ten; overlap_add reads each output's frames
+in one program, where the element-wise ops took a zero fill, ceil(n / hop) strided adds and two
+multiplies), NumPy on the CPU (the references: phase_project in float64, overlap_add in the
+frames' dtype, frames added in the kernel's order). No native twins.
 """
 
 from __future__ import annotations
@@ -28,7 +45,7 @@ from pygpukit.dtypes import complex128, float32, float64
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
 
-__all__ = ["phase_project"]
+__all__ = ["overlap_add", "phase_project"]
 
 
 def _finite(op: str, name: str, v: Any, lo: float | None = None) -> float:
@@ -74,3 +91,51 @@ def phase_project(
     e = _finite(op, "eps", eps, 0.0)
     chk.out_arg(op, out, z.shape, z.dtype)
     return run(op, inputs, {"prev_scale": c, "eps": e}, out=out)  # type: ignore[no-any-return]
+
+
+def overlap_add(
+    frames: GPUArray,
+    hop: int,
+    *,
+    window: GPUArray | None = None,
+    envelope: GPUArray | None = None,
+    start: int = 0,
+    length: int | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The windowed overlap-add of frames [batch, F, n] placed ``hop`` apart, over samples
+    [start, start + length), times ``envelope`` (see the module docstring) -> [batch, length]."""
+    op = "overlap_add"
+    chk.array(op, "frames", frames)
+    if frames.dtype not in (float32, float64) or frames.ndim != 3:
+        raise ValueError(
+            f"{op}: frames must be float32 or float64 [batch, frames, n], got {chk.desc(frames)}"
+        )
+    b, f, n = frames.shape
+    if n < 1:
+        raise ValueError(f"{op}: frames must have at least 1 value each, got {chk.desc(frames)}")
+    h = chk.int_arg(op, "hop", hop, 1)
+    st = chk.int_arg(op, "start", start, 0)
+    total = n + h * (f - 1) if f else 0
+    ln = max(total - st, 0) if length is None else chk.int_arg(op, "length", length, 0)
+    inputs: list[GPUArray] = [frames]
+    if window is not None:
+        chk.array(op, "window", window)
+        if window.dtype is not frames.dtype or window.shape != (n,):
+            raise ValueError(
+                f"{op}: window must be {frames.dtype.name} [{n}] (a frame's length), got "
+                f"{chk.desc(window)}"
+            )
+        inputs.append(window)
+    if envelope is not None:
+        chk.array(op, "envelope", envelope)
+        if envelope.dtype is not frames.dtype or envelope.shape != (ln,):
+            raise ValueError(
+                f"{op}: envelope must be {frames.dtype.name} [{ln}] (the output length), got "
+                f"{chk.desc(envelope)}"
+            )
+        inputs.append(envelope)
+    chk.out_arg(op, out, (b, ln), frames.dtype)
+    params = {"hop": h, "start": st, "length": ln, "windowed": window is not None,
+              "enveloped": envelope is not None}  # fmt: skip
+    return run(op, tuple(inputs), params, out=out)  # type: ignore[no-any-return]

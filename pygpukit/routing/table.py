@@ -261,13 +261,19 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}),
         CPU,
     ),
-    # Spectral projection (ops/spectral.py, Griffin-Lim's step): one Triton pass, NumPy (float64)
-    # on the CPU; no native twin.
+    # The STFT synthesis steps (ops/spectral.py: Griffin-Lim's projection, the istft's windowed
+    # overlap-add): one Triton pass each, NumPy on the CPU; no native twins.
     _entry(
         "phase_project",
         "spectral",
         Candidate("triton", dtypes=COMPLEX | {"float32", "float64"}),
         Candidate("cpu", dtypes=COMPLEX | {"float32", "float64"}, devices=frozenset({"cpu"})),
+    ),
+    _entry(
+        "overlap_add",
+        "spectral",
+        Candidate("triton", dtypes=_F32_F64),
+        Candidate("cpu", dtypes=_F32_F64, devices=frozenset({"cpu"})),
     ),
     # Median filter (ops/median.py): an exact selection, so the Triton kernel serves every float
     # dtype, float64 included; NumPy on the CPU. No native twin.

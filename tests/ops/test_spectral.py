@@ -1,6 +1,8 @@
-"""Public ops.phase_project on the test device (ops._helpers.DEVICE, CPU by default) against a
-float64 reference written from the definition: with and without the momentum term, complex64
-and complex128, strided inputs, out=, zero bins and empty arrays, and bad input."""
+"""Public ops.phase_project and ops.overlap_add on the test device (ops._helpers.DEVICE, CPU by
+default) against float64 references written from the definitions: phase_project with and
+without the momentum term, complex64 and complex128, strided inputs, out=, zero bins and empty
+arrays; overlap_add with and without window and envelope, hops that divide the frame or not,
+hop > n (gaps), start and length inside and past the sum, strided frames; and bad input."""
 
 from __future__ import annotations
 
@@ -93,3 +95,62 @@ def test_bad_input() -> None:
         ops.phase_project(z, mag, out=up(np.ones((3, 2), np.complex64)))
     # the runtime stays usable
     assert ops.phase_project(z, mag).shape == (2, 3)
+
+
+def ola_reference(frames: np.ndarray, hop: int, win: np.ndarray | None, env: np.ndarray | None,
+                  start: int, length: int) -> np.ndarray:  # fmt: skip
+    """Sample by sample from the definition, in float64."""
+    b, nf, n = frames.shape
+    y = np.zeros((b, length))
+    for s in range(length):
+        q = s + start
+        for f in range(nf):
+            j = q - f * hop
+            if 0 <= j < n:
+                y[:, s] += frames[:, f, j].astype(np.float64) * (1.0 if win is None else win[j])
+        if env is not None:
+            y[:, s] *= env[s]
+    return y
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    ("nf", "n", "hop", "start", "length"),
+    [(7, 16, 4, 8, None), (5, 16, 5, 0, 30), (4, 6, 9, 2, 40), (1, 8, 3, 0, None), (3, 8, 8, 3, 5)],
+)
+def test_overlap_add(dtype: str, nf: int, n: int, hop: int, start: int, length: int | None,
+                     layout: str) -> None:  # fmt: skip
+    rng = np.random.default_rng(seed("ola", dtype, nf, n, hop, start, length, layout))
+    frames = rng.standard_normal((2, nf, n)).astype(dtype)
+    win = rng.standard_normal(n).astype(dtype)
+    total = n + hop * (nf - 1)
+    ln = total - start if length is None else length
+    env = rng.standard_normal(ln).astype(dtype)
+    for w, e in ((None, None), (win, env), (win, None)):
+        got = ops.overlap_add(view(frames, layout), hop, start=start, length=length,
+                              window=None if w is None else up(w),
+                              envelope=None if e is None else up(e))  # fmt: skip
+        want = ola_reference(frames, hop, w, e, start, ln)
+        assert got.shape == (2, ln) and got.dtype.name == dtype
+        assert_close(got.to_numpy(), want, dtype, name=f"{nf} {n} {hop} {start} {length}")
+
+
+def test_overlap_add_out_and_bad_input() -> None:
+    frames = up(np.ones((2, 3, 4), np.float32))
+    out = poisoned((2, 16), gp.float32)[:, ::2]
+    got = ops.overlap_add(frames, 2, out=out)
+    assert got is out
+    want = np.array([1, 1, 2, 2, 2, 2, 1, 1], np.float32)
+    np.testing.assert_array_equal(got.to_numpy(), np.stack([want, want]))
+    with pytest.raises(ValueError, match="frames must be float32 or float64"):
+        ops.overlap_add(up(np.ones((3, 4), np.float32)), 2)
+    with pytest.raises(ValueError, match="hop must be >= 1"):
+        ops.overlap_add(frames, 0)
+    with pytest.raises(ValueError, match="window must be float32 \\[4\\]"):
+        ops.overlap_add(frames, 2, window=up(np.ones(5, np.float32)))
+    with pytest.raises(ValueError, match="envelope must be float32 \\[8\\]"):
+        ops.overlap_add(frames, 2, envelope=up(np.ones(7, np.float32)))
+    with pytest.raises(TypeError, match="start must be an int"):
+        ops.overlap_add(frames, 2, start=1.5)  # type: ignore[arg-type]
+    assert ops.overlap_add(frames, 2).shape == (2, 8)

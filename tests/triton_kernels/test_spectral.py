@@ -47,3 +47,32 @@ def test_phase_project(device: str, dtype: str, momentum: float | None) -> None:
     want = est / (np.abs(est) + eps) * mag.astype(np.float64)
     bound = "float64" if dtype == "complex128" else "float32"
     assert_close(pairs(got.to_numpy()), pairs(want), bound, name=f"{dtype} {momentum}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("n", "hop"), [(64, 16), (48, 20), (8, 13)])
+def test_overlap_add(device: str, dtype: str, n: int, hop: int) -> None:
+    """Frames of a strided view (every other frame), window and envelope, a start inside the
+    first frame and a length past the sum's end (zeros there), into a strided out=."""
+    rng = np.random.default_rng(seed("tk-ola", dtype, n, hop))
+    nf = 9
+    frames = rng.standard_normal((3, 2 * nf, n)).astype(dtype)
+    win = rng.standard_normal(n).astype(dtype)
+    start = n // 3
+    length = n + hop * (nf - 1) - start + 5
+    env = rng.standard_normal(length).astype(dtype)
+    out = poisoned((3, 2 * length), getattr(gp, dtype), device)[:, ::2]
+    with gp.route(overlap_add="triton"):
+        got = ops.overlap_add(up(frames, device)[:, ::2], hop, window=up(win, device),
+                              envelope=up(env, device), start=start, length=length,
+                              out=out)  # fmt: skip
+    assert got is out
+    want = np.zeros((3, length))
+    fr = frames[:, ::2].astype(np.float64)
+    for f in range(nf):
+        lo, hi = f * hop - start, f * hop - start + n
+        a, b = max(lo, 0), min(hi, length)
+        if a < b:
+            want[:, a:b] += fr[:, f, a - lo : b - lo] * win[a - lo : b - lo]
+    want *= env
+    assert_close(got.to_numpy(), want, dtype, name=f"ola {dtype} {n} {hop}")

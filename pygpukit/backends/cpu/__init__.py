@@ -50,7 +50,7 @@ from .rope import rope, rope_tables
 from .sampling import sample
 from .sequence import viterbi
 from .softmax import softmax
-from .spectral import phase_project
+from .spectral import overlap_add, phase_project
 from .unary import abs, cos, exp, log, neg, rsqrt, sin, sqrt, tanh
 
 __all__ = [
@@ -103,6 +103,7 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "overlap_add",
     "phase_project",
     "pow",
     "pyin_observations",

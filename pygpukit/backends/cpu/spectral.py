@@ -1,5 +1,6 @@
-"""phase_project in NumPy: the reference of pygpukit/ops/spectral.py, in float64 (complex128),
-rounded once to z's dtype."""
+"""The STFT synthesis steps in NumPy, the references of pygpukit/ops/spectral.py: phase_project
+in float64 (complex128), rounded once to z's dtype; overlap_add in the frames' dtype, each
+sample's frames added in increasing order as the Triton kernel adds them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from ._common import Array
 
-__all__ = ["phase_project"]
+__all__ = ["overlap_add", "phase_project"]
 
 
 def phase_project(
@@ -20,3 +21,30 @@ def phase_project(
     norm = np.sqrt(est.real**2 + est.imag**2) + eps
     y = est * (np.asarray(magnitude).astype(np.float64) / norm)
     return y.astype(np.asarray(z).dtype)  # type: ignore[no-any-return]
+
+
+def overlap_add(
+    frames: Array,
+    *extra: Array,
+    hop: int,
+    start: int,
+    length: int,
+    windowed: bool,
+    enveloped: bool,
+) -> Array:
+    """sum_f frames[:, f] * window placed f hop apart, samples [start, start + length), times
+    the envelope; extra: the window and / or the envelope, as the flags say."""
+    x = np.asarray(frames)
+    rest = list(extra)
+    win = np.asarray(rest.pop(0)) if windowed else None
+    env = np.asarray(rest.pop(0)) if enveloped else None
+    b, nf, n = x.shape
+    total = n + hop * (nf - 1) if nf else 0
+    acc = np.zeros((b, max(total, start + length)), x.dtype)
+    for f in range(nf):
+        piece = x[:, f] * win if win is not None else x[:, f]
+        acc[:, f * hop : f * hop + n] += piece
+    y = acc[:, start : start + length]
+    if env is not None:
+        y = y * env
+    return np.ascontiguousarray(y)

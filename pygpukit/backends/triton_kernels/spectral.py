@@ -1,7 +1,17 @@
-"""phase_project (pygpukit/ops/spectral.py) in one pass: each program reads a block of z's and
-prev's (re, im) pairs and of the magnitudes and writes the projected pairs, in fp32 with
-correctly rounded square root and division (NumPy's; Triton's plain sqrt and '/' may be
-approximate). est = z - c prev may contract to one fused multiply-add."""
+"""The STFT synthesis steps of pygpukit/ops/spectral.py, one pass each.
+
+phase_project: each program reads a block of z's and prev's (re, im) pairs and of the magnitudes
+and writes the projected pairs, in fp32 with correctly rounded square root and division (NumPy's;
+Triton's plain sqrt and '/' may be approximate). est = z - c prev may contract to one fused
+multiply-add.
+
+overlap_add: each program owns a block of output samples of one row and sums, for each, the
+frames covering it (at most R = ceil(n / hop)), in increasing frame order as the NumPy reference
+does: frame f = q // hop - (R - 1) + r for r = 0 .. R - 1 (q = s + start), masked where it does
+not exist or does not reach q. For a block of consecutive samples each r reads consecutive
+values of one or two frames (coalesced). The window multiplies each value as it loads, the
+envelope the sum; nothing is written but the result (the element-wise version wrote a zeroed
+grid, ceil(n / hop) strided sums and two products)."""
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
 # mypy: disable-error-code="no-untyped-def"
@@ -19,7 +29,7 @@ from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
 from pygpukit.dtypes import complex128
 
-__all__ = ["phase_project"]
+__all__ = ["overlap_add", "phase_project"]
 
 _BLOCK = 1024
 
@@ -78,3 +88,58 @@ def phase_project(
         return view_as_complex(yf)
     copy(yf, out=view_as_real(out))
     return out
+
+
+_OLA_BLOCK = 512
+
+
+@triton.jit
+def _overlap_add(
+    X, W, E, Y, n_frames, n, hop, start, length, sxb, sxf, sxe, syb, sye, R,
+    WINDOWED: tl.constexpr, ENVELOPED: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    b = tl.program_id(1).to(tl.int64)
+    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    live = s < length
+    q = s + start
+    last = q // hop  # the last frame starting at or before q
+    acc = tl.zeros([BLOCK], dtype=Y.dtype.element_ty)
+    for r in tl.range(0, R):
+        f = last - (R - 1) + r
+        j = q - f * hop  # >= 0: f <= last
+        ok = live & (f >= 0) & (f < n_frames) & (j < n)
+        v = tl.load(X + b * sxb + f * sxf + j * sxe, mask=ok, other=0.0)
+        if WINDOWED:
+            v = v * tl.load(W + j, mask=ok, other=0.0)
+        acc += v
+    if ENVELOPED:
+        acc = acc * tl.load(E + s, mask=live, other=0.0)
+    tl.store(Y + b * syb + s * sye, acc, mask=live)
+
+
+def overlap_add(
+    frames: GPUArray,
+    *extra: GPUArray,
+    hop: int,
+    start: int,
+    length: int,
+    windowed: bool,
+    enveloped: bool,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """sum_f frames[:, f] * window placed hop apart over [start, start + length), times the
+    envelope; extra: the window and / or the envelope as the flags say. frames any strides;
+    out any layout (its own strides are written)."""
+    rest = list(extra)
+    win = contiguous(rest.pop(0)) if windowed else frames
+    env = contiguous(rest.pop(0)) if enveloped else frames
+    b, nf, n = frames.shape
+    y = out if out is not None else empty((b, length), frames.dtype, frames.device)
+    if b and length:
+        sxb, sxf, sxe = frames.element_strides
+        syb, sye = y.element_strides
+        grid = (cdiv(length, _OLA_BLOCK), b)
+        launch(_overlap_add, grid, frames, win, env, y, nf, n, hop, start, length, sxb, sxf,
+               sxe, syb, sye, cdiv(n, hop), WINDOWED=windowed, ENVELOPED=enveloped,
+               BLOCK=_OLA_BLOCK)  # fmt: skip
+    return y
