@@ -22,4 +22,6 @@ for line in sys.stdin:
 # Pure-Python dependencies the GPU image lacks, at the versions installed here.
 gguf_version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('gguf'))")
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "gguf==$gguf_version"
+# nnAudio (pure Python on torch and scipy): the GPU peer of benchmarks/audio.py's cqt case.
+.venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "nnAudio==0.3.4"
 ls -la "$STAGE/wheels" "$STAGE/rust"
