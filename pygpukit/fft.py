@@ -1,8 +1,8 @@
 """``gp.fft``: discrete Fourier transforms with numpy.fft's names and semantics.
 
 ``gp.fft.fft``, ``gp.fft.ifft``, ``gp.fft.rfft``, ``gp.fft.irfft`` are routed ops like every
-other (pygpukit/ops/fft.py): fp32 kernels on CUDA (native for power-of-two lengths, Triton for
-the rest), NumPy on the CPU. They live in this
+other (pygpukit/ops/fft.py): fp32 kernels on CUDA (native for power-of-two lengths up to 4096
+complex / 8192 real points, Triton for the rest), NumPy on the CPU. They live in this
 namespace, not in ``gp``'s top level, because ``gp.fft`` names the module (as numpy.fft does).
 """
 

@@ -1,4 +1,5 @@
-"""Padding, framing and overlap-add on GPUArrays without a loop over frames.
+"""Padding and framing on GPUArrays without a loop over frames (the overlap-add back is the
+routed ops.overlap_add).
 
 Signals are handled as [batch, samples] (leading dims folded into one batch dim) and frames as
 [batch, frames, frame_length] ("frame-major": the FFT runs along the contiguous last axis).

@@ -1,9 +1,9 @@
 """Phase reconstruction in librosa's name: griffinlim (fast Griffin-Lim with momentum,
 Perraudin, Balazs and Sondergaard 2013), on the device.
 
-Each iteration is istft -> stft of the current estimate, a momentum step against the previous
-rebuilt spectrum, and a projection onto the given magnitudes. Complex arithmetic runs on the
-float (real, imaginary) view; the iterates stay frame-major [batch, frames, n_freq] throughout.
+Each iteration is istft -> stft of the current estimate, then one ops.phase_project: the
+momentum step against the previous rebuilt spectrum and the projection onto the given
+magnitudes. The iterates stay frame-major [batch, frames, n_freq] throughout.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def griffinlim(
     [..., 1 + n_fft // 2, frames] (float32 or float64).
 
     init='random' draws the initial phases on the host with librosa's generator rule (the same
-    random_state gives librosa's phases), init=None starts from zero phase. momentum in [0, 1)
+    random_state gives librosa's phases), init=None starts from zero phase. momentum in [0, 1]
     (librosa warns above 1; here momentum > 1 raises).
 
     Deviation: dtype (librosa's complex working type) must be None; the working type follows S.
@@ -93,6 +93,8 @@ def griffinlim(
             )
     rng = _rng(fn, random_state) if init == "random" else None
 
+    if mag.size == 0:
+        raise ValueError(f"{fn}: S has no values (shape {mag.shape}): nothing to reconstruct")
     lead = mag.shape[:-2]
     mag_f = mag.reshape(-1, n_freq, n_frames).swapaxes(1, 2).contiguous()  # [B, T, F]
     if rng is None:  # zero phase: S itself as the real parts, made on the device

@@ -6,10 +6,9 @@ axis) and one op, ops.fft.rfft_frames: its kernel reads each frame's samples fro
 applying the centre padding and the window as it loads (no padded or windowed copy where
 the one-kernel FFT serves n_fft; a padded copy otherwise). The
 returned spectrogram is the frame-major result viewed with its last two axes swapped (no
-copy; .contiguous() makes one). istft runs the same steps back:
-gp.fft.irfft, window, overlap-add in ceil(n_fft / hop_length) strided adds, and a multiply by
-the reciprocal window sum-square envelope (computed on the host: it depends only on the
-parameters).
+copy; .contiguous() makes one). istft runs the same steps back: gp.fft.irfft, then one
+ops.overlap_add (the window at load, the frames summed, the reciprocal window sum-square
+envelope applied; the envelope is computed on the host once per parameter set).
 """
 
 from __future__ import annotations

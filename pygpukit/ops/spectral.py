@@ -9,8 +9,9 @@
 The value of magnitude ``magnitude`` with est's phase: Griffin-Lim's projection onto the target
 magnitudes, with the "fast Griffin-Lim" momentum step (Perraudin et al. 2013) folded in through
 ``prev`` (the previous iteration's rebuilt spectrum) and ``prev_scale`` = momentum / (1 +
-momentum), in librosa.griffinlim's order of operations. |est| is sqrt(re^2 + im^2); eps keeps
-zero bins finite (est = 0 gives 0).
+momentum). librosa.griffinlim computes est / (|est| + eps) * magnitude, within an ulp of this.
+|est| is sqrt(re^2 + im^2); eps > 0 keeps zero bins finite (est = 0 gives 0; eps = 0 gives NaN
+there, as 0 / 0). The GPU kernel computes in float64 as the reference does.
 
 - z, prev: complex64 or complex128, one shape; magnitude: the matching real dtype (float32 /
   float64), the same shape. The result has z's dtype.
@@ -32,12 +33,14 @@ Routing (pygpukit/routing/table.py): one Triton kernel each (phase_project a sin
 the three arrays, where the element-wise ops took ten; overlap_add reads each output's frames
 in one program, where the element-wise ops took a zero fill, ceil(n / hop) strided adds and two
 multiplies), NumPy on the CPU (the references: phase_project in float64, overlap_add in the
-frames' dtype, frames added in the kernel's order). No native twins.
+frames' dtype, each sample's frames added in the kernel's order; the kernel may fuse the
+window's product into the sum, a last-bit difference). No native twins.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from pygpukit.array import GPUArray
@@ -49,7 +52,7 @@ __all__ = ["overlap_add", "phase_project"]
 
 
 def _finite(op: str, name: str, v: Any, lo: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{op}: {name} must be a float, got {type(v).__name__}")
     f = float(v)
     if not math.isfinite(f) or (lo is not None and f < lo):
@@ -75,17 +78,19 @@ def phase_project(
         raise TypeError(f"{op}: z must be complex64 or complex128, got {chk.desc(z)}")
     real = float64 if z.dtype is complex128 else float32
     chk.array(op, "magnitude", magnitude)
-    if magnitude.dtype is not real or magnitude.shape != z.shape:
-        raise ValueError(
-            f"{op}: magnitude must be {real.name} of z's shape {z.shape}, got {chk.desc(magnitude)}"
-        )
+    if magnitude.dtype is not real:
+        raise TypeError(f"{op}: magnitude must be {real.name} (z's real dtype), got "
+                        f"{chk.desc(magnitude)}")  # fmt: skip
+    if magnitude.shape != z.shape:
+        raise ValueError(f"{op}: magnitude must have z's shape {z.shape}, got "
+                         f"{chk.desc(magnitude)}")  # fmt: skip
     inputs: tuple[Any, ...] = (z, magnitude)
     if prev is not None:
         chk.array(op, "prev", prev)
-        if prev.dtype is not z.dtype or prev.shape != z.shape:
-            raise ValueError(
-                f"{op}: prev must be {z.dtype.name} of z's shape {z.shape}, got {chk.desc(prev)}"
-            )
+        if prev.dtype is not z.dtype:
+            raise TypeError(f"{op}: prev must be {z.dtype.name} (z's dtype), got {chk.desc(prev)}")
+        if prev.shape != z.shape:
+            raise ValueError(f"{op}: prev must have z's shape {z.shape}, got {chk.desc(prev)}")
         inputs = (z, magnitude, prev)
     c = _finite(op, "prev_scale", prev_scale)
     e = _finite(op, "eps", eps, 0.0)
@@ -107,10 +112,11 @@ def overlap_add(
     [start, start + length), times ``envelope`` (see the module docstring) -> [batch, length]."""
     op = "overlap_add"
     chk.array(op, "frames", frames)
-    if frames.dtype not in (float32, float64) or frames.ndim != 3:
-        raise ValueError(
-            f"{op}: frames must be float32 or float64 [batch, frames, n], got {chk.desc(frames)}"
-        )
+    if frames.dtype not in (float32, float64):
+        raise TypeError(f"{op}: frames must be float32 or float64, got {chk.desc(frames)}")
+    if frames.ndim != 3:
+        raise ValueError(f"{op}: frames must be [batch, frames, n] (3 dims), got "
+                         f"{chk.desc(frames)}")  # fmt: skip
     b, f, n = frames.shape
     if n < 1:
         raise ValueError(f"{op}: frames must have at least 1 value each, got {chk.desc(frames)}")
@@ -121,19 +127,21 @@ def overlap_add(
     inputs: list[GPUArray] = [frames]
     if window is not None:
         chk.array(op, "window", window)
-        if window.dtype is not frames.dtype or window.shape != (n,):
-            raise ValueError(
-                f"{op}: window must be {frames.dtype.name} [{n}] (a frame's length), got "
-                f"{chk.desc(window)}"
-            )
+        if window.dtype is not frames.dtype:
+            raise TypeError(f"{op}: window must be {frames.dtype.name} (the frames' dtype), got "
+                            f"{chk.desc(window)}")  # fmt: skip
+        if window.shape != (n,):
+            raise ValueError(f"{op}: window must be [{n}] (a frame's length), got "
+                             f"{chk.desc(window)}")  # fmt: skip
         inputs.append(window)
     if envelope is not None:
         chk.array(op, "envelope", envelope)
-        if envelope.dtype is not frames.dtype or envelope.shape != (ln,):
-            raise ValueError(
-                f"{op}: envelope must be {frames.dtype.name} [{ln}] (the output length), got "
-                f"{chk.desc(envelope)}"
-            )
+        if envelope.dtype is not frames.dtype:
+            raise TypeError(f"{op}: envelope must be {frames.dtype.name} (the frames' dtype), "
+                            f"got {chk.desc(envelope)}")  # fmt: skip
+        if envelope.shape != (ln,):
+            raise ValueError(f"{op}: envelope must be [{ln}] (the output length), got "
+                             f"{chk.desc(envelope)}")  # fmt: skip
         inputs.append(envelope)
     chk.out_arg(op, out, (b, ln), frames.dtype)
     params = {"hop": h, "start": st, "length": ln, "windowed": window is not None,

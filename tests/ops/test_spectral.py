@@ -62,6 +62,16 @@ def test_matches_reference(dtype: str, momentum: float | None, layout: str) -> N
     assert_close(pairs(got), pairs(want), bound, name=f"{dtype} {momentum} {layout}")
 
 
+def test_extreme_magnitudes() -> None:
+    """|est|^2 of tiny and huge float32 values (1e-23, 3e19) neither underflows nor overflows:
+    each bin comes back with the target magnitude and its own phase."""
+    z = np.array([[1e-23 + 1e-23j, 3e19 - 3e19j, -2e-30j, 1 + 0j]], np.complex64)
+    mag = np.ones((1, 4), np.float32)
+    got = ops.phase_project(up(z), up(mag)).to_numpy()
+    assert_close(pairs(got), pairs(z.astype(np.complex128) / np.abs(z.astype(np.complex128))),
+                 "float32", name="extremes")  # fmt: skip
+
+
 def test_out_and_empty() -> None:
     rng = np.random.default_rng(seed("phase-project-out"))
     z = draw(rng, (4, 9), "complex64")
@@ -79,18 +89,21 @@ def test_bad_input() -> None:
     mag = up(np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="z must be complex64 or complex128"):
         ops.phase_project(mag, mag)
-    with pytest.raises(ValueError, match="magnitude must be float32 of z's shape"):
+    with pytest.raises(ValueError, match="magnitude must have z's shape"):
         ops.phase_project(z, up(np.ones((2, 4), np.float32)))
-    with pytest.raises(ValueError, match="magnitude must be float32"):
+    with pytest.raises(TypeError, match="magnitude must be float32"):
         ops.phase_project(z, up(np.ones((2, 3), np.float64)))
-    with pytest.raises(ValueError, match="prev must be complex64 of z's shape"):
+    with pytest.raises(TypeError, match="prev must be complex64"):
         ops.phase_project(z, mag, up(np.ones((2, 3), np.complex128)))
+    with pytest.raises(ValueError, match="prev must have z's shape"):
+        ops.phase_project(z, mag, up(np.ones((2, 4), np.complex64)))
     with pytest.raises(ValueError, match="prev_scale must be finite"):
         ops.phase_project(z, mag, z, prev_scale=float("nan"))
     with pytest.raises(ValueError, match="eps must be finite and >= 0"):
         ops.phase_project(z, mag, eps=-1.0)
     with pytest.raises(TypeError, match="prev_scale must be a float"):
         ops.phase_project(z, mag, z, prev_scale=True)  # type: ignore[arg-type]
+    assert ops.phase_project(z, mag, z, prev_scale=np.float32(0.5)).shape == (2, 3)
     with pytest.raises(ValueError, match="out"):
         ops.phase_project(z, mag, out=up(np.ones((3, 2), np.complex64)))
     # the runtime stays usable
@@ -143,14 +156,21 @@ def test_overlap_add_out_and_bad_input() -> None:
     assert got is out
     want = np.array([1, 1, 2, 2, 2, 2, 1, 1], np.float32)
     np.testing.assert_array_equal(got.to_numpy(), np.stack([want, want]))
-    with pytest.raises(ValueError, match="frames must be float32 or float64"):
+    with pytest.raises(ValueError, match="frames must be \\[batch, frames, n\\]"):
         ops.overlap_add(up(np.ones((3, 4), np.float32)), 2)
+    with pytest.raises(TypeError, match="frames must be float32 or float64"):
+        ops.overlap_add(up(np.ones((2, 3, 4), np.int32)), 2)
     with pytest.raises(ValueError, match="hop must be >= 1"):
         ops.overlap_add(frames, 0)
-    with pytest.raises(ValueError, match="window must be float32 \\[4\\]"):
+    with pytest.raises(ValueError, match="window must be \\[4\\]"):
         ops.overlap_add(frames, 2, window=up(np.ones(5, np.float32)))
-    with pytest.raises(ValueError, match="envelope must be float32 \\[8\\]"):
+    with pytest.raises(TypeError, match="window must be float32"):
+        ops.overlap_add(frames, 2, window=up(np.ones(4, np.float64)))
+    with pytest.raises(ValueError, match="envelope must be \\[8\\]"):
         ops.overlap_add(frames, 2, envelope=up(np.ones(7, np.float32)))
+    # a start far past the frames: zeros, no buffer of the skipped span
+    far = ops.overlap_add(frames, 2, start=10**12, length=3)
+    np.testing.assert_array_equal(far.to_numpy(), np.zeros((2, 3), np.float32))
     with pytest.raises(TypeError, match="start must be an int"):
         ops.overlap_add(frames, 2, start=1.5)  # type: ignore[arg-type]
     assert ops.overlap_add(frames, 2).shape == (2, 8)

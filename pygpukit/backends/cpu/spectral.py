@@ -1,6 +1,6 @@
 """The STFT synthesis steps in NumPy, the references of pygpukit/ops/spectral.py: phase_project
 in float64 (complex128), rounded once to z's dtype; overlap_add in the frames' dtype, each
-sample's frames added in increasing order as the Triton kernel adds them."""
+sample's frames added in increasing order, the order the Triton kernel adds them in."""
 
 from __future__ import annotations
 
@@ -39,12 +39,13 @@ def overlap_add(
     win = np.asarray(rest.pop(0)) if windowed else None
     env = np.asarray(rest.pop(0)) if enveloped else None
     b, nf, n = x.shape
-    total = n + hop * (nf - 1) if nf else 0
-    acc = np.zeros((b, max(total, start + length)), x.dtype)
-    for f in range(nf):
-        piece = x[:, f] * win if win is not None else x[:, f]
-        acc[:, f * hop : f * hop + n] += piece
-    y = acc[:, start : start + length]
+    y = np.zeros((b, length), x.dtype)
+    for f in range(nf):  # frame f covers output samples [f hop - start, f hop - start + n)
+        lo = f * hop - start
+        a, e = max(lo, 0), min(lo + n, length)
+        if a < e:
+            piece = x[:, f, a - lo : e - lo]
+            y[:, a:e] += piece * win[a - lo : e - lo] if win is not None else piece
     if env is not None:
         y = y * env
-    return np.ascontiguousarray(y)
+    return y

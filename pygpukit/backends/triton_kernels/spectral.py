@@ -1,17 +1,17 @@
 """The STFT synthesis steps of pygpukit/ops/spectral.py, one pass each.
 
 phase_project: each program reads a block of z's and prev's (re, im) pairs and of the magnitudes
-and writes the projected pairs, in fp32 with correctly rounded square root and division (NumPy's;
-Triton's plain sqrt and '/' may be approximate). est = z - c prev may contract to one fused
-multiply-add.
+and writes the projected pairs, computing in float64 as the NumPy reference does (rounded once to
+the result's dtype; products may contract to fused multiply-adds).
 
 overlap_add: each program owns a block of output samples of one row and sums, for each, the
 frames covering it (at most R = ceil(n / hop)), in increasing frame order as the NumPy reference
-does: frame f = q // hop - (R - 1) + r for r = 0 .. R - 1 (q = s + start), masked where it does
-not exist or does not reach q. For a block of consecutive samples each r reads consecutive
-values of one or two frames (coalesced). The window multiplies each value as it loads, the
-envelope the sum; nothing is written but the result (the element-wise version wrote a zeroed
-grid, ceil(n / hop) strided sums and two products)."""
+does (the window's product may contract into the sum as a fused multiply-add, the last bit where
+NumPy rounds twice): frame f = q // hop - (R - 1) + r for r = 0 .. R - 1 (q = s + start),
+masked where it does not exist or does not reach q. For a block of consecutive samples each r
+reads consecutive values of one or two frames (coalesced). The window multiplies each value as
+it loads, the envelope the sum; nothing is written but the result (the element-wise version
+wrote a zeroed grid, ceil(n / hop) strided sums and two products)."""
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
 # mypy: disable-error-code="no-untyped-def"
@@ -27,7 +27,6 @@ from pygpukit.backends.triton_kernels._common import cdiv, scalar_bits, scalar_v
 from pygpukit.backends.triton_kernels.copy import contiguous, copy
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
-from pygpukit.dtypes import complex128
 
 __all__ = ["overlap_add", "phase_project"]
 
@@ -35,27 +34,23 @@ _BLOCK = 1024
 
 
 @triton.jit(do_not_specialize=["ch", "cl", "eh", "el"])
-def _phase_project(
-    Z, M, P, Y, n, ch, cl, eh, el, HAS_PREV: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr
-):
-    """The scalars c and eps arrive as scalar_bits halves: exact in float64 too (a float
-    argument is passed as float32)."""
-    c = scalar_value(ch, cl, CT)
-    eps = scalar_value(eh, el, CT)
+def _phase_project(Z, M, P, Y, n, ch, cl, eh, el, HAS_PREV: tl.constexpr, BLOCK: tl.constexpr):
+    """Every value in float64 (as the NumPy reference): |est|^2 of float32 values neither
+    overflows nor underflows there, and the pass stays memory-bound. c and eps arrive as
+    scalar_bits halves of their float64 values (a float argument would pass as float32)."""
+    c = scalar_value(ch, cl, tl.float64)
+    eps = scalar_value(eh, el, tl.float64)
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
-    re = tl.load(Z + 2 * i, mask=mask, other=0.0)
-    im = tl.load(Z + 2 * i + 1, mask=mask, other=0.0)
+    re = tl.load(Z + 2 * i, mask=mask, other=0.0).to(tl.float64)
+    im = tl.load(Z + 2 * i + 1, mask=mask, other=0.0).to(tl.float64)
     if HAS_PREV:
-        re = re - c * tl.load(P + 2 * i, mask=mask, other=0.0)
-        im = im - c * tl.load(P + 2 * i + 1, mask=mask, other=0.0)
-    mag = tl.load(M + i, mask=mask, other=0.0)
-    if CT == tl.float32:  # correctly rounded (plain sqrt and '/' are approximate in fp32)
-        s = tl.div_rn(mag, tl.sqrt_rn(re * re + im * im) + eps)
-    else:  # fp64 sqrt and division are IEEE
-        s = mag / (tl.sqrt(re * re + im * im) + eps)
-    tl.store(Y + 2 * i, re * s, mask=mask)
-    tl.store(Y + 2 * i + 1, im * s, mask=mask)
+        re = re - c * tl.load(P + 2 * i, mask=mask, other=0.0).to(tl.float64)
+        im = im - c * tl.load(P + 2 * i + 1, mask=mask, other=0.0).to(tl.float64)
+    mag = tl.load(M + i, mask=mask, other=0.0).to(tl.float64)
+    s = mag / (tl.sqrt(re * re + im * im) + eps)  # IEEE in float64
+    tl.store(Y + 2 * i, (re * s).to(Y.dtype.element_ty), mask=mask)
+    tl.store(Y + 2 * i + 1, (im * s).to(Y.dtype.element_ty), mask=mask)
 
 
 def phase_project(
@@ -78,10 +73,10 @@ def phase_project(
     yf = view_as_real(direct) if direct is not None else empty((*z.shape, 2), zf.dtype, z.device)
     n = z.size
     if n:
-        ct = tl.float64 if z.dtype is complex128 else tl.float32
+        f64 = tl.float64
         launch(_phase_project, (cdiv(n, _BLOCK),), zf, mf, pf, yf, n,
-               *scalar_bits(prev_scale, ct), *scalar_bits(eps, ct), HAS_PREV=prev is not None,
-               CT=ct, BLOCK=_BLOCK)  # fmt: skip
+               *scalar_bits(prev_scale, f64), *scalar_bits(eps, f64), HAS_PREV=prev is not None,
+               BLOCK=_BLOCK)  # fmt: skip
     if direct is not None:
         return direct
     if out is None:
@@ -95,11 +90,13 @@ _OLA_BLOCK = 512
 
 @triton.jit
 def _overlap_add(
-    X, W, E, Y, n_frames, n, hop, start, length, sxb, sxf, sxe, syb, sye, R,
+    X, W, E, Y, n_frames, n, hop, start, length, blocks, sxb, sxf, sxe, syb, sye, R,
     WINDOWED: tl.constexpr, ENVELOPED: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    b = tl.program_id(1).to(tl.int64)
-    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # A 1-D grid of (row, block) pairs: no 65535 limit on the rows.
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // blocks
+    s = (pid % blocks) * BLOCK + tl.arange(0, BLOCK)
     live = s < length
     q = s + start
     last = q // hop  # the last frame starting at or before q
@@ -138,8 +135,8 @@ def overlap_add(
     if b and length:
         sxb, sxf, sxe = frames.element_strides
         syb, sye = y.element_strides
-        grid = (cdiv(length, _OLA_BLOCK), b)
-        launch(_overlap_add, grid, frames, win, env, y, nf, n, hop, start, length, sxb, sxf,
-               sxe, syb, sye, cdiv(n, hop), WINDOWED=windowed, ENVELOPED=enveloped,
-               BLOCK=_OLA_BLOCK)  # fmt: skip
+        blocks = cdiv(length, _OLA_BLOCK)
+        launch(_overlap_add, (b * blocks,), frames, win, env, y, nf, n, hop, start, length,
+               blocks, sxb, sxf, sxe, syb, sye, cdiv(n, hop), WINDOWED=windowed,
+               ENVELOPED=enveloped, BLOCK=_OLA_BLOCK)  # fmt: skip
     return y
