@@ -9,18 +9,19 @@ namespace py = pybind11;
 PGK_FAMILY(fft) {
   m.def(
       "fft_rows",
-      [](int device, std::uintptr_t stream, int log2n, bool inverse, int load,
+      [](int device, std::uintptr_t stream, int log2n, bool inverse, bool f64, int load,
          const std::string& x_dtype, std::uintptr_t x, std::int64_t rows, std::int64_t d1,
          std::int64_t d2, std::int64_t sx0, std::int64_t sx1, std::int64_t sx2,
          std::int64_t sxe, std::int64_t n_in, std::uintptr_t win, std::int64_t hop,
          std::int64_t pad, std::int64_t sig_len, int pad_mode, std::uintptr_t y,
          std::int64_t sy0, std::int64_t sy1, std::int64_t sy2, std::int64_t sye,
-         std::int64_t n_out, int store, float scale, std::uintptr_t twiddles) {
+         std::int64_t n_out, int store, double scale, std::uintptr_t twiddles) {
         pgk::FftArgs a{};
         a.device = device;
         a.stream = stream;
         a.log2n = log2n;
         a.inverse = inverse;
+        a.f64 = f64;
         a.load = load;
         a.x_dtype = pgk::dtype_from_name(x_dtype);
         a.x = x;
@@ -48,7 +49,7 @@ PGK_FAMILY(fft) {
         a.twiddles = twiddles;
         pgk::fft_rows(a);
       },
-      py::arg("device"), py::arg("stream"), py::arg("log2n"), py::arg("inverse"),
+      py::arg("device"), py::arg("stream"), py::arg("log2n"), py::arg("inverse"), py::arg("f64"),
       py::arg("load"), py::arg("x_dtype"), py::arg("x"), py::arg("rows"), py::arg("d1"),
       py::arg("d2"), py::arg("sx0"), py::arg("sx1"), py::arg("sx2"), py::arg("sxe"),
       py::arg("n_in"), py::arg("win"), py::arg("hop"), py::arg("pad"), py::arg("sig_len"),

@@ -148,17 +148,27 @@ def select(
     route = _route(op)
     arrays = [a for a in inputs if isinstance(a, GPUArray)]
     if forced is not None:
-        cand = next((c for c in route.candidates if c.backend == forced), None)
-        if cand is None:
+        # The backend may list several candidates (different dtypes or limits): the first that
+        # serves the call, else every one's reasons.
+        named = [c for c in route.candidates if c.backend == forced]
+        if not named:
             names = ", ".join(c.backend for c in route.candidates)
             raise RouteError(
                 f"{op}: {source} forces {forced}, which is not a backend for "
                 f"{op} (candidates: {names})"
             )
-        why = _reasons(cand, route, dev, arrays, params, forced=True, det=det)
-        if why:
+        cand = named[0]
+        reasons: list[str] = []
+        for c in named:
+            why = _reasons(c, route, dev, arrays, params, forced=True, det=det)
+            if not why:
+                cand, reasons = c, []
+                break
+            reasons.append("; ".join(why))
+        if reasons:
             raise RouteError(
-                f"{op}: {source} forces {forced}, which cannot serve this call: " + "; ".join(why)
+                f"{op}: {source} forces {forced}, which cannot serve this call: "
+                + " | ".join(reasons)
             )
         chosen: Candidate | None = cand
     else:

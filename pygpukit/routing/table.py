@@ -127,6 +127,18 @@ _FFT_NATIVE_IO = {
     "rfft_frames": _FFT_REAL_IN,
 }
 _FFT_NATIVE_N = {op: (2, 8192) for op in _FFT_NATIVE_IO} | {"fft": (1, 4096), "ifft": (1, 4096)}
+# ... and in float64 (complex128), which only the native kernel serves on the GPU: half the
+# points (a row's float64 planes fill the same shared memory).
+_FFT_F64_IN = frozenset({"float64", "complex128"})
+_FFT_NATIVE_IO64 = {
+    "fft": _FFT_F64_IN,
+    "ifft": _FFT_F64_IN,
+    "rfft": frozenset({"float64"}),
+    "irfft": frozenset({"complex128"}),
+    "rfft_windowed": frozenset({"float64"}),
+    "rfft_frames": frozenset({"float64"}),
+}
+_FFT_NATIVE_N64 = {op: (lo, hi // 2) for op, (lo, hi) in _FFT_NATIVE_N.items()}
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -313,14 +325,16 @@ _ROUTES: list[OpRoute] = [
     # (float32/16/bf16 in, complex64 out), then NumPy's pocketfft in float64 on the CPU. Native
     # first where it serves: faster at every power of two timed, 16 to 4096 (H100, 96000 rows,
     # one run: rfft 2048 670 vs 1518 us, fft 4096 2390 vs 11368 us, fft 16 24 vs 68 us; the STFT
-    # 2048/512 0.43 vs 1.13 ms; BENCHMARKS.md "FFT and audio"). float64 and complex128 are
-    # served on the CPU only: on CUDA the table finds no candidate and says so. The length n
-    # enters the decision (route_params).
+    # 2048/512 0.43 vs 1.13 ms; BENCHMARKS.md "FFT and audio"). float64 and complex128: the
+    # native kernel at powers of two up to half those lengths (its second candidate); other
+    # float64 lengths on the CPU only (on CUDA the table finds no candidate and says so). The
+    # length n enters the decision (route_params).
     *(
         _entry(
             op,
             "fft",
             Candidate("native", dtypes=_FFT_NATIVE_IO[op], pow2=("n", *_FFT_NATIVE_N[op])),
+            Candidate("native", dtypes=_FFT_NATIVE_IO64[op], pow2=("n", *_FFT_NATIVE_N64[op])),
             Candidate("triton", dtypes=FLOATS - {"float64"} | {"complex64"}),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
             route_params=("n",),

@@ -228,8 +228,49 @@ def test_same_bits_and_graph_replay() -> None:
     assert np.array_equal(res.to_numpy().view(np.uint32), a.view(np.uint32))
 
 
-def test_dtype_refusals() -> None:
-    """float64 is not the native kernel's (fp32 only): forced native refuses it by name."""
-    x = up(np.ones((2, 8), np.float64))
-    with pytest.raises(RouteError, match="float64"):
-        gp.fft.rfft(x)
+@pytest.mark.parametrize("k", range(12))
+def test_float64_complex(k: int) -> None:
+    """complex128 fft/ifft and float64 input at every 2^k <= 2048, to float64's bound."""
+    n = 1 << k
+    rng = np.random.default_rng(seed("nfft64", n))
+    z = rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))
+    for op in ("fft", "ifft"):
+        got = getattr(gp.fft, op)(up(z), norm="ortho")
+        assert got.dtype is gp.complex128
+        assert_close(pairs(got), pairs(_NP[op](z, norm="ortho")), "float64", name=f"{op} {n}")
+    xr = rng.standard_normal((2, n))
+    got = gp.fft.fft(up(xr))
+    assert_close(pairs(got), pairs(np.fft.fft(xr)), "float64", name=f"fft real {n}")
+
+
+@pytest.mark.parametrize("k", range(1, 13))
+def test_float64_real(k: int) -> None:
+    """float64 rfft, irfft, and STFT frames with a power, at every even 2^k <= 4096."""
+    n = 1 << k
+    rng = np.random.default_rng(seed("nrfft64", n))
+    x = rng.standard_normal((3, n))
+    got = gp.fft.rfft(up(x))
+    assert got.dtype is gp.complex128
+    assert_close(pairs(got), pairs(np.fft.rfft(x)), "float64", name=f"rfft {n}")
+    z = rng.standard_normal((3, n // 2 + 1)) + 1j * rng.standard_normal((3, n // 2 + 1))
+    got = gp.fft.irfft(up(z), n=n)
+    assert got.dtype is gp.float64
+    assert_close(got.to_numpy(), np.fft.irfft(z, n=n), "float64", name=f"irfft {n}")
+    if n >= 4:
+        sig, win = rng.standard_normal((2, 5 * n)), rng.standard_normal(n)
+        hop = n // 4
+        got = ops_fft.rfft_frames(up(sig), up(win), hop=hop, pad=n // 2, pad_mode="reflect",
+                                  power=2.0)  # fmt: skip
+        yp = np.pad(sig, ((0, 0), (n // 2, n // 2)), mode="reflect")
+        idx = np.arange(got.shape[1])[:, None] * hop + np.arange(n)[None, :]
+        want = np.abs(np.fft.rfft(yp[:, idx] * win, axis=-1)) ** 2
+        assert got.dtype is gp.float64
+        assert_close(got.to_numpy(), want, "float64", name=f"frames {n}")
+
+
+def test_float64_refusals() -> None:
+    """float64 past the native kernel's float64 lengths is not served on the GPU: named."""
+    with pytest.raises(RouteError, match="power of two"):
+        gp.fft.fft(up(np.ones((2, 4096), np.complex128)))
+    with pytest.raises(RouteError, match="power of two"):
+        gp.fft.rfft(up(np.ones((2, 8192), np.float64)))

@@ -48,9 +48,14 @@ void fft_rows(const FftArgs& a) {
               "real pairs are forward (rfft), Hermitian loads inverse (irfft)");
   PGK_REQUIRE(a.store >= kStoreComplex && a.store <= kStoreReal, "unknown store");
   PGK_REQUIRE(a.pad_mode >= 0 && a.pad_mode <= 4, "unknown pad_mode");
-  PGK_REQUIRE(a.x_dtype == DType::f32 || ((a.load == kReal || a.load == kRealPairs) &&
-                                          (a.x_dtype == DType::f16 || a.x_dtype == DType::bf16)),
-              std::string("x dtype ") + dtype_name(a.x_dtype) + " does not fit the load");
+  const bool half_ok = (a.load == kReal || a.load == kRealPairs) &&
+                       (a.x_dtype == DType::f16 || a.x_dtype == DType::bf16);
+  PGK_REQUIRE(a.f64 ? a.x_dtype == DType::f64 : (a.x_dtype == DType::f32 || half_ok),
+              std::string("x dtype ") + dtype_name(a.x_dtype) + " does not fit the load" +
+                  (a.f64 ? " (float64 transforms read float64)" : ""));
+  PGK_REQUIRE(!a.f64 || a.log2n <= fftk::kMaxLog2F64,
+              "float64 transforms take at most 2^" + std::to_string(fftk::kMaxLog2F64) +
+                  " complex points, got 2^" + std::to_string(a.log2n));
   PGK_REQUIRE(a.rows >= 0 && a.d1 >= 1 && a.d2 >= 1, "bad row counts");
   PGK_REQUIRE(a.twiddles != 0, "no twiddle table");
   if (a.rows == 0) return;

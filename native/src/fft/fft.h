@@ -1,4 +1,4 @@
-// Power-of-two FFTs of rows in fp32: the native twin of pygpukit/backends/triton_kernels/fft.py
+// Power-of-two FFTs of rows in fp32 or fp64: the native twin of pygpukit/backends/triton_kernels/fft.py
 // for n = 2^k (fft/ifft n <= 4096, rfft/irfft and the STFT frames n <= 8192), same semantics
 // (numpy.fft's; pygpukit/backends/cpu/fft.py is the reference).
 //
@@ -29,10 +29,12 @@ enum FftStore : int { kStoreComplex = 0, kStoreAbs = 1, kStorePower = 2, kStoreR
 struct FftArgs {
   int device;
   std::uintptr_t stream;
-  int log2n;  // the complex transform's points N = 2^log2n, 0..12
+  int log2n;  // the complex transform's points N = 2^log2n, 0..12 (0..11 with f64)
   bool inverse;
+  bool f64;        // float64 values (x, window, y, twiddles) and arithmetic; else float32
   int load;        // FftLoad
-  DType x_dtype;   // real loads: float32/float16/bfloat16; complex loads: float32 (pairs)
+  DType x_dtype;   // real loads: float32/float16/bfloat16 (float64 with f64); complex loads:
+                   // float32 pairs (float64 pairs with f64)
   std::uintptr_t x;
   std::int64_t rows, d1, d2;  // row r = (r / (d1 d2), r / d2 % d1, r % d2)
   std::int64_t sx0, sx1, sx2, sxe;  // element strides (float units for complex x)
@@ -40,11 +42,11 @@ struct FftArgs {
   std::uintptr_t win;               // 0 or one real value per real input value, x's dtype
   std::int64_t hop, pad, sig_len;   // frames: row (i0, b, f) reads signal b at f * hop - pad
   int pad_mode;                     // 0: no frames; 1..4 as above
-  std::uintptr_t y;                 // float32; complex results as float pairs
+  std::uintptr_t y;                 // float32 (float64 with f64); complex results as pairs
   std::int64_t sy0, sy1, sy2, sye;  // float units
   std::int64_t n_out;
   int store;  // FftStore
-  float scale;
+  double scale;
   // float2 twiddles (fft.cu): each pass after the first, w_(Ns R)^(t k) at [t - 1][k]; then,
   // for the pair loads, w_2N^k for k <= N (pygpukit/backends/native/fft.py's twiddle_table).
   std::uintptr_t twiddles;

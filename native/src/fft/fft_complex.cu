@@ -4,8 +4,8 @@
 namespace pgk {
 
 void fft_rows_complex(const FftArgs& a) {
-  if (a.inverse) return fftk::launch_rows<true, kComplex>(a);
-  fftk::launch_rows<false, kComplex>(a);
+  if (a.inverse) return fftk::launch_any<true, kComplex>(a);
+  fftk::launch_any<false, kComplex>(a);
 }
 
 }  // namespace pgk

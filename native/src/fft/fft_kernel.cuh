@@ -4,6 +4,9 @@
 // per-value load switches ran the STFT's rfft 2048 1.25x slower (H100: 0.84 vs 0.67 ms), and
 // the kernel is still bound by its instruction issue there (fft.cu has the measurements).
 // fft_complex.cu, fft_real.cu and fft_pairs.cu instantiate it (three nvcc processes).
+// Real is the precision: float (float2 values) or double (double2 values, fft.h's f64: every
+// value, twiddle and the scale in float64; up to 2048 complex points, whose two planes fill
+// the 32 KiB of static shared memory that 4096 float points do).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,52 +21,72 @@
 namespace pgk {
 namespace fftk {
 
-__device__ __forceinline__ float2 cadd(float2 a, float2 b) {
-  return make_float2(a.x + b.x, a.y + b.y);
+// The complex value type of a precision, and its constructor.
+template <typename Real>
+struct Cx;
+template <>
+struct Cx<float> {
+  using T = float2;
+};
+template <>
+struct Cx<double> {
+  using T = double2;
+};
+__device__ __forceinline__ float2 mk(float a, float b) { return make_float2(a, b); }
+__device__ __forceinline__ double2 mk(double a, double b) { return make_double2(a, b); }
+
+template <typename V>
+__device__ __forceinline__ V cadd(V a, V b) {
+  return mk(a.x + b.x, a.y + b.y);
 }
-__device__ __forceinline__ float2 csub(float2 a, float2 b) {
-  return make_float2(a.x - b.x, a.y - b.y);
+template <typename V>
+__device__ __forceinline__ V csub(V a, V b) {
+  return mk(a.x - b.x, a.y - b.y);
 }
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+template <typename V>
+__device__ __forceinline__ V cmul(V a, V b) {
+  return mk(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
-__device__ __forceinline__ float2 conj(float2 a) { return make_float2(a.x, -a.y); }
+template <typename V>
+__device__ __forceinline__ V conj(V a) {
+  return mk(a.x, -a.y);
+}
 
 // a * w_4 (w_4 = -i forward, +i inverse).
-template <bool INV>
-__device__ __forceinline__ float2 rot4(float2 a) {
-  return INV ? make_float2(-a.y, a.x) : make_float2(a.y, -a.x);
+template <bool INV, typename V>
+__device__ __forceinline__ V rot4(V a) {
+  return INV ? mk(-a.y, a.x) : mk(a.y, -a.x);
 }
 // a * w_8 and a * w_8^3 (w_8 = (1 - i) / sqrt(2) forward, its conjugate inverse).
-template <bool INV>
-__device__ __forceinline__ float2 rot8(float2 a) {
-  constexpr float c = 0.70710678118654752f;
-  return INV ? make_float2(c * (a.x - a.y), c * (a.x + a.y))
-             : make_float2(c * (a.x + a.y), c * (a.y - a.x));
+template <bool INV, typename V>
+__device__ __forceinline__ V rot8(V a) {
+  using Real = decltype(a.x);
+  constexpr Real c = Real(0.70710678118654752440);
+  return INV ? mk(c * (a.x - a.y), c * (a.x + a.y)) : mk(c * (a.x + a.y), c * (a.y - a.x));
 }
-template <bool INV>
-__device__ __forceinline__ float2 rot83(float2 a) {
-  constexpr float c = 0.70710678118654752f;
-  return INV ? make_float2(-c * (a.x + a.y), c * (a.x - a.y))
-             : make_float2(c * (a.y - a.x), -c * (a.x + a.y));
+template <bool INV, typename V>
+__device__ __forceinline__ V rot83(V a) {
+  using Real = decltype(a.x);
+  constexpr Real c = Real(0.70710678118654752440);
+  return INV ? mk(-c * (a.x + a.y), c * (a.x - a.y)) : mk(c * (a.y - a.x), -c * (a.x + a.y));
 }
 
 // v[0..R) <- its R-point DFT, natural order (radix-2 decimation in time, unrolled).
-template <int R, bool INV>
-__device__ __forceinline__ void dft(float2* v) {
+template <int R, bool INV, typename V>
+__device__ __forceinline__ void dft(V* v) {
   if constexpr (R == 2) {
-    const float2 a = v[0], b = v[1];
+    const V a = v[0], b = v[1];
     v[0] = cadd(a, b);
     v[1] = csub(a, b);
   } else if constexpr (R == 4) {
-    const float2 a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]);
-    const float2 a2 = cadd(v[1], v[3]), a3 = rot4<INV>(csub(v[1], v[3]));
+    const V a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]);
+    const V a2 = cadd(v[1], v[3]), a3 = rot4<INV>(csub(v[1], v[3]));
     v[0] = cadd(a0, a2);
     v[2] = csub(a0, a2);
     v[1] = cadd(a1, a3);
     v[3] = csub(a1, a3);
   } else if constexpr (R == 8) {
-    float2 e[4] = {v[0], v[2], v[4], v[6]}, o[4] = {v[1], v[3], v[5], v[7]};
+    V e[4] = {v[0], v[2], v[4], v[6]}, o[4] = {v[1], v[3], v[5], v[7]};
     dft<4, INV>(e);
     dft<4, INV>(o);
     o[1] = rot8<INV>(o[1]);
@@ -91,6 +114,10 @@ __device__ __forceinline__ int swz(int i) {
 }
 
 constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
+
+// float64 transforms up to 2^11 complex points: two planes of 2048 doubles are the 32 KiB of
+// static shared memory the 4096-point float kernel uses.
+constexpr int kMaxLog2F64 = 11;
 
 template <int LOG2N>
 struct Shape {
@@ -138,8 +165,8 @@ struct Row {
   std::int64_t x, y, frame;  // offsets of the row's first value; frame start (frames only)
 };
 
-template <typename E>
-__device__ __forceinline__ float as_float(E v) {
+template <typename Real, typename E>
+__device__ __forceinline__ Real as_real(E v) {
   if constexpr (std::is_same_v<E, __half>) {
     return __half2float(v);
   } else if constexpr (std::is_same_v<E, __nv_bfloat16>) {
@@ -151,26 +178,28 @@ __device__ __forceinline__ float as_float(E v) {
 
 // Real input value q of a row, the general case: frames padded by mapping, values past n_in
 // zero, windowed.
-template <typename E>
-__device__ __forceinline__ float real_value(const FftArgs& a, const Row& row, std::int64_t q) {
+template <typename Real, typename E>
+__device__ __forceinline__ Real real_value(const FftArgs& a, const Row& row, std::int64_t q) {
   std::int64_t src = q;
   if (a.pad_mode) {
     src = row.frame + q;
-    if (!pad_source(src, a.sig_len, a.pad_mode)) return 0.0f;
+    if (!pad_source(src, a.sig_len, a.pad_mode)) return Real(0);
   } else if (q >= a.n_in) {
-    return 0.0f;
+    return Real(0);
   }
-  float v = as_float(reinterpret_cast<const E*>(a.x)[row.x + src * a.sxe]);
-  if (a.win) v *= as_float(reinterpret_cast<const E*>(a.win)[q]);
+  Real v = as_real<Real>(reinterpret_cast<const E*>(a.x)[row.x + src * a.sxe]);
+  if (a.win) v *= as_real<Real>(reinterpret_cast<const E*>(a.win)[q]);
   return v;
 }
 
 // The real loads (kReal: z[e] = x[e]; kRealPairs: z[e] = x[2e] + i x[2e+1]) of element type E
 // into v[t] = z[tid + t T]. A row whose values all lie inside the signal (most STFT frames,
-// every unpadded row) reads them through one pointer with no index mapping; contiguous float32
-// pairs as one 8-byte load.
-template <typename E, int LOAD, int N, int T, int RMAX>
-__device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int tid, float2* v) {
+// every unpadded row) reads them through one pointer with no index mapping; contiguous pairs
+// of the working precision as one vector load.
+template <typename Real, typename E, int LOAD, int N, int T, int RMAX>
+__device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int tid,
+                                          typename Cx<Real>::T* v) {
+  using V = typename Cx<Real>::T;
   constexpr int PER = LOAD == kRealPairs ? 2 : 1;  // real values a complex point
   constexpr std::int64_t COUNT = std::int64_t(PER) * N;
   const std::int64_t start = a.pad_mode ? row.frame : 0;
@@ -179,27 +208,28 @@ __device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int 
 #pragma unroll
     for (int t = 0; t < RMAX; ++t) {
       const int e = tid + t * T;
-      v[t] = PER == 2 ? make_float2(real_value<E>(a, row, 2 * e), real_value<E>(a, row, 2 * e + 1))
-                      : make_float2(real_value<E>(a, row, e), 0.0f);
+      v[t] = PER == 2 ? mk(real_value<Real, E>(a, row, 2 * e),
+                           real_value<Real, E>(a, row, 2 * e + 1))
+                      : mk(real_value<Real, E>(a, row, e), Real(0));
     }
     return;
   }
   const E* p = reinterpret_cast<const E*>(a.x) + row.x + start * a.sxe;
   const E* w = reinterpret_cast<const E*>(a.win);
-  if constexpr (PER == 2 && std::is_same_v<E, float>) {
-    // float2 loads need 8-byte alignment of the row and of the window (a view may start at an
-    // odd float).
+  if constexpr (PER == 2 && std::is_same_v<E, Real>) {
+    // Vector loads need the row and the window aligned to a pair (a view may start at an odd
+    // element).
     const bool aligned = ((reinterpret_cast<std::uintptr_t>(p) |
-                           reinterpret_cast<std::uintptr_t>(w)) & 7) == 0;
+                           reinterpret_cast<std::uintptr_t>(w)) & (sizeof(V) - 1)) == 0;
     if (a.sxe == 1 && aligned) {
-      const float2* p2 = reinterpret_cast<const float2*>(p);
+      const V* p2 = reinterpret_cast<const V*>(p);
 #pragma unroll
       for (int t = 0; t < RMAX; ++t) v[t] = p2[tid + t * T];
       if (w) {
-        const float2* w2 = reinterpret_cast<const float2*>(w);
+        const V* w2 = reinterpret_cast<const V*>(w);
 #pragma unroll
         for (int t = 0; t < RMAX; ++t) {
-          const float2 wv = __ldg(w2 + tid + t * T);
+          const V wv = __ldg(w2 + tid + t * T);
           v[t].x *= wv.x;
           v[t].y *= wv.y;
         }
@@ -212,9 +242,9 @@ __device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int 
   for (int t = 0; t < RMAX; ++t) {
     const int e = tid + t * T;
     if constexpr (PER == 2) {
-      v[t] = make_float2(as_float(p[2 * e * s]), as_float(p[(2 * e + 1) * s]));
+      v[t] = mk(as_real<Real>(p[2 * e * s]), as_real<Real>(p[(2 * e + 1) * s]));
     } else {
-      v[t] = make_float2(as_float(p[e * s]), 0.0f);
+      v[t] = mk(as_real<Real>(p[e * s]), Real(0));
     }
   }
   if (w) {
@@ -222,38 +252,46 @@ __device__ __forceinline__ void load_real(const FftArgs& a, const Row& row, int 
     for (int t = 0; t < RMAX; ++t) {
       const int e = tid + t * T;
       if constexpr (PER == 2) {
-        v[t].x *= as_float(w[2 * e]);
-        v[t].y *= as_float(w[2 * e + 1]);
+        v[t].x *= as_real<Real>(w[2 * e]);
+        v[t].y *= as_real<Real>(w[2 * e + 1]);
       } else {
-        v[t].x *= as_float(w[e]);
+        v[t].x *= as_real<Real>(w[e]);
       }
     }
   }
 }
 
-// Complex value q of a row; one 8-byte load where the pairs are contiguous and aligned (an
-// imported buffer may sit at an odd float).
-__device__ __forceinline__ float2 complex_value(const FftArgs& a, const Row& row,
-                                                std::int64_t q) {
-  if (q >= a.n_in) return make_float2(0.0f, 0.0f);
-  const float* x = reinterpret_cast<const float*>(a.x) + row.x + q * a.sxe;
-  const bool pair = a.sxe == 2 && (reinterpret_cast<std::uintptr_t>(x) & 7) == 0;
-  return pair ? *reinterpret_cast<const float2*>(x) : make_float2(x[0], x[1]);
+// Complex value q of a row; one vector load where the pairs are contiguous and aligned (an
+// imported buffer may sit at an odd element).
+template <typename Real>
+__device__ __forceinline__ typename Cx<Real>::T complex_value(const FftArgs& a, const Row& row,
+                                                              std::int64_t q) {
+  using V = typename Cx<Real>::T;
+  if (q >= a.n_in) return mk(Real(0), Real(0));
+  const Real* x = reinterpret_cast<const Real*>(a.x) + row.x + q * a.sxe;
+  const bool pair = a.sxe == 2 && (reinterpret_cast<std::uintptr_t>(x) & (sizeof(V) - 1)) == 0;
+  return pair ? *reinterpret_cast<const V*>(x) : mk(x[0], x[1]);
 }
 
 // v[t] = z[tid + t T], the transform's input (fft.h's loads); wu: the untangling twiddles.
-template <int LOAD, int LOG2N, int T, int RMAX>
+template <typename Real, int LOAD, int LOG2N, int T, int RMAX>
 __device__ __forceinline__ void load_row(const FftArgs& a, const Row& row, int tid,
-                                         const float2* wu, float2* v) {
+                                         const typename Cx<Real>::T* wu,
+                                         typename Cx<Real>::T* v) {
+  using V = typename Cx<Real>::T;
   constexpr int N = 1 << LOG2N;
   if constexpr (LOAD == kReal || LOAD == kRealPairs) {
-    switch (a.x_dtype) {
-      case DType::f16:
-        return load_real<__half, LOAD, N, T, RMAX>(a, row, tid, v);
-      case DType::bf16:
-        return load_real<__nv_bfloat16, LOAD, N, T, RMAX>(a, row, tid, v);
-      default:
-        return load_real<float, LOAD, N, T, RMAX>(a, row, tid, v);
+    if constexpr (std::is_same_v<Real, double>) {
+      return load_real<double, double, LOAD, N, T, RMAX>(a, row, tid, v);
+    } else {
+      switch (a.x_dtype) {
+        case DType::f16:
+          return load_real<float, __half, LOAD, N, T, RMAX>(a, row, tid, v);
+        case DType::bf16:
+          return load_real<float, __nv_bfloat16, LOAD, N, T, RMAX>(a, row, tid, v);
+        default:
+          return load_real<float, float, LOAD, N, T, RMAX>(a, row, tid, v);
+      }
     }
   } else if constexpr (LOAD == kHermitian) {
 #pragma unroll
@@ -261,27 +299,29 @@ __device__ __forceinline__ void load_row(const FftArgs& a, const Row& row, int t
       // X[k] with k = 0 and k = N real (numpy ignores their imaginary parts), then
       // Z'[e] = (X[e] + conj(X[N - e])) + i w_2N^-e (X[e] - conj(X[N - e])) = 2 Z[e].
       const int e = tid + t * T;
-      float2 xa = complex_value(a, row, e), xb = complex_value(a, row, N - e);
-      if (e == 0) xa.y = xb.y = 0.0f;
-      const float2 s = cadd(xa, conj(xb)), d = csub(xa, conj(xb));
-      const float2 od = cmul(d, conj(__ldg(wu + e)));
-      v[t] = make_float2(s.x - od.y, s.y + od.x);
+      V xa = complex_value<Real>(a, row, e), xb = complex_value<Real>(a, row, N - e);
+      if (e == 0) xa.y = xb.y = Real(0);
+      const V s = cadd(xa, conj(xb)), d = csub(xa, conj(xb));
+      const V od = cmul(d, conj(__ldg(wu + e)));
+      v[t] = mk(s.x - od.y, s.y + od.x);
     }
   } else {
 #pragma unroll
-    for (int t = 0; t < RMAX; ++t) v[t] = complex_value(a, row, tid + t * T);
+    for (int t = 0; t < RMAX; ++t) v[t] = complex_value<Real>(a, row, tid + t * T);
   }
 }
 
 // The scaled value X of output k stored as the call asks (fft.h's stores).
-__device__ __forceinline__ void store_x(const FftArgs& a, float* y, std::int64_t k, float2 v) {
-  v.x *= a.scale;
-  v.y *= a.scale;
+template <typename Real, typename V>
+__device__ __forceinline__ void store_x(const FftArgs& a, Real* y, std::int64_t k, V v) {
+  const Real scale = Real(a.scale);
+  v.x *= scale;
+  v.y *= scale;
   switch (a.store) {
     case kStoreComplex:
       if (k < a.n_out) {
-        if (a.sye == 2 && (reinterpret_cast<std::uintptr_t>(y) & 7) == 0) {
-          reinterpret_cast<float2*>(y)[k] = v;
+        if (a.sye == 2 && (reinterpret_cast<std::uintptr_t>(y) & (sizeof(V) - 1)) == 0) {
+          reinterpret_cast<V*>(y)[k] = v;
         } else {
           y[k * a.sye] = v.x;
           y[k * a.sye + 1] = v.y;
@@ -289,7 +329,7 @@ __device__ __forceinline__ void store_x(const FftArgs& a, float* y, std::int64_t
       }
       break;
     case kStoreAbs:
-      if (k < a.n_out) y[k * a.sye] = sqrtf(v.x * v.x + v.y * v.y);
+      if (k < a.n_out) y[k * a.sye] = sqrt(v.x * v.x + v.y * v.y);
       break;
     case kStorePower:
       if (k < a.n_out) y[k * a.sye] = v.x * v.x + v.y * v.y;
@@ -302,16 +342,16 @@ __device__ __forceinline__ void store_x(const FftArgs& a, float* y, std::int64_t
 
 // One radix-R pass's arithmetic on a thread's RMAX / R butterflies j = tid + g T: the
 // twiddles w_(NS R)^(t k) (k = j mod NS; tw: the pass's table), then the R-point DFT.
-template <int T, int RMAX, int R, int NS, bool INV>
-__device__ __forceinline__ void butterflies(float2* v, int tid, const float2* tw) {
+template <int T, int RMAX, int R, int NS, bool INV, typename V>
+__device__ __forceinline__ void butterflies(V* v, int tid, const V* tw) {
 #pragma unroll
   for (int g = 0; g < RMAX / R; ++g) {
-    float2* u = v + g * R;
+    V* u = v + g * R;
     if constexpr (NS > 1) {
-      const float2* tk = tw + ((tid + g * T) & (NS - 1));
+      const V* tk = tw + ((tid + g * T) & (NS - 1));
 #pragma unroll
       for (int t = 1; t < R; ++t) {
-        const float2 w = __ldg(tk + (t - 1) * NS);
+        const V w = __ldg(tk + (t - 1) * NS);
         u[t] = cmul(u[t], INV ? conj(w) : w);
       }
     }
@@ -320,22 +360,21 @@ __device__ __forceinline__ void butterflies(float2* v, int tid, const float2* tw
 }
 
 // Shared memory: the block's rows' planes back to back; rb = the row's first index.
-template <int N, int T, int RMAX, int R>
-__device__ __forceinline__ void read_pass(float2* v, const float* re, const float* im, int rb,
+template <int N, int T, int RMAX, int R, typename Real, typename V>
+__device__ __forceinline__ void read_pass(V* v, const Real* re, const Real* im, int rb,
                                           int tid) {
 #pragma unroll
   for (int g = 0; g < RMAX / R; ++g) {
 #pragma unroll
     for (int t = 0; t < R; ++t) {
       const int i = swz(rb + tid + g * T + t * (N / R));
-      v[g * R + t] = make_float2(re[i], im[i]);
+      v[g * R + t] = mk(re[i], im[i]);
     }
   }
 }
 
-template <int N, int T, int RMAX, int R, int NS>
-__device__ __forceinline__ void write_pass(const float2* v, float* re, float* im, int rb,
-                                           int tid) {
+template <int N, int T, int RMAX, int R, int NS, typename Real, typename V>
+__device__ __forceinline__ void write_pass(const V* v, Real* re, Real* im, int rb, int tid) {
 #pragma unroll
   for (int g = 0; g < RMAX / R; ++g) {
     const int j = tid + g * T;
@@ -352,9 +391,8 @@ __device__ __forceinline__ void write_pass(const float2* v, float* re, float* im
 // Passes P.. of the transform: every pass but the first reads, waits for the whole row's reads,
 // computes, and (but the last) writes and waits. Pass P has radix RMAX (RLAST for the last of
 // a length that is not a power of RMAX) and combines sub-transforms of RMAX^P points.
-template <int LOG2N, bool INV, int P>
-__device__ __forceinline__ void passes(float2* v, float* re, float* im, int rb, int tid,
-                                       const float2* tw) {
+template <int LOG2N, bool INV, int P, typename Real, typename V>
+__device__ __forceinline__ void passes(V* v, Real* re, Real* im, int rb, int tid, const V* tw) {
   using S = Shape<LOG2N>;
   if constexpr (P < S::NP) {
     constexpr int R = S::radix(P), NS = S::ns(P);
@@ -371,31 +409,32 @@ __device__ __forceinline__ void passes(float2* v, float* re, float* im, int rb, 
   }
 }
 
-template <int LOG2N, bool INV, int LOAD>
+template <int LOG2N, bool INV, int LOAD, typename Real>
 __global__ void __launch_bounds__(Shape<LOG2N>::THREADS) fft_kernel(const FftArgs a) {
   using S = Shape<LOG2N>;
+  using V = typename Cx<Real>::T;
   constexpr int N = S::N, T = S::T, RMAX = S::RMAX, RL = S::RL;
-  __shared__ float re[S::ROWS * N], im[S::ROWS * N];
+  __shared__ Real re[S::ROWS * N], im[S::ROWS * N];
   const int lr = threadIdx.x / T, tid = threadIdx.x % T, rb = lr * N;
   const std::int64_t r = std::int64_t(blockIdx.x) * S::ROWS + lr;
   const bool live = r < a.rows;
-  const float2* tw = reinterpret_cast<const float2*>(a.twiddles);
+  const V* tw = reinterpret_cast<const V*>(a.twiddles);
   Row row{0, 0, 0};
-  float2 v[RMAX];
+  V v[RMAX];
   if (live) {
     const std::int64_t i2 = r % a.d2, t = r / a.d2, i1 = t % a.d1, i0 = t / a.d1;
     row.x = i0 * a.sx0 + i1 * a.sx1 + i2 * a.sx2;
     row.y = i0 * a.sy0 + i1 * a.sy1 + i2 * a.sy2;
     row.frame = i2 * a.hop - a.pad;
-    load_row<LOAD, LOG2N, T, RMAX>(a, row, tid, tw + S::UNTANGLE, v);
+    load_row<Real, LOAD, LOG2N, T, RMAX>(a, row, tid, tw + S::UNTANGLE, v);
   } else {
 #pragma unroll
-    for (int t = 0; t < RMAX; ++t) v[t] = make_float2(0.0f, 0.0f);
+    for (int t = 0; t < RMAX; ++t) v[t] = mk(Real(0), Real(0));
   }
   passes<LOG2N, INV, 0>(v, re, im, rb, tid, tw);
   // v holds the last pass's outputs: X[j + t N / RL] for its butterflies j = tid + g T.
   constexpr int NSL = N / RL;
-  float* y = reinterpret_cast<float*>(a.y) + row.y;
+  Real* y = reinterpret_cast<Real*>(a.y) + row.y;
   if constexpr (LOAD != kRealPairs) {
     if (!live) return;
 #pragma unroll
@@ -417,48 +456,61 @@ __global__ void __launch_bounds__(Shape<LOG2N>::THREADS) fft_kernel(const FftArg
     }
     __syncthreads();
     if (!live) return;
+    constexpr Real half = Real(0.5);
 #pragma unroll
     for (int g = 0; g <= N / T; ++g) {
       const int k = tid + g * T;
       if (g == N / T && k > N) break;  // the last round: k = N only
       const int ia = swz(rb + (k & (N - 1))), ib = swz(rb + ((N - k) & (N - 1)));
-      const float2 za = make_float2(re[ia], im[ia]), zb = make_float2(re[ib], -im[ib]);
-      const float2 e = make_float2(0.5f * (za.x + zb.x), 0.5f * (za.y + zb.y));
-      const float2 d = make_float2(0.5f * (za.x - zb.x), 0.5f * (za.y - zb.y));
-      const float2 o = make_float2(d.y, -d.x);  // d / i
+      const V za = mk(re[ia], im[ia]), zb = mk(re[ib], -im[ib]);
+      const V e = mk(half * (za.x + zb.x), half * (za.y + zb.y));
+      const V d = mk(half * (za.x - zb.x), half * (za.y - zb.y));
+      const V o = mk(d.y, -d.x);  // d / i
       store_x(a, y, k, cadd(e, cmul(__ldg(tw + S::UNTANGLE + k), o)));
     }
   }
 }
 
-template <int LOG2N, bool INV, int LOAD>
+template <int LOG2N, bool INV, int LOAD, typename Real>
 void launch_n(const FftArgs& a) {
   using S = Shape<LOG2N>;
-  const std::int64_t blocks = (a.rows + S::ROWS - 1) / S::ROWS;
-  PGK_REQUIRE_AS("fft_rows", blocks <= 0x7fffffff,
-                 std::to_string(a.rows) + " rows are more than one launch takes");
-  fft_kernel<LOG2N, INV, LOAD><<<unsigned(blocks), S::THREADS, 0, as_stream(a.stream)>>>(a);
-  PGK_CHECK_LAUNCH("fft_rows");
+  if constexpr (std::is_same_v<Real, double> && LOG2N > kMaxLog2F64) {
+    fail("fft_rows", "float64 transforms take at most 2^" + std::to_string(kMaxLog2F64) +
+                         " complex points, got 2^" + std::to_string(LOG2N));
+  } else {
+    const std::int64_t blocks = (a.rows + S::ROWS - 1) / S::ROWS;
+    PGK_REQUIRE_AS("fft_rows", blocks <= 0x7fffffff,
+                   std::to_string(a.rows) + " rows are more than one launch takes");
+    fft_kernel<LOG2N, INV, LOAD, Real><<<unsigned(blocks), S::THREADS, 0, as_stream(a.stream)>>>(a);
+    PGK_CHECK_LAUNCH("fft_rows");
+  }
 }
 
 // The launch for a.log2n (checked by fft_rows: 0..12).
-template <bool INV, int LOAD>
+template <bool INV, int LOAD, typename Real>
 void launch_rows(const FftArgs& a) {
   switch (a.log2n) {
-    case 0: return launch_n<0, INV, LOAD>(a);
-    case 1: return launch_n<1, INV, LOAD>(a);
-    case 2: return launch_n<2, INV, LOAD>(a);
-    case 3: return launch_n<3, INV, LOAD>(a);
-    case 4: return launch_n<4, INV, LOAD>(a);
-    case 5: return launch_n<5, INV, LOAD>(a);
-    case 6: return launch_n<6, INV, LOAD>(a);
-    case 7: return launch_n<7, INV, LOAD>(a);
-    case 8: return launch_n<8, INV, LOAD>(a);
-    case 9: return launch_n<9, INV, LOAD>(a);
-    case 10: return launch_n<10, INV, LOAD>(a);
-    case 11: return launch_n<11, INV, LOAD>(a);
-    default: return launch_n<12, INV, LOAD>(a);
+    case 0: return launch_n<0, INV, LOAD, Real>(a);
+    case 1: return launch_n<1, INV, LOAD, Real>(a);
+    case 2: return launch_n<2, INV, LOAD, Real>(a);
+    case 3: return launch_n<3, INV, LOAD, Real>(a);
+    case 4: return launch_n<4, INV, LOAD, Real>(a);
+    case 5: return launch_n<5, INV, LOAD, Real>(a);
+    case 6: return launch_n<6, INV, LOAD, Real>(a);
+    case 7: return launch_n<7, INV, LOAD, Real>(a);
+    case 8: return launch_n<8, INV, LOAD, Real>(a);
+    case 9: return launch_n<9, INV, LOAD, Real>(a);
+    case 10: return launch_n<10, INV, LOAD, Real>(a);
+    case 11: return launch_n<11, INV, LOAD, Real>(a);
+    default: return launch_n<12, INV, LOAD, Real>(a);
   }
+}
+
+// Both precisions of one load kind and direction.
+template <bool INV, int LOAD>
+void launch_any(const FftArgs& a) {
+  if (a.f64) return launch_rows<INV, LOAD, double>(a);
+  launch_rows<INV, LOAD, float>(a);
 }
 
 }  // namespace fftk

@@ -5,8 +5,8 @@
 namespace pgk {
 
 void fft_rows_pairs(const FftArgs& a) {
-  if (a.load == kHermitian) return fftk::launch_rows<true, kHermitian>(a);
-  fftk::launch_rows<false, kRealPairs>(a);
+  if (a.load == kHermitian) return fftk::launch_any<true, kHermitian>(a);
+  fftk::launch_any<false, kRealPairs>(a);
 }
 
 }  // namespace pgk

@@ -4,8 +4,8 @@
 namespace pgk {
 
 void fft_rows_real(const FftArgs& a) {
-  if (a.inverse) return fftk::launch_rows<true, kReal>(a);
-  fftk::launch_rows<false, kReal>(a);
+  if (a.inverse) return fftk::launch_any<true, kReal>(a);
+  fftk::launch_any<false, kReal>(a);
 }
 
 }  // namespace pgk

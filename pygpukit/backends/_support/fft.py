@@ -55,9 +55,9 @@ def norm_scale(n: int, norm: str, inverse: bool) -> float:
     return 1.0 / n if (norm == "forward") != inverse else 1.0
 
 
-def interleaved(z: np.ndarray) -> np.ndarray:
-    """Complex values as float32 (re, im) pairs along a new last axis."""
-    return np.stack([z.real, z.imag], axis=-1).astype(np.float32)
+def interleaved(z: np.ndarray, dtype: Any = np.float32) -> np.ndarray:
+    """Complex values as (re, im) pairs of ``dtype`` (float32) along a new last axis."""
+    return np.stack([z.real, z.imag], axis=-1).astype(dtype)
 
 
 def uploaded(dev: Any) -> None:
@@ -67,14 +67,15 @@ def uploaded(dev: Any) -> None:
         runtime.current_stream(dev).synchronize()
 
 
-def device_f32(a: np.ndarray, dev: Any) -> GPUArray:
-    """One table on the device, its copy finished before it can enter a cache (a kernel on
-    another stream may read it next). Refused under a CUDA graph capture (module docstring)."""
+def device_f32(a: np.ndarray, dev: Any, dtype: Any = np.float32) -> GPUArray:
+    """One table on the device (as ``dtype``, float32 unless asked), its copy finished before it
+    can enter a cache (a kernel on another stream may read it next). Refused under a CUDA graph
+    capture (module docstring)."""
     if dev.type == "cuda" and graphs.is_capturing(dev):
         raise CaptureError(
             "fft: the first call of a transform length uploads its plan tables, which cannot "
             "happen inside a CUDA graph capture; run the same FFT once before capturing"
         )
-    t = from_numpy(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+    t = from_numpy(np.ascontiguousarray(a, dtype=dtype), device=dev)
     uploaded(dev)
     return t

@@ -1,9 +1,11 @@
 """FFTs of power-of-two length on the native backend (native/src/fft/fft.cu): the twin of
 triton_kernels/fft.py with the same functions, signatures and numerics (numpy.fft's semantics,
-fp32 arithmetic with float64-rounded twiddles).
+fp32 arithmetic with float64-rounded twiddles), and float64 (complex128) on the GPU as well,
+which the Triton kernels do not serve: float64 values, twiddles and arithmetic.
 
 Lengths served (the routing table's ``pow2`` constraint; others go to the Triton kernels):
 fft and ifft n = 2^k <= 4096; rfft, irfft, rfft_windowed and rfft_frames even n = 2^k <= 8192,
+half those in float64 (2048 and 4096: a row's two float64 planes fill the same shared memory),
 as the n / 2-point complex transform of x[2j] + i x[2j+1] and an untangling step in the same
 kernel (irfft: its inverse). One launch a call: a row is read once (the window and an STFT
 frame's padding applied as it loads) and written once (|X| or |X|^2 taken as it stores, into
@@ -36,10 +38,11 @@ from pygpukit.backends._support.rows import plan_rows
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
-from pygpukit.dtypes import complex64, float32
+from pygpukit.dtypes import complex64, complex128, float32, float64
 
 __all__ = [
     "MAX_COMPLEX",
+    "MAX_COMPLEX_F64",
     "fft",
     "ifft",
     "irfft",
@@ -51,12 +54,13 @@ __all__ = [
 ]
 
 MAX_COMPLEX = 4096  # points of the kernel's complex transform (a row in shared memory)
+MAX_COMPLEX_F64 = 2048  # the same in float64 (native/src/fft/fft_kernel.cuh kMaxLog2F64)
 # What the kernel loads and stores (native/src/fft/fft.h).
 _COMPLEX, _REAL, _PAIRS, _HERMITIAN = 0, 1, 2, 3
 _STORE_COMPLEX, _STORE_REAL = 0, 3
 
 _lock = threading.Lock()
-_tables: dict[tuple[int, bool, Any], GPUArray] = {}
+_tables: dict[tuple[int, bool, bool, Any], GPUArray] = {}
 
 
 def radices(log2n: int) -> list[int]:
@@ -87,28 +91,39 @@ def twiddle_table(log2n: int, untangle: bool) -> np.ndarray:
     return np.concatenate(parts) if parts else np.ones(1, np.complex128)
 
 
-def _twiddles(log2n: int, untangle: bool, dev: Any) -> GPUArray:
-    """twiddle_table as float32 pairs on dev, uploaded on the length's first call (cached)."""
-    key = (log2n, untangle, dev)
+def _twiddles(log2n: int, untangle: bool, f64: bool, dev: Any) -> GPUArray:
+    """twiddle_table as float32 (float64) pairs on dev, uploaded on the length's first call
+    (cached)."""
+    key = (log2n, untangle, f64, dev)
     got = _tables.get(key)
     if got is None:
         with _lock:
             got = _tables.get(key)
             if got is None:
-                got = _tables[key] = device_f32(interleaved(twiddle_table(log2n, untangle)), dev)
+                dt = np.float64 if f64 else np.float32
+                table = interleaved(twiddle_table(log2n, untangle), dt)
+                got = _tables[key] = device_f32(table, dev, dt)
     return got
 
 
-def _log2(op: str, n: int, pairs: bool) -> int:
+def _log2(op: str, n: int, pairs: bool, f64: bool = False) -> int:
     """log2 of the kernel's complex points for an n-point transform (n // 2 through pairs)."""
     points = n // 2 if pairs else n
-    if n < (2 if pairs else 1) or n & (n - 1) or points > MAX_COMPLEX:
-        most = 2 * MAX_COMPLEX if pairs else MAX_COMPLEX
+    top = MAX_COMPLEX_F64 if f64 else MAX_COMPLEX
+    if n < (2 if pairs else 1) or n & (n - 1) or points > top:
+        most = 2 * top if pairs else top
         raise ValueError(
             f"{op}: the native FFT serves power-of-two lengths {2 if pairs else 1}..{most}, "
             f"got n={n} (the Triton twin serves every length)"
         )
     return points.bit_length() - 1
+
+
+def _result(store: int, f64: bool) -> Any:
+    """The result dtype of a store kind: complex or real, float32 or float64."""
+    if store == _STORE_COMPLEX:
+        return complex128 if f64 else complex64
+    return float64 if f64 else float32
 
 
 def _store_of(power: float | None) -> int:
@@ -136,11 +151,12 @@ def _launch(
     win: GPUArray | None = None,
     frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
-    tw = _twiddles(log2n, load in (_PAIRS, _HERMITIAN), x._device)
+    f64 = dtype == "float64"
+    tw = _twiddles(log2n, load in (_PAIRS, _HERMITIAN), f64, x._device)
     hop, pad, sig_len, mode = frames
     # fmt: off
     extension().fft_rows(
-        x._device.index, stream_of(x), log2n, inverse, load, dtype, x.data_ptr(), rows, d[0],
+        x._device.index, stream_of(x), log2n, inverse, f64, load, dtype, x.data_ptr(), rows, d[0],
         d[1], *xs, xe, n_in, 0 if win is None else win.data_ptr(), hop, pad, sig_len, mode,
         y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(),
     )
@@ -160,14 +176,11 @@ def _transform(
     store: int,
     win: GPUArray | None = None,
 ) -> GPUArray:
-    log2n = _log2(op, n, load in (_PAIRS, _HERMITIAN))
+    f64 = x.dtype in (float64, complex128)
+    log2n = _log2(op, n, load in (_PAIRS, _HERMITIAN), f64)
     lead = x.shape[:-1]
     shape = (*lead, n_out)
-    y = (
-        out
-        if out is not None
-        else empty(shape, complex64 if store == _STORE_COMPLEX else float32, x._device)
-    )
+    y = out if out is not None else empty(shape, _result(store, f64), x._device)
     rows = 1
     for v in lead:
         rows *= v
@@ -185,7 +198,7 @@ def _transform(
         planned = plan_rows(lead, (xs, ys))
         assert planned is not None
     sizes, st = planned
-    dtype = "float32" if x.dtype.is_complex else x.dtype.name
+    dtype = ("float64" if f64 else "float32") if x.dtype.is_complex else x.dtype.name
     _launch(
         xf, (st[0][0], st[0][1], st[0][2]), xe, yf, (st[1][0], st[1][1], st[1][2]), ye, rows,
         (sizes[1], sizes[2]), log2n=log2n, inverse=inverse, load=load,
@@ -196,27 +209,31 @@ def _transform(
 
 
 def fft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Forward n-point DFT of x's rows (real or complex64) -> complex64."""
+    """Forward n-point DFT of x's rows (real or complex) -> complex64 (complex128 from
+    float64 / complex128 x)."""
     load = _COMPLEX if x.dtype.is_complex else _REAL
     return _transform("fft", x, out, n=n, norm=norm, inverse=False, load=load, n_out=n,
                       store=_STORE_COMPLEX)  # fmt: skip
 
 
 def ifft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Inverse n-point DFT of x's rows (real or complex64) -> complex64."""
+    """Inverse n-point DFT of x's rows (real or complex) -> complex64 (complex128 from
+    float64 / complex128 x)."""
     load = _COMPLEX if x.dtype.is_complex else _REAL
     return _transform("ifft", x, out, n=n, norm=norm, inverse=True, load=load, n_out=n,
                       store=_STORE_COMPLEX)  # fmt: skip
 
 
 def rfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64."""
+    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64 (complex128 from
+    float64 x)."""
     return _transform("rfft", x, out, n=n, norm=norm, inverse=False, load=_PAIRS,
                       n_out=n // 2 + 1, store=_STORE_COMPLEX)  # fmt: skip
 
 
 def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64) -> float32."""
+    """Real rows of length n from their n // 2 + 1 Hermitian terms -> float32 (float64 from
+    complex128 x)."""
     return _transform("irfft", x, out, n=n, norm=norm, inverse=True, load=_HERMITIAN, n_out=n,
                       store=_STORE_REAL)  # fmt: skip
 
@@ -230,9 +247,10 @@ def rfft_windowed(
     power: float | None = None,
     out: GPUArray | None = None,
 ) -> GPUArray:
-    """rfft(x * window) of real rows of n values -> complex64, or |rfft(x * window)| ** power
-    (power 1.0 or 2.0) -> float32, compact. The window multiplies each value as it loads, in
-    fp32 (x may be an overlapping strided view of frames)."""
+    """rfft(x * window) of real rows of n values -> complex64 (complex128 for float64), or
+    |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32 (float64), compact. The window
+    multiplies each value as it loads, in the working precision (x may be an overlapping
+    strided view of frames)."""
     return _transform(
         "rfft_windowed", x, out, n=n, norm=norm, inverse=False, load=_PAIRS, n_out=n // 2 + 1,
         store=_store_of(power), win=window.contiguous(),
@@ -258,15 +276,12 @@ def rfft_frames(
     padding and the window applied as it loads."""
     if n != window.shape[0]:
         raise ValueError(f"rfft_frames: n={n} must be the window's length {window.shape[0]}")
-    log2n = _log2("rfft_frames", n, True)
+    f64 = y.dtype is float64
+    log2n = _log2("rfft_frames", n, True, f64)
     b, samples = y.shape
     nb = n // 2 + 1
     store = _store_of(power)
-    res = (
-        out
-        if out is not None
-        else empty((b, n_frames, nb), complex64 if store == _STORE_COMPLEX else float32, y._device)
-    )
+    res = out if out is not None else empty((b, n_frames, nb), _result(store, f64), y._device)
     if b * n_frames == 0:
         return deliver(res, out)
     rf, rs, re = operand(res)
