@@ -128,8 +128,8 @@ def test_out(op: str, axis: int) -> None:
 def test_dtypes(op: str, dtype: str) -> None:
     rng = np.random.default_rng(seed("fft-dt", op, dtype))
     x = signal(rng, (3, 50), op, dtype)
-    if dtype == "float64" and _GPU:  # no float64 FFT on the GPU: refused, naming the dtype
-        # (irfft's input is then complex128)
+    if dtype == "float64" and _GPU:  # float64 on the GPU at powers of two only: n = 50 is
+        # refused, naming the dtype (irfft's input is then complex128)
         with pytest.raises(
             gp.BackendUnavailableError, match=r"(float64|complex128) is not supported"
         ):
@@ -223,10 +223,10 @@ def test_bad_input_names_the_argument(call, exc: type[Exception], msg: str) -> N
 @pytest.mark.parametrize("norm", [None, "ortho"])
 def test_rfft_windowed(dtype: str, norm: str | None, power: float | None) -> None:
     """rfft(x * window) along the last axis, or its magnitude / power, on overlapping strided
-    frames as audio.stft passes them; float64 stays float64 (the CPU backend; the GPU table
-    has no fp64 FFT)."""
+    frames as audio.stft passes them; float64 stays float64 (the CPU backend; on the GPU
+    float64 runs at powers of two only, and n is 400 here)."""
     if _GPU and dtype == "float64":
-        pytest.skip("no float64 FFT on the GPU")
+        pytest.skip("no float64 FFT on the GPU at n = 400")
     rng = np.random.default_rng(seed("ops-fft-win", dtype, norm))
     sig = rand(rng, (2, 1000), dtype)
     win = rand(rng, (400,), dtype)
