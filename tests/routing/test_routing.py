@@ -97,6 +97,19 @@ def test_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     assert forced_backend("rmsnorm")[0] == "triton"
 
 
+def test_forced_backend_with_several_candidates_names_every_reason() -> None:
+    """The FFT lists two native candidates (float32 / float64, each with its power-of-two
+    lengths): a forced call that neither serves names both candidates' reasons."""
+    z = gp.from_numpy(np.ones((2, 4096), np.complex128))
+    with gp.route(fft="native"):
+        with pytest.raises(gp.RouteError) as err:
+            gp.fft.fft(z)
+    msg = str(err.value)
+    assert "dtype complex128 is not supported" in msg
+    assert "needs the transform length n a power of two in [1, 2048], got 4096" in msg
+    assert msg.count(" | ") == 1
+
+
 def test_forced_route_that_cannot_serve_raises_naming_the_constraint() -> None:
     x, w = _x(), gp.ones((8,), device="cpu")
     with gp.route(rmsnorm="native"):
