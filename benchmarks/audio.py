@@ -27,7 +27,6 @@ columns do; without a GPU the script says so and exits. The last line is one JSO
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ import numpy as np
 
 import pygpukit as gp
 import pygpukit.audio as pa
+from pygpukit.benchmark.report import emit
 
 SR = 16000
 
@@ -330,9 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch": None if timer.torch is None else str(timer.torch.__version__),
         "cases": results,
     }
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result))
+    emit(result, args.json)
     return 0
 
 

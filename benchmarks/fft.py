@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 import pygpukit as gp
+from pygpukit.benchmark.report import emit
 
 
 @dataclass(frozen=True)
@@ -248,9 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "copy_gbs": copy_gbs,
         "cases": rows,
     }
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result))
+    emit(result, args.json)
     return 0
 
 

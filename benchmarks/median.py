@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 import pygpukit as gp
+from pygpukit.benchmark.report import emit
 
 _TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -126,9 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     report(rows, copy_gbs)
     props = gp.get_device_properties(0)
     result = {"device": str(props.get("name", "cuda:0")), "copy_gbs": copy_gbs, "cases": rows}
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result))
+    emit(result, args.json)
     return 0
 
 

@@ -14,7 +14,6 @@ reach. Without a GPU the script says so and exits. The last line is one JSON obj
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import triton
 import triton.language as tl
 
 import pygpukit as gp
+from pygpukit.benchmark.report import emit
 
 # (name, bytes): each format's weight bytes (codes + scales) as benchmarks/test_gemv.py counts
 # them; bf16 is the dense peer.
@@ -93,9 +93,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['pct_copy']:>5.0f}% {best[1]:>6}")  # fmt: skip
     props = gp.get_device_properties(0)
     result = {"device": str(props.get("name", "cuda:0")), "copy_gbs": copy_gbs, "rows": rows}
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result))
+    emit(result, args.json)
     return 0
 
 

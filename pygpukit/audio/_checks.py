@@ -7,7 +7,6 @@ value or shape), as the op layer does (pygpukit/ops/_checks.py).
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ import numpy as np
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy
 from pygpukit.dtypes import float32, float64
+from pygpukit.ops import _checks as ops_chk
 
 # The FFT ops serve float32 (-> complex64) and float64 (-> complex128); half types would need
 # a silent widening, which the project does not do.
@@ -78,24 +78,14 @@ def positive_int(fn: str, name: str, value: Any, allow_none: bool = False) -> in
     """value as an int > 0 (None passes when allowed)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be an int, got bool {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}") from None
+    v = ops_chk.as_int(fn, name, value)
     if v <= 0:
         raise ValueError(f"{fn}: {name} must be > 0, got {v}")
     return v
 
 
 def non_negative_int(fn: str, name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be an int, got bool {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}") from None
+    v = ops_chk.as_int(fn, name, value)
     if v < 0:
         raise ValueError(f"{fn}: {name} must be >= 0, got {v}")
     return v

@@ -109,8 +109,8 @@ def griffinlim(
     for _ in range(n_iter_):
         inverse = istft_frames(z, p, center, length)
         rebuilt = stft_frames(inverse, p, center, pad_mode)[0]
-        # est = rebuilt - c tprev projected onto the target magnitudes, est * S / (|est| + eps):
-        # one routed pass (ops.phase_project), librosa's order of operations.
+        # est = rebuilt - c tprev projected onto the target magnitudes, est * (S / (|est| + eps))
+        # (within an ulp of librosa's est / (|est| + eps) * S): one routed pass.
         z = ops.phase_project(rebuilt, mag_f, tprev, prev_scale=c, eps=eps)
         tprev = rebuilt
     y = istft_frames(z, p, center, length)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Result", "save", "load", "compare", "markdown", "Regression"]
+__all__ = ["Result", "save", "load", "compare", "markdown", "Regression", "emit"]
 
 
 @dataclass
@@ -110,3 +110,11 @@ def markdown(results: list[Result], meta: dict[str, Any]) -> str:
         for r in results
     ]
     return "\n".join(head + rows) + "\n"
+
+
+def emit(result: dict[str, Any], path: str | Path | None) -> None:
+    """A benchmark script's result (benchmarks/*.py): written to ``path`` (indented) when
+    given, and printed as one JSON line, the script's last line of output."""
+    if path is not None:
+        Path(path).write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))

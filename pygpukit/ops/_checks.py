@@ -161,14 +161,19 @@ def out_arg(op: str, out: Any, shape: tuple[int, ...], dtype: DataType) -> GPUAr
     return out
 
 
-def int_arg(op: str, name: str, v: Any, lo: int) -> int:
-    """v as an int >= lo (TypeError for a bool, a float or another non-integer)."""
+def as_int(op: str, name: str, v: Any) -> int:
+    """v as a Python int: TypeError for a bool, a float or another non-integer."""
     if isinstance(v, bool):
-        raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+        raise TypeError(f"{op}: {name} must be an int, got bool {v!r}")
     try:
-        i = operator.index(v)
+        return int(operator.index(v))
     except TypeError:
         raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}") from None
+
+
+def int_arg(op: str, name: str, v: Any, lo: int) -> int:
+    """v as an int >= lo (as_int's TypeErrors; ValueError below lo)."""
+    i = as_int(op, name, v)
     if i < lo:
         raise ValueError(f"{op}: {name} must be >= {lo}, got {i}")
     return int(i)

@@ -61,6 +61,24 @@ def _finite(op: str, name: str, v: Any, lo: float | None = None) -> float:
     return f
 
 
+def _like(
+    op: str,
+    name: str,
+    a: GPUArray,
+    dtype: Any,
+    dtype_is: str,
+    shape: tuple[int, ...],
+    shape_is: str,
+) -> None:
+    """a is a GPUArray of ``dtype`` (else TypeError, saying it is ``dtype_is``) and ``shape``
+    (else ValueError: "name must <shape_is>")."""
+    chk.array(op, name, a)
+    if a.dtype is not dtype:
+        raise TypeError(f"{op}: {name} must be {dtype.name} ({dtype_is}), got {chk.desc(a)}")
+    if a.shape != shape:
+        raise ValueError(f"{op}: {name} must {shape_is}, got {chk.desc(a)}")
+
+
 def phase_project(
     z: GPUArray,
     magnitude: GPUArray,
@@ -77,20 +95,11 @@ def phase_project(
     if not z.dtype.is_complex:
         raise TypeError(f"{op}: z must be complex64 or complex128, got {chk.desc(z)}")
     real = float64 if z.dtype is complex128 else float32
-    chk.array(op, "magnitude", magnitude)
-    if magnitude.dtype is not real:
-        raise TypeError(f"{op}: magnitude must be {real.name} (z's real dtype), got "
-                        f"{chk.desc(magnitude)}")  # fmt: skip
-    if magnitude.shape != z.shape:
-        raise ValueError(f"{op}: magnitude must have z's shape {z.shape}, got "
-                         f"{chk.desc(magnitude)}")  # fmt: skip
+    _like(op, "magnitude", magnitude, real, "z's real dtype", z.shape,
+          f"have z's shape {z.shape}")  # fmt: skip
     inputs: tuple[Any, ...] = (z, magnitude)
     if prev is not None:
-        chk.array(op, "prev", prev)
-        if prev.dtype is not z.dtype:
-            raise TypeError(f"{op}: prev must be {z.dtype.name} (z's dtype), got {chk.desc(prev)}")
-        if prev.shape != z.shape:
-            raise ValueError(f"{op}: prev must have z's shape {z.shape}, got {chk.desc(prev)}")
+        _like(op, "prev", prev, z.dtype, "z's dtype", z.shape, f"have z's shape {z.shape}")
         inputs = (z, magnitude, prev)
     c = _finite(op, "prev_scale", prev_scale)
     e = _finite(op, "eps", eps, 0.0)
@@ -126,22 +135,12 @@ def overlap_add(
     ln = max(total - st, 0) if length is None else chk.int_arg(op, "length", length, 0)
     inputs: list[GPUArray] = [frames]
     if window is not None:
-        chk.array(op, "window", window)
-        if window.dtype is not frames.dtype:
-            raise TypeError(f"{op}: window must be {frames.dtype.name} (the frames' dtype), got "
-                            f"{chk.desc(window)}")  # fmt: skip
-        if window.shape != (n,):
-            raise ValueError(f"{op}: window must be [{n}] (a frame's length), got "
-                             f"{chk.desc(window)}")  # fmt: skip
+        _like(op, "window", window, frames.dtype, "the frames' dtype", (n,),
+              f"be [{n}] (a frame's length)")  # fmt: skip
         inputs.append(window)
     if envelope is not None:
-        chk.array(op, "envelope", envelope)
-        if envelope.dtype is not frames.dtype:
-            raise TypeError(f"{op}: envelope must be {frames.dtype.name} (the frames' dtype), "
-                            f"got {chk.desc(envelope)}")  # fmt: skip
-        if envelope.shape != (ln,):
-            raise ValueError(f"{op}: envelope must be [{ln}] (the output length), got "
-                             f"{chk.desc(envelope)}")  # fmt: skip
+        _like(op, "envelope", envelope, frames.dtype, "the frames' dtype", (ln,),
+              f"be [{ln}] (the output length)")  # fmt: skip
         inputs.append(envelope)
     chk.out_arg(op, out, (b, ln), frames.dtype)
     params = {"hop": h, "start": st, "length": ln, "windowed": window is not None,

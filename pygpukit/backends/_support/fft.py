@@ -11,14 +11,15 @@ length under capture is refused with what to do instead.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from pygpukit import graphs, runtime
 from pygpukit._complex import view_as_real
 from pygpukit.array import GPUArray
-from pygpukit.creation import from_numpy
+from pygpukit.backends._support.rows import plan_rows
+from pygpukit.creation import empty, from_numpy
 from pygpukit.errors import CaptureError
 
 __all__ = [
@@ -27,10 +28,13 @@ __all__ = [
     "PAD_MODES",
     "PAD_REFLECT",
     "PAD_SYMMETRIC",
+    "Rows",
     "device_f32",
+    "frame_mode",
     "interleaved",
     "norm_scale",
     "operand",
+    "plan_transform_rows",
     "uploaded",
 ]
 
@@ -46,6 +50,51 @@ def operand(a: GPUArray) -> tuple[GPUArray, tuple[int, ...], int]:
         f = view_as_real(a)
         return f, f.element_strides[:-2], f.element_strides[-2]
     return a, a.element_strides[:-1], a.element_strides[-1]
+
+
+class Rows(NamedTuple):
+    """How a transform's kernel addresses its rows (plan_transform_rows)."""
+
+    x: GPUArray  # the input (a contiguous copy where its lead dims do not plan)
+    y: GPUArray  # the result buffer (fresh where out's lead dims do not plan)
+    xf: GPUArray  # x's fp32-unit view, its three lead strides and element stride
+    xs: tuple[int, int, int]
+    xe: int
+    yf: GPUArray  # the same of y
+    ys: tuple[int, int, int]
+    ye: int
+    d: tuple[int, int]  # the sizes of the inner two lead dims (row r = (r / (d0 d1), ...))
+
+
+def plan_transform_rows(x: GPUArray, y: GPUArray, out: GPUArray | None) -> Rows:
+    """The rows of x [..., n] and of its result y [..., m] as up to three collapsed lead dims
+    with their own strides each (_support.rows.plan_rows), read and written in place. More
+    lead dims that do not merge: x is copied contiguous, and y, when it is ``out``, replaced by
+    a fresh array (the caller's deliver copies it back)."""
+    lead = x.shape[:-1]
+    xf, xs, xe = operand(x)
+    yf, ys, ye = operand(y)
+    planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
+    if planned is None:
+        x = x.contiguous()
+        if y is out:
+            y = empty(y.shape, y.dtype, x.device)
+        xf, xs, xe = operand(x)
+        yf, ys, ye = operand(y)
+        planned = plan_rows(lead, (xs, ys))
+        assert planned is not None
+    sizes, st = planned
+    return Rows(x, y, xf, (st[0][0], st[0][1], st[0][2]), xe, yf,
+                (st[1][0], st[1][1], st[1][2]), ye, (sizes[1], sizes[2]))  # fmt: skip
+
+
+def frame_mode(n: int, window: GPUArray, pad: int, pad_mode: str) -> int:
+    """rfft_frames' pad-mode number for the kernels, after checking that n is the window's
+    length (the op passes it so; a direct backend call might not). pad 0 still takes the frame
+    addressing, in constant mode: nothing outside the signal."""
+    if n != window.shape[0]:
+        raise ValueError(f"rfft_frames: n={n} must be the window's length {window.shape[0]}")
+    return PAD_MODES[pad_mode] if pad else PAD_CONSTANT
 
 
 def norm_scale(n: int, norm: str, inverse: bool) -> float:

@@ -11,8 +11,8 @@ kernel (irfft: its inverse). One launch a call: a row is read once (the window a
 frame's padding applied as it loads) and written once (|X| or |X|^2 taken as it stores, into
 a compact result), with the transform in shared memory.
 
-Rows are addressed as the Triton twin addresses them (_support.rows.plan_rows: up to three
-collapsed lead dims with their own strides; more are copied first), the last dim with any
+Rows are addressed as the Triton twin addresses them (_support.fft.plan_transform_rows: up to
+three collapsed lead dims with their own strides; more are copied first), the last dim with any
 element stride. Graph capture: a length's twiddle table is uploaded on its first call, so run
 each length once before capturing (as the Triton plans).
 """
@@ -26,15 +26,14 @@ import numpy as np
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.fft import (
-    PAD_CONSTANT,
-    PAD_MODES,
     device_f32,
+    frame_mode,
     interleaved,
     norm_scale,
     operand,
+    plan_transform_rows,
 )
 from pygpukit.backends._support.output import deliver
-from pygpukit.backends._support.rows import plan_rows
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
@@ -186,26 +185,14 @@ def _transform(
         rows *= v
     if rows == 0:
         return deliver(y, out)
-    xf, xs, xe = operand(x)
-    yf, ys, ye = operand(y)
-    planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
-    if planned is None:  # more than three lead dims that do not merge
-        x = x.contiguous()
-        if y is out:
-            y = empty(shape, y.dtype, x._device)
-        xf, xs, xe = operand(x)
-        yf, ys, ye = operand(y)
-        planned = plan_rows(lead, (xs, ys))
-        assert planned is not None
-    sizes, st = planned
+    r = plan_transform_rows(x, y, out)
     dtype = ("float64" if f64 else "float32") if x.dtype.is_complex else x.dtype.name
     _launch(
-        xf, (st[0][0], st[0][1], st[0][2]), xe, yf, (st[1][0], st[1][1], st[1][2]), ye, rows,
-        (sizes[1], sizes[2]), log2n=log2n, inverse=inverse, load=load,
+        r.xf, r.xs, r.xe, r.yf, r.ys, r.ye, rows, r.d, log2n=log2n, inverse=inverse, load=load,
         n_in=min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n), n_out=n_out,
         store=store, scale=norm_scale(n, norm, inverse), dtype=dtype, win=win,
     )  # fmt: skip
-    return deliver(y, out)
+    return deliver(r.y, out)
 
 
 def fft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
@@ -274,8 +261,7 @@ def rfft_frames(
     apart of y [batch, samples] padded by pad on both sides as np.pad's pad_mode, or its
     magnitude / power (power 1 or 2): one launch reading each frame's samples from y, the
     padding and the window applied as it loads."""
-    if n != window.shape[0]:
-        raise ValueError(f"rfft_frames: n={n} must be the window's length {window.shape[0]}")
+    mode = frame_mode(n, window, pad, pad_mode)
     f64 = y.dtype is float64
     log2n = _log2("rfft_frames", n, True, f64)
     b, samples = y.shape
@@ -286,7 +272,6 @@ def rfft_frames(
         return deliver(res, out)
     rf, rs, re = operand(res)
     win = window.contiguous()
-    mode = PAD_MODES[pad_mode] if pad else PAD_CONSTANT  # pad 0: frames, nothing outside
     _launch(
         y, (0, y.element_strides[0], 0), y.element_strides[1], rf, (0, rs[0], rs[1]), re,
         b * n_frames, (b, n_frames), log2n=log2n, inverse=False, load=_PAIRS, n_in=n,

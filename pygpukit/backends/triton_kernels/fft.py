@@ -58,17 +58,20 @@ import triton.language as tl
 
 from pygpukit._complex import view_as_real
 from pygpukit.array import GPUArray
-from pygpukit.backends._support.fft import PAD_CONSTANT, PAD_MODES, norm_scale, operand
+from pygpukit.backends._support.fft import (
+    frame_mode,
+    norm_scale,
+    operand,
+    plan_transform_rows,
+)
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends.triton_kernels import interpreting
 from pygpukit.backends.triton_kernels._common import (
     cdiv,
     next_pow2,
     pad_index,
-    plan_rows,
     row_offset,
 )
-from pygpukit.backends.triton_kernels.copy import contiguous
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.elementwise import mul
 from pygpukit.backends.triton_kernels.fft_fused import (
@@ -313,21 +316,10 @@ def _transform(
         y = empty(shape, float32 if real_y else complex64, x._device)
     if rows == 0:
         return deliver(y, out)
-    xf, xs, xe = operand(x)
-    yf, ys, ye = operand(y)
-    planned = plan_rows(lead or (1,), (xs or (0,), ys or (0,)))
-    if planned is None:  # more than three lead dims that do not merge
-        x = contiguous(x)
-        if y is out:
-            y = empty(shape, y.dtype, x._device)
-        xf, xs, xe = operand(x)
-        yf, ys, ye = operand(y)
-        planned = plan_rows(lead, (xs, ys))
-        assert planned is not None
-    sizes, st = planned
-    d = (sizes[1], sizes[2])
-    src = Operand(xf, (st[0][0], st[0][1], st[0][2]), xe)
-    dst = Operand(yf, (st[1][0], st[1][1], st[1][2]), ye)
+    r = plan_transform_rows(x, y, out)
+    x, y, d = r.x, r.y, r.d
+    src = Operand(r.xf, r.xs, r.xe)
+    dst = Operand(r.yf, r.ys, r.ye)
     n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
     scale = norm_scale(n, norm, inverse)
     if fusable(n, rfft_like):
@@ -435,12 +427,9 @@ def rfft_frames(
     one launch, no padded or windowed copy. Otherwise a padded copy (one launch) and
     rfft_windowed over its frames. A power result through real pairs is a view of each row's
     first floats in the complex rows the kernel used as scratch (rfft_windowed)."""
-    n_fft = window.shape[0]
-    if n != n_fft:
-        raise ValueError(f"rfft_frames: n={n} must be the window's length {n_fft}")
+    mode = frame_mode(n, window, pad, pad_mode)
+    n_fft = n
     b, samples = y.shape
-    # pad 0 still takes the frame addressing (constant mode: nothing outside the signal).
-    mode = PAD_MODES[pad_mode] if pad else PAD_CONSTANT
     if not fusable(n_fft, True):
         src = y
         if pad:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from pygpukit._complex import view_as_complex, view_as_real
+from pygpukit._complex import view_as_real
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.output import deliver
 from pygpukit.backends.triton_kernels._common import cdiv, scalar_bits, scalar_value
-from pygpukit.backends.triton_kernels.copy import contiguous, copy
+from pygpukit.backends.triton_kernels.copy import contiguous
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
 
@@ -65,24 +66,16 @@ def phase_project(
     """est * (magnitude / (|est| + eps)), est = z - prev_scale * prev (complex64 z and prev
     with float32 magnitude, or complex128 with float64); any layout in (contiguous copies
     where needed), out any layout."""
-    # Copies go through the (re, im) float views: the copy kernel moves floats, not pairs.
-    zf = contiguous(view_as_real(z))
-    mf = contiguous(magnitude)
-    pf = zf if prev is None else contiguous(view_as_real(prev))
-    direct = out if out is not None and out.is_contiguous() else None
-    yf = view_as_real(direct) if direct is not None else empty((*z.shape, 2), zf.dtype, z.device)
+    zc, mc = z.contiguous(), magnitude.contiguous()  # GPUArray's: complex-aware copies
+    pc = zc if prev is None else prev.contiguous()
+    y = out if out is not None and out.is_contiguous() else empty(z.shape, z.dtype, z.device)
     n = z.size
     if n:
         f64 = tl.float64
-        launch(_phase_project, (cdiv(n, _BLOCK),), zf, mf, pf, yf, n,
-               *scalar_bits(prev_scale, f64), *scalar_bits(eps, f64), HAS_PREV=prev is not None,
-               BLOCK=_BLOCK)  # fmt: skip
-    if direct is not None:
-        return direct
-    if out is None:
-        return view_as_complex(yf)
-    copy(yf, out=view_as_real(out))
-    return out
+        launch(_phase_project, (cdiv(n, _BLOCK),), view_as_real(zc), mc, view_as_real(pc),
+               view_as_real(y), n, *scalar_bits(prev_scale, f64), *scalar_bits(eps, f64),
+               HAS_PREV=prev is not None, BLOCK=_BLOCK)  # fmt: skip
+    return deliver(y, out)
 
 
 _OLA_BLOCK = 512
