@@ -16,7 +16,8 @@ pip_q() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
 
 bindir=$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")
 have() { [ -x "$bindir/$1" ] || command -v "$1" >/dev/null 2>&1; }
-if ! "$PY" -c "import pybind11" >/dev/null 2>&1 || ! have cmake || ! have ninja; then
+if ! "$PY" -c "import pybind11, importlib.util as u; assert u.find_spec('cutlass_library')" \
+    >/dev/null 2>&1 || ! have cmake || ! have ninja; then
   pip_q -r scripts/native-build.txt
 fi
 nvcc=${CUDACXX:-}

@@ -22,6 +22,9 @@ for line in sys.stdin:
 # Pure-Python dependencies the GPU image lacks, at the versions installed here.
 gguf_version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('gguf'))")
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "gguf==$gguf_version"
+# CUTLASS's headers for the native moe family (built on the GPU host), at native-build.txt's pin.
+cutlass=$(grep '^nvidia-cutlass==' scripts/native-build.txt)
+.venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "$cutlass"
 # nnAudio (pure Python on torch and scipy): the GPU peer of benchmarks/audio.py's cqt case.
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$STAGE/wheels" "nnAudio==0.3.4"
 ls -la "$STAGE/wheels" "$STAGE/rust"

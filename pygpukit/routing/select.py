@@ -43,6 +43,12 @@ def record_timings(on: bool = True) -> None:
 
 
 _ROUTE_PARAMS = {op: r.route_params for op, r in TABLE.items() if r.route_params}
+# The (input, axis) dims some candidate constrains (Candidate.multiple_of): part of the key.
+_DIM_KEYS = {
+    op: tuple(sorted({(i, ax) for c in r.candidates for i, ax, _ in c.multiple_of}))
+    for op, r in TABLE.items()
+    if any(c.multiple_of for c in r.candidates)
+}
 
 
 def invalidate() -> None:
@@ -63,6 +69,7 @@ def _reasons(
     dev: Device,
     arrays: list[GPUArray],
     params: dict[str, Any],
+    inputs: tuple[Any, ...] = (),
     forced: bool = False,
     det: bool | None = None,
 ) -> list[str]:
@@ -86,6 +93,15 @@ def _reasons(
             continue
         if got != want:
             why.append(f"needs {name}={want!r}, got {got!r}")
+    for i, allowed in cand.input_dtypes:
+        arg = inputs[i] if i < len(inputs) else None
+        if isinstance(arg, GPUArray) and arg.dtype.name not in allowed:
+            why.append(f"input {i} has dtype {arg.dtype.name}, needs one of "
+                       f"{', '.join(sorted(allowed))}")  # fmt: skip
+    for i, ax, m in cand.multiple_of:
+        arg = inputs[i] if i < len(inputs) else None
+        if isinstance(arg, GPUArray) and ax < arg.ndim and arg.shape[ax] % m:
+            why.append(f"needs dim {ax} of input {i} a multiple of {m}, got {arg.shape[ax]}")
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
@@ -141,6 +157,11 @@ def select(
     if route_params:
         for p in route_params:
             key.append(params.get(p))
+    dims = _DIM_KEYS.get(op)
+    if dims:
+        for i, ax in dims:
+            a = inputs[i] if i < len(inputs) else None
+            key.append(a._shape[ax] if type(a) is GPUArray and ax < len(a._shape) else None)
     k = tuple(key)
     hit = _cache.get(k)
     if hit is not None:
@@ -160,7 +181,7 @@ def select(
         cand = named[0]
         reasons: list[str] = []
         for c in named:
-            why = _reasons(c, route, dev, arrays, params, forced=True, det=det)
+            why = _reasons(c, route, dev, arrays, params, inputs, forced=True, det=det)
             if not why:
                 cand, reasons = c, []
                 break
@@ -175,7 +196,7 @@ def select(
         chosen = None
         failures = []
         for c in route.candidates:
-            why = _reasons(c, route, dev, arrays, params, det=det)
+            why = _reasons(c, route, dev, arrays, params, inputs, det=det)
             if not why:
                 chosen = c
                 break
@@ -238,7 +259,7 @@ def explain(op: str, *inputs: Any, **params: Any) -> Explanation:
     dev = arrays[0].device
     forced, source = forced_backend(op)
     cands = [
-        (c.backend, _reasons(c, route, dev, arrays, params, forced=c.backend == forced))
+        (c.backend, _reasons(c, route, dev, arrays, params, inputs, forced=c.backend == forced))
         for c in route.candidates
     ]
     if forced is not None:

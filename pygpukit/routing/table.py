@@ -29,6 +29,11 @@ class Candidate:
     (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim;
     pow2: (param, lo, hi): that parameter must be a power of two in [lo, hi] (the native FFT's
     transform lengths).
+    Per-input constraints name an input by its position in the op's inputs tuple (an absent
+    optional input keeps its place): input_dtypes ((i, dtypes), ...): input i's dtype must be
+    one of these (where ``dtypes`` admits more for the other inputs); multiple_of
+    ((i, axis, m), ...): input i's dim ``axis`` must be a multiple of m (e.g. 16-byte rows for
+    TMA loads).
     Deterministic mode (pygpukit/determinism.py): ``invariant`` lists the dtypes for which the
     backend is batch invariant (None: all, e.g. row-wise ops), and the mode refuses it for any
     other; ``deterministic_only`` candidates serve only under the mode (unless forced).
@@ -41,6 +46,8 @@ class Candidate:
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
     pow2: tuple[str, int, int] | None = None
+    input_dtypes: tuple[tuple[int, frozenset[str]], ...] = ()
+    multiple_of: tuple[tuple[int, int, int], ...] = ()
     invariant: frozenset[str] | None = None
     deterministic_only: bool = False
 
@@ -78,7 +85,8 @@ _T_ANY = Candidate("triton", dtypes=ANY)
 _T_FIXED_GEMM = Candidate("triton", dtypes=FLOATS - {"float64"}, deterministic_only=True)
 _NOT_INVARIANT: frozenset[str] = frozenset()
 _N_GEMM = Candidate("native", dtypes=FLOATS, invariant=_NOT_INVARIANT)
-_GEMV_IO = frozenset({"float16", "bfloat16"})  # x, bias, y (and int4 scales)
+_HALF = frozenset({"float16", "bfloat16"})
+_GEMV_IO = _HALF  # x, bias, y (and int4 scales)
 _FP8_IO = frozenset({"float8_e4m3fn", "float8_e5m2", "float32", "float16", "bfloat16"})
 _F32_F64 = frozenset({"float32", "float64"})
 # A quantized weight's data and scale dtypes by format (pygpukit/qweight.py), beside x's.
@@ -263,14 +271,22 @@ _ROUTES: list[OpRoute] = [
         CPU,
     ),
     # Mixture of experts (pygpukit/ops/moe.py): router top-k, grouping by expert and the grouped
-    # expert GEMM in Triton, the NumPy reference on the CPU. No native twin yet (a CUTLASS
-    # ptr-array grouped GEMM is the planned one), so float64 on CUDA has no GPU backend.
+    # expert GEMM in Triton, the NumPy reference on the CPU; float64 on CUDA has no GPU backend.
+    # moe_linear's native twin is CUTLASS's Hopper grouped GEMM (native/src/moe, sm_90 only):
+    # float16/bfloat16 x and experts with K and N multiples of 8 (TMA's 16-byte rows).
     _entry("moe_router", "moe", Candidate("triton", dtypes=FLOATS - {"float64"}), CPU),
     _entry("moe_align", "moe", Candidate("triton", dtypes=frozenset({"int32"})), CPU),
     _entry(
         "moe_linear",
         "moe",
         Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}),
+        Candidate(
+            "native",
+            dtypes=_HALF | {"int32", "float32"},
+            input_dtypes=((0, _HALF),),
+            multiple_of=((0, 1, 8), (1, 1, 8)),
+            min_capability=(9, 0),
+        ),
         CPU,
     ),
     # The STFT synthesis steps (ops/spectral.py: Griffin-Lim's projection, the istft's windowed

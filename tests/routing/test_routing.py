@@ -218,3 +218,41 @@ def test_timings_follow_stats() -> None:
     assert t["rmsnorm"]["cpu"] > 0.0
     routing.reset_stats()
     assert routing.timings() == {}
+
+
+def test_per_input_constraints_are_named_and_enter_the_decision_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """moe_linear's native twin (CUTLASS) needs half-precision x and K, N multiples of 8: each
+    failing constraint is named by input position, and N (the second input's dim 1, not the
+    first input's last dim) is part of the cached decision's key."""
+    rng = np.random.default_rng(3)
+    experts = gp.from_numpy(rng.integers(0, 4, (5, 2)).astype(np.int32), device="cpu")
+    rows, be = gp.moe_align(experts, 4, 16)
+    x = gp.from_numpy(rng.standard_normal((5, 12)).astype(np.float32), device="cpu")
+    w = gp.from_numpy(rng.standard_normal((4, 20, 12)).astype(np.float32), device="cpu")
+    why = dict(routing.explain("moe_linear", x, w, rows, be, None, None).candidates)["native"]
+    assert "input 0 has dtype float32, needs one of bfloat16, float16" in why
+    assert "needs dim 1 of input 0 a multiple of 8, got 12" in why
+    assert "needs dim 1 of input 1 a multiple of 8, got 20" in why
+    x16 = gp.from_numpy(rng.standard_normal((5, 16)).astype(np.float16), device="cpu")
+    w16 = gp.from_numpy(rng.standard_normal((4, 24, 16)).astype(np.float16), device="cpu")
+    why16 = dict(routing.explain("moe_linear", x16, w16, rows, be, None, None).candidates)
+    assert not any("multiple of" in r or "input 0" in r for r in why16["native"])
+
+    calls: list[str] = []
+    real = select_mod._reasons
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[0].backend)
+        return real(*args, **kwargs)
+
+    select_mod.invalidate()
+    monkeypatch.setattr(select_mod, "_reasons", counting)
+    gp.moe_linear(x16, w16, rows, be, 2)
+    first = len(calls)
+    gp.moe_linear(x16, w16, rows, be, 2)
+    assert len(calls) == first  # same key
+    w20 = gp.from_numpy(rng.standard_normal((4, 20, 16)).astype(np.float16), device="cpu")
+    gp.moe_linear(x16, w20, rows, be, 2)
+    assert len(calls) == 2 * first  # N changed: a new decision

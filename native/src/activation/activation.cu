@@ -15,21 +15,13 @@
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
 #include "pygpukit_native/rowmap.cuh"
+#include "pygpukit_native/sigmoid.cuh"
 
 namespace pgk {
 namespace {
 
-__device__ __forceinline__ float ex(float v) { return expf(v); }
-__device__ __forceinline__ double ex(double v) { return exp(v); }
 __device__ __forceinline__ float lg1p(float v) { return log1pf(v); }
 __device__ __forceinline__ double lg1p(double v) { return log1p(v); }
-
-template <typename C>
-__device__ __forceinline__ C sigmoid_c(C x) {
-  const C e = ex(-fabs(x));
-  // One IEEE division either way: 1/(1+e) for x >= 0, e/(1+e) otherwise.
-  return (x >= C(0) ? C(1) : e) / (C(1) + e);
-}
 
 // Numerical Recipes erfcc (2nd ed., 6.2), Horner from t^9 down, in float32 as the reference.
 __device__ __forceinline__ float erfc_c(float z) {
@@ -86,7 +78,7 @@ struct Softplus {
   static constexpr int kArity = 1;
   template <typename C>
   __device__ static C apply(C x, C) {
-    return (x > C(0) ? x : C(0)) + lg1p(ex(-fabs(x)));  // NaN: the sum is NaN
+    return (x > C(0) ? x : C(0)) + lg1p(sig_exp(-fabs(x)));  // NaN: the sum is NaN
   }
 };
 struct GeluNone {

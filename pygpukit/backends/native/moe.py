@@ -1,0 +1,74 @@
+"""The grouped expert product on the native backend (native/src/moe: CUTLASS's Hopper ptr-array
+grouped GEMM): the implementation of the routed op moe_linear for float16/bfloat16 experts
+with rows of a multiple of 8 elements, same signature and contract as the NumPy reference
+(pygpukit/backends/cpu/moe.py) and the Triton twin.
+
+One call gathers the slots' x rows, builds the groups' problems on the device, runs one grouped
+GEMM (2E groups for the gated form) with float32 results, and finishes each slot into its routed
+row (silu(g) * u, the routing weight, one rounding). The scratch (gathered rows, float32
+products, group arrays, CUTLASS's workspace) is one pool allocation a call, sized by the
+extension. Nothing is read back to the host: the call is graph-capturable.
+"""
+
+from __future__ import annotations
+
+from pygpukit.array import GPUArray
+from pygpukit.backends._support.output import deliver, target
+from pygpukit.backends.native._common import stream_of
+from pygpukit.backends.native._libs import extension
+from pygpukit.creation import empty
+from pygpukit.dtypes import uint8
+
+__all__ = ["moe_linear"]
+
+
+def _ready(a: GPUArray) -> GPUArray:
+    """a when contiguous and 16-byte aligned, else an aligned contiguous copy (index arrays and
+    row scales: small; weights are stored contiguous by the loaders)."""
+    if a.is_contiguous() and a.data_ptr() % 16 == 0:
+        return a
+    return a.copy()
+
+
+def moe_linear(
+    x: GPUArray,
+    w: GPUArray,
+    rows: GPUArray,
+    block_expert: GPUArray,
+    w_up: GPUArray | None,
+    row_scale: GPUArray | None,
+    *,
+    top_k: int,
+    block_m: int,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    e, n, k = w.shape
+    r = x.shape[0] * top_k
+    y = target(out, (r, n), x._dtype, x)
+    if y.data_ptr() % 16:
+        y = empty((r, n), x._dtype, x._device)
+    if r == 0:
+        return deliver(y, out)
+    sx0, sx1 = x.element_strides
+    if sx1 != 1 or x.data_ptr() % 16 or (sx0 * x.itemsize) % 16:
+        x = x.copy()
+        sx0 = k
+    w = _ready(w)
+    wu = None if w_up is None else _ready(w_up)
+    ru, be = _ready(rows), _ready(block_expert)
+    scale = None if row_scale is None else _ready(row_scale)
+    ext = extension()
+    dev = x._device.index
+    nb = be.shape[0]
+    dt = x._dtype.name
+    ws_bytes = ext.moe_grouped_workspace(dev, dt, e, n, k, nb * block_m, wu is not None, block_m)
+    ws = empty((max(int(ws_bytes), 1),), uint8, x._device)
+    # fmt: off
+    ext.moe_grouped(
+        dev, stream_of(x), dt, x.data_ptr(), x.shape[0], sx0, top_k,
+        w.data_ptr(), 0 if wu is None else wu.data_ptr(), e, n, k,
+        ru.data_ptr(), be.data_ptr(), nb, block_m,
+        0 if scale is None else scale.data_ptr(), y.data_ptr(), ws.data_ptr(), ws.nbytes,
+    )
+    # fmt: on
+    return deliver(y, out)
