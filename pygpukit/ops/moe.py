@@ -27,9 +27,12 @@ result on the host, so a decode step with MoE layers replays from a CUDA graph:
 The backends: Triton (pygpukit/backends/triton_kernels/moe.py) on CUDA, NumPy on the CPU
 (pygpukit/backends/cpu/moe.py, the reference); moe_linear also has a native twin on CUTLASS's
 Hopper grouped GEMM (pygpukit/backends/native/moe.py; sm_90, float16/bfloat16 with K and N
-multiples of 8), chosen by a route (Triton is first in the table: faster in most cases measured). Every op checks shapes and dtypes here, before
-any kernel runs; the index arrays' *values* cannot be checked without a host read, so the kernels
-are written to stay in bounds for any values (documented per op).
+multiples of 8), chosen by a route (Triton is first in the table: faster in most cases
+measured). Every op checks shapes and dtypes here, before any kernel runs; the index arrays'
+*values* cannot be checked without a host read, so the kernels are written to stay in bounds for
+any values (documented per op). Values moe_align would not produce (an expert's blocks split
+into several runs) stay in bounds everywhere but give unspecified results on the CUTLASS twin,
+which builds one GEMM group per expert from the first and last block of its run.
 """
 
 from __future__ import annotations

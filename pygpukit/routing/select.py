@@ -120,11 +120,14 @@ def _reasons(
                 why.append(f"not batch invariant for {bad} (the deterministic mode is on)")
     elif cand.deterministic_only and not forced:
         why.append("serves the deterministic mode only (gp.set_deterministic(True))")
-    if cand.min_capability > (0, 0) and dev.type == "cuda":
+    if (cand.min_capability > (0, 0) or cand.max_capability) and dev.type == "cuda":
         props = dev.properties
         cap = (props["major"], props["minor"])
         if cap < cand.min_capability:
             why.append(f"needs compute capability {cand.min_capability}, device has {cap}")
+        if cand.max_capability is not None and cap > cand.max_capability:
+            why.append(f"built for compute capability up to {cand.max_capability}, device has "
+                       f"{cap}")  # fmt: skip
     ok, reason = backends.availability(cand.backend)
     if not ok:
         why.append(reason)

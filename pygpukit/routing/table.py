@@ -25,7 +25,8 @@ class Candidate:
     """One backend for one op and what it needs of a call.
 
     dtypes: allowed dtypes of every array input (names); devices: device types it runs on;
-    min_capability: CUDA compute capability; params: exact values a call's parameter must have
+    min_capability / max_capability: CUDA compute capability range (max: code built for one
+    architecture only, e.g. sm_90a's wgmma); params: exact values a call's parameter must have
     (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim;
     pow2: (param, lo, hi): that parameter must be a power of two in [lo, hi] (the native FFT's
     transform lengths).
@@ -43,6 +44,7 @@ class Candidate:
     dtypes: frozenset[str] = ANY
     devices: frozenset[str] = frozenset({"cuda"})
     min_capability: tuple[int, int] = (0, 0)
+    max_capability: tuple[int, int] | None = None
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
     pow2: tuple[str, int, int] | None = None
@@ -286,6 +288,7 @@ _ROUTES: list[OpRoute] = [
             input_dtypes=((0, _HALF),),
             multiple_of=((0, 1, 8), (1, 1, 8)),
             min_capability=(9, 0),
+            max_capability=(9, 0),
         ),
         CPU,
     ),

@@ -141,8 +141,10 @@ std::size_t moe_grouped_workspace(int device, DType dtype, std::int64_t experts,
                                   std::int64_t block_m) {
   PGK_REQUIRE(dtype == DType::f16 || dtype == DType::bf16,
               std::string("dtype must be float16 or bfloat16, got ") + dtype_name(dtype));
-  PGK_REQUIRE(experts >= 1 && experts <= 1024 && n >= 1 && k >= 1 && slots >= 0,
-              "experts must be in [1, 1024], n and k positive");
+  PGK_REQUIRE(experts >= 1 && experts <= 1024,
+              "experts must be in [1, 1024], got " + std::to_string(experts));
+  PGK_REQUIRE(n >= 1 && k >= 1 && slots >= 0 && slots < (std::int64_t{1} << 31),
+              "n and k must be positive and the slots fewer than 2^31");
   use_device(device);
   return Scratch(dtype, experts, n, k, slots, gated, block_m, sm_count(device)).total;
 }
@@ -158,11 +160,14 @@ void moe_grouped(const MoeGroupedArgs& a) {
                   std::to_string(a.n) + " k=" + std::to_string(a.k));
   PGK_REQUIRE(a.block_m >= 16 && a.block_m <= 256 && (a.block_m & (a.block_m - 1)) == 0,
               "block_m must be a power of two in [16, 256]");
-  PGK_REQUIRE(a.top_k >= 1 && a.x_rows >= 0 && a.nb >= 1, "top_k and nb must be positive");
+  PGK_REQUIRE(a.top_k >= 1 && a.x_rows >= 0 && a.nb >= 1,
+              "top_k and nb must be positive and x_rows not negative");
   PGK_REQUIRE(a.nb * a.block_m < (std::int64_t{1} << 31), "too many slots for one launch");
   PGK_REQUIRE(a.x_row_stride % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
-                  aligned16(a.w_up) && aligned16(a.y) && aligned16(a.workspace),
-              "x, w, w_up, y and the workspace must be 16-byte aligned (x rows too)");
+                  aligned16(a.w_up) && aligned16(a.y),
+              "x, w, w_up and y must be 16-byte aligned (x rows too)");
+  // CUTLASS places its tensor maps at 64-byte offsets from the base; the group arrays at 256.
+  PGK_REQUIRE(a.workspace % 256 == 0, "the workspace must be 256-byte aligned");
   use_device(a.device);
   int major = 0, minor = 0;
   PGK_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a.device));

@@ -15,9 +15,10 @@
 //      x's dtype; blocks of the out-of-range group write zeros.
 // So the result rounds once from float32 sums, as the Triton twin's does.
 //
-// Scratch: the caller passes `workspace` of moe_grouped_workspace(...) bytes (xg, d_g, d_u, the
-// per-group problem/pointer/stride arrays and CUTLASS's own workspace); the module allocates
-// nothing.
+// Scratch: the caller passes `workspace` (256-byte aligned) of moe_grouped_workspace(...) bytes:
+// xg (P K elements), d_g and d_u (P N float32 each; about 1 GB for a Mixtral-8x7B layer's gate/up
+// at 4096 tokens), the per-group problem/pointer/stride arrays and CUTLASS's own workspace. The
+// module allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +42,7 @@ struct MoeGroupedArgs {
   std::int64_t nb, block_m;
   std::uintptr_t row_scale;      // 0 or float32 [R], R = x_rows * top_k
   std::uintptr_t y;              // [R, n] contiguous, 16-byte aligned
-  std::uintptr_t workspace;
+  std::uintptr_t workspace;  // 256-byte aligned
   std::size_t workspace_bytes;
 };
 

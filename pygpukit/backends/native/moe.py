@@ -12,6 +12,7 @@ extension. Nothing is read back to the host: the call is graph-capturable.
 
 from __future__ import annotations
 
+from pygpukit import _memory
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
 from pygpukit.backends.native._common import stream_of
@@ -47,7 +48,10 @@ def moe_linear(
     y = target(out, (r, n), x._dtype, x)
     if y.data_ptr() % 16:
         y = empty((r, n), x._dtype, x._device)
-    if r == 0:
+    if r == 0 or n == 0:
+        return deliver(y, out)
+    if k == 0:  # empty sums: zeros, as the twins give (rows no block lists included)
+        _memory.fill(y, 0)
         return deliver(y, out)
     sx0, sx1 = x.element_strides
     if sx1 != 1 or x.data_ptr() % 16 or (sx0 * x.itemsize) % 16:
@@ -62,13 +66,15 @@ def moe_linear(
     nb = be.shape[0]
     dt = x._dtype.name
     ws_bytes = ext.moe_grouped_workspace(dev, dt, e, n, k, nb * block_m, wu is not None, block_m)
-    ws = empty((max(int(ws_bytes), 1),), uint8, x._device)
+    # CUTLASS places its tensor maps at 64-byte offsets from the workspace base: align it to 256.
+    ws = empty((int(ws_bytes) + 256,), uint8, x._device)
+    ws_ptr = -(-ws.data_ptr() // 256) * 256
     # fmt: off
     ext.moe_grouped(
         dev, stream_of(x), dt, x.data_ptr(), x.shape[0], sx0, top_k,
         w.data_ptr(), 0 if wu is None else wu.data_ptr(), e, n, k,
         ru.data_ptr(), be.data_ptr(), nb, block_m,
-        0 if scale is None else scale.data_ptr(), y.data_ptr(), ws.data_ptr(), ws.nbytes,
+        0 if scale is None else scale.data_ptr(), y.data_ptr(), ws_ptr, int(ws_bytes),
     )
     # fmt: on
     return deliver(y, out)

@@ -250,6 +250,29 @@ def _install_interpreter_externs() -> None:
         fixed._pygpukit_fixed = True  # type: ignore[attr-defined]
         interp._patch_lang_tensor = fixed
 
+    # tl.dot under the interpreter is np.matmul in the accumulator's dtype, and a float32
+    # matmul's summation order depends on OpenBLAS's kernel for the shape (and on the CPU:
+    # DYNAMIC_ARCH picks per model), so a row's bits would depend on how many rows share the
+    # tile. The kernels' batch-invariance tests need a row's result to depend on the row alone,
+    # as on the GPU: float dots are summed in float64 and rounded once to the accumulator dtype.
+    dot = interp.InterpreterBuilder.create_dot
+    if not getattr(dot, "_pygpukit_fixed", False):
+
+        def row_exact_dot(self: Any, a: Any, b: Any, d: Any, prec: Any, imprecise: Any) -> Any:
+            acc = d.data.dtype
+            if acc.kind != "f" or acc == np.float64:
+                return dot(self, a, b, d, prec, imprecise)
+            f64 = dot(self, _f64(a), _f64(b), _f64(d), prec, imprecise)
+            return interp.TensorHandle(f64.data.astype(acc), d.dtype.scalar)
+
+        def _f64(h: Any) -> Any:
+            if h.dtype.primitive_bitwidth == 8:  # float8 operands: the builder converts them
+                return h
+            return interp.TensorHandle(h.data.astype(np.float64), tl.float64)
+
+        row_exact_dot._pygpukit_fixed = True  # type: ignore[attr-defined]
+        interp.InterpreterBuilder.create_dot = row_exact_dot
+
 
 if triton.knobs.runtime.interpret:  # the same switch that makes @triton.jit interpret
     _install_interpreter_externs()
