@@ -107,6 +107,11 @@ def test_agrees_with_triton_and_zero_tokens() -> None:
     empty_x = gp.empty((0, 128), gp.bfloat16, device=DEV)
     r0, b0 = ops.moe_align(up(np.zeros((1, 2), np.int32)), 6, 16)
     assert ops.moe_linear(empty_x, up(w), r0, b0, 2).shape == (0, 72)
+    # K = 0: empty sums, zeros in every routed row (as the twins give).
+    x0 = gp.empty((200, 0), gp.bfloat16, device=DEV)
+    w0 = gp.empty((6, 72, 0), gp.bfloat16, device=DEV)
+    z = ops.moe_linear(x0, w0, rows, be, 2, w_up=w0)
+    assert z.shape == (400, 72) and not z.to_numpy().astype(np.float64).any()
 
 
 def test_same_bits_and_graph_replay() -> None:
