@@ -162,9 +162,9 @@ def test_explain_lists_each_candidate_with_reasons() -> None:
         assert forced.backend is None and "rmsnorm:native" in forced.override
 
 
-def test_decisions_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
-    x, w = _x(), gp.ones((8,), device="cpu")
-    calls = []
+def _count_decisions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The candidates evaluated from now on (a cached decision evaluates none)."""
+    calls: list[str] = []
     real = select_mod._reasons
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -173,6 +173,12 @@ def test_decisions_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
 
     select_mod.invalidate()
     monkeypatch.setattr(select_mod, "_reasons", counting)
+    return calls
+
+
+def test_decisions_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w = _x(), gp.ones((8,), device="cpu")
+    calls = _count_decisions(monkeypatch)
     gp.rmsnorm(x, w)
     first = len(calls)
     assert first == 3  # triton, native, cpu evaluated once
@@ -240,15 +246,7 @@ def test_per_input_constraints_are_named_and_enter_the_decision_key(
     why16 = dict(routing.explain("moe_linear", x16, w16, rows, be, None, None).candidates)
     assert not any("multiple of" in r or "input 0" in r for r in why16["native"])
 
-    calls: list[str] = []
-    real = select_mod._reasons
-
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(args[0].backend)
-        return real(*args, **kwargs)
-
-    select_mod.invalidate()
-    monkeypatch.setattr(select_mod, "_reasons", counting)
+    calls = _count_decisions(monkeypatch)
     gp.moe_linear(x16, w16, rows, be, 2)
     first = len(calls)
     gp.moe_linear(x16, w16, rows, be, 2)
