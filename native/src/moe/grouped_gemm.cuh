@@ -1,5 +1,5 @@
-// The Hopper ptr-array grouped GEMM (CUTLASS 3.x: TMA loads, wgmma, warp-specialized cooperative
-// kernel, persistent group tile scheduler) and the device-side setup of its groups. Included by
+// The Hopper ptr-array grouped GEMM (CUTLASS 3.x: TMA loads, wgmma, warp-specialized kernels,
+// persistent group tile scheduler) and the device-side setup of its groups. Included by
 // the instance files grouped_<dtype>_n<tile>.cu only (compile time: CUTLASS templates).
 //
 // Why CUTLASS here: cuBLASLt has no grouped GEMM whose problem sizes live in device memory, and
@@ -7,11 +7,14 @@
 // scheduler reads each group's (M, N, K) from device memory, so a group of M = 0 (an expert no
 // token chose) costs nothing and the launch needs no host-side counts.
 //
-// Tiles: 128 x TileN x TileK, one CTA a cluster; the cooperative schedule (two consumer
-// warpgroups share a 128-row tile) and as many pipeline stages as shared memory holds after the
-// epilogue's. 128 x 256 x 64 for big groups (block_m >= 64), 128 x 128 x 64 for short ones
-// (more tiles for the SMs). Measured on an H100 (benchmarks/moe.py, Mixtral-8x7B layer, one
-// token): 128 x 64 x 128 tiles for short groups took 496 us against 374 us for 128 x 128 x 64.
+// Tiles: one CTA a cluster, as many pipeline stages as shared memory holds after the
+// epilogue's. Big groups (block_m >= 64): the cooperative schedule on 128 x 256 x 64 tiles.
+// Short groups (decode): the ping-pong schedule on 64 x 128 x 64 tiles (two consumer
+// warpgroups on separate tiles, one's epilogue under the other's mainloop). Measured on an H100
+// (benchmarks/moe.py, same machine, two builds): ping-pong 64 x 128 x 64 was faster than
+// cooperative 128 x 128 x 64 in 4 of 5 short-group layer cases (Mixtral-8x7B one token 338.7
+// against 375.2 us, 16 tokens 1130 against 1214 us); cooperative 128 x 64 x 128 was 1.22-1.41x
+// slower than cooperative 128 x 128 x 64.
 // The entry picks the tile from block_m only, and no tile splits K, so under a fixed block_m
 // (the deterministic mode's) a row's result never depends on the batch.
 #pragma once
@@ -36,10 +39,25 @@
 namespace pgk {
 namespace grouped {
 
-template <class T, int TileN, int TileK>
+// The two warp-specialized schedules: cooperative (both consumer warpgroups on one 128-row
+// tile) and ping-pong (each consumer warpgroup on its own 64-row tile, their mainloops and
+// epilogues interleaved).
+struct Cooperative {
+  static constexpr int kTileM = 128;
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+};
+struct Pingpong {
+  static constexpr int kTileM = 64;
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
+
+template <class T, class Schedule, int TileN, int TileK>
 struct Config {
   using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
-  using TileShape = cute::Shape<cute::_128, cute::Int<TileN>, cute::Int<TileK>>;
+  using TileShape =
+      cute::Shape<cute::Int<Schedule::kTileM>, cute::Int<TileN>, cute::Int<TileK>>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
@@ -50,7 +68,7 @@ struct Config {
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD*, kAlignD,
-      float, LayoutD*, kAlignD, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+      float, LayoutD*, kAlignD, typename Schedule::Epilogue,
       cutlass::epilogue::fusion::LinearCombination<float, float, void, float>>::CollectiveOp;
 
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
@@ -58,7 +76,7 @@ struct Config {
       kAlignAB, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
-      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Schedule::Kernel>::CollectiveOp;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, Mainloop, Epilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -203,12 +221,11 @@ void run(const GroupedProblem& p) {
 }  // namespace pgk
 
 // One instance a file: its two entry points for moe.cu.
-#define PGK_GROUPED_INSTANCE(NAME, T, TILE_N, TILE_K)                                  \
-  namespace pgk {                                                                      \
-  std::size_t grouped_meta_bytes_##NAME(int groups, int sm_count) {                    \
-    return grouped::meta_bytes<grouped::Config<T, TILE_N, TILE_K>>(groups, sm_count);  \
-  }                                                                                    \
-  void grouped_run_##NAME(const GroupedProblem& p) {                                   \
-    grouped::run<grouped::Config<T, TILE_N, TILE_K>>(p);                               \
-  }                                                                                    \
+#define PGK_GROUPED_INSTANCE(NAME, T, SCHEDULE, TILE_N, TILE_K)                           \
+  namespace pgk {                                                                        \
+  using Config_##NAME = grouped::Config<T, grouped::SCHEDULE, TILE_N, TILE_K>;           \
+  std::size_t grouped_meta_bytes_##NAME(int groups, int sm_count) {                      \
+    return grouped::meta_bytes<Config_##NAME>(groups, sm_count);                         \
+  }                                                                                      \
+  void grouped_run_##NAME(const GroupedProblem& p) { grouped::run<Config_##NAME>(p); }   \
   }
