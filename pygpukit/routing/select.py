@@ -51,6 +51,11 @@ _DIM_KEYS = {
 }
 
 
+def _input(inputs: tuple[Any, ...], i: int) -> Any:
+    """The op's input at position i (None past the end: an optional input not passed)."""
+    return inputs[i] if i < len(inputs) else None
+
+
 def invalidate() -> None:
     """Forget cached decisions (after kernels are reloaded or backends change)."""
     _cache.clear()
@@ -94,12 +99,12 @@ def _reasons(
         if got != want:
             why.append(f"needs {name}={want!r}, got {got!r}")
     for i, allowed in cand.input_dtypes:
-        arg = inputs[i] if i < len(inputs) else None
+        arg = _input(inputs, i)
         if isinstance(arg, GPUArray) and arg.dtype.name not in allowed:
             why.append(f"input {i} has dtype {arg.dtype.name}, needs one of "
                        f"{', '.join(sorted(allowed))}")  # fmt: skip
     for i, ax, m in cand.multiple_of:
-        arg = inputs[i] if i < len(inputs) else None
+        arg = _input(inputs, i)
         if isinstance(arg, GPUArray) and ax < arg.ndim and arg.shape[ax] % m:
             why.append(f"needs dim {ax} of input {i} a multiple of {m}, got {arg.shape[ax]}")
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
@@ -163,7 +168,7 @@ def select(
     dims = _DIM_KEYS.get(op)
     if dims:
         for i, ax in dims:
-            a = inputs[i] if i < len(inputs) else None
+            a = _input(inputs, i)
             key.append(a._shape[ax] if type(a) is GPUArray and ax < len(a._shape) else None)
     k = tuple(key)
     hit = _cache.get(k)

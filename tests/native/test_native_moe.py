@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _assert import assert_close
-from _data import seed
+from _data import np_dtype, seed
 from _moe_ref import moe_linear as ref_linear
 
 import pygpukit as gp
@@ -21,12 +21,6 @@ from pygpukit.errors import RouteError
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"
-
-
-def _np_dtype(dtype: str) -> Any:
-    import ml_dtypes
-
-    return {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
 
 
 def up(x: np.ndarray) -> gp.GPUArray:
@@ -40,7 +34,7 @@ def _problem(
     the out-of-range group, zeros) or, with ``hit``, drawn from the first ``hit`` experts only
     (the others get no rows: groups of M = 0)."""
     rng = np.random.default_rng(seed("nmoe", tag, t, k, e))
-    dt = _np_dtype(dtype)
+    dt = np_dtype(dtype)
     x = rng.standard_normal((t, h)).astype(dt)
     w = (rng.standard_normal((e, n, h)) / np.sqrt(h)).astype(dt)
     wu = (rng.standard_normal((e, n, h)) / np.sqrt(h)).astype(dt)
@@ -89,7 +83,7 @@ def test_idle_experts_strided_x_and_the_down_projection() -> None:
     want_a = ref_linear(x[:, ::2], w, experts, k, wu)
     assert_close(a, want_a, "bfloat16", name="gate/up")
     rng = np.random.default_rng(seed("nmoe-down"))
-    wd = (rng.standard_normal((e, h, n)) / np.sqrt(n)).astype(_np_dtype("bfloat16"))
+    wd = (rng.standard_normal((e, h, n)) / np.sqrt(n)).astype(np_dtype("bfloat16"))
     y = ops.moe_linear(a, up(wd), rows, be, 1, row_scale=up(scale))
     flat = experts.reshape(-1, 1)
     assert_close(y, ref_linear(a.to_numpy(), wd, flat, 1, None, scale), "bfloat16", name="down")
@@ -147,7 +141,7 @@ def test_refusals_name_the_reason() -> None:
     experts = rng.integers(0, 4, (5, 2)).astype(np.int32)
     rows, be = ops.moe_align(up(experts), 4, 16)
     for h, n, dt in ((60, 32, "bfloat16"), (64, 36, "bfloat16"), (64, 32, "float32")):
-        npdt = np.float32 if dt == "float32" else _np_dtype(dt)
+        npdt = np_dtype(dt)
         x = up(rng.standard_normal((5, h)).astype(npdt))
         w = up(rng.standard_normal((4, n, h)).astype(npdt))
         with pytest.raises(RouteError, match=r"multiple of 8|input 0 has dtype float32"):

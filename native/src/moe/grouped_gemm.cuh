@@ -103,8 +103,10 @@ struct Meta {
 
   Meta(void* base, int groups) {
     std::size_t off = 0;
+    // Integer arithmetic on the address: meta_bytes() lays out a null base to size it.
+    const auto base_addr = reinterpret_cast<std::uintptr_t>(base);
     auto take = [&](std::size_t bytes) {
-      char* p = static_cast<char*>(base) + off;
+      char* p = reinterpret_cast<char*>(base_addr + off);
       off += (bytes + 255) / 256 * 256;
       return p;
     };

@@ -23,35 +23,54 @@ namespace {
 constexpr std::size_t kAlign = 256;
 std::size_t up_to(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-int tile_n(std::int64_t block_m) { return block_m >= 64 ? 256 : 128; }
+// The CUTLASS instance for a dtype and block_m: the tile follows block_m alone (see
+// grouped_gemm.cuh), 128 x 256 for block_m >= 64, 64 x 128 below.
+struct Instance {
+  std::size_t (*meta_bytes)(int groups, int sm_count);
+  void (*run)(const GroupedProblem& p);
+};
 
-int sm_count(int device) {
-  static std::atomic<int> cache[64] = {};
-  if (device >= 0 && device < 64) {
-    const int c = cache[device].load(std::memory_order_relaxed);
-    if (c) return c;
+Instance instance(DType dt, std::int64_t block_m) {
+  const bool bf = dt == DType::bf16;
+  if (block_m >= 64) {
+    return bf ? Instance{grouped_meta_bytes_bf16_n256, grouped_run_bf16_n256}
+              : Instance{grouped_meta_bytes_f16_n256, grouped_run_f16_n256};
   }
-  int c = 0;
-  PGK_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < 64) cache[device].store(c, std::memory_order_relaxed);
-  return c;
+  return bf ? Instance{grouped_meta_bytes_bf16_n128, grouped_run_bf16_n128}
+            : Instance{grouped_meta_bytes_f16_n128, grouped_run_f16_n128};
 }
 
-std::size_t meta_bytes(DType dt, std::int64_t block_m, int groups, int sms) {
-  const bool bf = dt == DType::bf16;
-  if (tile_n(block_m) == 256) {
-    return bf ? grouped_meta_bytes_bf16_n256(groups, sms) : grouped_meta_bytes_f16_n256(groups, sms);
+// A device's SM count and compute capability (major * 10 + minor), read once: the entry runs
+// per MoE layer, and attribute queries are host calls.
+struct DeviceFacts {
+  int sms, cc;
+};
+
+DeviceFacts device_facts(int device) {
+  static std::atomic<std::int64_t> cache[64] = {};
+  const bool cached = device >= 0 && device < 64;
+  if (cached) {
+    const std::int64_t v = cache[device].load(std::memory_order_relaxed);
+    if (v) return {static_cast<int>(v >> 16), static_cast<int>(v & 0xffff)};
   }
-  return bf ? grouped_meta_bytes_bf16_n128(groups, sms) : grouped_meta_bytes_f16_n128(groups, sms);
+  int sms = 0, major = 0, minor = 0;
+  PGK_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  PGK_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  PGK_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const DeviceFacts f{sms, major * 10 + minor};
+  if (cached) cache[device].store((std::int64_t{f.sms} << 16) | f.cc, std::memory_order_relaxed);
+  return f;
 }
 
-void run_grouped(DType dt, const GroupedProblem& p) {
-  const bool bf = dt == DType::bf16;
-  if (tile_n(p.block_m) == 256) {
-    bf ? grouped_run_bf16_n256(p) : grouped_run_f16_n256(p);
-  } else {
-    bf ? grouped_run_bf16_n128(p) : grouped_run_f16_n128(p);
-  }
+// The size checks both entry points make (the scratch is sized from the same numbers).
+void check_sizes(const char* who, DType dt, std::int64_t experts, std::int64_t n, std::int64_t k,
+                 std::int64_t slots) {
+  PGK_REQUIRE_AS(who, dt == DType::f16 || dt == DType::bf16,
+                 std::string("dtype must be float16 or bfloat16, got ") + dtype_name(dt));
+  PGK_REQUIRE_AS(who, experts >= 1 && experts <= 1024,
+                 "experts must be in [1, 1024], got " + std::to_string(experts));
+  PGK_REQUIRE_AS(who, n >= 1 && k >= 1 && slots >= 0 && slots < (std::int64_t{1} << 31),
+                 "n and k must be positive and the slots fewer than 2^31");
 }
 
 // Scratch layout: xg [P, K] (x's dtype), d_g [P, N] and d_u [P, N] float32, then the group
@@ -66,7 +85,7 @@ struct Scratch {
     du = dg + up_to(p * static_cast<std::size_t>(n) * 4);
     meta = du + (gated ? up_to(p * static_cast<std::size_t>(n) * 4) : 0);
     const int groups = static_cast<int>(gated ? 2 * experts : experts);
-    total = meta + meta_bytes(dt, block_m, groups, sms);
+    total = meta + instance(dt, block_m).meta_bytes(groups, sms);
   }
 };
 
@@ -139,21 +158,13 @@ bool aligned16(std::uintptr_t p) { return p % 16 == 0; }
 std::size_t moe_grouped_workspace(int device, DType dtype, std::int64_t experts, std::int64_t n,
                                   std::int64_t k, std::int64_t slots, bool gated,
                                   std::int64_t block_m) {
-  PGK_REQUIRE(dtype == DType::f16 || dtype == DType::bf16,
-              std::string("dtype must be float16 or bfloat16, got ") + dtype_name(dtype));
-  PGK_REQUIRE(experts >= 1 && experts <= 1024,
-              "experts must be in [1, 1024], got " + std::to_string(experts));
-  PGK_REQUIRE(n >= 1 && k >= 1 && slots >= 0 && slots < (std::int64_t{1} << 31),
-              "n and k must be positive and the slots fewer than 2^31");
+  check_sizes(__func__, dtype, experts, n, k, slots);
   use_device(device);
-  return Scratch(dtype, experts, n, k, slots, gated, block_m, sm_count(device)).total;
+  return Scratch(dtype, experts, n, k, slots, gated, block_m, device_facts(device).sms).total;
 }
 
 void moe_grouped(const MoeGroupedArgs& a) {
-  PGK_REQUIRE(a.dtype == DType::f16 || a.dtype == DType::bf16,
-              std::string("dtype must be float16 or bfloat16, got ") + dtype_name(a.dtype));
-  PGK_REQUIRE(a.experts >= 1 && a.experts <= 1024,
-              "experts must be in [1, 1024], got " + std::to_string(a.experts));
+  check_sizes(__func__, a.dtype, a.experts, a.n, a.k, a.nb * a.block_m);
   PGK_REQUIRE(a.n >= 8 && a.k >= 8 && a.n % 8 == 0 && a.k % 8 == 0 && a.n < (1 << 30) &&
                   a.k < (1 << 30),
               "n and k must be positive multiples of 8 (16-byte rows), got n=" +
@@ -162,22 +173,19 @@ void moe_grouped(const MoeGroupedArgs& a) {
               "block_m must be a power of two in [16, 256]");
   PGK_REQUIRE(a.top_k >= 1 && a.x_rows >= 0 && a.nb >= 1,
               "top_k and nb must be positive and x_rows not negative");
-  PGK_REQUIRE(a.nb * a.block_m < (std::int64_t{1} << 31), "too many slots for one launch");
-  PGK_REQUIRE(a.x_row_stride % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
+  PGK_REQUIRE((a.x_rows <= 1 || a.x_row_stride % 8 == 0) && aligned16(a.x) && aligned16(a.w) &&
                   aligned16(a.w_up) && aligned16(a.y),
-              "x, w, w_up and y must be 16-byte aligned (x rows too)");
+              "x, w, w_up and y must be 16-byte aligned (x rows too, with several rows)");
   // CUTLASS places its tensor maps at 64-byte offsets from the base; the group arrays at 256.
   PGK_REQUIRE(a.workspace % 256 == 0, "the workspace must be 256-byte aligned");
   use_device(a.device);
-  int major = 0, minor = 0;
-  PGK_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a.device));
-  PGK_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a.device));
-  PGK_REQUIRE(major == 9 && minor == 0,
+  const DeviceFacts dev = device_facts(a.device);
+  PGK_REQUIRE(dev.cc == 90,
               "the CUTLASS grouped GEMM is built for sm_90a (Hopper); device has compute "
-              "capability " + std::to_string(major) + "." + std::to_string(minor));
+              "capability " + std::to_string(dev.cc / 10) + "." + std::to_string(dev.cc % 10));
   const bool gated = a.w_up != 0;
   const std::int64_t slots = a.nb * a.block_m;
-  const int sms = sm_count(a.device);
+  const int sms = dev.sms;
   const Scratch sc(a.dtype, a.experts, a.n, a.k, slots, gated, a.block_m, sms);
   PGK_REQUIRE(a.workspace_bytes >= sc.total,
               "workspace has " + std::to_string(a.workspace_bytes) + " bytes, needs " +
@@ -213,7 +221,7 @@ void moe_grouped(const MoeGroupedArgs& a) {
   p.du = gated ? reinterpret_cast<float*>(ws + sc.du) : nullptr;
   p.meta = ws + sc.meta;
   p.meta_bytes = sc.total - sc.meta;
-  run_grouped(a.dtype, p);
+  instance(a.dtype, a.block_m).run(p);
 
   const auto* scale = ptr<const float>(a.row_scale);
   if (a.dtype == DType::bf16) {

@@ -1,14 +1,16 @@
 """Argument plumbing of the native kernel adapters that only the extension needs: the raw
-stream handle, and operands converted to the dtype a launch reads."""
+stream handle, operands converted to the dtype a launch reads, and operands made 16-byte
+aligned for kernels that read them with 16-byte loads (or TMA)."""
 
 from __future__ import annotations
 
 from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.dtypes import HALF
+from pygpukit.backends._support.rows import as_rows
 from pygpukit.dtypes import DataType
 
-__all__ = ["served_as", "stream_of"]
+__all__ = ["aligned", "aligned_rows", "served_as", "stream_of"]
 
 
 def stream_of(x: GPUArray) -> int:
@@ -34,3 +36,21 @@ def served_as(op: str, x: GPUArray, rd: DataType) -> GPUArray:
             f"got {x._dtype.name}"
         )
     return x.astype(rd)
+
+
+def aligned(a: GPUArray) -> GPUArray:
+    """a itself when contiguous and 16-byte aligned, else an aligned contiguous copy (a fresh
+    pool block)."""
+    if a.is_contiguous() and a.data_ptr() % 16 == 0:
+        return a
+    return a.copy()
+
+
+def aligned_rows(x: GPUArray) -> tuple[GPUArray, int, int, int]:
+    """x (or an aligned contiguous copy) as rows: (x, rows, k, row stride in elements), the
+    base and (with several rows) every row 16-byte aligned."""
+    x, rows, k, sx = as_rows(x)
+    if x.data_ptr() % 16 or (rows > 1 and (sx * x.itemsize) % 16):
+        x = x.copy()  # a fresh pool block: aligned and contiguous
+        sx = k
+    return x, rows, k, sx

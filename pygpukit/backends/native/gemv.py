@@ -16,8 +16,8 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
-from pygpukit.backends._support.rows import as_rows, rows_of
-from pygpukit.backends.native._common import stream_of
+from pygpukit.backends._support.rows import rows_of
+from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
 from pygpukit.backends.native._libs import extension
 
 __all__ = ["gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "linear_rows"]
@@ -36,20 +36,9 @@ def _ext() -> Any:
     return ext
 
 
-def _aligned_rows(x: GPUArray) -> tuple[GPUArray, int, int, int]:
-    """x (or an aligned contiguous copy) with (rows, k, row stride in elements)."""
-    x, rows, k, sx = as_rows(x)
-    if x.data_ptr() % 16 or (rows > 1 and (sx * x.itemsize) % 16):
-        x = x.copy()  # a fresh pool block: aligned and contiguous
-        sx = k
-    return x, rows, k, sx
-
-
 def _ready(a: GPUArray | None) -> GPUArray | None:
-    """a itself when contiguous and 16-byte aligned, else an aligned contiguous copy."""
-    if a is None or (a.is_contiguous() and a.data_ptr() % 16 == 0):
-        return a
-    return a.copy()
+    """An optional operand (bias, scales) made aligned."""
+    return None if a is None else aligned(a)
 
 
 def _run(
@@ -66,7 +55,7 @@ def _run(
     out: GPUArray | None,
 ) -> GPUArray:
     lead = x.shape[:-1]
-    x, m, k, sx = _aligned_rows(x)
+    x, m, k, sx = aligned_rows(x)
     y = target(out, (*lead, n), x._dtype, x)
     bias, scales = _ready(bias), _ready(scales)
     # fmt: off
@@ -94,12 +83,6 @@ def gemv(
     return _run("dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out)
 
 
-def _data(d: GPUArray) -> GPUArray:
-    result = _ready(d)
-    assert result is not None
-    return result
-
-
 def gemv_fp8(
     x: GPUArray,
     data: GPUArray,
@@ -113,7 +96,7 @@ def gemv_fp8(
     or [N, ceil(K/128)] (block 128)."""
     n, k = data.shape
     s_row = 1 if block == 0 else scales.shape[1]
-    return _run("fp8", x, _data(data), k, n, scales, s_row, block, 1.0, bias, out)
+    return _run("fp8", x, aligned(data), k, n, scales, s_row, block, 1.0, bias, out)
 
 
 def gemv_int4(
@@ -129,7 +112,7 @@ def gemv_int4(
     n, k = data.shape
     # fmt: off
     return _run(
-        "int4", x, _data(data), k // 2, n, scales, scales.shape[1], group, 1.0, bias, out,
+        "int4", x, aligned(data), k // 2, n, scales, scales.shape[1], group, 1.0, bias, out,
     )
     # fmt: on
 
@@ -147,7 +130,7 @@ def gemv_nvfp4(
     n, half_k = data.shape
     # fmt: off
     return _run(
-        "nvfp4", x, _data(data), half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
+        "nvfp4", x, aligned(data), half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
     )
     # fmt: on
 

@@ -15,20 +15,12 @@ from __future__ import annotations
 from pygpukit import _memory
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
-from pygpukit.backends.native._common import stream_of
+from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
 from pygpukit.dtypes import uint8
 
 __all__ = ["moe_linear"]
-
-
-def _ready(a: GPUArray) -> GPUArray:
-    """a when contiguous and 16-byte aligned, else an aligned contiguous copy (index arrays and
-    row scales: small; weights are stored contiguous by the loaders)."""
-    if a.is_contiguous() and a.data_ptr() % 16 == 0:
-        return a
-    return a.copy()
 
 
 def moe_linear(
@@ -53,14 +45,11 @@ def moe_linear(
     if k == 0:  # empty sums: zeros, as the twins give (rows no block lists included)
         _memory.fill(y, 0)
         return deliver(y, out)
-    sx0, sx1 = x.element_strides
-    if sx1 != 1 or x.data_ptr() % 16 or (sx0 * x.itemsize) % 16:
-        x = x.copy()
-        sx0 = k
-    w = _ready(w)
-    wu = None if w_up is None else _ready(w_up)
-    ru, be = _ready(rows), _ready(block_expert)
-    scale = None if row_scale is None else _ready(row_scale)
+    x, _, _, sx0 = aligned_rows(x)
+    w = aligned(w)
+    wu = None if w_up is None else aligned(w_up)
+    ru, be = aligned(rows), aligned(block_expert)
+    scale = None if row_scale is None else aligned(row_scale)
     ext = extension()
     dev = x._device.index
     nb = be.shape[0]
