@@ -259,7 +259,8 @@ class CausalTransformerModel:
     ) -> GPUArray:
         """One decode step of cache rows 0..B-1 whose inputs are already on the device: ids
         int64 [B, S] (S new tokens a row, 1..DECODE_TOKENS: 1 for decode, more to verify
-        speculative drafts), positions int64 [B, S] (each new token's position), marks int32
+        speculative drafts), positions int64 [B, S] (each new token's position, which must be
+        its cache slot marks[0, b] + j: RoPE rotates q and k at the cache slot), marks int32
         [2, B] (each row's write position and new length). Nothing here reads host values that
         change between steps, so the step can be captured in a CUDA graph and replayed with new
         inputs written into the same arrays (models.step_graph). cache.lengths is left to the
@@ -360,20 +361,23 @@ class CausalTransformerModel:
             q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
         cos, sin = self._rope if self._rope is not None else (None, None)
-        if cos is not None and sin is not None:
-            q = ops.rope(q, cos, sin, pos)
+        rot = cos is not None and sin is not None
         scale = c.layer_attn_scale(layer)
-        qt = q.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
-        vt = v.transpose(0, 2, 1, 3)
+        vt = v.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
         if decode is not None:
-            # k is rotated while kv_cache_write stores it (one launch for k and v), then
-            # sdpa_decode attends over each row's own length (rows may differ).
+            # kv_cache_write stores k and v, rotating k, and rotates q in place at the same
+            # positions, all in one launch; then sdpa_decode attends over each row's own length
+            # (rows may differ).
+            qt = q.transpose(0, 2, 1, 3)
             kc, vc = cache.rows(layer, row0, b)
-            ops.kv_cache_write(kc, vc, k.transpose(0, 2, 1, 3), vt, decode[0], cos=cos, sin=sin)
+            kt = k.transpose(0, 2, 1, 3)
+            ops.kv_cache_write(kc, vc, kt, vt, decode[0], cos=cos, sin=sin, q=qt if rot else None)
             o = ops.sdpa_decode(qt, kc, vc, decode[1], scale=scale)
         else:
             if cos is not None and sin is not None:
+                q = ops.rope(q, cos, sin, pos)
                 k = ops.rope(k, cos, sin, pos)
+            qt = q.transpose(0, 2, 1, 3)
             o = self._prefill(layer, qt, k.transpose(0, 2, 1, 3), vt, cache, row0, starts, scale)
         o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
         return linear(o, lw.wo, lw.bo)

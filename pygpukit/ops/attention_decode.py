@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygpukit._memory import check_target
+from pygpukit._memory import check_target, may_share_memory, same_view
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
@@ -139,6 +139,7 @@ def kv_cache_write(
     cos: GPUArray | None = None,
     sin: GPUArray | None = None,
     rope_style: str = "neox",
+    q: GPUArray | None = None,
 ) -> None:
     """Store the new tokens k, v [B, Hkv, Sq, D] into the caches, in place: token j of sequence b
     goes to cache position positions[b] + j (positions: int32 [B] on the device). Returns None.
@@ -147,7 +148,10 @@ def kv_cache_write(
     cache position while it is written (gp.rope's numerics, rope_style "neox" or "gptj", dims past
     rotary_dim unrotated); v never is. A position outside the cache is not written on the GPU (the
     NumPy backend raises IndexError); a position past the tables gives NaN in the rotated dims, as
-    gp.rope does.
+    gp.rope does. q [B, H, Sq, D] (the same tokens' queries, H a multiple of Hkv, any strides;
+    needs cos/sin, no element shared with k, v or the caches) is rotated in place at the same
+    positions in the same launch, with gp.rope's numerics; a position outside the cache still
+    rotates q on the GPU.
     """
     op = "kv_cache_write"
     _caches(op, k_cache, v_cache)
@@ -194,7 +198,33 @@ def kv_cache_write(
             )
         if sin.shape != cos.shape:
             raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+    if q is not None:
+        chk.array(op, "q", q)
+        if cos is None:
+            raise ValueError(f"{op}: q is rotated with the tables: pass cos and sin with q")
+        if q.ndim != 4 or q.shape[0] != batch or q.shape[2] != sq or q.shape[3] != d:
+            raise ValueError(
+                f"{op}: q has {chk.desc(q)} but must be [{batch}, H, {sq}, {d}] (k's batch, "
+                "tokens and head dim)"
+            )
+        if q.shape[1] == 0 or q.shape[1] % hkv:
+            raise ValueError(
+                f"{op}: q has {q.shape[1]} heads; it must be a positive multiple of k's {hkv}"
+            )
+        if q.dtype is not k_cache.dtype:
+            raise TypeError(
+                f"{op}: q has {chk.desc(q)} but the caches have dtype {k_cache.dtype.name}"
+            )
+        if q.device != k_cache.device:
+            raise ValueError(f"{op}: q is on {q.device} but the caches are on {k_cache.device}")
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if may_share_memory(q, t):
+                raise ValueError(f"{op}: q shares memory with {name}; it is rotated in place")
+        for name, t in (("k", k), ("v", v)):
+            if same_view(q, t):
+                raise ValueError(f"{op}: q is the same array as {name}; it is rotated in place")
+        check_target(q, f"{op}: q")
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")
-    inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin)
+    inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin, q)
     run(op, inputs, {"rope_style": rope_style})

@@ -172,6 +172,16 @@ def test_write_with_rope(dtype: str, style: str, rdim: int) -> None:
                          axis=-1)  # fmt: skip
     assert_close(dk, ref_write(kc, rot, start), dtype)
     np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start))
+    # q of the same tokens (2 heads per kv head, a head-major view of a token-major buffer)
+    # rotated in place, with gp.rope's bits; the caches as before.
+    q = rand(rng, (b, sq, 2 * hkv, d), dtype)
+    dq = up(q)
+    dk, dv = up(kc), up(vc)
+    gp.kv_cache_write(dk, dv, up(k), up(v), up(start), cos=up(cos), sin=up(sin),
+                      rope_style=style, q=dq.transpose(0, 2, 1, 3))  # fmt: skip
+    want = gp.rope(up(q), up(cos), up(sin), up(pos), style=style, rotary_dim=rdim)
+    np.testing.assert_array_equal(dq.to_numpy(), want.to_numpy())
+    assert_close(dk, ref_write(kc, rot, start), dtype)
 
 
 @NUMPY_ONLY
@@ -206,5 +216,19 @@ def test_write_errors() -> None:
         gp.kv_cache_write(kc, kc, k, k, pos, cos=f32(8, 3), sin=f32(8, 3))
     with pytest.raises(ValueError, match=r"sin has shape \(4, 2\) but cos has shape \(8, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, cos=cos, sin=f32(4, 2))
+    q = f32(2, 4, 1, 4)
+    with pytest.raises(ValueError, match="q is rotated with the tables: pass cos and sin"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=q)
+    tabs = {"cos": cos, "sin": f32(8, 2)}
+    with pytest.raises(ValueError, match=r"q has shape \(2, 4, 2, 4\) .* must be \[2, H, 1, 4\]"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=f32(2, 4, 2, 4), **tabs)
+    with pytest.raises(ValueError, match="q has 3 heads; it must be a positive multiple of k's 2"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=f32(2, 3, 1, 4), **tabs)
+    with pytest.raises(TypeError, match=r"q has .*float16 but the caches have dtype float32"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=q.astype("float16"), **tabs)
+    with pytest.raises(ValueError, match="q shares memory with k_cache"):
+        gp.kv_cache_write(kc, f32(2, 2, 8, 4), k, k, pos, q=kc[:, :, :1], **tabs)
+    with pytest.raises(ValueError, match="q is the same array as k"):
+        gp.kv_cache_write(kc, f32(2, 2, 8, 4), k, f32(2, 2, 1, 4), pos, q=k, **tabs)
     with pytest.raises(ValueError, match=r"block_table has shape \(1, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, block_table=i32(1, 2))

@@ -294,6 +294,43 @@ def test_write(device: str, dtype: str, page: int | None, rope: str | None) -> N
         np.testing.assert_array_equal(as64(dk.to_numpy()), ref_write(kc, k, start, table))
 
 
+@pytest.mark.parametrize("rope", ["neox", "gptj"])
+@pytest.mark.parametrize("page", [None, 8], ids=["contiguous", "paged8"])
+@pytest.mark.parametrize("dtype", FLOATS64)
+def test_write_rotates_q(device: str, dtype: str, page: int | None, rope: str) -> None:
+    """q [B, 2 Hkv, Sq, D], a head-major view of a token-major projection buffer, rotated in
+    place at the tokens' positions in the same launch: the float64 rotation within the dtype's
+    bound, the bits of the rope kernel on the same q, dims past rotary_dim untouched; the
+    caches are written as without q."""
+    kc, vc, k, v, start, table = _write_case(("write-q", page, rope), dtype, page)
+    b, hkv, sq, d = k.shape
+    rng = np.random.default_rng(seed("q", dtype, page, rope))
+    q = rand(rng, (b, sq, 2 * hkv, d), dtype)  # token-major, as the projection writes it
+    r = 30
+    cos, sin = cpu.rope_tables(64, r, base=100.0)
+    tabs = (up(cos, device), up(sin, device))
+    dq = up(q, device)
+    dk, dv = up(kc, device), up(vc, device)
+    bt = None if table is None else up(table, device)
+    ad.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), bt, *tabs,
+                      dq.transpose(0, 2, 1, 3), rope_style=rope)  # fmt: skip
+    pos = start[:, None] + np.arange(sq)
+    qh = q.transpose(0, 2, 1, 3)
+    want = as64(qh)
+    want[..., :r] = ref_rope_k(qh[..., :r], pos, cos, sin, rope)
+    got = dq.to_numpy().transpose(0, 2, 1, 3)
+    assert_close(got, want, dtype)
+    np.testing.assert_array_equal(got[..., r:], qh[..., r:])
+    from pygpukit.backends.triton_kernels.rope import rope as rope_kernel
+
+    twin = rope_kernel(up(q, device), *tabs, up(pos, device), style=rope, rotary_dim=r)
+    np.testing.assert_array_equal(dq.to_numpy(), twin.to_numpy())
+    knew = as64(k)
+    knew[..., :r] = ref_rope_k(k[..., :r], pos, cos, sin, rope)
+    assert_close(dk, ref_write(kc, knew, start, table), dtype)
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
+
+
 def test_write_never_out_of_bounds(device: str) -> None:
     """Positions outside the cache and block ids outside it are skipped (no host check is
     possible); positions past the rope tables give NaN in the rotated dims, as gp.rope does."""
@@ -316,11 +353,21 @@ def test_write_never_out_of_bounds(device: str) -> None:
     kc2, vc2, k2, v2, _, _ = _write_case(("oob-rope",), "float32", None)
     dk = up(kc2, device)
     start = np.array([0, 14, 20], np.int32)  # positions 16.. are past the 16-row tables
+    dq = up(np.ones((3, 6, 4, 34), np.float32), device)  # q: 6 heads, every token rotated
     ad.kv_cache_write(dk, up(vc2, device), up(k2, device), up(v2, device), up(start, device),
-                      None, up(cos, device), up(sin, device))  # fmt: skip
+                      None, up(cos, device), up(sin, device), dq)  # fmt: skip
     got = dk.to_numpy()
     assert np.isfinite(got[0, :, 0:4]).all() and np.isfinite(got[1, :, 14:16]).all()
     assert np.isnan(got[1, :, 16:18, :34]).all() and np.isnan(got[2, :, 20:24, :34]).all()
+    gq = dq.to_numpy()  # token j of sequence b at position start[b] + j, as k
+    assert np.isfinite(gq[0]).all() and np.isfinite(gq[1, :, :2]).all()
+    assert np.isnan(gq[1, :, 2:]).all() and np.isnan(gq[2]).all()
+    start = np.array([-1, 0, 0], np.int32)  # a position before the cache: q's token 0 is NaN
+    dq = up(np.ones((3, 6, 4, 34), np.float32), device)
+    ad.kv_cache_write(dk, up(vc2, device), up(k2, device), up(v2, device), up(start, device),
+                      None, up(cos, device), up(sin, device), dq)  # fmt: skip
+    gq = dq.to_numpy()
+    assert np.isnan(gq[0, :, 0]).all() and np.isfinite(gq[0, :, 1:]).all()
 
 
 # ----- GPU: half precision at the issue's lengths -------------------------------------------

@@ -112,12 +112,14 @@ def kv_cache_write(
     block_table: Array | None = None,
     cos: Array | None = None,
     sin: Array | None = None,
+    q: Array | None = None,
     *,
     rope_style: str = "neox",
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence, in place (k rotated first
-    when cos/sin are given). Raises IndexError for a position outside the cache or a block id
-    outside k_cache's blocks."""
+    when cos/sin are given; q [B, H, Sq, D] rotated in place at the same positions when given).
+    Raises IndexError for a position outside the cache or a block id outside k_cache's blocks,
+    before q is written."""
     kc, vc = np.asarray(k_cache), np.asarray(v_cache)
     k, v = np.asarray(k), np.asarray(v)
     bt = None if block_table is None else np.asarray(block_table)
@@ -159,3 +161,8 @@ def kv_cache_write(
             # phys, off: [Sq] advanced indices around a slice -> the [Sq, Hkv, D] selection.
             kc[phys, :, off] = np.swapaxes(k[b], 0, 1)
             vc[phys, :, off] = np.swapaxes(v[b], 0, 1)
+    if q is not None and cos is not None and sin is not None:
+        qa = np.asarray(q)  # a view of q's memory: the rotation is stored in place
+        qa[...] = np.swapaxes(
+            rope(np.swapaxes(qa, 1, 2), cos, sin, pos, style=rope_style, rotary_dim=r), 1, 2
+        )

@@ -1,7 +1,9 @@
 """kv_cache_write: store new k, v tokens into a contiguous or paged KV cache at positions read on
 the device, with RoPE on k fused into the store (gp.rope's arithmetic: float32, float64 for
-float64 caches, one rounding). Cache layouts and the out-of-range rules: pygpukit/ops/
-attention_decode.py. Routed through the attention_decode family, which re-exports it.
+float64 caches, one rounding) and, when q is given, the same rotation of the step's queries in
+place (their own programs of the launch: the decode step's separate RoPE launch on q goes
+away). Cache layouts and the out-of-range rules: pygpukit/ops/attention_decode.py. Routed
+through the attention_decode family, which re-exports it.
 """
 
 # Triton kernel bodies take tl tensors/constexprs: left unannotated.
@@ -19,77 +21,127 @@ __all__ = ["kv_cache_write"]
 
 
 @triton.jit
+def _rot_load(ptr, sd, hm, HALF, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
+              BLOCK_HALF: tl.constexpr):  # fmt: skip
+    """The two halves (xa, xb) of each rotated pair of a [BLOCK_H, D] head tile at ptr, in CT:
+    gptj pairs (2i, 2i+1) from one contiguous row de-interleaved in registers, neox pairs
+    (i, i + HALF)."""
+    if GPTJ:
+        jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
+        x = tl.load(ptr + jj * sd, mask=hm & (jj < 2 * HALF), other=0.0).to(CT)
+        xa, xb = tl.split(tl.reshape(x, [BLOCK_H, BLOCK_HALF, 2]))
+    else:
+        ia = tl.arange(0, BLOCK_HALF)[None, :]
+        am = hm & (ia < HALF)
+        xa = tl.load(ptr + ia * sd, mask=am, other=0.0).to(CT)
+        xb = tl.load(ptr + (ia + HALF) * sd, mask=am, other=0.0).to(CT)
+    return xa, xb
+
+
+@triton.jit
+def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
+               BLOCK_HALF: tl.constexpr):  # fmt: skip
+    """Rotate the pairs by (c, s) [1, BLOCK_HALF] and store them (masked rows: ``mask``
+    [BLOCK_H, 1]) at ptr, rounded once to ptr's dtype."""
+    ra = xa * c - xb * s
+    rb = xb * c + xa * s
+    if GPTJ:
+        jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
+        r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
+        tl.store(ptr + jj * sd, r.to(ptr.dtype.element_ty), mask=mask & (jj < 2 * HALF))
+    else:
+        ia = tl.arange(0, BLOCK_HALF)[None, :]
+        am = mask & (ia < HALF)
+        tl.store(ptr + ia * sd, ra.to(ptr.dtype.element_ty), mask=am)
+        tl.store(ptr + (ia + HALF) * sd, rb.to(ptr.dtype.element_ty), mask=am)
+
+
+@triton.jit
+def _rotate_q(
+    Q, COS, SIN, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr, ssc,
+    CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr,
+):  # fmt: skip
+    """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place at ``pos``; a position
+    outside the tables (negative included) gives NaN in the rotated dims, as gp.rope does."""
+    hs = blk * BLOCK_H + tl.arange(0, BLOCK_H)
+    hm = (hs < Hq)[:, None]
+    qs = Q + b.to(tl.int64) * sq0 + hs.to(tl.int64)[:, None] * sq1 + j.to(tl.int64) * sq2
+    xa, xb = _rot_load(qs, sq3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+                       BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+    valid = (pos >= 0) & (pos < max_pos)
+    row = tl.where(valid, pos, 0)
+    i = tl.arange(0, BLOCK_HALF)
+    c = tl.load(COS + row * scr + i * scc, mask=i < HALF, other=0.0).to(CT)
+    s = tl.load(SIN + row * ssr + i * ssc, mask=i < HALF, other=0.0).to(CT)
+    c = tl.where(valid, c, float("nan"))[None, :]
+    s = tl.where(valid, s, float("nan"))[None, :]
+    _rot_store(qs, sq3, xa, xb, c, s, hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+               BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+
+
+@triton.jit
 def _kv_write(
-    KC, VC, K, V, P, BT, COS, SIN, Hkv, Sq, D, HALF, cap, nblocks, max_pos,
+    KC, VC, K, V, P, BT, COS, SIN, Q, Hkv, Hq, NKB, Sq, D, HALF, cap, nblocks, max_pos,
     sc0, sc1, sc2, sc3, sd0, sd1, sd2, sd3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3,
-    sbt0, sbt1, scr, scc, ssr, ssc,
+    sq0, sq1, sq2, sq3, sbt0, sbt1, scr, scc, ssr, ssc,
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_HALF: tl.constexpr,
 ):  # fmt: skip
-    # One program per new token and block of kv heads: [BLOCK_H, BLOCK_D] tiles of k and v.
-    # RoPE runs in CT (float32, float64 for float64 caches) and rounds once, as gp.rope does.
+    # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
+    # of axis 1 write blocks of kv heads; with q (ROPE only) the programs after them rotate
+    # blocks of q heads in place at the same position. RoPE runs in CT (float32, float64 for
+    # float64 caches) and rounds once, as gp.rope does.
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
-    hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    hm = (hs < Hkv)[:, None]
-    h64 = hs.to(tl.int64)[:, None]
     dd = tl.arange(0, BLOCK_D)[None, :]
-    dm = hm & (dd < D)
-    ks = K + b.to(tl.int64) * sk0 + h64 * sk1 + j.to(tl.int64) * sk2
-    vs = V + b.to(tl.int64) * sv0 + h64 * sv1 + j.to(tl.int64) * sv2
-    # The token's values first: their loads do not depend on the position.
-    vt = tl.load(vs + dd * sv3, mask=dm)
-    if ROPE:
-        if GPTJ:  # pairs (2i, 2i+1): one contiguous row, de-interleaved in registers
-            jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
-            jm = hm & (jj < 2 * HALF)
-            x = tl.load(ks + jj * sk3, mask=jm, other=0.0).to(CT)
-            xa, xb = tl.split(tl.reshape(x, [BLOCK_H, BLOCK_HALF, 2]))
-        else:  # pairs (i, i + HALF)
-            ia = tl.arange(0, BLOCK_HALF)[None, :]
-            am = hm & (ia < HALF)
-            xa = tl.load(ks + ia * sk3, mask=am, other=0.0).to(CT)
-            xb = tl.load(ks + (ia + HALF) * sk3, mask=am, other=0.0).to(CT)
-        if TAIL:  # dims past rotary_dim pass through
-            tm = dm & (dd >= 2 * HALF)
-            kt = tl.load(ks + dd * sk3, mask=tm)
-    else:
-        kt = tl.load(ks + dd * sk3, mask=dm)
     pos = (tl.load(P + b) + j).to(tl.int64)
-    ok = (pos >= 0) & (pos < cap)
-    pos = tl.where(ok, pos, 0)
-    if PAGED:
-        phys = tl.load(BT + b.to(tl.int64) * sbt0 + (pos // PAGE) * sbt1).to(tl.int64)
-        ok = ok & (phys >= 0) & (phys < nblocks)
-        phys = tl.where(ok, phys, 0)
-        slot = pos % PAGE
-        kd = KC + phys * sc0 + h64 * sc1 + slot * sc2
-        vd = VC + phys * sd0 + h64 * sd1 + slot * sd2
+    if tl.program_id(1) >= NKB:  # a block of q heads (only launched with q and the tables)
+        _rotate_q(Q, COS, SIN, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
+                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+                  BLOCK_HALF=BLOCK_HALF)  # fmt: skip
     else:
-        kd = KC + b.to(tl.int64) * sc0 + h64 * sc1 + pos * sc2
-        vd = VC + b.to(tl.int64) * sd0 + h64 * sd1 + pos * sd2
-    tl.store(vd + dd * sd3, vt, mask=dm & ok)
-    if ROPE:
-        i = tl.arange(0, BLOCK_HALF)
-        tab = (pos < max_pos) & (i < HALF)
-        c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
-        s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
-        c = c[None, :]
-        s = s[None, :]
-        ra = xa * c - xb * s
-        rb = xb * c + xa * s
-        if GPTJ:
-            r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
-            tl.store(kd + jj * sc3, r.to(KC.dtype.element_ty), mask=jm & ok)
+        hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+        hm = (hs < Hkv)[:, None]
+        h64 = hs.to(tl.int64)[:, None]
+        dm = hm & (dd < D)
+        ks = K + b.to(tl.int64) * sk0 + h64 * sk1 + j.to(tl.int64) * sk2
+        vs = V + b.to(tl.int64) * sv0 + h64 * sv1 + j.to(tl.int64) * sv2
+        # The token's values first: their loads do not depend on the position.
+        vt = tl.load(vs + dd * sv3, mask=dm)
+        if ROPE:
+            xa, xb = _rot_load(ks, sk3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+                               BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+            if TAIL:  # dims past rotary_dim pass through
+                tm = dm & (dd >= 2 * HALF)
+                kt = tl.load(ks + dd * sk3, mask=tm)
         else:
-            tl.store(kd + ia * sc3, ra.to(KC.dtype.element_ty), mask=am & ok)
-            tl.store(kd + (ia + HALF) * sc3, rb.to(KC.dtype.element_ty), mask=am & ok)
-        if TAIL:
-            tl.store(kd + dd * sc3, kt, mask=tm & ok)
-    else:
-        tl.store(kd + dd * sc3, kt, mask=dm & ok)
+            kt = tl.load(ks + dd * sk3, mask=dm)
+        ok = (pos >= 0) & (pos < cap)
+        pos = tl.where(ok, pos, 0)
+        if PAGED:
+            phys = tl.load(BT + b.to(tl.int64) * sbt0 + (pos // PAGE) * sbt1).to(tl.int64)
+            ok = ok & (phys >= 0) & (phys < nblocks)
+            phys = tl.where(ok, phys, 0)
+            slot = pos % PAGE
+            kd = KC + phys * sc0 + h64 * sc1 + slot * sc2
+            vd = VC + phys * sd0 + h64 * sd1 + slot * sd2
+        else:
+            kd = KC + b.to(tl.int64) * sc0 + h64 * sc1 + pos * sc2
+            vd = VC + b.to(tl.int64) * sd0 + h64 * sd1 + pos * sd2
+        tl.store(vd + dd * sd3, vt, mask=dm & ok)
+        if ROPE:
+            i = tl.arange(0, BLOCK_HALF)
+            tab = (pos < max_pos) & (i < HALF)
+            c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
+            s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
+            _rot_store(kd, sc3, xa, xb, c[None, :], s[None, :], hm & ok, HALF, GPTJ=GPTJ,
+                       BLOCK_H=BLOCK_H, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+            if TAIL:
+                tl.store(kd + dd * sc3, kt, mask=tm & ok)
+        else:
+            tl.store(kd + dd * sc3, kt, mask=dm & ok)
 
 
 def kv_cache_write(
@@ -101,12 +153,14 @@ def kv_cache_write(
     block_table: GPUArray | None = None,
     cos: GPUArray | None = None,
     sin: GPUArray | None = None,
+    q: GPUArray | None = None,
     *,
     rope_style: str = "neox",
     out: GPUArray | None = None,
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
-    are given), in place; returns None. ``out`` is the dispatcher's and must be None."""
+    are given; q [B, H, Sq, D] rotated in place at the same positions when given), in place;
+    returns None. ``out`` is the dispatcher's and must be None."""
     if out is not None:
         raise ValueError("kv_cache_write writes the caches in place; it takes no out=")
     batch, hkv, sq, d = k.shape
@@ -117,18 +171,21 @@ def kv_cache_write(
     bd = next_pow2(d)
     bhalf = next_pow2(half) if rope else 1
     bh = min(next_pow2(hkv), max(1, 4096 // bd))
+    nkb = cdiv(hkv, bh)
+    hq = q.shape[1] if q is not None and rope else 0
     paged = block_table is not None
     cap = k_cache.shape[2] * (block_table.shape[1] if block_table is not None else 1)
     sbt = tuple(block_table.element_strides) if block_table is not None else (0, 0)
     tc = tuple(cos.element_strides) if cos is not None else (0, 0)
     ts = tuple(sin.element_strides) if sin is not None else (0, 0)
+    sq_ = tuple(q.element_strides) if q is not None and hq else (0, 0, 0, 0)
     launch(
-        _kv_write, (batch * sq, cdiv(hkv, bh)),
+        _kv_write, (batch * sq, nkb + cdiv(hq, bh)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
-        cos if rope else k, sin if rope else k, hkv, sq, d, half, cap, k_cache.shape[0],
-        cos.shape[0] if cos is not None else 0,
+        cos if rope else k, sin if rope else k, q if hq else k, hkv, hq, nkb, sq, d, half, cap,
+        k_cache.shape[0], cos.shape[0] if cos is not None else 0,
         *k_cache.element_strides, *v_cache.element_strides, *k.element_strides,
-        *v.element_strides, *sbt, *tc, *ts,
+        *v.element_strides, *sq_, *sbt, *tc, *ts,
         PAGED=paged, PAGE=k_cache.shape[2] if paged else 1, ROPE=rope,
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
