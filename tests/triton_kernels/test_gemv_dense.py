@@ -1,8 +1,8 @@
 """The Triton dense decode GEMV and its gated twin (backends/triton_kernels/gemv_dense.py):
 x @ W^T + bias and silu(x @ Wg^T) * (x @ Wu^T) against float64, at K below, at and across the
-1024-value K tile (a partial last tile), N with a partial column block, several rows, strided x,
-a strided bias, out as a column slice of a poisoned array; a row's bits do not depend on the
-other rows."""
+1024-value K tile (a partial last tile), on the 2048-value tiles from K = 4096 on, N with a
+partial column block, several rows, strided x, a strided bias, out as a column slice of a
+poisoned array; a row's bits do not depend on the other rows."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def _silu_mul(h: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize(("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056)])
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056), (1, 21, 4096), (2, 12, 6152)]
+)
 def test_gemv_against_float64(device: str, dtype: str, m: int, n: int, k: int) -> None:
     rng = np.random.default_rng(n + k)
     w = up(rng.standard_normal((n, k)) / np.sqrt(k), device).astype(dtype)
@@ -44,7 +46,7 @@ def test_gemv_against_float64(device: str, dtype: str, m: int, n: int, k: int) -
 
 
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize(("m", "i", "k"), [(1, 13, 48), (2, 40, 2056)])
+@pytest.mark.parametrize(("m", "i", "k"), [(1, 13, 48), (2, 40, 2056), (1, 9, 4104)])
 def test_gated_against_float64(device: str, dtype: str, m: int, i: int, k: int) -> None:
     """w [2I, K]: gate rows then up rows; silu(g) * u of the float32 sums, one rounding."""
     rng = np.random.default_rng(i)

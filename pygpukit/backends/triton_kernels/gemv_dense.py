@@ -44,6 +44,22 @@ BLOCK_N = 4  # output columns per program
 MAX_BLOCK_K = 1024  # a [4, 1024] tile of 16-bit weights: 32 values a thread at 4 warps
 NUM_WARPS = 4
 GATED_NUM_WARPS = 2  # two tiles (gate and up) a step
+# From K = WIDE_K on, tiles of [4, 2048] at twice the warps (the same 32 values a thread, twice
+# the bytes in flight a program). H100 (benchmarks/tuning/tune_gemv.py, 2026-11-27, graph-
+# replayed chains, % of the 3033 GB/s copy rate): 2048x8192 13.76 -> 12.36 us (80 -> 90%),
+# 4096x12288 38.59 -> 34.26 us (86 -> 97%), 4096x4096 12.92 -> 12.19, 6144x4096 18.78 -> 17.67,
+# gated 2 x 12288 x 4096 66.39 -> 64.44 us.
+WIDE_K = 4096
+WIDE_BLOCK_K = 2048
+
+
+def tile(k: int, gated: bool) -> tuple[int, int, int]:
+    """(output columns a program, warps, K tile) for a product of in_features k
+    (benchmarks/tuning/tune_gemv.py sweeps them)."""
+    warps = GATED_NUM_WARPS if gated else NUM_WARPS
+    if k >= WIDE_K:
+        return BLOCK_N, 2 * warps, WIDE_BLOCK_K
+    return BLOCK_N, warps, min(MAX_BLOCK_K, next_pow2(k))
 
 
 @triton.jit
@@ -108,13 +124,13 @@ def _run(
     if m and n:
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
+        bn, warps, bk = tile(k, gated)
         launch(
-            _gemv_kernel, (cdiv(n, BLOCK_N), m),
+            _gemv_kernel, (cdiv(n, bn), m),
             x, w, bias if bias is not None else y, y, m, n, sx, w._estrides[0], sy,
             n * w._estrides[0],
-            K=k, BLOCK_N=BLOCK_N, BLOCK_K=min(MAX_BLOCK_K, next_pow2(k)), GATED=gated,
-            HAS_BIAS=bias is not None, PDL=pdl, PREFETCH=prefetch, launch_pdl=pdl,
-            num_warps=GATED_NUM_WARPS if gated else NUM_WARPS,
+            K=k, BLOCK_N=bn, BLOCK_K=bk, GATED=gated, HAS_BIAS=bias is not None, PDL=pdl,
+            PREFETCH=prefetch, launch_pdl=pdl, num_warps=warps,
         )  # fmt: skip
     return deliver(y, out)
 

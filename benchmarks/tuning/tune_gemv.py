@@ -1,0 +1,115 @@
+"""Sweep the dense decode GEMV's tile (output columns a program, warps, K tile) on the decode
+products of the benchmark models, as the engine runs them: one row of bf16 x, chains of 16
+products with distinct weights captured in one CUDA graph and replayed back to back, inside
+constant_weights() (each program loads its first weight tile before it waits on the kernel
+before; programmatic dependent launch on sm_90+).
+
+    python benchmarks/tuning/tune_gemv.py [--shapes 2048x8192 4096x12288 ...] [--reps 20]
+
+A shape is NxK (x [1, K] @ W[N, K]^T) or gNxK for the gated form (W the stacked [Wg; Wu] of
+2N rows). Prints the device time of one product and its % of the device copy rate on the weight
+bytes per configuration, best first; the shipped tiles are gemv_dense.tile (pygpukit/backends/
+triton_kernels/gemv_dense.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import numpy as np
+
+import pygpukit as gp
+from pygpukit import runtime
+from pygpukit.backends._support.weights import constant_weights
+from pygpukit.backends.triton_kernels import gemv_dense
+from pygpukit.benchmark.timing import DeviceTimer
+from pygpukit.graphs import CUDAGraph
+
+# The decode products of the Llama-3.2-1B and Qwen3-8B shapes: qkv, output, gate/up, down.
+SHAPES = [
+    "3072x2048", "2048x2048", "g8192x2048", "2048x8192",
+    "6144x4096", "4096x4096", "g12288x4096", "4096x12288",
+]  # fmt: skip
+CHAIN = 16
+
+
+def _parse(shape: str) -> tuple[int, int, bool]:
+    gated = shape.startswith("g")
+    n, k = (int(v) for v in shape.lstrip("g").split("x"))
+    return n, k, gated
+
+
+def _time(n: int, k: int, gated: bool, tile: tuple[int, int, int], reps: int) -> float:
+    """Seconds per product of a graph-replayed chain of CHAIN products under ``tile``."""
+    rng = np.random.default_rng(0)
+    rows = 2 * n if gated else n
+    x = gp.from_numpy(rng.standard_normal((1, k)).astype(np.float32), device="cuda:0")
+    x = x.astype("bfloat16")
+    base = gp.from_numpy(
+        (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(np.float32), device="cuda:0"
+    ).astype("bfloat16")
+    ws = [gp.mul(base, float(i + 1)) for i in range(CHAIN)]  # distinct weights: no L2 reuse
+    fn = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    old = gemv_dense.tile
+    gemv_dense.tile = lambda _k, _gated: tile  # type: ignore[assignment]
+    try:
+        with constant_weights():
+            for w in ws:  # compile outside the capture
+                fn(x, w)
+            g = CUDAGraph("cuda:0")
+            with g.capture():
+                for w in ws:
+                    fn(x, w)
+    finally:
+        gemv_dense.tile = old  # type: ignore[assignment]
+    stream = runtime.current_stream(g.device)
+    for _ in range(3):
+        g.replay(stream)
+    a = runtime.Event(device=0, enable_timing=True)
+    b = runtime.Event(device=0, enable_timing=True)
+    a.record(stream)
+    for _ in range(reps):
+        g.replay(stream)
+    b.record(stream)
+    b.synchronize()
+    return float(a.elapsed_time(b)) / 1000.0 / reps / CHAIN
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", nargs="+", default=SHAPES)
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8])
+    p.add_argument("--warps", type=int, nargs="+", default=[2, 4, 8])
+    p.add_argument("--block-k", type=int, nargs="+", default=[512, 1024, 2048])
+    args = p.parse_args(argv)
+    copy = DeviceTimer(0).copy_rate()
+    print(f"device copy rate {copy:.0f} GB/s")
+    for shape in args.shapes:
+        n, k, gated = _parse(shape)
+        nbytes = (2 * n if gated else n) * k * 2
+        shipped = gemv_dense.tile(k, gated)
+        got = []
+        for bn, warps, bk in itertools.product(args.block_n, args.warps, args.block_k):
+            if bk > max(512, 1 << (k - 1).bit_length()):
+                continue
+            t = _time(n, k, gated, (bn, warps, bk), args.reps)
+            got.append((t, (bn, warps, bk)))
+        got.sort()
+        print(f"{shape} ({nbytes / 1e6:.1f} MB), shipped tile {shipped}:")
+        for t, tile in got[:6] + [g for g in got if g[1] == shipped][:1]:
+            mark = "  <- shipped" if tile == shipped else ""
+            print(
+                f"  block_n {tile[0]} warps {tile[1]} block_k {tile[2]}: {t * 1e6:7.2f} us "
+                f"{100 * nbytes / t / 1e9 / copy:5.1f}% of copy{mark}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
