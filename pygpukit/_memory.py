@@ -97,6 +97,46 @@ def may_share_memory(a: GPUArray, b: GPUArray) -> bool:
     return alo < bhi and blo < ahi
 
 
+def _rows_and_run(arr: GPUArray) -> tuple[tuple[tuple[int, int], ...], int] | None:
+    """arr's elements as runs of ``run`` contiguous elements at the offsets of a grid of
+    (extent, stride) dims, strides descending (the innermost dims merged while each stride is
+    the product of the extents inside it). None unless the grid is nested (each stride at least
+    the extent times the stride of the next dim, the last at least the run), which puts any two
+    distinct rows at least the smallest stride apart."""
+    dims = sorted(
+        ((n, st) for n, st in zip(arr._shape, arr._estrides, strict=True) if n > 1),
+        key=lambda t: -t[1],
+    )
+    run = 1
+    while dims and dims[-1][1] == run:
+        run *= dims.pop()[0]
+    inner = [*((n * st) for n, st in dims[1:]), run][-len(dims) :] if dims else []
+    if any(st < need for (_, st), need in zip(dims, inner, strict=True)):
+        return None
+    return tuple(dims), run
+
+
+def shares_elements(a: GPUArray, b: GPUArray) -> bool:
+    """Whether a and b may address a common element: may_share_memory, except that views of
+    one buffer on the same grid of rows whose runs sit side by side in each row (the q, k and v
+    column slices of one projection) are known apart. Conservative (True) where it cannot tell."""
+    if not may_share_memory(a, b):
+        return False
+    if a._dtype.itemsize != b._dtype.itemsize or a._dtype.is_packed or b._dtype.is_packed:
+        return True
+    ga, gb = _rows_and_run(a), _rows_and_run(b)
+    if ga is None or gb is None or ga[0] != gb[0]:
+        return True
+    grid, (la, lb) = ga[0], (ga[1], gb[1])
+    delta, rem = divmod(b.data_ptr() - a.data_ptr(), a._dtype.itemsize)
+    if rem:
+        return True
+    period = min((st for _, st in grid), default=None)  # rows are at least this far apart
+    lo, hi = min(0, delta), max(la, delta + lb)
+    side_by_side = delta >= la or delta + lb <= 0
+    return not (side_by_side and (period is None or hi - lo <= period))
+
+
 def same_view(a: GPUArray, b: GPUArray) -> bool:
     """a and b address the same elements in the same order (an in-place write is safe for a
     kernel that reads each element before writing it)."""

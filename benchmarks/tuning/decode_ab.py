@@ -25,17 +25,22 @@ from benchmarks._models import CONFIGS, random_model, random_prompts, timed_gene
 from benchmarks.decode_paths import _step_us
 from pygpukit import ops
 from pygpukit.backends.triton_kernels import gemv_dense
+from pygpukit.creation import arange
 
 _KV_WRITE = ops.kv_cache_write
 _WIDE_K = gemv_dense.WIDE_K
 
 
 def _kv_write_rope_apart(kc: Any, vc: Any, k: Any, v: Any, p: Any, **kw: Any) -> None:
-    """gp.kv_cache_write without its q: the queries rotated first by gp.rope (in place)."""
+    """gp.kv_cache_write without its q: the queries rotated first by gp.rope (in place), token
+    j of row b at p[b] + j."""
     q = kw.pop("q", None)
     if q is not None:
-        qt = q.transpose(0, 2, 1, 3)
-        ops.rope(qt, kw["cos"], kw["sin"], p.reshape(-1, 1), out=qt)
+        qt = q.transpose(0, 2, 1, 3)  # token-major [B, Sq, H, D]
+        pos = p.reshape(-1, 1)
+        if qt.shape[1] > 1:  # a prompt through the decode path (never inside the step graph)
+            pos = ops.add(pos, arange(qt.shape[1], dtype="int32", device=q.device))
+        ops.rope(qt, kw["cos"], kw["sin"], pos, out=qt)
     _KV_WRITE(kc, vc, k, v, p, **kw)
 
 

@@ -102,10 +102,11 @@ def main(argv: list[str] | None = None) -> int:
             got.append((t, (bn, warps, bk)))
         got.sort()
         print(f"{shape} ({nbytes / 1e6:.1f} MB), shipped tile {shipped}:")
-        for t, tile in got[:6] + [g for g in got if g[1] == shipped][:1]:
-            mark = "  <- shipped" if tile == shipped else ""
+        shown = got[:6] + [g for g in got[6:] if g[1] == shipped]
+        for t, cfg in shown:
+            mark = "  <- shipped" if cfg == shipped else ""
             print(
-                f"  block_n {tile[0]} warps {tile[1]} block_k {tile[2]}: {t * 1e6:7.2f} us "
+                f"  block_n {cfg[0]} warps {cfg[1]} block_k {cfg[2]}: {t * 1e6:7.2f} us "
                 f"{100 * nbytes / t / 1e9 / copy:5.1f}% of copy{mark}"
             )
     return 0

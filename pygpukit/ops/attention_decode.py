@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygpukit._memory import check_target, may_share_memory, same_view
+from pygpukit._memory import check_target, shares_elements
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
@@ -207,7 +207,7 @@ def kv_cache_write(
                 f"{op}: q has {chk.desc(q)} but must be [{batch}, H, {sq}, {d}] (k's batch, "
                 "tokens and head dim)"
             )
-        if q.shape[1] == 0 or q.shape[1] % hkv:
+        if hkv == 0 or q.shape[1] == 0 or q.shape[1] % hkv:
             raise ValueError(
                 f"{op}: q has {q.shape[1]} heads; it must be a positive multiple of k's {hkv}"
             )
@@ -217,12 +217,16 @@ def kv_cache_write(
             )
         if q.device != k_cache.device:
             raise ValueError(f"{op}: q is on {q.device} but the caches are on {k_cache.device}")
-        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if may_share_memory(q, t):
-                raise ValueError(f"{op}: q shares memory with {name}; it is rotated in place")
-        for name, t in (("k", k), ("v", v)):
-            if same_view(q, t):
-                raise ValueError(f"{op}: q is the same array as {name}; it is rotated in place")
+        named: dict[str, GPUArray | None] = {
+            "k_cache": k_cache, "v_cache": v_cache, "k": k, "v": v, "cos": cos, "sin": sin,
+            "positions": positions, "block_table": block_table,
+        }  # fmt: skip
+        for name, other in named.items():
+            if other is not None and shares_elements(q, other):
+                raise ValueError(
+                    f"{op}: q shares elements with {name}; q is rotated in place while the "
+                    "launch reads it"
+                )
         check_target(q, f"{op}: q")
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")

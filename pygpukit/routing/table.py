@@ -109,7 +109,7 @@ QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
 # linear, else cuBLASLt (and silu_mul on its output). Measured in a graph-replayed decode step
 # on an H200 (BENCHMARKS.md "Batch-1 decode"). ops.gemv reads these at import.
 DENSE_GEMV_MAX_ROWS = 1
-DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values each)
+DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values, 2048 from K = 4096)
 # ... and from QDENSE_MIN_ROWS rows on, the weight is dequantized into x's dtype for the call and
 # gp.linear (cuBLASLt) runs the product: once the product is compute-bound the mainloop's
 # dequantization costs more than one pass over W (256 rows: int4 112 us dense vs 121 in the

@@ -235,6 +235,17 @@ def test_kv_write(dtype: str, rope: tuple[str, int] | None, paged: bool) -> None
     host = kc.copy()
     cpu.kv_cache_write(host, vc.copy(), k, v, start, table, cos, sin, rope_style=rope[0])
     np.testing.assert_array_equal(dk.to_numpy(), host)
+    # q (two heads per kv head, a view of a token-major buffer) rotated at the same positions;
+    # the caches written as without it.
+    q = rand(rng, (b, 2 * hkv, sq, d), dtype)
+    dq = _tm(q)
+    dk, dv = _up(kc), _up(vc)
+    gp.kv_cache_write(dk, dv, _tm(k), _tm(v), _up(start), block_table=bt, q=dq, **kw)
+    qrot = np.concatenate(
+        [ref_rope_k(q[..., :r], pos, cos, sin, rope[0]), as64(q[..., r:])], axis=-1
+    )
+    assert_close(dq, qrot, dtype)
+    np.testing.assert_array_equal(dk.to_numpy(), host)
 
 
 @gpu

@@ -226,9 +226,24 @@ def test_write_errors() -> None:
         gp.kv_cache_write(kc, kc, k, k, pos, q=f32(2, 3, 1, 4), **tabs)
     with pytest.raises(TypeError, match=r"q has .*float16 but the caches have dtype float32"):
         gp.kv_cache_write(kc, kc, k, k, pos, q=q.astype("float16"), **tabs)
-    with pytest.raises(ValueError, match="q shares memory with k_cache"):
+    with pytest.raises(ValueError, match="q shares elements with k_cache"):
         gp.kv_cache_write(kc, f32(2, 2, 8, 4), k, k, pos, q=kc[:, :, :1], **tabs)
-    with pytest.raises(ValueError, match="q is the same array as k"):
+    with pytest.raises(ValueError, match="q shares elements with k"):
         gp.kv_cache_write(kc, f32(2, 2, 8, 4), k, f32(2, 2, 1, 4), pos, q=k, **tabs)
+    # q, k and v as column slices of one projection buffer [B, Sq, (H + 2 Hkv) D]: accepted
+    # side by side, refused where q's columns run into k's.
+    proj = f32(2, 1, 32)
+    heads = lambda c0, h: proj[:, :, c0 : c0 + 4 * h].reshape(2, 1, h, 4).transpose(0, 2, 1, 3)  # noqa: E731
+    kc2 = f32(2, 2, 8, 4)
+    gp.kv_cache_write(kc2, f32(2, 2, 8, 4), heads(16, 2), heads(24, 2), pos, q=heads(0, 4), **tabs)
+    with pytest.raises(ValueError, match="q shares elements with k"):
+        gp.kv_cache_write(kc2, f32(2, 2, 8, 4), heads(14, 2), heads(24, 2), pos, q=heads(0, 4),
+                          **tabs)  # fmt: skip
+    with pytest.raises(ValueError, match="q shares elements with cos"):
+        cs = f32(2, 2, 1, 4)
+        gp.kv_cache_write(kc, kc2, k, k, pos, q=cs, cos=cs.reshape(8, 2), sin=tabs["sin"])
+    with pytest.raises(ValueError, match="q has 2 heads; it must be a positive multiple of k's 0"):
+        gp.kv_cache_write(f32(2, 0, 8, 4), f32(2, 0, 8, 4), f32(2, 0, 1, 4), f32(2, 0, 1, 4),
+                          pos, q=f32(2, 2, 1, 4), **tabs)  # fmt: skip
     with pytest.raises(ValueError, match=r"block_table has shape \(1, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, block_table=i32(1, 2))

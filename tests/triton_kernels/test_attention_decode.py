@@ -331,6 +331,26 @@ def test_write_rotates_q(device: str, dtype: str, page: int | None, rope: str) -
     np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
 
 
+@pytest.mark.parametrize(("hq", "hkv"), [(8, 1), (32, 8), (40, 8)])
+def test_write_rotates_q_head_counts(device: str, hq: int, hkv: int) -> None:
+    """One kv head (MQA), 32 q heads over 8, and a head count past one block of q heads
+    (40 > 32): every q head rotated, k written."""
+    rng = np.random.default_rng(seed("q-heads", hq, hkv))
+    b, sq, d, s_max = 2, 3, 64, 16
+    q = rand(rng, (b, hq, sq, d), "float32")
+    k, v = rand(rng, (b, hkv, sq, d), "float32"), rand(rng, (b, hkv, sq, d), "float32")
+    cos, sin = cpu.rope_tables(32, d, base=100.0)
+    start = np.array([2, 9], np.int32)
+    dk, dq = up(np.zeros((b, hkv, s_max, d), np.float32), device), up(q, device)
+    ad.kv_cache_write(dk, up(np.zeros((b, hkv, s_max, d), np.float32), device), up(k, device),
+                      up(v, device), up(start, device), None, up(cos, device), up(sin, device),
+                      dq)  # fmt: skip
+    pos = start[:, None] + np.arange(sq)
+    assert_close(dq, ref_rope_k(q, pos, cos, sin, "neox"), "float32")
+    knew = ref_rope_k(k, pos, cos, sin, "neox")
+    assert_close(dk, ref_write(np.zeros((b, hkv, s_max, d)), knew, start), "float32")
+
+
 def test_write_never_out_of_bounds(device: str) -> None:
     """Positions outside the cache and block ids outside it are skipped (no host check is
     possible); positions past the rope tables give NaN in the rotated dims, as gp.rope does."""

@@ -116,3 +116,12 @@ def test_weight_written_by_the_kernel_before(device: str, gated: bool) -> None:
     plain = fn(x, base).to_numpy().view(np.uint16)
     with constant_weights():
         np.testing.assert_array_equal(fn(x, base).to_numpy().view(np.uint16), plain)
+
+
+def test_wide_tiles_from_k_4096() -> None:
+    """The tile choice the K cases above rely on: [4, 2048] tiles at twice the warps from
+    K = 4096, the 1024-value tiles below."""
+    assert gemv_dense.tile(4096, False) == (4, 8, 2048)
+    assert gemv_dense.tile(4096, True) == (4, 4, 2048)
+    assert gemv_dense.tile(4095, False) == (4, 4, 1024)
+    assert gemv_dense.tile(40, True) == (4, 2, 64)

@@ -191,12 +191,15 @@ def kv_cache_write(
     block_table: GPUArray | None = None,
     cos: GPUArray | None = None,
     sin: GPUArray | None = None,
+    q: GPUArray | None = None,
     *,
     rope_style: str = "neox",
     out: GPUArray | None = None,
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
-    are given), in place; returns None. ``out`` is the dispatcher's and must be None.
+    are given), in place; returns None. ``out`` is the dispatcher's and must be None. q [B, H,
+    Sq, D] (with cos/sin) is rotated in place at the same positions by the native rope kernel
+    after the write, one launch a query token (the Triton twin does it in the same launch).
 
     The rotation reads cos/sin in the compute type (float32; float64 for float64 caches):
     tables of another dtype are converted first, which is what the reference does before use."""
@@ -242,3 +245,15 @@ def kv_cache_write(
         cptr, sptr, max_pos, scos, ssin,
     )
     # fmt: on
+    if q is not None and cos is not None and sin is not None and q.size:
+        from pygpukit.backends.native.elementwise import add
+        from pygpukit.backends.native.rope import rope
+
+        if q.dtype is not k.dtype:
+            raise TypeError(f"{op} (native): q is {q.dtype.name} but k is {k.dtype.name}")
+        qt = q.transpose(0, 2, 1, 3)  # token-major [B, Sq, H, D], as rope takes it
+        for j in range(sq):
+            pj = positions if j == 0 else add(positions, j)
+            tok = qt[:, j : j + 1]
+            rope(tok, cos, sin, pj.reshape(batch, 1), style=rope_style, rotary_dim=2 * half,
+                 out=tok)  # fmt: skip

@@ -44,11 +44,11 @@ BLOCK_N = 4  # output columns per program
 MAX_BLOCK_K = 1024  # a [4, 1024] tile of 16-bit weights: 32 values a thread at 4 warps
 NUM_WARPS = 4
 GATED_NUM_WARPS = 2  # two tiles (gate and up) a step
-# From K = WIDE_K on, tiles of [4, 2048] at twice the warps (the same 32 values a thread, twice
-# the bytes in flight a program). H100 (benchmarks/tuning/tune_gemv.py, 2026-11-27, graph-
-# replayed chains, % of the 3033 GB/s copy rate): 2048x8192 13.76 -> 12.36 us (80 -> 90%),
-# 4096x12288 38.59 -> 34.26 us (86 -> 97%), 4096x4096 12.92 -> 12.19, 6144x4096 18.78 -> 17.67,
-# gated 2 x 12288 x 4096 66.39 -> 64.44 us.
+# From K = WIDE_K on, tiles of [4, 2048] at twice the warps (the values a thread holds per tile
+# unchanged, twice the bytes in flight a program). H100 (benchmarks/tuning/tune_gemv.py,
+# 2026-11-27, graph-replayed chains, % of the 3033 GB/s copy rate): 2048x8192 13.76 -> 12.36
+# us (80 -> 90%), 4096x12288 38.59 -> 34.26 us (86 -> 97%), 4096x4096 12.92 -> 12.19,
+# 6144x4096 18.78 -> 17.67, gated 2 x 12288 x 4096 66.39 -> 64.44 us.
 WIDE_K = 4096
 WIDE_BLOCK_K = 2048
 

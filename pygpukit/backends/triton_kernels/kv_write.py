@@ -86,20 +86,24 @@ def _kv_write(
     sq0, sq1, sq2, sq3, sbt0, sbt1, scr, scc, ssr, ssc,
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
-    BLOCK_HALF: tl.constexpr,
+    BLOCK_HALF: tl.constexpr, HAS_Q: tl.constexpr, BLOCK_HQ: tl.constexpr,
 ):  # fmt: skip
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
-    # of axis 1 write blocks of kv heads; with q (ROPE only) the programs after them rotate
-    # blocks of q heads in place at the same position. RoPE runs in CT (float32, float64 for
-    # float64 caches) and rounds once, as gp.rope does.
+    # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
+    # rotate blocks of BLOCK_HQ q heads in place at the same position. RoPE runs in CT (float32,
+    # float64 for float64 caches) and rounds once, as gp.rope does.
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
     dd = tl.arange(0, BLOCK_D)[None, :]
     pos = (tl.load(P + b) + j).to(tl.int64)
-    if tl.program_id(1) >= NKB:  # a block of q heads (only launched with q and the tables)
+    if HAS_Q:
+        is_q = tl.program_id(1) >= NKB
+    else:
+        is_q = False  # a launch without q compiles the kv programs alone
+    if is_q:
         _rotate_q(Q, COS, SIN, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
-                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_HQ,
                   BLOCK_HALF=BLOCK_HALF)  # fmt: skip
     else:
         hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
@@ -173,6 +177,7 @@ def kv_cache_write(
     bh = min(next_pow2(hkv), max(1, 4096 // bd))
     nkb = cdiv(hkv, bh)
     hq = q.shape[1] if q is not None and rope else 0
+    bhq = min(next_pow2(hq), max(1, 4096 // bd)) if hq else 1
     paged = block_table is not None
     cap = k_cache.shape[2] * (block_table.shape[1] if block_table is not None else 1)
     sbt = tuple(block_table.element_strides) if block_table is not None else (0, 0)
@@ -180,7 +185,7 @@ def kv_cache_write(
     ts = tuple(sin.element_strides) if sin is not None else (0, 0)
     sq_ = tuple(q.element_strides) if q is not None and hq else (0, 0, 0, 0)
     launch(
-        _kv_write, (batch * sq, nkb + cdiv(hq, bh)),
+        _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
         cos if rope else k, sin if rope else k, q if hq else k, hkv, hq, nkb, sq, d, half, cap,
         k_cache.shape[0], cos.shape[0] if cos is not None else 0,
@@ -189,5 +194,5 @@ def kv_cache_write(
         PAGED=paged, PAGE=k_cache.shape[2] if paged else 1, ROPE=rope,
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
-        BLOCK_HALF=bhalf, num_warps=4,
+        BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, num_warps=4,
     )  # fmt: skip
