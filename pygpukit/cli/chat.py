@@ -72,6 +72,13 @@ def add_parser(sub: Any) -> None:
         "gives, up to rounding",
     )
     p.add_argument(
+        "--steps-per-sync",
+        type=T.positive_int,
+        default=1,
+        help="decode steps run on the device between host round trips (one CUDA graph; tokens "
+        "drawn on the device, streamed that many at a time; default 1)",
+    )
+    p.add_argument(
         "--draft-tokens",
         type=T.positive_int,
         default=None,
@@ -283,6 +290,7 @@ def _run(args: argparse.Namespace, device: str) -> int:
             graph=not args.no_graph,
             speculative=args.speculative,
             draft_tokens=args.draft_tokens,
+            steps_per_sync=args.steps_per_sync,
         )
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=err)

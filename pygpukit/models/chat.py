@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
+from pygpukit.models.decode_loop import DecodeRun
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
 from pygpukit.models.generation import GenerationStats, default_stop_ids, speculation
 from pygpukit.models.sampling import Sampler, SamplingParams
@@ -43,11 +44,20 @@ class ChatSession:
         graph: bool = True,
         speculative: Any = None,
         draft_tokens: int | None = None,
+        steps_per_sync: int = 1,
     ) -> None:
         """speculative ("ngram", a draft model or a drafter; models/speculative.py) and
         draft_tokens: each decode step checks that many proposed tokens in one forward, captured
-        in a CUDA graph of its own next to the 1-token step's."""
+        in a CUDA graph of its own next to the 1-token step's. steps_per_sync: decode steps a
+        host round trip (models.decode_loop: the k steps in one CUDA graph, tokens drawn on the
+        device; a seeded session gives the tokens of one step a sync), streamed k at a time."""
         args = check_gen_args(max_new_tokens=max_new_tokens, max_seq_len=max_seq_len)
+        if isinstance(steps_per_sync, bool) or not isinstance(steps_per_sync, int):
+            raise TypeError(f"steps_per_sync must be an int >= 1, got {steps_per_sync!r}")
+        if steps_per_sync < 1:
+            raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
+        if steps_per_sync > 1 and speculative is not None:
+            raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
         tok = model.tokenizer
         if tok is None:
             raise ModelLoadError(f"{model.source}: the model has no tokenizer; chat needs one")
@@ -63,6 +73,16 @@ class ChatSession:
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
         self.sampling = sampling or SamplingParams()
+        if steps_per_sync > 1:
+            p = self.sampling
+            drawn = not p.greedy or p.repetition_penalty != 1.0
+            if drawn and not (p.on_device or (p.on_device is None and model.device.type == "cuda")):
+                raise ValueError(
+                    f"steps_per_sync={steps_per_sync} draws the tokens on the device, but this "
+                    f"sampler draws on the host (on_device={p.on_device} on "
+                    f"{model.device.type}): sample on a CUDA device, with SamplingParams("
+                    "on_device=True), with temperature 0, or with steps_per_sync=1"
+                )
         self.drafter: Any
         self.drafter, self.draft_tokens = speculation(
             model, speculative, draft_tokens, Sampler(self.sampling)
@@ -76,15 +96,23 @@ class ChatSession:
         # the step cannot be captured, every step is an eager forward (graph_reason says why).
         self.step_graph: StepGraph | None = None
         self.check_graph: StepGraph | None = None  # the speculative check's k + 1 token step
+        self.run: DecodeRun | None = None  # steps_per_sync > 1: k steps a host round trip
         self.graph_reason = "off (graph=False)"
         spec = (
             ""
             if self.drafter is None
             else f"; speculative ({self.drafter.kind}, {self.draft_tokens} drafts a check)"
         )
+        # The session's sampler key drives a run's device draws (recorded in its graph).
+        run_sampler = Sampler(self.sampling)
         if graph:
             try:
-                if self.drafter is None:
+                if steps_per_sync > 1:
+                    self.run = DecodeRun(model, self.cache, 1, steps_per_sync, True, run_sampler)
+                    self.graph_reason = (
+                        f"CUDA graph replay, {steps_per_sync} steps a launch and host round trip"
+                    )
+                elif self.drafter is None:
                     self.step_graph = StepGraph(model, self.cache)
                     self.graph_reason = "CUDA graph replay, one launch per token"
                 else:  # every decode step is a check: only its graph is replayed
@@ -92,6 +120,9 @@ class ChatSession:
                     self.graph_reason = "CUDA graph replay, one launch per check"
             except RuntimeError as exc:
                 self.graph_reason = f"eager ({exc})"
+        if steps_per_sync > 1 and self.run is None:
+            self.run = DecodeRun(model, self.cache, 1, steps_per_sync, False, run_sampler)
+            self.graph_reason += f", {steps_per_sync} steps a host round trip"
         self.graph_reason += spec
         self.stop_ids = default_stop_ids(model)
         self.messages: list[dict[str, str]] = []
@@ -195,6 +226,9 @@ class ChatSession:
             ):  # fmt: skip
                 yield from kept
             return
+        if self.run is not None:
+            yield from self._runs(history, max_new - 1, st)
+            return
         for _ in range(max_new - 1):
             t0 = time.perf_counter()
             tok = sampler(self._step(history[-1]), [history])[0]
@@ -205,6 +239,28 @@ class ChatSession:
             yield tok
             if tok in self.stop_ids:
                 return
+
+    def _runs(self, history: list[int], remaining: int, st: GenerationStats) -> Iterator[int]:
+        """The reply's decode steps, run.steps a host round trip; a run's tokens after a stop
+        token are dropped and their cache slots taken back."""
+        run = self.run
+        assert run is not None
+        while remaining > 0:
+            n = min(run.steps, remaining)
+            t0 = time.perf_counter()
+            got = run.run([history[-1]], n, [history])[0]
+            st.decode_s += time.perf_counter() - t0
+            stop = next((j for j, t in enumerate(got) if t in self.stop_ids), None)
+            if stop is not None and stop + 1 < n:
+                run.rewind(n - stop - 1)
+            for tok in got if stop is None else got[: stop + 1]:
+                st.decode_steps += 1
+                st.new_tokens += 1
+                history.append(tok)
+                yield tok
+            if stop is not None:
+                return
+            remaining -= n
 
     def _step(self, tok: int) -> GPUArray:
         """One decode step of row 0; logits [1, 1, vocab]."""

@@ -1,24 +1,30 @@
-"""Several greedy decode steps per host round trip (``generate(..., steps_per_sync=k)``).
+"""Several decode steps per host round trip (``generate(..., steps_per_sync=k)``).
 
 A decode step on its own ends with the host: the next token is read back (argmax's ids), checked
 against the stop tokens, and written into the next step's inputs. At batch 1 on a small model
-that round trip is a tenth of the step (BENCHMARKS.md "Decode end to end"). ``GreedyRun`` keeps
-k steps on the device: each step's argmax is written straight into the next step's token id,
+that round trip is a tenth of the step (BENCHMARKS.md "Decode end to end"). ``DecodeRun`` keeps
+k steps on the device: each step's token is written straight into the next step's token id,
 and its position and cache write marks advance by one on the device, so the k steps are one
 CUDA graph (captured like models.step_graph's single step) and the host reads the k tokens of
 each row once, at the end.
 
+Greedy steps take gp.argmax. Sampled steps (and greedy ones with a repetition penalty) take
+gp.sample with the sampler's Philox key: the counter of each row, (row << 32) + its length, is
+uploaded once a run and advanced by gp.sample itself after each draw, and the seen marks of a
+penalty (uploaded once a run from the history) get each drawn token marked in place. These are
+the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so the
+tokens are the same.
+
 Stop tokens are checked by the host on those k tokens: a row that stopped inside the run keeps
 decoding on the device until the run ends, and the tokens after its stop are dropped, so the
 output is the same as with one step a sync (the cache slots past a stop are never read). The
-steps are the kernels of the single step (forward_device_step, then gp.argmax), so the tokens
-are those of ``steps_per_sync=1``, in a graph or eager. Greedy decoding only: sampling draws
-from counters the host keeps per step (models/sampling.py).
+steps are the kernels of the single step (forward_device_step, then the draw), so the tokens
+are those of ``steps_per_sync=1``, in a graph or eager.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,13 +35,30 @@ from pygpukit.models.step_graph import capture, check_capturable
 
 if TYPE_CHECKING:
     from pygpukit.models.kv_cache import StaticKVCache
+    from pygpukit.models.sampling import Sampler
     from pygpukit.models.transformer import CausalTransformerModel
 
-__all__ = ["GreedyRun"]
+__all__ = ["DecodeRun", "GreedyRun", "device_draw"]
 
 
-class GreedyRun:
-    """``steps`` greedy decode steps of cache rows 0..rows-1 with no host in between.
+def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
+    """gp.sample's arguments for the sampler's draws, or None for gp.argmax (no sampler, or
+    greedy without a repetition penalty): what Sampler.device_ids passes."""
+    if sampler is None:
+        return None
+    p = sampler.params
+    if p.greedy and p.repetition_penalty == 1.0:
+        return None
+    return {
+        "seed": sampler.key, "temperature": float(p.temperature), "top_k": int(p.top_k),
+        "top_p": float(p.top_p), "min_p": float(p.min_p),
+        "repetition_penalty": float(p.repetition_penalty),
+    }  # fmt: skip
+
+
+class DecodeRun:
+    """``steps`` decode steps of cache rows 0..rows-1 with no host in between: greedy, or drawn
+    by ``sampler`` on the device (device_draw).
 
     With ``graph`` the steps are captured once in a CUDA graph (construction runs them once
     first, writing the first ``steps`` cache slots of those rows: make it before the prefill,
@@ -53,56 +76,76 @@ class GreedyRun:
         rows: int,
         steps: int,
         graph: bool,
+        sampler: Sampler | None = None,
     ) -> None:
         if not 1 <= rows <= cache.batch_size:
-            raise ValueError(f"GreedyRun: rows must be in 1..{cache.batch_size}, got {rows}")
+            raise ValueError(f"DecodeRun: rows must be in 1..{cache.batch_size}, got {rows}")
         if not 1 <= steps <= cache.max_seq_len:
             raise ValueError(
-                f"GreedyRun: steps must be in 1..{cache.max_seq_len} (the cache's length), "
+                f"DecodeRun: steps must be in 1..{cache.max_seq_len} (the cache's length), "
                 f"got {steps}"
             )
         dev = model.device
         self.model, self.cache, self.rows, self.steps = model, cache, rows, steps
+        self.draw = device_draw(sampler)
         self.ids = zeros((rows, 1), "int64", dev)
         self.pos = zeros((rows, 1), "int64", dev)
         self.marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
-        self.out = zeros((steps, rows), "int64", dev)  # row j: step j's token of every row
+        # Row j: step j's token of every row (gp.sample writes int32 ids, gp.argmax int64).
+        self.out = zeros((steps, rows), "int64" if self.draw is None else "int32", dev)
+        self.counter = zeros((rows,), "int64", dev)  # the draws' Philox counters
+        self.seen = None  # a penalty's seen marks [rows, vocab]
+        if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
+            self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
         if graph:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
 
     def _step(self, j: int) -> None:
-        """Step j: logits of the current ids, their argmax into out[j] and the next ids, and
-        the position and write marks one further."""
+        """Step j: logits of the current ids, the next token (argmax, or the draw) into out[j]
+        and the next ids, and the position and write marks one further."""
         logits = self.model.forward_device_step(self.ids, self.pos, self.marks, self.cache)
-        ops.argmax(logits.reshape(self.rows, logits.shape[-1]), axis=-1, out=self.out[j])
+        lg = logits.reshape(self.rows, logits.shape[-1])
+        if self.draw is None:
+            ops.argmax(lg, axis=-1, out=self.out[j])
+        else:  # the counters advance and the seen marks take the token, in place
+            ops.sample(lg, self.counter, self.seen, out=self.out[j], **self.draw)
         self.ids.reshape(self.rows)[...] = self.out[j]
         ops.add(self.pos, 1, out=self.pos)
         ops.add(self.marks, 1, out=self.marks)
 
     def _capture(self) -> None:
         dev = self.model.device
-        check_capturable(dev, "GreedyRun")
+        check_capturable(dev, "DecodeRun")
 
         def body() -> None:
             for j in range(self.steps):
                 self._step(j)
 
-        self.graph = capture(dev, body, "greedy run")
+        self.graph = capture(dev, body, "decode run")
         self._tables = (self.model._rope, self.model._positions)  # read by the graph
 
-    def run(self, tokens: list[int], n: int) -> list[list[int]]:
-        """Feed ``tokens`` (one a row) and decode ``n`` steps; the tokens [row][step]."""
+    def run(
+        self, tokens: list[int], n: int, history: list[list[int]] | None = None
+    ) -> list[list[int]]:
+        """Feed ``tokens`` (one a row) and decode ``n`` steps; the tokens [row][step]. A run
+        with a repetition penalty needs each row's ``history`` (the tokens so far, the fed one
+        last) for its seen marks."""
         rows = self.rows
         if len(tokens) != rows:
-            raise ValueError(f"GreedyRun.run: {rows} token(s) expected, got {len(tokens)}")
+            raise ValueError(f"DecodeRun.run: {rows} token(s) expected, got {len(tokens)}")
         if not 1 <= n <= self.steps:
-            raise ValueError(f"GreedyRun.run: n must be in 1..{self.steps}, got {n}")
+            raise ValueError(f"DecodeRun.run: n must be in 1..{self.steps}, got {n}")
         vocab = self.model.config.vocab_size
         bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
         if bad:
-            raise ValueError(f"GreedyRun.run: token ids outside [0, {vocab}): {bad[:5]}")
+            raise ValueError(f"DecodeRun.run: token ids outside [0, {vocab}): {bad[:5]}")
+        if self.seen is not None and (history is None or len(history) != rows):
+            raise ValueError(
+                f"DecodeRun.run: a repetition penalty needs the history of each of the {rows} "
+                "row(s)"
+            )
         lengths = self.cache.lengths[:rows]
         for r in range(rows):
             self.cache.check_room(r, n)
@@ -110,6 +153,14 @@ class GreedyRun:
         self.ids[:] = np.asarray(tokens, np.int64)[:, None]
         self.pos[:] = start[:, None]
         self.marks[:] = np.stack([start, start + 1]).astype(np.int32)
+        if self.draw is not None:  # Sampler.device_ids' counters: (row << 32) + tokens so far
+            self.counter[:] = (np.arange(rows, dtype=np.int64) << 32) + start.astype(np.int64) + 1
+        if self.seen is not None and history is not None:
+            marks = np.zeros((rows, vocab), np.uint8)
+            for r, h in enumerate(history):
+                ids = np.asarray(h, np.int64)
+                marks[r, ids[(ids >= 0) & (ids < vocab)]] = 1
+            self.seen[:] = marks
         room = int(self.cache.max_seq_len - int(lengths.max()))
         if self.graph is not None and room >= self.steps:
             self.graph.replay(runtime.current_stream(self.model.device))
@@ -128,3 +179,7 @@ class GreedyRun:
         """Release the graph and the memory it keeps."""
         if self.graph is not None:
             self.graph.reset()
+
+
+# The name of the greedy-only first version.
+GreedyRun = DecodeRun

@@ -24,7 +24,7 @@ from pygpukit.models.sampling import Sampler, SamplingParams
 
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
-    from pygpukit.models.decode_loop import GreedyRun
+    from pygpukit.models.decode_loop import DecodeRun
     from pygpukit.models.step_graph import StepGraph
     from pygpukit.models.transformer import CausalTransformerModel
 
@@ -144,11 +144,12 @@ def stream_batch(
     None (default): wherever the step can be captured, else eager; True: raise RuntimeError with
     the reason when it cannot; False: eager. ``stats.decode_mode`` says which ran and why.
 
-    steps_per_sync: greedy decode steps run on the device between two host round trips
+    steps_per_sync: decode steps run on the device between two host round trips
     (models/decode_loop.py; one CUDA graph holds them all where the step is captured). The
     tokens are those of one step a sync; stop tokens are checked on each run's tokens, and the
-    steps a row runs past its stop are dropped. Greedy decoding only (temperature 0, no
-    repetition penalty), without speculative decoding.
+    steps a row runs past its stop are dropped. Sampling (and a repetition penalty) needs the
+    device draw (gp.sample: on CUDA by default, SamplingParams(on_device=True) elsewhere); not
+    with speculative decoding.
     """
     args = _gen_args.check(prompts, max_new_tokens, max_seq_len, stop_ids)
     batch = args.prompts
@@ -159,11 +160,16 @@ def stream_batch(
     if steps_per_sync < 1:
         raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
     if steps_per_sync > 1:
-        if not params.greedy or params.repetition_penalty != 1.0:
+        drawn = not params.greedy or params.repetition_penalty != 1.0
+        on_device = params.on_device is True or (
+            params.on_device is None and model.device.type == "cuda"
+        )
+        if drawn and not on_device:
             raise ValueError(
-                f"steps_per_sync={steps_per_sync} decodes greedily on the device: it needs "
-                f"temperature 0 and repetition_penalty 1, got temperature {params.temperature} "
-                f"and repetition_penalty {params.repetition_penalty}"
+                f"steps_per_sync={steps_per_sync} draws the tokens on the device, but this "
+                f"sampler draws on the host (on_device={params.on_device} on "
+                f"{model.device.type}): sample on a CUDA device, with SamplingParams("
+                "on_device=True), or with steps_per_sync=1"
             )
         if speculative is not None:
             raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
@@ -197,10 +203,12 @@ def stream_batch(
         cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
-    run: GreedyRun | None = None
+    run: DecodeRun | None = None
     step_graph: StepGraph | None = None
     if steps_per_sync > 1:
-        run = _greedy_run(model, cache, len(batch), graph, own_cache, max_new, st, steps_per_sync)
+        run = _decode_run(
+            model, cache, len(batch), graph, own_cache, max_new, st, steps_per_sync, sampler
+        )
     else:
         step_graph = _decode_graph(
             model, len(batch), graph, use_cache, own_cache, max_new, st, k + 1
@@ -233,7 +241,7 @@ def stream_batch(
                 yield [(0, t) for t in kept]
         return
     if run is not None:
-        yield from _run_greedy(run, tokens, history, done, stop, max_new - 1, st)
+        yield from _run_steps(run, tokens, history, done, stop, max_new - 1, st)
         return
     for _ in range(max_new - 1):
         if all(done):
@@ -337,7 +345,7 @@ def _decode_graph(
     return g
 
 
-def _greedy_run(
+def _decode_run(
     model: CausalTransformerModel,
     cache: StaticKVCache,
     rows: int,
@@ -346,24 +354,28 @@ def _greedy_run(
     max_new: int,
     st: GenerationStats,
     steps: int,
-) -> GreedyRun | None:
-    """The device-side greedy steps (models.decode_loop) for steps_per_sync > 1: captured in
+    sampler: Sampler,
+) -> DecodeRun | None:
+    """The device-side decode steps (models.decode_loop) for steps_per_sync > 1: captured in
     a graph where the step can be, else eager (graph=None), as _decode_graph decides."""
-    from pygpukit.models.decode_loop import GreedyRun
+    from pygpukit.models.decode_loop import DecodeRun, device_draw
 
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
-    got, why = _captured(graph, True, own_cache, lambda: model.greedy_run(rows, steps), "run")
+    kind = "greedy" if device_draw(sampler) is None else "sampled"
+    got, why = _captured(
+        graph, True, own_cache, lambda: model.decode_run(rows, steps, sampler), "run"
+    )
     if got is None:
-        st.decode_mode = f"eager, {steps} greedy steps a sync ({why})"
-        return GreedyRun(model, cache, rows, steps, graph=False)
-    st.decode_mode = f"CUDA graph replay, {rows} row(s) a step, {steps} greedy steps a replay"
+        st.decode_mode = f"eager, {steps} {kind} steps a sync ({why})"
+        return DecodeRun(model, cache, rows, steps, graph=False, sampler=sampler)
+    st.decode_mode = f"CUDA graph replay, {rows} row(s) a step, {steps} {kind} steps a replay"
     return got
 
 
-def _run_greedy(
-    run: GreedyRun,
+def _run_steps(
+    run: DecodeRun,
     tokens: list[int],
     history: list[list[int]],
     done: list[bool],
@@ -371,13 +383,13 @@ def _run_greedy(
     remaining: int,
     st: GenerationStats,
 ) -> Iterator[list[tuple[int, int]]]:
-    """Decode ``remaining`` greedy steps, run.steps a sync; yield each step's (row, token)s.
+    """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s.
     The cache ends as one step a sync leaves it: when every row has stopped inside a run, the
     run's later tokens are taken back."""
     while remaining > 0 and not all(done):
         n = min(run.steps, remaining)
         t0 = time.perf_counter()
-        got = run.run(tokens, n)
+        got = run.run(tokens, n, history)
         st.decode_s += time.perf_counter() - t0
         ended = [False] * len(got)  # rows done after each step, ahead of the yields
         last = n
@@ -453,7 +465,7 @@ def generate(
     """Prompt + new ids for one prompt (a list of ints), or a list of those for a batch.
     graph: CUDA-graph decode steps; speculative ("ngram" or a draft model) and draft_tokens:
     speculative decoding of one prompt (see stream_batch); min_p: drop tokens whose probability
-    is below min_p times the top one (0: off), as SamplingParams; steps_per_sync: greedy steps
+    is below min_p times the top one (0: off), as SamplingParams; steps_per_sync: decode steps
     a host round trip (see stream_batch)."""
     args = _gen_args.check(input_ids, max_new_tokens, max_seq_len, stop_token_ids)
     prompts, single = args.prompts, args.single

@@ -34,13 +34,14 @@ from pygpukit.ops.gemv import constant_weights
 from pygpukit.runtime import Device
 
 if TYPE_CHECKING:
-    from pygpukit.models.decode_loop import GreedyRun
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.sampling import Sampler
     from pygpukit.models.step_graph import StepGraph
 
 __all__ = ["CausalTransformerModel"]
 
 # New tokens per row up to which a forward step reads the cache with sdpa_decode and writes it
-# with kv_cache_write (RoPE on k fused into the write); longer steps (prefill) use flash sdpa,
+# with kv_cache_write (RoPE on k and q fused into the write); longer steps (prefill) use flash sdpa,
 # except under the deterministic mode, where every step takes the decode path.
 DECODE_TOKENS = 16
 # The deterministic mode's prefill runs in forward calls of at most this many tokens: its results
@@ -76,7 +77,7 @@ class CausalTransformerModel:
         # Captured decode steps of self.cache by row count, or why one cannot be captured; the
         # cache setter drops them, so they never outlive or point past the model's cache.
         # (rows, tokens, mode): step graphs; (rows, -steps, mode): greedy runs (models.decode_loop)
-        self._step_graphs: dict[tuple[int, int, bool], StepGraph | GreedyRun | str] = {}
+        self._step_graphs: dict[tuple[Any, ...], StepGraph | DecodeRun | str] = {}
         self._cache: StaticKVCache | None = None
 
     @property
@@ -137,16 +138,32 @@ class CausalTransformerModel:
         key = (rows, tokens, determinism.is_deterministic())
         return self._kept_graph(key, rows, lambda c: StepGraph(self, c, rows, tokens))
 
-    def greedy_run(self, rows: int, steps: int) -> GreedyRun:
-        """``steps`` greedy decode steps of rows 0..rows-1 of the model's own cache captured in
-        one CUDA graph (models.decode_loop), kept with the step graphs under the same rules
-        (capture before the prefill; a CaptureError is remembered)."""
-        from pygpukit.models.decode_loop import GreedyRun
+    def decode_run(self, rows: int, steps: int, sampler: Sampler | None = None) -> DecodeRun:
+        """``steps`` decode steps of rows 0..rows-1 of the model's own cache captured in one
+        CUDA graph (models.decode_loop): greedy, or drawn on the device by ``sampler``. Kept
+        with the step graphs under the same rules (capture before the prefill; a CaptureError
+        is remembered). The draw's parameters and Philox key are recorded in the graph: one
+        sampled run is kept per (rows, steps, mode), replaced when they change (a sampler
+        without a seed draws a fresh key, so such a generation captures its own run)."""
+        from pygpukit.models.decode_loop import DecodeRun, device_draw
 
-        key = (rows, -steps, determinism.is_deterministic())  # negative: not a step graph's
-        return self._kept_graph(key, rows, lambda c: GreedyRun(self, c, rows, steps, graph=True))
+        base = (rows, -steps, determinism.is_deterministic())  # negative: not a step graph's
+        draw = device_draw(sampler)
+        key: tuple[Any, ...] = base
+        if draw is not None:
+            key = (*base, tuple(sorted(draw.items())))
+            for old in [k for k in self._step_graphs if len(k) == 4 and k[:3] == base]:
+                if old != key:
+                    del self._step_graphs[old]
+        return self._kept_graph(
+            key, rows, lambda c: DecodeRun(self, c, rows, steps, graph=True, sampler=sampler)
+        )
 
-    def _kept_graph(self, key: tuple[int, int, bool], rows: int, make: Any) -> Any:
+    def greedy_run(self, rows: int, steps: int) -> DecodeRun:
+        """decode_run without a sampler: ``steps`` greedy steps in one CUDA graph."""
+        return self.decode_run(rows, steps)
+
+    def _kept_graph(self, key: tuple[Any, ...], rows: int, make: Any) -> Any:
         """The graph kept under key, or make(cache)'s, kept (step_graph's rules)."""
         cache = self.cache
         if cache is None:

@@ -88,6 +88,17 @@ def test_speculative_chat_answers_as_plain_and_reports_drafts() -> None:
     assert "speculative" not in plain.stdout
 
 
+@needs_smollm2
+def test_steps_per_sync_answers_as_one_step_a_sync() -> None:
+    common = ("--prompt", "What is the capital of France?", "--temperature", "0", "--quiet")
+    one = _chat(*common)
+    four = _chat(*common, "--steps-per-sync", "4")
+    assert one.returncode == 0 and four.returncode == 0, four.stderr
+    assert four.stdout == one.stdout and "Paris" in four.stdout
+    r = _chat("--steps-per-sync", "0", "--prompt", "hi")
+    assert r.returncode == 2 and "--steps-per-sync" in r.stderr
+
+
 def test_draft_tokens_without_speculative_is_a_clear_error() -> None:
     r = _chat("--draft-tokens", "4", "--prompt", "hi")  # refused before any model loads
     assert r.returncode == 1 and r.stderr == "error: --draft-tokens needs --speculative\n"

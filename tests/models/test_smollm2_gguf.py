@@ -64,6 +64,29 @@ def test_chat_session_answers_and_reuses_cache(session: ChatSession) -> None:
     assert session.messages == [] and int(session.cache.lengths[0]) == 0
 
 
+def _replies(model: CausalTransformerModel, params: SamplingParams, k: int, **kw: object) -> list:
+    chat = ChatSession(model, sampling=params, max_new_tokens=20, max_seq_len=256,
+                       steps_per_sync=k, **kw)  # type: ignore[arg-type]  # fmt: skip
+    return [chat.ask(t) for t in ("Name three colors.", "And three animals?")]
+
+
+def test_steps_per_sync_replies_equal_one_step_a_sync(session: ChatSession) -> None:
+    """A two-turn conversation (the second turn reuses the first's cache) with 6 decode steps
+    a host round trip: greedy, and a seeded sampler drawing on the device (gp.sample's NumPy
+    twin on the CPU), give the replies of one step a sync; the error cases are named."""
+    m = session.model
+    greedy = SamplingParams(temperature=0)
+    drawn = SamplingParams(temperature=0.9, top_k=40, top_p=0.95, seed=7, on_device=True)
+    for params in (greedy, drawn):
+        assert _replies(m, params, 6) == _replies(m, params, 1), params
+    with pytest.raises(ValueError, match="draws the tokens on the device, but this sampler"):
+        ChatSession(m, sampling=SamplingParams(temperature=0.8), steps_per_sync=4)
+    with pytest.raises(ValueError, match="steps_per_sync must be >= 1, got 0"):
+        ChatSession(m, steps_per_sync=0)
+    with pytest.raises(ValueError, match="do not combine"):
+        ChatSession(m, sampling=greedy, steps_per_sync=4, speculative="ngram")
+
+
 def test_tokenizer_round_trip_and_digits(session: ChatSession) -> None:
     tok = session.tokenizer
     text = "Prices rose 1234% in 2024 - caf\u00e9 <|im_start|>"
@@ -116,6 +139,23 @@ def test_gpu_float16_chat_answers(gpu_models: dict[str, CausalTransformerModel])
     session.ask("And of Italy?")
     assert 0 < session.last_stats.prompt_tokens < first  # the second turn reused the cache
     assert session.cache.k.device == gp.device("cuda:0")
+
+
+@pytest.mark.gpu
+def test_gpu_chat_steps_per_sync_replays_one_graph(
+    gpu_models: dict[str, CausalTransformerModel],
+) -> None:
+    # float16, the chat default: 8 steps a replay give the replies of one step a sync, greedy
+    # and with a seeded sampler drawing on the device.
+    m = gpu_models["float16"]
+    for params in (
+        SamplingParams(temperature=0),
+        SamplingParams(temperature=0.8, top_k=50, top_p=0.9, seed=3),
+    ):
+        chat = ChatSession(m, sampling=params, max_new_tokens=20, max_seq_len=256, steps_per_sync=8)
+        assert "8 steps a launch" in chat.graph_reason, chat.graph_reason
+        got = [chat.ask(t) for t in ("Name three colors.", "And three animals?")]
+        assert got == _replies(m, params, 1)
 
 
 @pytest.mark.gpu

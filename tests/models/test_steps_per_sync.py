@@ -1,14 +1,19 @@
-"""Greedy decode steps run on the device between host round trips (steps_per_sync,
-models/decode_loop.py): the tokens of one step a sync at every k, with rows of different
-lengths, a stop token inside a run, and a last run shorter than k; bad arguments named; on a
-GPU the k steps replay from one CUDA graph, in both determinism modes."""
+"""Decode steps run on the device between host round trips (steps_per_sync,
+models/decode_loop.py): the tokens of one step a sync at every k, greedy and drawn on the device
+(sampling, penalties), with rows of different lengths, a stop token inside a run, and a last
+run shorter than k; bad arguments named; on a GPU the k steps replay from one CUDA graph, in
+both determinism modes."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 import pygpukit as gp
 from pygpukit.models import GenerationStats, load_model
+from pygpukit.models.generation import stream_batch
+from pygpukit.models.sampling import SamplingParams
 
 from ._util import FIXTURES, golden
 
@@ -31,6 +36,43 @@ def test_tokens_equal_one_step_a_sync(k: int) -> None:
     assert got == want
     assert (stk.decode_steps, stk.new_tokens) == (st1.decode_steps, st1.new_tokens) == (12, 39)
     assert stk.decode_mode.startswith(f"eager, {k} greedy steps a sync")
+
+
+def _drawn(model: Any, params: SamplingParams, k: int, **kw: Any) -> list[list[int]]:
+    """Each row's 13 new tokens from stream_batch with ``params`` and steps_per_sync=k."""
+    rows: list[list[int]] = [[] for _ in _prompts()]
+    for step in stream_batch(model, _prompts(), 13, sampling=params, steps_per_sync=k, **kw):
+        for r, t in step:
+            rows[r].append(t)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        SamplingParams(temperature=0.9, top_k=0, top_p=1.0, seed=3, on_device=True),
+        SamplingParams(temperature=0.7, top_k=20, top_p=0.8, min_p=0.05, seed=4, on_device=True),
+        SamplingParams(
+            temperature=1.1, top_k=0, top_p=1.0, repetition_penalty=1.3, seed=5, on_device=True
+        ),
+        SamplingParams(temperature=0, repetition_penalty=1.5, on_device=True),
+    ],
+    ids=["plain", "top-k-p-min-p", "penalty", "greedy-penalty"],
+)
+@pytest.mark.parametrize("k", [3, 40])
+def test_device_draws_equal_one_step_a_sync(params: SamplingParams, k: int) -> None:
+    """Draws on the device (gp.sample; its NumPy twin on the CPU): the run's counters and seen
+    marks are those of one step a sync, so the tokens are the same, for every row."""
+    model = load_model(FIXTURES / "llama", device="cpu")
+    st = GenerationStats()
+    want = _drawn(model, params, 1, stop_ids=())
+    got = _drawn(model, params, k, stop_ids=(), stats=st)
+    assert got == want
+    kind = "greedy" if params.greedy and params.repetition_penalty == 1.0 else "sampled"
+    assert st.decode_mode.startswith(f"eager, {k} {kind} steps a sync")
+    if params.seed is not None:  # another seed draws other tokens: the key reaches the draws
+        other = SamplingParams(**{**params.__dict__, "seed": params.seed + 100})
+        assert _drawn(model, other, k, stop_ids=()) != got
 
 
 def test_stop_token_inside_a_run() -> None:
@@ -88,10 +130,22 @@ def test_bad_arguments_name_the_problem() -> None:
     for bad in (2.0, True, "4"):
         with pytest.raises(TypeError, match="steps_per_sync must be an int >= 1"):
             model.generate(p, 4, steps_per_sync=bad, **KW)
-    with pytest.raises(ValueError, match="needs temperature 0 and repetition_penalty 1"):
+    host = "draws the tokens on the device, but this sampler draws on the host"
+    with pytest.raises(ValueError, match=host):
         model.generate(p, 4, steps_per_sync=4, temperature=0.7)
-    with pytest.raises(ValueError, match="needs temperature 0 and repetition_penalty 1"):
+    with pytest.raises(ValueError, match=host):
         model.generate(p, 4, steps_per_sync=4, repetition_penalty=1.2, **KW)
+    with pytest.raises(ValueError, match=r"on_device=False on cpu"):
+        list(stream_batch(model, [p], 4, SamplingParams(on_device=False), steps_per_sync=4))
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.sampling import Sampler
+
+    cache = model.new_cache(1, 16)
+    penalty = Sampler(SamplingParams(repetition_penalty=1.2, on_device=True))
+    run = DecodeRun(model, cache, 1, 4, graph=False, sampler=penalty)
+    with pytest.raises(ValueError, match="a repetition penalty needs the history"):
+        run.run([1], 2)
+    assert list(cache.lengths) == [0]
     with pytest.raises(ValueError, match="do not combine"):
         model.generate(p, 4, steps_per_sync=4, speculative="ngram", **KW)
     with pytest.raises(ValueError, match="needs the KV cache"):
@@ -103,7 +157,8 @@ def test_bad_arguments_name_the_problem() -> None:
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
 def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
     """bfloat16 on CUDA: 8 steps a replay of one graph give the tokens of the one-step graph
-    (30 new tokens: three full runs and a last run of 5 of its 8 steps)."""
+    (30 new tokens: three full runs and a last run of 5 of its 8 steps), greedy and sampled on
+    the device (with and without a repetition penalty)."""
     if gp.device_count() == 0:
         pytest.skip("no CUDA device")
     model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
@@ -114,3 +169,14 @@ def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
         again = model.generate(_prompts(), 30, steps_per_sync=8, **KW)
     assert st.decode_mode.startswith("CUDA graph replay") and "8 greedy steps" in st.decode_mode
     assert got == want == again
+    sample = {"temperature": 0.8, "top_k": 40, "top_p": 0.9, "seed": 11, "stop_token_ids": ()}
+    with gp.deterministic(det):
+        want = model.generate(_prompts(), 30, **sample)
+        st = GenerationStats()
+        got = model.generate(_prompts(), 30, steps_per_sync=8, stats=st, **sample)
+        again = model.generate(_prompts(), 30, steps_per_sync=8, **sample)
+        pen = {**sample, "repetition_penalty": 1.3}
+        want_pen = model.generate(_prompts(), 30, **pen)
+        got_pen = model.generate(_prompts(), 30, steps_per_sync=8, **pen)
+    assert "8 sampled steps a replay" in st.decode_mode
+    assert got == want == again and got_pen == want_pen
