@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
-from pygpukit.models.decode_loop import DecodeRun
+from pygpukit.models.decode_loop import DecodeRun, check_device_draws
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
 from pygpukit.models.generation import GenerationStats, default_stop_ids, speculation
 from pygpukit.models.sampling import Sampler, SamplingParams
@@ -73,16 +73,7 @@ class ChatSession:
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
         self.sampling = sampling or SamplingParams()
-        if steps_per_sync > 1:
-            p = self.sampling
-            drawn = not p.greedy or p.repetition_penalty != 1.0
-            if drawn and not (p.on_device or (p.on_device is None and model.device.type == "cuda")):
-                raise ValueError(
-                    f"steps_per_sync={steps_per_sync} draws the tokens on the device, but this "
-                    f"sampler draws on the host (on_device={p.on_device} on "
-                    f"{model.device.type}): sample on a CUDA device, with SamplingParams("
-                    "on_device=True), with temperature 0, or with steps_per_sync=1"
-                )
+        check_device_draws(self.sampling, model.device.type, steps_per_sync)
         self.drafter: Any
         self.drafter, self.draft_tokens = speculation(
             model, speculative, draft_tokens, Sampler(self.sampling)

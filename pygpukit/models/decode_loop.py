@@ -31,14 +31,27 @@ import numpy as np
 from pygpukit import ops, runtime
 from pygpukit.creation import from_numpy, zeros
 from pygpukit.graphs import CUDAGraph
+from pygpukit.models.sampling import Sampler, SamplingParams, draws_on_device, seen_marks
 from pygpukit.models.step_graph import capture, check_capturable
 
 if TYPE_CHECKING:
     from pygpukit.models.kv_cache import StaticKVCache
-    from pygpukit.models.sampling import Sampler
     from pygpukit.models.transformer import CausalTransformerModel
 
-__all__ = ["DecodeRun", "GreedyRun", "device_draw"]
+__all__ = ["DecodeRun", "GreedyRun", "check_device_draws", "device_draw"]
+
+
+def check_device_draws(params: SamplingParams, device_type: str, steps: int) -> None:
+    """Refuse k > 1 steps a sync whose tokens the sampler would draw on the host: a run draws
+    on the device (greedy without a penalty is gp.argmax, anything else gp.sample)."""
+    drawn = not params.greedy or params.repetition_penalty != 1.0
+    if steps > 1 and drawn and not draws_on_device(params, device_type):
+        raise ValueError(
+            f"steps_per_sync={steps} draws the tokens on the device, but this sampler draws on "
+            f"the host (on_device={params.on_device} on {device_type}): sample on a CUDA "
+            "device, with SamplingParams(on_device=True), with temperature 0, or with "
+            "steps_per_sync=1"
+        )
 
 
 def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
@@ -156,11 +169,7 @@ class DecodeRun:
         if self.draw is not None:  # Sampler.device_ids' counters: (row << 32) + tokens so far
             self.counter[:] = (np.arange(rows, dtype=np.int64) << 32) + start.astype(np.int64) + 1
         if self.seen is not None and history is not None:
-            marks = np.zeros((rows, vocab), np.uint8)
-            for r, h in enumerate(history):
-                ids = np.asarray(h, np.int64)
-                marks[r, ids[(ids >= 0) & (ids < vocab)]] = 1
-            self.seen[:] = marks
+            self.seen[:] = seen_marks(history, vocab)
         room = int(self.cache.max_seq_len - int(lengths.max()))
         if self.graph is not None and room >= self.steps:
             self.graph.replay(runtime.current_stream(self.model.device))

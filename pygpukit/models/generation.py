@@ -160,17 +160,9 @@ def stream_batch(
     if steps_per_sync < 1:
         raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
     if steps_per_sync > 1:
-        drawn = not params.greedy or params.repetition_penalty != 1.0
-        on_device = params.on_device is True or (
-            params.on_device is None and model.device.type == "cuda"
-        )
-        if drawn and not on_device:
-            raise ValueError(
-                f"steps_per_sync={steps_per_sync} draws the tokens on the device, but this "
-                f"sampler draws on the host (on_device={params.on_device} on "
-                f"{model.device.type}): sample on a CUDA device, with SamplingParams("
-                "on_device=True), or with steps_per_sync=1"
-            )
+        from pygpukit.models.decode_loop import check_device_draws
+
+        check_device_draws(params, model.device.type, steps_per_sync)
         if speculative is not None:
             raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
         if not use_cache:

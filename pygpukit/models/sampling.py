@@ -34,7 +34,7 @@ from pygpukit import ops
 from pygpukit.array import GPUArray
 from pygpukit.creation import from_numpy
 
-__all__ = ["SamplingParams", "Sampler"]
+__all__ = ["SamplingParams", "Sampler", "draws_on_device", "seen_marks"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,7 @@ class Sampler:
         return [self.sample_row(host[b], history[b]) for b in range(host.shape[0])]
 
     def on_device(self, logits: GPUArray) -> bool:
-        want = self.params.on_device
-        return want is True or (want is None and logits.device.type == "cuda")
+        return draws_on_device(self.params, logits.device.type)
 
     def device_ids(
         self, rows_logits: GPUArray, history: list[list[int]], rows: list[int] | None = None
@@ -102,11 +101,7 @@ class Sampler:
         dev = rows_logits.device
         seen = None
         if p.repetition_penalty != 1.0:
-            marks = np.zeros((n, v), np.uint8)
-            for b, h in enumerate(history):
-                ids = np.asarray(h, np.int64)
-                marks[b, ids[(ids >= 0) & (ids < v)]] = 1
-            seen = from_numpy(marks, device=dev)
+            seen = from_numpy(seen_marks(history, v), device=dev)
         out = ops.sample(
             rows_logits, from_numpy(ctr, device=dev), seen, seed=self.key,
             temperature=float(p.temperature), top_k=int(p.top_k), top_p=float(p.top_p),
@@ -163,6 +158,20 @@ class Sampler:
         if p.min_p > 0.0:
             x = np.where(x < np.max(x) + np.float32(np.log(p.min_p)), -np.inf, x)
         return _softmax(x)  # type: ignore[no-any-return]
+
+
+def seen_marks(history: list[list[int]], vocab: int) -> np.ndarray:
+    """uint8 [rows, vocab]: 1 where a row's history holds the token (gp.sample's ``seen``)."""
+    marks = np.zeros((len(history), vocab), np.uint8)
+    for b, h in enumerate(history):
+        ids = np.asarray(h, np.int64)
+        marks[b, ids[(ids >= 0) & (ids < vocab)]] = 1
+    return marks
+
+
+def draws_on_device(params: SamplingParams, device_type: str) -> bool:
+    """Whether the next tokens are drawn on the device (module docstring: on_device)."""
+    return params.on_device is True or (params.on_device is None and device_type == "cuda")
 
 
 def _softmax(x: np.ndarray) -> Any:
