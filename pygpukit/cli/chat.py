@@ -239,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
     if args.draft_tokens is not None and args.speculative is None:
         print("error: --draft-tokens needs --speculative", file=err)
         return 1
+    if args.steps_per_sync > 1 and args.speculative is not None:
+        print("error: --steps-per-sync above 1 and --speculative do not combine", file=err)
+        return 1
     device = args.device or _default_device(err)
     try:
         ctx = _scheduler_context(args, device)
@@ -269,9 +272,11 @@ def _run(args: argparse.Namespace, device: str) -> int:
         if args.route:
             gp.set_route(args.route)
         gp.routing.record_timings()  # for /routes
+        # Several steps a sync draw on the device (gp.sample; its NumPy twin on the CPU).
         sampling = SamplingParams(
-            args.temperature, args.top_k, args.top_p, args.repetition_penalty, args.seed
-        )
+            args.temperature, args.top_k, args.top_p, args.repetition_penalty, args.seed,
+            on_device=True if args.steps_per_sync > 1 else None,
+        )  # fmt: skip
         t0 = time.perf_counter()
         model = load_model(
             args.model,

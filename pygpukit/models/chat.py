@@ -4,6 +4,7 @@ turn n, so only the new suffix is prefilled)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 import warnings
 from collections.abc import Iterator
@@ -94,7 +95,9 @@ class ChatSession:
             if self.drafter is None
             else f"; speculative ({self.drafter.kind}, {self.draft_tokens} drafts a check)"
         )
-        # The session's sampler key drives a run's device draws (recorded in its graph).
+        # The session's sampler key drives a run's device draws (recorded in its graph); an
+        # unseeded session gives each turn a fresh high counter word instead (_runs), so a turn
+        # never replays another turn's random numbers.
         run_sampler = Sampler(self.sampling)
         if graph:
             try:
@@ -236,10 +239,13 @@ class ChatSession:
         token are dropped and their cache slots taken back."""
         run = self.run
         assert run is not None
+        # A seeded session draws where one step a sync does (row 0's counters); an unseeded one
+        # at counters of a stream of its own for this turn.
+        stream = 0 if self.sampling.seed is not None else 1 + secrets.randbelow(2**31 - 1)
         while remaining > 0:
             n = min(run.steps, remaining)
             t0 = time.perf_counter()
-            got = run.run([history[-1]], n, [history])[0]
+            got = run.run([history[-1]], n, [history], [stream])[0]
             st.decode_s += time.perf_counter() - t0
             stop = next((j for j, t in enumerate(got) if t in self.stop_ids), None)
             if stop is not None and stop + 1 < n:

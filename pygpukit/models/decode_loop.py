@@ -9,11 +9,11 @@ CUDA graph (captured like models.step_graph's single step) and the host reads th
 each row once, at the end.
 
 Greedy steps take gp.argmax. Sampled steps (and greedy ones with a repetition penalty) take
-gp.sample with the sampler's Philox key: the counter of each row, (row << 32) + its length, is
-uploaded once a run and advanced by gp.sample itself after each draw, and the seen marks of a
-penalty (uploaded once a run from the history) get each drawn token marked in place. These are
-the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so the
-tokens are the same.
+gp.sample with the sampler's Philox key: the counter of each row, (row << 32) + its tokens so
+far, is uploaded once a run and advanced by gp.sample itself after each draw, and the seen marks
+of a penalty (uploaded once a run from the history) get each drawn token marked in place. These
+are the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so
+the tokens are the same.
 
 Stop tokens are checked by the host on those k tokens: a row that stopped inside the run keeps
 decoding on the device until the run ends, and the tokens after its stop are dropped, so the
@@ -49,7 +49,8 @@ def check_device_draws(params: SamplingParams, device_type: str, steps: int) -> 
         raise ValueError(
             f"steps_per_sync={steps} draws the tokens on the device, but this sampler draws on "
             f"the host (on_device={params.on_device} on {device_type}): sample on a CUDA "
-            "device, with SamplingParams(on_device=True), with temperature 0, or with "
+            "device, pass SamplingParams(on_device=True) (stream_batch(sampling=...), "
+            "ChatSession(sampling=...)), decode greedily without a repetition penalty, or use "
             "steps_per_sync=1"
         )
 
@@ -62,8 +63,9 @@ def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
     p = sampler.params
     if p.greedy and p.repetition_penalty == 1.0:
         return None
-    return {
-        "seed": sampler.key, "temperature": float(p.temperature), "top_k": int(p.top_k),
+    return {  # a greedy draw (temperature 0) reads no random numbers: one key for all
+        "seed": 0 if p.greedy else sampler.key, "temperature": float(p.temperature),
+        "top_k": int(p.top_k),
         "top_p": float(p.top_p), "min_p": float(p.min_p),
         "repetition_penalty": float(p.repetition_penalty),
     }  # fmt: skip
@@ -140,11 +142,17 @@ class DecodeRun:
         self._tables = (self.model._rope, self.model._positions)  # read by the graph
 
     def run(
-        self, tokens: list[int], n: int, history: list[list[int]] | None = None
+        self,
+        tokens: list[int],
+        n: int,
+        history: list[list[int]] | None = None,
+        streams: list[int] | None = None,
     ) -> list[list[int]]:
-        """Feed ``tokens`` (one a row) and decode ``n`` steps; the tokens [row][step]. A run
-        with a repetition penalty needs each row's ``history`` (the tokens so far, the fed one
-        last) for its seen marks."""
+        """Feed ``tokens`` (one a row) and decode ``n`` steps; the tokens [row][step]. A run that
+        draws needs each row's ``history`` (the tokens so far, the fed one last): a draw's
+        Philox counter is (stream << 32) + the row's tokens so far, as Sampler.device_ids
+        counts them, and a penalty's seen marks come from it. ``streams``: each row's high
+        counter word (default: the row's index, as one step a sync uses), in [0, 2**31)."""
         rows = self.rows
         if len(tokens) != rows:
             raise ValueError(f"DecodeRun.run: {rows} token(s) expected, got {len(tokens)}")
@@ -154,10 +162,17 @@ class DecodeRun:
         bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
         if bad:
             raise ValueError(f"DecodeRun.run: token ids outside [0, {vocab}): {bad[:5]}")
-        if self.seen is not None and (history is None or len(history) != rows):
+        if self.draw is not None and (history is None or len(history) != rows):
             raise ValueError(
-                f"DecodeRun.run: a repetition penalty needs the history of each of the {rows} "
-                "row(s)"
+                f"DecodeRun.run: a run that draws its tokens needs the history of each of the "
+                f"{rows} row(s)"
+            )
+        words = list(range(rows)) if streams is None else list(streams)
+        if len(words) != rows or not all(
+            isinstance(w, (int, np.integer)) and 0 <= w < 2**31 for w in words
+        ):
+            raise ValueError(
+                f"DecodeRun.run: streams must be {rows} int(s) in [0, 2**31), got {streams!r}"
             )
         lengths = self.cache.lengths[:rows]
         for r in range(rows):
@@ -166,10 +181,11 @@ class DecodeRun:
         self.ids[:] = np.asarray(tokens, np.int64)[:, None]
         self.pos[:] = start[:, None]
         self.marks[:] = np.stack([start, start + 1]).astype(np.int32)
-        if self.draw is not None:  # Sampler.device_ids' counters: (row << 32) + tokens so far
-            self.counter[:] = (np.arange(rows, dtype=np.int64) << 32) + start.astype(np.int64) + 1
-        if self.seen is not None and history is not None:
-            self.seen[:] = seen_marks(history, vocab)
+        if self.draw is not None and history is not None:
+            so_far = np.asarray([len(h) for h in history], np.int64)
+            self.counter[:] = (np.asarray(words, np.int64) << 32) + so_far
+            if self.seen is not None:
+                self.seen[:] = seen_marks(history, vocab)
         room = int(self.cache.max_seq_len - int(lengths.max()))
         if self.graph is not None and room >= self.steps:
             self.graph.replay(runtime.current_stream(self.model.device))

@@ -190,7 +190,8 @@ def stream_batch(
                 f"{max_new} new tokens"
             )
         # A check feeds k + 1 tokens: room for the drafts past the last kept token; a greedy
-        # run's graph runs all its steps_per_sync steps: room for a last run's spare ones.
+        # run's graph (greedy or sampled) runs all its steps_per_sync steps: room for a last
+        # run's spare ones.
         slack = k + steps_per_sync - 1
         cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     st = stats if stats is not None else GenerationStats()
@@ -350,12 +351,12 @@ def _decode_run(
 ) -> DecodeRun | None:
     """The device-side decode steps (models.decode_loop) for steps_per_sync > 1: captured in
     a graph where the step can be, else eager (graph=None), as _decode_graph decides."""
-    from pygpukit.models.decode_loop import DecodeRun, device_draw
+    from pygpukit.models.decode_loop import DecodeRun
 
     if max_new < 2:
         st.decode_mode = "none (no decode steps)"
         return None
-    kind = "greedy" if device_draw(sampler) is None else "sampled"
+    kind = "greedy" if sampler.params.greedy else "sampled"
     got, why = _captured(
         graph, True, own_cache, lambda: model.decode_run(rows, steps, sampler), "run"
     )

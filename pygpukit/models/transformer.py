@@ -76,7 +76,8 @@ class CausalTransformerModel:
         self._positions: GPUArray | None = None
         # Captured decode steps of self.cache by row count, or why one cannot be captured; the
         # cache setter drops them, so they never outlive or point past the model's cache.
-        # (rows, tokens, mode): step graphs; (rows, -steps, mode): greedy runs (models.decode_loop)
+        # (rows, tokens, mode): step graphs; (rows, -steps, mode): greedy runs and
+        # (rows, -steps, mode, draw): the one kept sampled run (models.decode_loop)
         self._step_graphs: dict[tuple[Any, ...], StepGraph | DecodeRun | str] = {}
         self._cache: StaticKVCache | None = None
 
@@ -153,6 +154,9 @@ class CausalTransformerModel:
         if draw is not None:
             key = (*base, tuple(sorted(draw.items())))
             for old in [k for k in self._step_graphs if len(k) == 4 and k[:3] == base]:
+                got = self._step_graphs[old]
+                if isinstance(got, str):  # the step can never be captured, whatever the draw
+                    raise CaptureError(got)
                 if old != key:
                     del self._step_graphs[old]
         return self._kept_graph(

@@ -149,9 +149,9 @@ def kv_cache_write(
     rotary_dim unrotated); v never is. A position outside the cache is not written on the GPU (the
     NumPy backend raises IndexError); a position past the tables gives NaN in the rotated dims, as
     gp.rope does. q [B, H, Sq, D] (the same tokens' queries, H a multiple of Hkv, any strides;
-    needs cos/sin, no element shared with k, v or the caches) is rotated in place at the same
-    positions in the same launch, with gp.rope's numerics; a position outside the cache still
-    rotates q on the GPU.
+    needs cos/sin, no element shared with k, v, the caches or the tables) is rotated in place at
+    the same positions in the same launch, with gp.rope's numerics; a position outside the cache
+    still rotates q on the GPU.
     """
     op = "kv_cache_write"
     _caches(op, k_cache, v_cache)

@@ -67,13 +67,14 @@ def test_chat_session_answers_and_reuses_cache(session: ChatSession) -> None:
 def _replies(model: CausalTransformerModel, params: SamplingParams, k: int, **kw: object) -> list:
     chat = ChatSession(model, sampling=params, max_new_tokens=20, max_seq_len=256,
                        steps_per_sync=k, **kw)  # type: ignore[arg-type]  # fmt: skip
-    return [chat.ask(t) for t in ("Name three colors.", "And three animals?")]
+    return [chat.ask(t) for t in ("Say hi.", "Name three colors.")]
 
 
 def test_steps_per_sync_replies_equal_one_step_a_sync(session: ChatSession) -> None:
-    """A two-turn conversation (the second turn reuses the first's cache) with 6 decode steps
-    a host round trip: greedy, and a seeded sampler drawing on the device (gp.sample's NumPy
-    twin on the CPU), give the replies of one step a sync; the error cases are named."""
+    """A two-turn conversation (the second turn reuses the first's cache; the first reply
+    ends on its stop token, inside a run) with 6 decode steps a host round trip: greedy, and a
+    seeded sampler drawing on the device (gp.sample's NumPy twin on the CPU), give the replies
+    of one step a sync; the error cases are named."""
     m = session.model
     greedy = SamplingParams(temperature=0)
     drawn = SamplingParams(temperature=0.9, top_k=40, top_p=0.95, seed=7, on_device=True)
@@ -154,7 +155,7 @@ def test_gpu_chat_steps_per_sync_replays_one_graph(
     ):
         chat = ChatSession(m, sampling=params, max_new_tokens=20, max_seq_len=256, steps_per_sync=8)
         assert "8 steps a launch" in chat.graph_reason, chat.graph_reason
-        got = [chat.ask(t) for t in ("Name three colors.", "And three animals?")]
+        got = [chat.ask(t) for t in ("Say hi.", "Name three colors.")]
         assert got == _replies(m, params, 1)
 
 

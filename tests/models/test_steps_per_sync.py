@@ -68,11 +68,38 @@ def test_device_draws_equal_one_step_a_sync(params: SamplingParams, k: int) -> N
     want = _drawn(model, params, 1, stop_ids=())
     got = _drawn(model, params, k, stop_ids=(), stats=st)
     assert got == want
-    kind = "greedy" if params.greedy and params.repetition_penalty == 1.0 else "sampled"
+    kind = "greedy" if params.greedy else "sampled"
     assert st.decode_mode.startswith(f"eager, {k} {kind} steps a sync")
     if params.seed is not None:  # another seed draws other tokens: the key reaches the draws
         other = SamplingParams(**{**params.__dict__, "seed": params.seed + 100})
         assert _drawn(model, other, k, stop_ids=()) != got
+
+
+def test_device_draws_with_a_stop_inside_a_run_and_streams() -> None:
+    """Sampled on the device with a stop token that row 0 draws inside a run of 4: the outputs
+    of one step a sync (the run's later tokens dropped, its slots taken back); a run given
+    another stream word draws other tokens."""
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.sampling import Sampler
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    params = SamplingParams(temperature=0.9, top_k=0, top_p=1.0, seed=21, on_device=True)
+    free = _drawn(model, params, 1, stop_ids=())
+    stop = free[0][5]
+    assert stop not in free[0][:5]
+    want = _drawn(model, params, 1, stop_ids=(stop,))
+    assert _drawn(model, params, 4, stop_ids=(stop,)) == want and want[0][-1] == stop
+    cache = model.new_cache(1, 32)
+    run = DecodeRun(model, cache, 1, 6, graph=False, sampler=Sampler(params))
+    a = run.run([5], 6, [[1, 2, 5]])
+    run.rewind(6)
+    assert run.run([5], 6, [[1, 2, 5]]) == a  # the same counters: the same draws
+    run.rewind(6)
+    assert run.run([5], 6, [[1, 2, 5]], streams=[7]) != a
+    with pytest.raises(ValueError, match=r"streams must be 1 int\(s\) in \[0, 2\*\*31\)"):
+        run.run([5], 2, [[5]], streams=[2**31])
+    with pytest.raises(ValueError, match="needs the history"):
+        run.run([5], 2)
 
 
 def test_stop_token_inside_a_run() -> None:
@@ -143,7 +170,7 @@ def test_bad_arguments_name_the_problem() -> None:
     cache = model.new_cache(1, 16)
     penalty = Sampler(SamplingParams(repetition_penalty=1.2, on_device=True))
     run = DecodeRun(model, cache, 1, 4, graph=False, sampler=penalty)
-    with pytest.raises(ValueError, match="a repetition penalty needs the history"):
+    with pytest.raises(ValueError, match="a run that draws its tokens needs the history"):
         run.run([1], 2)
     assert list(cache.lengths) == [0]
     with pytest.raises(ValueError, match="do not combine"):

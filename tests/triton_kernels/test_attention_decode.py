@@ -334,9 +334,9 @@ def test_write_rotates_q(device: str, dtype: str, page: int | None, rope: str) -
 @pytest.mark.parametrize(("hq", "hkv"), [(8, 1), (32, 8), (40, 8)])
 def test_write_rotates_q_head_counts(device: str, hq: int, hkv: int) -> None:
     """One kv head (MQA), 32 q heads over 8, and a head count past one block of q heads
-    (40 > 32): every q head rotated, k written."""
+    (40 > 32 at D 128): every q head rotated, k written."""
     rng = np.random.default_rng(seed("q-heads", hq, hkv))
-    b, sq, d, s_max = 2, 3, 64, 16
+    b, sq, d, s_max = 2, 3, 128, 16
     q = rand(rng, (b, hq, sq, d), "float32")
     k, v = rand(rng, (b, hkv, sq, d), "float32"), rand(rng, (b, hkv, sq, d), "float32")
     cos, sin = cpu.rope_tables(32, d, base=100.0)

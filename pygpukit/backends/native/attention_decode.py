@@ -216,6 +216,8 @@ def kv_cache_write(
                 f"{op} (native): {name} is {t.dtype.name} but k_cache is {k_cache.dtype.name}"
             )
     _int32(op, "positions", positions)
+    if q is not None and q.dtype is not k.dtype:
+        raise TypeError(f"{op} (native): q is {q.dtype.name} but k is {k.dtype.name}")
     if (cos is None) != (sin is None):
         raise ValueError(f"{op} (native): pass both cos and sin or neither")
     batch, hkv, sq, d = k.shape
@@ -249,8 +251,6 @@ def kv_cache_write(
         from pygpukit.backends.native.elementwise import add
         from pygpukit.backends.native.rope import rope
 
-        if q.dtype is not k.dtype:
-            raise TypeError(f"{op} (native): q is {q.dtype.name} but k is {k.dtype.name}")
         qt = q.transpose(0, 2, 1, 3)  # token-major [B, Sq, H, D], as rope takes it
         for j in range(sq):
             pj = positions if j == 0 else add(positions, j)
