@@ -63,12 +63,7 @@ def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
     p = sampler.params
     if p.greedy and p.repetition_penalty == 1.0:
         return None
-    return {  # a greedy draw (temperature 0) reads no random numbers: one key for all
-        "seed": 0 if p.greedy else sampler.key, "temperature": float(p.temperature),
-        "top_k": int(p.top_k),
-        "top_p": float(p.top_p), "min_p": float(p.min_p),
-        "repetition_penalty": float(p.repetition_penalty),
-    }  # fmt: skip
+    return sampler.draw_args()
 
 
 class DecodeRun:

@@ -102,12 +102,18 @@ class Sampler:
         seen = None
         if p.repetition_penalty != 1.0:
             seen = from_numpy(seen_marks(history, v), device=dev)
-        out = ops.sample(
-            rows_logits, from_numpy(ctr, device=dev), seen, seed=self.key,
-            temperature=float(p.temperature), top_k=int(p.top_k), top_p=float(p.top_p),
-            min_p=float(p.min_p), repetition_penalty=float(p.repetition_penalty),
-        )  # fmt: skip
+        out = ops.sample(rows_logits, from_numpy(ctr, device=dev), seen, **self.draw_args())
         return [int(t) for t in out.to_numpy()]
+
+    def draw_args(self) -> dict[str, Any]:
+        """gp.sample's keyword arguments for this sampler's draws (a greedy draw reads no
+        random numbers: its key is 0, whatever the seed)."""
+        p = self.params
+        return {
+            "seed": 0 if p.greedy else self.key, "temperature": float(p.temperature),
+            "top_k": int(p.top_k), "top_p": float(p.top_p), "min_p": float(p.min_p),
+            "repetition_penalty": float(p.repetition_penalty),
+        }  # fmt: skip
 
     def greedy_ids(self, rows: GPUArray, seen: list[list[int]]) -> list[int]:
         """The greedy choice of each row of logits [R, V], seen[r] the tokens before row r:
