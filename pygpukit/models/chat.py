@@ -14,7 +14,12 @@ from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
 from pygpukit.models.decode_loop import DecodeRun, check_device_draws
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
-from pygpukit.models.generation import GenerationStats, default_stop_ids, speculation
+from pygpukit.models.generation import (
+    GenerationStats,
+    default_stop_ids,
+    run_steps,
+    speculation,
+)
 from pygpukit.models.sampling import Sampler, SamplingParams
 from pygpukit.models.speculative import decode as decode_speculative
 from pygpukit.models.step_graph import StepGraph
@@ -235,29 +240,17 @@ class ChatSession:
                 return
 
     def _runs(self, history: list[int], remaining: int, st: GenerationStats) -> Iterator[int]:
-        """The reply's decode steps, run.steps a host round trip; a run's tokens after a stop
-        token are dropped and their cache slots taken back."""
-        run = self.run
-        assert run is not None
+        """The reply's decode steps, run.steps a host round trip (generation.run_steps: a run's
+        tokens after a stop token are dropped and their cache slots taken back)."""
+        assert self.run is not None
         # A seeded session draws where one step a sync does (row 0's counters); an unseeded one
         # at counters of a stream of its own for this turn.
         stream = 0 if self.sampling.seed is not None else 1 + secrets.randbelow(2**31 - 1)
-        while remaining > 0:
-            n = min(run.steps, remaining)
-            t0 = time.perf_counter()
-            got = run.run([history[-1]], n, [history], [stream])[0]
-            st.decode_s += time.perf_counter() - t0
-            stop = next((j for j, t in enumerate(got) if t in self.stop_ids), None)
-            if stop is not None and stop + 1 < n:
-                run.rewind(n - stop - 1)
-            for tok in got if stop is None else got[: stop + 1]:
-                st.decode_steps += 1
-                st.new_tokens += 1
-                history.append(tok)
-                yield tok
-            if stop is not None:
-                return
-            remaining -= n
+        steps = run_steps(
+            self.run, [history[-1]], [history], [False], self.stop_ids, remaining, st, [stream]
+        )
+        for step in steps:
+            yield from (tok for _, tok in step)
 
     def _step(self, tok: int) -> GPUArray:
         """One decode step of row 0; logits [1, 1, vocab]."""

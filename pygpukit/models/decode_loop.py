@@ -103,8 +103,10 @@ class DecodeRun:
         self.marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
         # Row j: step j's token of every row (gp.sample writes int32 ids, gp.argmax int64).
         self.out = zeros((steps, rows), "int64" if self.draw is None else "int32", dev)
-        self.counter = zeros((rows,), "int64", dev)  # the draws' Philox counters
+        self.counter = None  # the draws' Philox counters [rows]
         self.seen = None  # a penalty's seen marks [rows, vocab]
+        if self.draw is not None:
+            self.counter = zeros((rows,), "int64", dev)
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
@@ -117,7 +119,7 @@ class DecodeRun:
         and the next ids, and the position and write marks one further."""
         logits = self.model.forward_device_step(self.ids, self.pos, self.marks, self.cache)
         lg = logits.reshape(self.rows, logits.shape[-1])
-        if self.draw is None:
+        if self.draw is None or self.counter is None:
             ops.argmax(lg, axis=-1, out=self.out[j])
         else:  # the counters advance and the seen marks take the token, in place
             ops.sample(lg, self.counter, self.seen, out=self.out[j], **self.draw)
@@ -176,7 +178,7 @@ class DecodeRun:
         self.ids[:] = np.asarray(tokens, np.int64)[:, None]
         self.pos[:] = start[:, None]
         self.marks[:] = np.stack([start, start + 1]).astype(np.int32)
-        if self.draw is not None and history is not None:
+        if self.counter is not None and history is not None:
             so_far = np.asarray([len(h) for h in history], np.int64)
             self.counter[:] = (np.asarray(words, np.int64) << 32) + so_far
             if self.seen is not None:

@@ -234,7 +234,7 @@ def stream_batch(
                 yield [(0, t) for t in kept]
         return
     if run is not None:
-        yield from _run_steps(run, tokens, history, done, stop, max_new - 1, st)
+        yield from run_steps(run, tokens, history, done, stop, max_new - 1, st)
         return
     for _ in range(max_new - 1):
         if all(done):
@@ -367,7 +367,7 @@ def _decode_run(
     return got
 
 
-def _run_steps(
+def run_steps(
     run: DecodeRun,
     tokens: list[int],
     history: list[list[int]],
@@ -375,14 +375,16 @@ def _run_steps(
     stop: frozenset[int],
     remaining: int,
     st: GenerationStats,
+    streams: list[int] | None = None,
 ) -> Iterator[list[tuple[int, int]]]:
-    """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s.
-    The cache ends as one step a sync leaves it: when every row has stopped inside a run, the
-    run's later tokens are taken back."""
+    """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s, each
+    token appended to its row's history. The cache ends as one step a sync leaves it: when
+    every row has stopped inside a run, the run's later tokens are taken back. streams: the
+    draws' per-row counter words (DecodeRun.run)."""
     while remaining > 0 and not all(done):
         n = min(run.steps, remaining)
         t0 = time.perf_counter()
-        got = run.run(tokens, n, history)
+        got = run.run(tokens, n, history, streams)
         st.decode_s += time.perf_counter() - t0
         ended = [False] * len(got)  # rows done after each step, ahead of the yields
         last = n
