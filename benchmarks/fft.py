@@ -3,6 +3,12 @@
     python benchmarks/fft.py [--json results.json] [--quick] [--rounds 20]
         [--dot ieee tf32x3] [--paths fused passes] [--points 1024 2048] [--n 400 2048]
         [--chunk 64 16] [--warps 4 8] [--pairs 1 0] [--backend triton native]
+        [--dtype float64]
+
+--dtype float64 times float64 / complex128 inputs against torch.fft in double precision
+(cuFFT's Z2Z / D2Z); the fp32 knobs below (--dot, --paths, --points, ...) do not apply there:
+float64 runs the Stockham passes and Bluestein only, on Triton, or the native kernel at its
+powers of two.
 
 Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048,
 and of 1000 and 4096, the other lengths with a factor padded to 64; rfft and fft), a batched
@@ -55,13 +61,14 @@ class Case:
     batch: int
     n: int
     note: str = ""
+    double: bool = False  # float64 / complex128 input
 
 
-def cases(quick: bool, lengths: list[int] | None = None) -> list[Case]:
+def cases(quick: bool, lengths: list[int] | None = None, double: bool = False) -> list[Case]:
     """The default cases; ``lengths`` (--n) adds batched frames of other lengths."""
     frames = 32 * 3000 if not quick else 64
     long = [1 << 16, 1 << 20, 1 << 22, 1000003] if not quick else [1 << 12, 4099]
-    out = []
+    out: list[Case] = []
     extra = [n for n in lengths or () if n not in (400, 512, 1000, 2048, 4096, 401, *long)]
     for n in sorted({400, 512, 1000, 2048, 4096, *extra}):
         note = "speech frames" if n in (400, 512, 2048) else "frames"
@@ -69,20 +76,23 @@ def cases(quick: bool, lengths: list[int] | None = None) -> list[Case]:
     out.append(Case("rfft", frames, 401, "Bluestein"))
     out += [Case("fft", 1, n, "1-D") for n in long]
     out.append(Case("rfft", 1, long[-2], "1-D"))
-    return out
+    return [Case(c.op, c.batch, c.n, c.note, double) for c in out]
 
 
 def _input(c: Case, rng: np.random.Generator, device: str) -> gp.GPUArray:
-    x = rng.standard_normal((c.batch, c.n), dtype=np.float32)
+    real = np.float64 if c.double else np.float32
+    x = rng.standard_normal((c.batch, c.n), dtype=real)
     if c.op == "fft":
-        y = rng.standard_normal((c.batch, c.n), dtype=np.float32)
-        return gp.from_numpy((x + 1j * y).astype(np.complex64), device=device)
+        y = rng.standard_normal((c.batch, c.n), dtype=real)
+        z = (x + 1j * y).astype(np.complex128 if c.double else np.complex64)
+        return gp.from_numpy(z, device=device)
     return gp.from_numpy(x, device=device)
 
 
 def _bytes(c: Case) -> int:
     n_out = c.n // 2 + 1 if c.op == "rfft" else c.n
-    return c.batch * (c.n * (4 if c.op == "rfft" else 8) + n_out * 8)
+    w = 8 if c.double else 4  # bytes of a real value
+    return c.batch * (c.n * (w if c.op == "rfft" else 2 * w) + n_out * 2 * w)
 
 
 def _rel_error(c: Case, x: gp.GPUArray, y: gp.GPUArray) -> float:
@@ -116,7 +126,7 @@ class Variant:
         """False for a length the forced backend does not serve (native: powers of two)."""
         if self.backend != "native":
             return True
-        most = 4096 if c.op == "fft" else 8192
+        most = (4096 if c.op == "fft" else 8192) // (2 if c.double else 1)
         return c.n <= most and c.n & (c.n - 1) == 0
 
     def apply(self) -> None:
@@ -208,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="rfft through real pairs (1) or not (0)")  # fmt: skip
     p.add_argument("--backend", nargs="+", default=None, choices=["triton", "native"],
                    help="route the FFT ops to this backend")  # fmt: skip
+    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     args = p.parse_args(argv)
     if not gp.is_cuda_available():
         print("benchmarks/fft.py: no CUDA device; nothing to time")
@@ -227,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         for v in itertools.product(args.dot, args.paths, points, chunks, warps, pairs, backends)
     )
     rows: list[dict[str, Any]] = []
-    for c in cases(args.quick, args.n):
+    for c in cases(args.quick, args.n, args.dtype == "float64"):
         if args.n is not None and c.n not in args.n:
             continue
         for r in run_case(c, timer, args.rounds, rng, variants=variants):
@@ -244,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     props = gp.get_device_properties(0)
     result = {
         "device": str(props.get("name", "cuda:0")),
+        "dtype": args.dtype,
         "torch": None if timer.torch is None else str(timer.torch.__version__),
         "copy_gbs": copy_gbs,
         "cases": rows,

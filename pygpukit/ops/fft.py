@@ -18,7 +18,7 @@ Reached as ``gp.fft.fft`` ... (pygpukit/fft.py re-exports them; ``gp.fft`` is th
 Routing (pygpukit/routing/table.py): power-of-two lengths (fft/ifft up to 4096, the real
 transforms up to 8192) to the native kernel, every other length to the Triton kernels (both
 fp32), NumPy on the CPU. float64/complex128 on the GPU: the native kernel in float64 at powers
-of two up to half those lengths; other float64 lengths run on the CPU only.
+of two up to half those lengths, the Triton kernels in float64 at every other length.
 """
 
 from __future__ import annotations

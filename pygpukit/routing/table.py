@@ -345,16 +345,16 @@ _ROUTES: list[OpRoute] = [
     # first where it serves: faster at every power of two timed, 16 to 4096 (H100, 96000 rows,
     # one run: rfft 2048 670 vs 1518 us, fft 4096 2390 vs 11368 us, fft 16 24 vs 68 us; the STFT
     # 2048/512 0.43 vs 1.13 ms; BENCHMARKS.md "FFT and audio"). float64 and complex128: the
-    # native kernel at powers of two up to half those lengths (its second candidate); other
-    # float64 lengths on the CPU only (on CUDA the table finds no candidate and says so). The
-    # length n enters the decision (route_params).
+    # native kernel at powers of two up to half those lengths (its second candidate), the
+    # Triton passes and Bluestein in float64 at every other length. The length n enters the
+    # decision (route_params).
     *(
         _entry(
             op,
             "fft",
             Candidate("native", dtypes=_FFT_NATIVE_IO[op], pow2=("n", *_FFT_NATIVE_N[op])),
             Candidate("native", dtypes=_FFT_NATIVE_IO64[op], pow2=("n", *_FFT_NATIVE_N64[op])),
-            Candidate("triton", dtypes=FLOATS - {"float64"} | {"complex64"}),
+            Candidate("triton", dtypes=FLOATS | COMPLEX),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
             route_params=("n",),
         )

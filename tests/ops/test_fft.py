@@ -15,8 +15,6 @@ import pygpukit as gp
 import pygpukit.ops.fft as ops_fft
 from ops._helpers import DEVICE, LAYOUTS, poisoned, up, view
 
-_GPU = DEVICE.startswith("cuda")
-
 NORMS = [None, "backward", "ortho", "forward"]
 # Sampled lengths: tiny, primes (small and large), powers of two, the speech-frame sizes, the
 # largest of the sweep and numbers with many small factors.
@@ -127,14 +125,7 @@ def test_out(op: str, axis: int) -> None:
 @pytest.mark.parametrize("op", OPS)
 def test_dtypes(op: str, dtype: str) -> None:
     rng = np.random.default_rng(seed("fft-dt", op, dtype))
-    x = signal(rng, (3, 50), op, dtype)
-    if dtype == "float64" and _GPU:  # float64 on the GPU at powers of two only: n = 50 is
-        # refused, naming the dtype (irfft's input is then complex128)
-        with pytest.raises(
-            gp.BackendUnavailableError, match=r"(float64|complex128) is not supported"
-        ):
-            getattr(gp.fft, op)(up(x))
-        return
+    x = signal(rng, (3, 50), op, dtype)  # n = 50: Triton on the GPU, float64 included
     r = getattr(gp.fft, op)(up(x))
     double = dtype == "float64"
     if op == "irfft":
@@ -149,10 +140,6 @@ def test_dtypes(op: str, dtype: str) -> None:
 def test_complex_input(op: str, cdt: type) -> None:
     rng = np.random.default_rng(seed("fft-cplx", op, cdt))
     x = (rng.standard_normal((4, 37)) + 1j * rng.standard_normal((4, 37))).astype(cdt)
-    if cdt is np.complex128 and _GPU:
-        with pytest.raises(gp.BackendUnavailableError, match="complex128 is not supported"):
-            getattr(gp.fft, op)(up(x))
-        return
     r = getattr(gp.fft, op)(up(x))
     assert r.dtype is gp.as_dtype(cdt)
     assert_close(pairs(r), pairs(expected(op, x)), bound(pairs(r)))
@@ -175,14 +162,20 @@ def test_namespace() -> None:
     assert "fft" in gp.__all__ and not hasattr(gp, "rfft")
 
 
-def test_table_serves_float64_on_the_cpu_only() -> None:
-    x = up(np.ones((2, 8)))
-    why = dict(gp.routing.explain("rfft", x).candidates)
-    assert any("dtype float64 is not supported" in w for w in why["triton"]), why
-    assert gp.routing.explain("rfft", up(np.ones((2, 8), np.float32))).backend in (
-        "cpu",
-        "triton",
-    )
+@pytest.mark.parametrize("op", ["fft", "rfft"])
+def test_table_serves_float64_at_every_length(op: str) -> None:
+    """float64 on the GPU: the native kernel at its powers of two, Triton at every length. (On
+    a CPU array the GPU candidates fail for the device alone, never for the dtype.)"""
+    x = up(np.ones((2, 50)))
+    cands = gp.routing.explain(op, x, n=50).candidates
+    triton = [w for b, w in cands if b == "triton"]
+    native64 = [w for b, w in cands if b == "native"][1]
+    assert triton and not any("dtype" in r for r in triton[0]), cands
+    assert not any("dtype" in r for r in native64), cands
+    assert any("power of two" in r for r in native64), cands
+    assert gp.routing.explain(op, x, n=64).candidates[1][1] == [
+        r for r in native64 if "power of two" not in r
+    ]
 
 
 @pytest.mark.parametrize(
@@ -224,9 +217,7 @@ def test_bad_input_names_the_argument(call, exc: type[Exception], msg: str) -> N
 def test_rfft_windowed(dtype: str, norm: str | None, power: float | None) -> None:
     """rfft(x * window) along the last axis, or its magnitude / power, on overlapping strided
     frames as audio.stft passes them; float64 stays float64 (the CPU backend; on the GPU
-    float64 runs at powers of two only, and n is 400 here)."""
-    if _GPU and dtype == "float64":
-        pytest.skip("no float64 FFT on the GPU at n = 400")
+    Triton in float64 at n = 400)."""
     rng = np.random.default_rng(seed("ops-fft-win", dtype, norm))
     sig = rand(rng, (2, 1000), dtype)
     win = rand(rng, (400,), dtype)

@@ -24,15 +24,18 @@ installed they still run on ``gp.current_stream()``.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import triton
+import triton.language as tl
 from triton.backends.nvidia.driver import CudaDriver, CudaLauncher, CudaUtils
-from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.interpreter import InterpretedFunction, TensorHandle
 
 from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
@@ -497,15 +500,36 @@ class _InterpTensor:
 _COMPILE_OPTIONS = frozenset({"num_warps", "num_stages", "enable_fp_fusion", "launch_pdl"})
 
 
+def _f64_params(kernel: Any) -> frozenset[int]:
+    """Positions of the kernel's parameters annotated tl.float64 (``scale: tl.float64``). On the
+    GPU Triton passes those scalars as float64; the interpreter would make a Python float a
+    float32 constant, so the adapter hands it a float64 scalar tensor instead."""
+    got = _F64_PARAMS.get(kernel.fn)
+    if got is None:
+        params = inspect.signature(kernel.fn).parameters.values()
+        got = frozenset(
+            i for i, p in enumerate(params) if str(p.annotation) in ("tl.float64", "float64")
+        )
+        _F64_PARAMS[kernel.fn] = got
+    return got
+
+
+_F64_PARAMS: dict[Any, frozenset[int]] = {}
+
+
 def _launch_interpreted(
     kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...], constexprs: dict[str, Any]
 ) -> None:
+    f64 = _f64_params(kernel)
     adapted = []
-    for a in args:
+    for i, a in enumerate(args):
         if isinstance(a, GPUArray):
             if a.device.type != "cpu":
                 raise ValueError("under TRITON_INTERPRET=1 kernels run on CPU-device arrays only")
             adapted.append(_InterpTensor(a, a.dtype))
+        elif i in f64 and isinstance(a, (int, float)):
+            handle = TensorHandle(np.array([a], dtype=np.float64), tl.float64)
+            adapted.append(tl.tensor(handle, tl.float64))
         else:
             adapted.append(a)
     kwargs = {k: v for k, v in constexprs.items() if k not in _COMPILE_OPTIONS}

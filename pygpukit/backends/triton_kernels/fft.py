@@ -43,8 +43,11 @@ irfft reads its n // 2 + 1 terms as the full Hermitian spectrum (X[n - k] = conj
 stores the real part of the inverse, which is exactly numpy's rule that the imaginary parts of
 the DC and Nyquist terms are ignored (they only add to the imaginary part of the output).
 
-float64 is not served (the table lists fp32 inputs only): the NumPy backend serves it on the
-CPU. Graph capture: scratch and outputs come from the pool (the capture's pool under capture);
+float64 (float64 / complex128 in, complex128 / float64 out): the same Stockham passes and
+Bluestein in float64 throughout (values, tables, tl.dot on float64 tiles, which is IEEE float64:
+DMMA on sm_80+), at every length; never the one-kernel path, whose tiles are sized for fp32
+registers. The routing table sends float64 at the native kernel's powers of two there first.
+Graph capture: scratch and outputs come from the pool (the capture's pool under capture);
 a length's plan tables are uploaded on its first call, so run each length once before capturing.
 """
 
@@ -86,7 +89,7 @@ from pygpukit.backends.triton_kernels.fft_plan import Chirp, Plan, chirp, plan, 
 from pygpukit.backends.triton_kernels.reduce import sum as rsum
 from pygpukit.backends.triton_kernels.unary import sqrt
 from pygpukit.creation import empty
-from pygpukit.dtypes import complex64, float32
+from pygpukit.dtypes import complex64, complex128, float32, float64
 
 __all__ = ["fft", "ifft", "irfft", "rfft", "rfft_frames", "rfft_windowed"]
 
@@ -100,15 +103,18 @@ def _fft_pass(
     X, Y, F, T, PRE, POST,
     n_cols, ML, L, M, RL,
     D1, D2, sx0, sx1, sx2, sxe, sy0, sy1, sy2, sye,
-    n_in, n_log, n_out, scale, R,
+    n_in, n_log, n_out, scale: tl.float64, R,
     RP: tl.constexpr, BLOCK_C: tl.constexpr,
     LOAD: tl.constexpr, REAL_X: tl.constexpr, REAL_OUT: tl.constexpr, HAS_TW: tl.constexpr,
     HAS_PRE: tl.constexpr, HAS_POST: tl.constexpr, INVERSE: tl.constexpr, TF32X3: tl.constexpr,
+    CT: tl.constexpr,
 ):  # fmt: skip
     """One Stockham pass of radix R (padded to RP) over BLOCK_C columns. Column c = (row, m, b)
     reads logical elements e = k ML + m L + b (k < R) and writes o = m RL + k L + b; offsets
-    are in fp32 units, a complex value being the pair (o * s, o * s + 1). R is a runtime value
-    (only RP specialises), so all radices of one padded size share a compiled kernel."""
+    are in real units, a complex value being the pair (o * s, o * s + 1). R is a runtime value
+    (only RP specialises), so all radices of one padded size share a compiled kernel. CT: the
+    compute type, tl.float32 or tl.float64 (then the tables are float64 too, and tl.dot on
+    float64 tiles is IEEE float64); the scale arrives in float64 and is rounded to CT once."""
     c = tl.program_id(0).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < n_cols
     row = c // ML
@@ -125,11 +131,11 @@ def _fft_pass(
         src = e
         ok_in = ok & (e < n_in)
     xo = row_offset(row, D1, D2, sx0, sx1, sx2)[None, :] + src * sxe
-    xr = tl.load(X + xo, mask=ok_in, other=0.0).to(tl.float32)
+    xr = tl.load(X + xo, mask=ok_in, other=0.0).to(CT)
     if LOAD == 1:
         xi = tl.zeros_like(xr)
     else:
-        xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(tl.float32)
+        xi = tl.load(X + xo + 1, mask=ok_in, other=0.0).to(CT)
         if LOAD == 2:
             xi = tl.where(mirrored, -xi, xi)
     if HAS_PRE:  # a chirp or Bluestein's Bhat, indexed by the logical element
@@ -162,22 +168,23 @@ def _fft_pass(
         qi = tl.load(POST + 2 * o + 1, mask=ok_out, other=0.0)
         yr, yi = yr * qr - yi * qi, yr * qi + yi * qr
     yo = row_offset(row, D1, D2, sy0, sy1, sy2)[None, :] + o * sye
-    tl.store(Y + yo, yr * scale, mask=ok_out)
+    s = scale.to(CT)
+    tl.store(Y + yo, yr * s, mask=ok_out)
     if not REAL_OUT:
-        tl.store(Y + yo + 1, yi * scale, mask=ok_out)
+        tl.store(Y + yo + 1, yi * s, mask=ok_out)
 
 
-def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray) -> Operand:
-    buf = empty((rows * n * 2,), float32, like._device)
+def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray, f64: bool) -> Operand:
+    buf = empty((rows * n * 2,), float64 if f64 else float32, like._device)
     rl = 2 * n
     return Operand(buf, (d[0] * d[1] * rl, d[1] * rl, rl), 2)
 
 
-def _cfg(rp: int, n_cols: int) -> tuple[int, int]:
+def _cfg(rp: int, n_cols: int, f64: bool) -> tuple[int, int]:
     """(BLOCK_C, num_warps): a tile of RP x BLOCK_C <= 2048 points a program on the GPU (the
-    tile, its result and the [RP, RP] matrix in registers); under the interpreter, few large
-    programs (its cost is per program)."""
-    cap = 4096 if interpreting() else max(16, 2048 // rp)
+    tile, its result and the [RP, RP] matrix in registers; 1024 in float64, whose values take
+    two registers); under the interpreter, few large programs (its cost is per program)."""
+    cap = 4096 if interpreting() else max(16, (1024 if f64 else 2048) // rp)
     return max(16, min(cap, next_pow2(n_cols))), (8 if rp >= 64 else 4)
 
 
@@ -198,10 +205,12 @@ def _passes(
     post: GPUArray | None = None,
     scale: float = 1.0,
     spare: list[Operand] | None = None,
+    f64: bool = False,
 ) -> Operand:
     """Run the plan's passes from src into dst (None: a scratch buffer); returns where the
     result is. The first pass reads src with ``load``/``pre``, the last writes with ``post``,
-    ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers."""
+    ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers. f64: float64
+    arithmetic, scratch and tables (the plan's must be float64)."""
     pool = spare if spare is not None else []
     cur = src
     last = len(p.passes) - 1
@@ -211,11 +220,11 @@ def _passes(
         else:
             out = next((b for b in pool if b.a is not cur.a), None)  # type: ignore[assignment]
             if out is None:
-                out = _scratch(rows, p.n, d, src.a)
+                out = _scratch(rows, p.n, d, src.a, f64)
                 pool.append(out)
         first = i == 0
         n_cols = rows * (p.n // ps.r)
-        block, warps = _cfg(ps.rp, n_cols)
+        block, warps = _cfg(ps.rp, n_cols, f64)
         ld = load if first else _COMPLEX
         has_pre = first and pre is not None
         launch(
@@ -228,8 +237,8 @@ def _passes(
             scale if i == last else 1.0, ps.r,
             RP=ps.rp, BLOCK_C=block, LOAD=ld, REAL_X=ld == _REAL and not has_pre,
             REAL_OUT=real_out and i == last, HAS_TW=ps.t is not None, HAS_PRE=has_pre,
-            HAS_POST=i == last and post is not None, INVERSE=inverse, TF32X3=tf32x3(),
-            num_warps=warps,
+            HAS_POST=i == last and post is not None, INVERSE=inverse,
+            TF32X3=not f64 and tf32x3(), CT=tl.float64 if f64 else tl.float32, num_warps=warps,
         )  # fmt: skip
         cur = out
     return cur
@@ -248,11 +257,12 @@ def _bluestein(
     n_out: int,
     real_out: bool,
     scale: float,
+    f64: bool,
 ) -> None:
     """X[k] = c[k] IFFT_M(FFT_M(x c) . Bhat)[k] for k < n_out (see the module docstring)."""
-    cz: Chirp = chirp(n, inverse, src.a._device)
-    if fusable(cz.m):  # two launches through one scratch buffer
-        mid = _scratch(rows, cz.m, d, src.a)
+    cz: Chirp = chirp(n, inverse, src.a._device, f64)
+    if not f64 and fusable(cz.m):  # two launches through one scratch buffer
+        mid = _scratch(rows, cz.m, d, src.a, f64)
         fused_transform(
             src, mid, rows, d, n=cz.m, inverse=False, load=load, n_in=n_in, n_log=n,
             n_out=cz.m, real_out=False, scale=1.0, pre=cz.c,
@@ -262,15 +272,16 @@ def _bluestein(
             n_out=n_out, real_out=real_out, scale=scale, pre=cz.bhat, post=cz.c,
         )  # fmt: skip
         return
-    inner = plan(cz.m, src.a._device)
+    inner = plan(cz.m, src.a._device, f64)
     spare: list[Operand] = []
     mid = _passes(
         inner, src, None, rows, d, inverse=False, load=load, n_in=n_in, n_log=n,
-        n_out=cz.m, pre=cz.c, spare=spare,
+        n_out=cz.m, pre=cz.c, spare=spare, f64=f64,
     )  # fmt: skip
     _passes(
         inner, mid, dst, rows, d, inverse=True, load=_COMPLEX, n_in=cz.m, n_log=cz.m,
         n_out=n_out, real_out=real_out, pre=cz.bhat, post=cz.c, scale=scale, spare=spare,
+        f64=f64,
     )  # fmt: skip
 
 
@@ -287,13 +298,15 @@ def _transform(
     win: GPUArray | None = None,
     power: int = 0,
 ) -> GPUArray:
+    f64 = x.dtype in (float64, complex128)
     rfft_like = load == _REAL and not real_out and n_out == n // 2 + 1
-    if not fusable(n, rfft_like):
+    one_kernel = not f64 and fusable(n, rfft_like)  # float64: the passes and Bluestein only
+    if not one_kernel:
         if win is not None:
             # The window multiplied in as the fused kernel's loads do (one fp32 product a
-            # value, kept in fp32 for half inputs), but written out: the passes and Bluestein
-            # read their input in several places.
-            x = mul(x, win, out_dtype=float32)
+            # value, kept in fp32 for half inputs; float64 stays float64), but written out: the
+            # passes and Bluestein read their input in several places.
+            x = mul(x, win, out_dtype=float64 if f64 else float32)
         if power:  # the complex result, then |X| ** power as audio._complex computes it
             z = _transform(x, None, n=n, norm=norm, inverse=inverse, load=load, n_out=n_out,
                            real_out=real_out)  # fmt: skip
@@ -313,7 +326,10 @@ def _transform(
         y = out
     else:
         real_y = real_out or (bool(power) and not scratch)
-        y = empty(shape, float32 if real_y else complex64, x._device)
+        if f64:
+            y = empty(shape, float64 if real_y else complex128, x._device)
+        else:
+            y = empty(shape, float32 if real_y else complex64, x._device)
     if rows == 0:
         return deliver(y, out)
     r = plan_transform_rows(x, y, out)
@@ -322,7 +338,7 @@ def _transform(
     dst = Operand(r.yf, r.ys, r.ye)
     n_in = min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n)
     scale = norm_scale(n, norm, inverse)
-    if fusable(n, rfft_like):
+    if one_kernel:
         fused_transform(
             src, dst, rows, d, n=n, inverse=inverse, load=load, n_in=n_in, n_log=n,
             n_out=n_out, real_out=real_out, scale=scale, win=win, power=power,
@@ -333,12 +349,12 @@ def _transform(
     elif radices(n) is None:
         _bluestein(
             n, src, dst, rows, d, inverse=inverse, load=load, n_in=n_in, n_out=n_out,
-            real_out=real_out, scale=scale,
+            real_out=real_out, scale=scale, f64=f64,
         )  # fmt: skip
     else:
         _passes(
-            plan(n, x._device), src, dst, rows, d, inverse=inverse, load=load, n_in=n_in,
-            n_log=n, n_out=n_out, real_out=real_out, scale=scale,
+            plan(n, x._device, f64), src, dst, rows, d, inverse=inverse, load=load, n_in=n_in,
+            n_log=n, n_out=n_out, real_out=real_out, scale=scale, f64=f64,
         )  # fmt: skip
     return deliver(y, out)
 
@@ -348,28 +364,32 @@ def _load_of(x: GPUArray) -> int:
 
 
 def fft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Forward n-point DFT of x's rows (real or complex64) -> complex64."""
+    """Forward n-point DFT of x's rows (real or complex) -> complex64 (complex128 from float64 /
+    complex128 x)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=False, load=_load_of(x), n_out=n, real_out=False
     )
 
 
 def ifft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Inverse n-point DFT of x's rows (real or complex64) -> complex64."""
+    """Inverse n-point DFT of x's rows (real or complex) -> complex64 (complex128 from float64 /
+    complex128 x)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=True, load=_load_of(x), n_out=n, real_out=False
     )
 
 
 def rfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64."""
+    """The n // 2 + 1 non-negative frequency terms of real rows -> complex64 (complex128 from
+    float64 x)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False
     )
 
 
 def irfft(x: GPUArray, *, n: int, norm: str = "backward", out: GPUArray | None = None) -> GPUArray:
-    """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64) -> float32."""
+    """Real rows of length n from their n // 2 + 1 Hermitian terms (complex64 -> float32,
+    complex128 -> float64)."""
     return _transform(x, out, n=n, norm=norm, inverse=True, load=_HERMITIAN, n_out=n, real_out=True)
 
 
@@ -383,7 +403,8 @@ def rfft_windowed(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """rfft(x * window) of real rows of n values and a real window of n values -> complex64,
-    or |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32. Where the one-kernel path
+    or |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32 (complex128 / float64 from
+    float64 x). Where the one-kernel path
     serves n the window is applied as the kernel loads x, so an STFT's overlapping frames are
     read in place and never written windowed, and the power is taken as the kernel stores (no
     complex result written and read back). Through real pairs (fft_plan.real_pairs) a power
@@ -430,7 +451,7 @@ def rfft_frames(
     mode = frame_mode(n, window, pad, pad_mode)
     n_fft = n
     b, samples = y.shape
-    if not fusable(n_fft, True):
+    if y.dtype is float64 or not fusable(n_fft, True):  # float64: no one-kernel path
         src = y
         if pad:
             width = samples + 2 * pad

@@ -1,6 +1,6 @@
 """Plans of the Triton FFT (fft.py): how a length is split into passes, and the constant tables
 each pass reads, computed once per (length, device) in float64 on the host and kept on the
-device in fp32.
+device in fp32 (float64 for the float64 transforms, which run the passes and Bluestein only).
 
 - ``radices(n)``: the pass radices r_1 ... r_k (product n, each <= RMAX) of the Stockham
   transform, or None when n has a prime factor above RMAX (then Bluestein). Each pass applies a
@@ -134,13 +134,17 @@ class Chirp:
 
 
 _lock = threading.Lock()
-_mats: dict[tuple[int, Any], GPUArray] = {}
-_plans: dict[tuple[int, Any], Plan] = {}
-_chirps: dict[tuple[int, bool, Any], Chirp] = {}
+_mats: dict[tuple[int, Any, bool], GPUArray] = {}
+_plans: dict[tuple[int, Any, bool], Plan] = {}
+_chirps: dict[tuple[int, bool, Any, bool], Chirp] = {}
 
 
-def _dft_matrix(r: int, dev: Any) -> GPUArray:
-    key = (r, dev)
+def _table_dtype(f64: bool) -> Any:
+    return np.float64 if f64 else np.float32
+
+
+def _dft_matrix(r: int, dev: Any, f64: bool = False) -> GPUArray:
+    key = (r, dev, f64)
     got = _mats.get(key)
     if got is None:
         rp = padded(r)
@@ -149,19 +153,21 @@ def _dft_matrix(r: int, dev: Any) -> GPUArray:
         w = np.exp(-2j * np.pi * (np.outer(k, k) % r) / r)
         f = np.zeros((2, rp, rp), np.float64)
         f[0, :r, :r], f[1, :r, :r] = w.real, w.imag
-        got = _mats[key] = _device_f32(f, dev)
+        got = _mats[key] = _device_f32(f, dev, _table_dtype(f64))
     return got
 
 
-def _twiddles(r: int, m: int, dev: Any) -> GPUArray:
+def _twiddles(r: int, m: int, dev: Any, f64: bool) -> GPUArray:
     k = np.arange(r)[:, None]
     j = np.arange(m)[None, :]
-    return _device_f32(_interleaved(np.exp(-2j * np.pi * ((k * j) % (r * m)) / (r * m))), dev)
+    w = np.exp(-2j * np.pi * ((k * j) % (r * m)) / (r * m))
+    return _device_f32(_interleaved(w, np.float64), dev, _table_dtype(f64))
 
 
-def plan(n: int, dev: Any) -> Plan:
-    """The (cached) plan of a length-n mixed-radix transform on ``dev``; n must have radices."""
-    key = (n, dev)
+def plan(n: int, dev: Any, f64: bool = False) -> Plan:
+    """The (cached) plan of a length-n mixed-radix transform on ``dev`` (float64 tables when
+    ``f64``); n must have radices."""
+    key = (n, dev, f64)
     got = _plans.get(key)
     if got is not None:
         return got
@@ -173,17 +179,18 @@ def plan(n: int, dev: Any) -> Plan:
         done = 1
         for r in rs:
             rest = n // (done * r)
-            t = _twiddles(r, rest, dev) if rest > 1 else None
-            passes.append(Pass(r, padded(r), done, rest, _dft_matrix(r, dev), t))
+            t = _twiddles(r, rest, dev, f64) if rest > 1 else None
+            passes.append(Pass(r, padded(r), done, rest, _dft_matrix(r, dev, f64), t))
             done *= r
         _uploaded(dev)
         got = _plans[key] = Plan(n, tuple(passes))
     return got
 
 
-def chirp(n: int, inverse: bool, dev: Any) -> Chirp:
-    """The (cached) Bluestein tables of length n, direction ``inverse``, on ``dev``."""
-    key = (n, inverse, dev)
+def chirp(n: int, inverse: bool, dev: Any, f64: bool = False) -> Chirp:
+    """The (cached) Bluestein tables of length n, direction ``inverse``, on ``dev`` (float64
+    when ``f64``)."""
+    key = (n, inverse, dev, f64)
     got = _chirps.get(key)
     if got is not None:
         return got
@@ -195,7 +202,9 @@ def chirp(n: int, inverse: bool, dev: Any) -> Chirp:
     b[:n] = np.conj(c)
     b[m - n + 1 :] = np.conj(c[1:][::-1])
     bhat = np.fft.fft(b) / m
-    got = Chirp(n, m, _device_f32(_interleaved(c), dev), _device_f32(_interleaved(bhat), dev))
+    dt = _table_dtype(f64)
+    c_dev = _device_f32(_interleaved(c, dt), dev, dt)
+    got = Chirp(n, m, c_dev, _device_f32(_interleaved(bhat, dt), dev, dt))
     _uploaded(dev)
     with _lock:
         _chirps[key] = got
