@@ -180,11 +180,15 @@ def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray, f64: bool) -
     return Operand(buf, (d[0] * d[1] * rl, d[1] * rl, rl), 2)
 
 
+# Points (RP x BLOCK_C) a pass program transforms on the GPU, by float64: the tile, its result
+# and the [RP, RP] matrix live in registers, and a float64 value takes two.
+PASS_POINTS = {False: 2048, True: 1024}
+
+
 def _cfg(rp: int, n_cols: int, f64: bool) -> tuple[int, int]:
-    """(BLOCK_C, num_warps): a tile of RP x BLOCK_C <= 2048 points a program on the GPU (the
-    tile, its result and the [RP, RP] matrix in registers; 1024 in float64, whose values take
-    two registers); under the interpreter, few large programs (its cost is per program)."""
-    cap = 4096 if interpreting() else max(16, (1024 if f64 else 2048) // rp)
+    """(BLOCK_C, num_warps) of a pass (PASS_POINTS); under the interpreter, few large programs
+    (its cost is per program)."""
+    cap = 4096 if interpreting() else max(16, PASS_POINTS[f64] // rp)
     return max(16, min(cap, next_pow2(n_cols))), (8 if rp >= 64 else 4)
 
 
