@@ -181,8 +181,10 @@ def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray, f64: bool) -
 
 
 # Points (RP x BLOCK_C) a pass program transforms on the GPU, by float64: the tile, its result
-# and the [RP, RP] matrix live in registers, and a float64 value takes two.
-PASS_POINTS = {False: 2048, True: 1024}
+# and the [RP, RP] matrix live in registers, and a float64 value takes two. float64 on an H200
+# (96000 rows, 2026-11-27): 512 / 1024 / 2048 / 4096 points took 2103 / 2109 / 2127 / 9045 us
+# for fft 400 and 6299 / 6631 / 7362 / 16714 us for fft 1000 (the last spilling).
+PASS_POINTS = {False: 2048, True: 512}
 
 
 def _cfg(rp: int, n_cols: int, f64: bool) -> tuple[int, int]:
