@@ -285,8 +285,8 @@ def yin(
     (ValueError), warns when fewer than two periods of fmin fit a frame; win_length is
     deprecated in librosa 0.11 and only warns (FutureWarning).
 
-    Deviations: f0 has y's dtype (librosa returns float64), computed in that dtype: float32 on
-    the GPU, whose FFT serves no float64 (float64 input runs where gp.fft serves it, the CPU);
+    Deviations: f0 has y's dtype (librosa returns float64), computed in that dtype (float32 or
+    float64, on the GPU too);
     the prefix sums are log-step scans (their rounding grows like log2(frame_length) instead of
     frame_length); 'reflect'/'symmetric' padding needs a signal longer than frame_length // 2;
     no finiteness check of y (librosa's valid_audio).

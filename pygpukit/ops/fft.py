@@ -176,7 +176,7 @@ def rfft_windowed(
     and read back). The native kernel (powers of two) writes a compact power result; the
     Triton kernel's, through real pairs (even lengths whose real transform pads a factor to
     64), is a strided view of the complex rows it used as scratch. The product is formed in
-    fp32 (for half inputs too) on every path."""
+    fp32 (for half inputs too), in float64 for float64 input."""
     op = "rfft_windowed"
     x, _ = _input(op, x, -1, "f")
     chk.array(op, "window", window)

@@ -137,8 +137,8 @@ _FFT_NATIVE_IO = {
     "rfft_frames": _FFT_REAL_IN,
 }
 _FFT_NATIVE_N = {op: (2, 8192) for op in _FFT_NATIVE_IO} | {"fft": (1, 4096), "ifft": (1, 4096)}
-# ... and in float64 (complex128), which only the native kernel serves on the GPU: half the
-# points (a row's float64 planes fill the same shared memory).
+# ... and in float64 (complex128): half the points (a row's float64 planes fill the same
+# shared memory); the Triton kernels serve float64 at every other length.
 _FFT_F64_IN = frozenset({"float64", "complex128"})
 _FFT_NATIVE_IO64 = {
     "fft": _FFT_F64_IN,

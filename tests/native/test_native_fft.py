@@ -269,7 +269,8 @@ def test_float64_real(k: int) -> None:
 
 
 def test_float64_refusals() -> None:
-    """float64 past the native kernel's float64 lengths is not served on the GPU: named."""
+    """float64 past the native kernel's float64 lengths is refused by the forced native route
+    (this module's fixture), naming the constraint (the table's default sends them to Triton)."""
     with pytest.raises(RouteError, match="power of two"):
         gp.fft.fft(up(np.ones((2, 4096), np.complex128)))
     with pytest.raises(RouteError, match="power of two"):

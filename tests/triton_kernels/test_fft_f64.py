@@ -122,8 +122,14 @@ def test_rfft_windowed(device: str, n: int, power: float | None) -> None:
 
 
 @pytest.mark.parametrize("mode", ["reflect", "constant"])
-def test_rfft_frames(device: str, mode: str) -> None:
-    """Frames of a padded signal in float64 (the padded copy, then the windowed transform)."""
+def test_rfft_frames(device: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames of a padded signal in float64 (the padded copy, then the windowed transform; never
+    the fp32 one-kernel path that reads frames in place)."""
+
+    def no_fused(*a: Any, **kw: Any) -> None:
+        raise AssertionError("float64 reached the fp32 one-kernel path")
+
+    monkeypatch.setattr(tfft, "fused_transform", no_fused)
     rng = np.random.default_rng(len(mode))
     n_fft, hop, pad = 400, 160, 200
     y = rng.standard_normal((2, 1600))
@@ -140,13 +146,29 @@ def test_rfft_frames(device: str, mode: str) -> None:
     assert_close(got.to_numpy(), want, "float64")
 
 
-def test_float32_unchanged_by_the_float64_path(device: str) -> None:
-    """float32 input still gives complex64 (the one-kernel path, which float64 skips)."""
+def test_the_one_kernel_path_serves_float32_only(
+    device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same length and op: float32 through the one-kernel path (complex64), float64 through
+    the passes (complex128, to the float64 bound)."""
+    calls: list[int] = []
+    real = tfft.fused_transform
+
+    def spy(*a: Any, **kw: Any) -> None:
+        calls.append(kw["n"])
+        real(*a, **kw)
+
+    monkeypatch.setattr(tfft, "fused_transform", spy)
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((2, 400)).astype(np.float32)
-    got = run("rfft", up(x, device), 400, "ortho")
-    assert got.dtype is gp.complex64
-    assert_close(pairs(got), pairs(np.fft.rfft(x.astype(np.float64), norm="ortho")), "float32")
+    x = rng.standard_normal((2, 400))
+    want = np.fft.rfft(x, norm="ortho")
+    got32 = run("rfft", up(x.astype(np.float32), device), 400, "ortho")
+    assert calls == [400] and got32.dtype is gp.complex64
+    got64 = run("rfft", up(x, device), 400, "ortho")
+    assert calls == [400] and got64.dtype is gp.complex128
+    assert_close(pairs(got64), pairs(want), "float64")
+    assert_close(pairs(got32), pairs(np.fft.rfft(x.astype(np.float32).astype(np.float64),
+                                                 norm="ortho")), "float32")  # fmt: skip
 
 
 def test_routed_float64(device: str) -> None:

@@ -1,7 +1,7 @@
 """FFTs of power-of-two length on the native backend (native/src/fft/fft.cu): the twin of
 triton_kernels/fft.py with the same functions, signatures and numerics (numpy.fft's semantics,
-fp32 arithmetic with float64-rounded twiddles), and float64 (complex128) on the GPU as well,
-which the Triton kernels do not serve: float64 values, twiddles and arithmetic.
+fp32 arithmetic with float64-rounded twiddles), and float64 (complex128): float64 values,
+twiddles and arithmetic (the Triton kernels serve float64 at the other lengths).
 
 Lengths served (the routing table's ``pow2`` constraint; others go to the Triton kernels):
 fft and ifft n = 2^k <= 4096; rfft, irfft, rfft_windowed and rfft_frames even n = 2^k <= 8192,

@@ -500,16 +500,25 @@ class _InterpTensor:
 _COMPILE_OPTIONS = frozenset({"num_warps", "num_stages", "enable_fp_fusion", "launch_pdl"})
 
 
+def _is_f64(annotation: Any) -> bool:
+    """A parameter annotated tl.float64: the object, or its text under postponed annotations."""
+    if annotation is tl.float64:
+        return True
+    return isinstance(annotation, str) and annotation.strip().removeprefix("tl.") in (
+        "float64",
+        "fp64",
+    )
+
+
 def _f64_params(kernel: Any) -> frozenset[int]:
     """Positions of the kernel's parameters annotated tl.float64 (``scale: tl.float64``). On the
     GPU Triton passes those scalars as float64; the interpreter would make a Python float a
-    float32 constant, so the adapter hands it a float64 scalar tensor instead."""
+    float32 constant, so the adapter hands it a float64 scalar tensor instead. (launch passes
+    kernel arguments by position and only constexprs by keyword.)"""
     got = _F64_PARAMS.get(kernel.fn)
     if got is None:
         params = inspect.signature(kernel.fn).parameters.values()
-        got = frozenset(
-            i for i, p in enumerate(params) if str(p.annotation) in ("tl.float64", "float64")
-        )
+        got = frozenset(i for i, p in enumerate(params) if _is_f64(p.annotation))
         _F64_PARAMS[kernel.fn] = got
     return got
 

@@ -1,4 +1,5 @@
-"""fft, ifft, rfft, irfft along the last axis in fp32 (numpy.fft semantics; plans in fft_plan.py).
+"""fft, ifft, rfft, irfft along the last axis in fp32 or float64 (numpy.fft semantics; plans in
+fft_plan.py).
 
 Algorithm: a Stockham (self-sorting) mixed-radix transform. n = r_1 r_2 ... r_k; pass s reads
 the signal as [r_s, M_s, L_s] (M_s: product of the later radices, L_s: of the earlier ones),
@@ -181,7 +182,8 @@ def _scratch(rows: int, n: int, d: tuple[int, int], like: GPUArray, f64: bool) -
 
 
 # Points (RP x BLOCK_C) a pass program transforms on the GPU, by float64: the tile, its result
-# and the [RP, RP] matrix live in registers, and a float64 value takes two. float64 on an H200
+# and the [RP, RP] matrix live in registers, and a float64 value takes two. BLOCK_C is at least
+# 16 (tl.dot), so a radix-64 pass takes 1024 points whatever the table says. float64 on an H200
 # (96000 rows, 2026-11-27): 512 / 1024 / 2048 / 4096 points took 2103 / 2109 / 2127 / 9045 us
 # for fft 400 and 6299 / 6631 / 7362 / 16714 us for fft 1000 (the last spilling).
 PASS_POINTS = {False: 2048, True: 512}
@@ -291,6 +293,12 @@ def _bluestein(
     )  # fmt: skip
 
 
+def _double(a: GPUArray) -> bool:
+    """A float64 transform: the passes and Bluestein in float64, never the fp32 one-kernel path
+    (its tiles are sized for fp32 registers)."""
+    return a.dtype in (float64, complex128)
+
+
 def _transform(
     x: GPUArray,
     out: GPUArray | None,
@@ -304,9 +312,9 @@ def _transform(
     win: GPUArray | None = None,
     power: int = 0,
 ) -> GPUArray:
-    f64 = x.dtype in (float64, complex128)
+    f64 = _double(x)
     rfft_like = load == _REAL and not real_out and n_out == n // 2 + 1
-    one_kernel = not f64 and fusable(n, rfft_like)  # float64: the passes and Bluestein only
+    one_kernel = not f64 and fusable(n, rfft_like)
     if not one_kernel:
         if win is not None:
             # The window multiplied in as the fused kernel's loads do (one fp32 product a
@@ -457,7 +465,7 @@ def rfft_frames(
     mode = frame_mode(n, window, pad, pad_mode)
     n_fft = n
     b, samples = y.shape
-    if y.dtype is float64 or not fusable(n_fft, True):  # float64: no one-kernel path
+    if _double(y) or not fusable(n_fft, True):
         src = y
         if pad:
             width = samples + 2 * pad
