@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,23 @@ def device() -> str:
     if not INTERPRET:
         pytest.skip("no CUDA device, and TRITON_INTERPRET=1 is not set for the interpreter")
     return "cpu"
+
+
+@pytest.fixture
+def fused_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The n of every launch of the FFT's one-kernel path (triton_kernels/fft.py's
+    fused_transform) during the test."""
+    from pygpukit.backends.triton_kernels import fft as tfft
+
+    calls: list[int] = []
+    real = tfft.fused_transform
+
+    def spy(*a: Any, **kw: Any) -> None:
+        calls.append(kw["n"])
+        real(*a, **kw)
+
+    monkeypatch.setattr(tfft, "fused_transform", spy)
+    return calls
 
 
 def pytest_configure(config: pytest.Config) -> None:

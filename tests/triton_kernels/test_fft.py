@@ -66,20 +66,6 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return str(request.param)
 
 
-@pytest.fixture
-def fused_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The n of every fused launch fft.py makes during the test."""
-    calls: list[int] = []
-    real = tfft.fused_transform
-
-    def spy(*a: Any, **kw: Any) -> None:
-        calls.append(kw["n"])
-        real(*a, **kw)
-
-    monkeypatch.setattr(tfft, "fused_transform", spy)
-    return calls
-
-
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("op", OPS)
 def test_lengths(device: str, op: str, n: int, path: str) -> None:
@@ -145,9 +131,11 @@ def test_half_inputs(device: str, dtype: str) -> None:
     assert_close(pairs(run("rfft", up(x, device), 400)), pairs(expected("rfft", x)), "float32")
 
 
-def test_routed_ops_and_round_trip(device: str) -> None:
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_routed_ops_and_round_trip(device: str, dtype: str) -> None:
+    """The public ops routed to Triton, in fp32 and in float64 (complex128 / float64 results)."""
     rng = np.random.default_rng(9)
-    x = rand(rng, (3, 5, 16), "float32")
+    x = rand(rng, (3, 5, 16), dtype)
     xd = up(x, device)
     with gp.route(fft="triton", ifft="triton", rfft="triton", irfft="triton"):
         gp.routing.reset_stats()
@@ -156,9 +144,11 @@ def test_routed_ops_and_round_trip(device: str) -> None:
         z = gp.fft.ifft(gp.fft.fft(xd, norm="ortho"), norm="ortho")
         stats = gp.routing.stats()
     assert stats["rfft"] == {"triton": 2} and stats["irfft"] == {"triton": 1}
-    assert_close(pairs(r), pairs(expected("rfft", x, n=20, axis=1)), "float32")
-    assert_close(back, as64(x), "float32")
-    assert_close(pairs(z), pairs(as64(x).astype(np.complex128)), "float32")
+    assert r.dtype is (gp.complex128 if dtype == "float64" else gp.complex64)
+    assert back.dtype is gp.as_dtype(dtype)
+    assert_close(pairs(r), pairs(expected("rfft", x, n=20, axis=1)), dtype)
+    assert_close(back, as64(x), dtype)
+    assert_close(pairs(z), pairs(as64(x).astype(np.complex128)), dtype)
 
 
 @pytest.mark.parametrize("n", [1 << 16, 100003])  # four passes; Bluestein on 2**18 points

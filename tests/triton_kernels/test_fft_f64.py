@@ -5,8 +5,8 @@ passes and Bluestein with float64 tables and arithmetic, against numpy.fft in fl
 Under the interpreter: one pass, two and three passes, radices that pad, Bluestein (97, 131,
 4097), every norm (the scale reaches the kernel in float64: a float32 1/sqrt(n) would miss the
 bound by 1e3), strided inputs and out=, n padding and truncation, the window and power of
-rfft_windowed, rfft_frames, and the routed ops. On a GPU (marked gpu) also every length
-1..600, and powers of two past the native float64 kernel's reach.
+rfft_windowed, and rfft_frames (the routed ops in float64: test_fft.py). On a GPU (marked gpu)
+also every length 1..600, and powers of two past the native float64 kernel's reach.
 """
 
 from __future__ import annotations
@@ -58,19 +58,15 @@ def run(op: str, x: gp.GPUArray, n: int, norm: str = "backward", out: Any = None
 
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("op", OPS)
-def test_lengths(device: str, op: str, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every length through the passes or Bluestein, never the fp32 one-kernel path (a spy
-    fails the test if float64 reaches it), into a poisoned out=."""
-
-    def no_fused(*a: Any, **kw: Any) -> None:
-        raise AssertionError("float64 reached the fp32 one-kernel path")
-
-    monkeypatch.setattr(tfft, "fused_transform", no_fused)
+def test_lengths(device: str, op: str, n: int, fused_calls: list[int]) -> None:
+    """Every length through the passes or Bluestein, never the fp32 one-kernel path, into a
+    poisoned out=."""
     rng = np.random.default_rng(n * 7 + OPS.index(op))
     x = signal(rng, (3, in_len(op, n)), op)
     out = poisoned((3, out_len(op, n)), result_dtype(op), device)
     assert run(op, up(x, device), n, out=out) is out
     assert_close(pairs(out), pairs(_NP[op](x, n=n)), "float64", name=f"{op} n={n}")
+    assert fused_calls == []
 
 
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
@@ -122,14 +118,9 @@ def test_rfft_windowed(device: str, n: int, power: float | None) -> None:
 
 
 @pytest.mark.parametrize("mode", ["reflect", "constant"])
-def test_rfft_frames(device: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rfft_frames(device: str, mode: str, fused_calls: list[int]) -> None:
     """Frames of a padded signal in float64 (the padded copy, then the windowed transform; never
     the fp32 one-kernel path that reads frames in place)."""
-
-    def no_fused(*a: Any, **kw: Any) -> None:
-        raise AssertionError("float64 reached the fp32 one-kernel path")
-
-    monkeypatch.setattr(tfft, "fused_transform", no_fused)
     rng = np.random.default_rng(len(mode))
     n_fft, hop, pad = 400, 160, 200
     y = rng.standard_normal((2, 1600))
@@ -144,21 +135,13 @@ def test_rfft_frames(device: str, mode: str, monkeypatch: pytest.MonkeyPatch) ->
     want = np.abs(np.fft.rfft(yp[:, idx] * win)) ** 2
     assert got.dtype is gp.float64
     assert_close(got.to_numpy(), want, "float64")
+    assert fused_calls == []
 
 
-def test_the_one_kernel_path_serves_float32_only(
-    device: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_one_kernel_path_serves_float32_only(device: str, fused_calls: list[int]) -> None:
     """The same length and op: float32 through the one-kernel path (complex64), float64 through
     the passes (complex128, to the float64 bound)."""
-    calls: list[int] = []
-    real = tfft.fused_transform
-
-    def spy(*a: Any, **kw: Any) -> None:
-        calls.append(kw["n"])
-        real(*a, **kw)
-
-    monkeypatch.setattr(tfft, "fused_transform", spy)
+    calls = fused_calls
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 400))
     want = np.fft.rfft(x, norm="ortho")
@@ -169,23 +152,6 @@ def test_the_one_kernel_path_serves_float32_only(
     assert_close(pairs(got64), pairs(want), "float64")
     assert_close(pairs(got32), pairs(np.fft.rfft(x.astype(np.float32).astype(np.float64),
                                                  norm="ortho")), "float32")  # fmt: skip
-
-
-def test_routed_float64(device: str) -> None:
-    rng = np.random.default_rng(9)
-    x = rng.standard_normal((3, 5, 30))
-    xd = up(x, device)
-    with gp.route(fft="triton", ifft="triton", rfft="triton", irfft="triton"):
-        gp.routing.reset_stats()
-        r = gp.fft.rfft(xd, n=24, axis=1)
-        back = gp.fft.irfft(gp.fft.rfft(xd), n=30)
-        z = gp.fft.ifft(gp.fft.fft(xd, norm="forward"), norm="forward")
-        stats = gp.routing.stats()
-    assert stats["rfft"] == {"triton": 2} and stats["irfft"] == {"triton": 1}
-    assert r.dtype is gp.complex128 and back.dtype is gp.float64
-    assert_close(pairs(r), pairs(np.fft.rfft(x, n=24, axis=1)), "float64")
-    assert_close(back, x, "float64")
-    assert_close(pairs(z), pairs(x.astype(np.complex128)), "float64")
 
 
 @GPU
