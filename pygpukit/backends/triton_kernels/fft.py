@@ -418,12 +418,12 @@ def rfft_windowed(
 ) -> GPUArray:
     """rfft(x * window) of real rows of n values and a real window of n values -> complex64,
     or |rfft(x * window)| ** power (power 1.0 or 2.0) -> float32 (complex128 / float64 from
-    float64 x). Where the one-kernel path
-    serves n the window is applied as the kernel loads x, so an STFT's overlapping frames are
-    read in place and never written windowed, and the power is taken as the kernel stores (no
-    complex result written and read back). Through real pairs (fft_plan.real_pairs) a power
-    result is a strided view of each row's first n // 2 + 1 floats in the complex rows the
-    kernel used as scratch (twice the memory of a compact result while it lives)."""
+    float64 x). Where the one-kernel path serves n the window is applied as the kernel loads x,
+    so an STFT's overlapping frames are read in place and never written windowed, and the power
+    is taken as the kernel stores (no complex result written and read back). Through real
+    pairs (fft_plan.real_pairs) a power result is a strided view of each row's first n // 2 + 1
+    floats in the complex rows the kernel used as scratch (twice the memory of a compact result
+    while it lives)."""
     return _transform(
         x, out, n=n, norm=norm, inverse=False, load=_REAL, n_out=n // 2 + 1, real_out=False,
         win=window.contiguous(), power=0 if power is None else int(power),
