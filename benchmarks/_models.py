@@ -135,6 +135,13 @@ def hf_shapes(cfg: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def weight_bytes(cfg: dict[str, Any]) -> int:
+    """bf16 bytes of every weight of config ``cfg``: the decode bound's bytes (the input
+    embedding included, of which a step reads only its tokens' rows when it is not the
+    lm_head)."""
+    return sum(int(np.prod(s)) * 2 for s in hf_shapes(cfg).values())
+
+
 def random_model(name: str, seed: int = 0) -> tuple[Any, dict[str, Any], int]:
     """(pygpukit model on cuda:0, config dict, weight bytes) of config ``name`` with random bf16
     weights made on the host (no torch needed): enough to time a decode, not to read its text."""
@@ -149,7 +156,7 @@ def random_model(name: str, seed: int = 0) -> tuple[Any, dict[str, Any], int]:
     shapes = hf_shapes(cfg)
     weights = load_weights(RandomBf16(shapes, seed), config, gp.bfloat16, dev, where="random")
     model = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
-    return model, cfg, sum(int(np.prod(s)) * 2 for s in shapes.values())
+    return model, cfg, weight_bytes(cfg)
 
 
 def random_prompts(cfg: dict[str, Any], rows: int, length: int = 16) -> list[list[int]]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
@@ -38,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pygpukit as gp
-from benchmarks._models import CONFIGS, hf_and_pygpukit, hf_shapes, random_prompts
+from benchmarks._models import CONFIGS, hf_and_pygpukit, random_prompts, weight_bytes
 from pygpukit.benchmark.timing import DeviceTimer
 
 
@@ -91,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = DeviceTimer(0)
     hf, ours = hf_and_pygpukit(args.model)
     cfg = CONFIGS[args.model]
-    # bf16 bytes of every weight (the bound of the earlier tables: with the input embedding,
-    # of which a step reads only the rows of its tokens when it is not tied to the lm_head)
-    weight_bytes = sum(math.prod(s) * 2 for s in hf_shapes(dict(cfg)).values())
+    nbytes = weight_bytes(dict(cfg))  # the bound of the earlier tables
     copy = timer.copy_rate()
     prompts = random_prompts(cfg, max(args.batch))
     rows: list[dict[str, Any]] = []
@@ -125,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for b in args.batch:
         batch = prompts[:b]
-        bound = copy * 1e9 / weight_bytes * b
+        bound = copy * 1e9 / nbytes * b
         ids = torch.tensor(batch, device="cuda")
         systems: list[tuple[str, Callable[[int], Any]]] = [("pygpukit graph", ours_run(batch, 1))]
         systems += [(f"pygpukit graph, {k} a sync", ours_run(batch, k)) for k in args.steps]
@@ -133,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             systems.append(("HF eager", hf_run(ids, False)))
         if "static" in args.hf:
             systems.append(("HF static + compile", hf_run(ids, True)))
-        ref: list[int] | None = None
+        firsts: dict[str, list[int]] = {}  # system -> its new tokens of row 0
         for name, run in systems:
             ours.drop_step_graphs()
             row: dict[str, Any] = {"system": name, "batch": b}
@@ -146,10 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 print(f"{name:>28} batch {b:3d}: did not run: {row['error']}", flush=True)
                 continue
-            out = row.pop("tokens")  # the new tokens of each row, from every system
-            if name == "HF eager":
-                ref = out[0]
-            row["row0"] = out[0]
+            firsts[name] = row.pop("tokens")[0]
             row["bound_fraction"] = round(row["decode_tok_s"] / bound, 3)
             rows.append(row)
             print(
@@ -158,16 +152,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['wall_tok_s']:9.1f} tok/s wall, repeats equal {row['repeats_equal']}",
                 flush=True,
             )
+        ref = firsts.get("HF eager")
         for r in rows:
-            if r["batch"] == b and "row0" in r:
-                r["row0_leading_equal_hf"] = (
-                    None if ref is None else _leading_equal(r.pop("row0"), ref)
-                )
-                r.pop("row0", None)
+            if r["batch"] == b and r["system"] in firsts:
+                mine = firsts[r["system"]]
+                r["row0_leading_equal_hf"] = None if ref is None else _leading_equal(mine, ref)
     print(json.dumps({
         "model": args.model, "new": args.new, "device": torch.cuda.get_device_name(0),
         "copy_gbs": round(copy, 1),
-        "weight_bytes": weight_bytes, "torch": torch.__version__, "rows": rows,
+        "weight_bytes": nbytes, "torch": torch.__version__, "rows": rows,
     }))  # fmt: skip
     return 0
 
