@@ -7,9 +7,12 @@ before; programmatic dependent launch on sm_90+).
     python benchmarks/tuning/tune_gemv.py [--shapes 2048x8192 4096x12288 ...] [--reps 20]
 
 A shape is NxK (x [1, K] @ W[N, K]^T) or gNxK for the gated form (W the stacked [Wg; Wu] of
-2N rows). Prints the device time of one product and its % of the device copy rate on the weight
-bytes per configuration, best first; the shipped tiles are gemv_dense.tile (pygpukit/backends/
-triton_kernels/gemv_dense.py).
+2N rows). With --norm the products are gp.rmsnorm_linear's fused kernel (the RMSNorm of x
+plus a residual read into the GEMV), and the first line of each shape is the two-kernel chain
+it replaces (rmsnorm with the residual, then the GEMV at its shipped tile). Prints the device
+time of one product and its % of the device copy rate on the weight bytes per configuration,
+best first; the shipped tiles are gemv_dense.tile (pygpukit/backends/triton_kernels/
+gemv_dense.py).
 """
 
 from __future__ import annotations
@@ -44,8 +47,11 @@ def _parse(shape: str) -> tuple[int, int, bool]:
     return n, k, gated
 
 
-def _time(n: int, k: int, gated: bool, tile: tuple[int, int, int], reps: int) -> float:
-    """Seconds per product of a graph-replayed chain of CHAIN products under ``tile``."""
+def _time(
+    n: int, k: int, gated: bool, tile: tuple[int, int, int] | None, reps: int, norm: bool = False
+) -> float:
+    """Seconds per product of a graph-replayed chain of CHAIN products under ``tile``; with
+    norm the fused rmsnorm + product (tile None: rmsnorm then the product, two kernels)."""
     rng = np.random.default_rng(0)
     rows = 2 * n if gated else n
     x = gp.from_numpy(rng.standard_normal((1, k)).astype(np.float32), device="cuda:0")
@@ -54,9 +60,25 @@ def _time(n: int, k: int, gated: bool, tile: tuple[int, int, int], reps: int) ->
         (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(np.float32), device="cuda:0"
     ).astype("bfloat16")
     ws = [gp.mul(base, float(i + 1)) for i in range(CHAIN)]  # distinct weights: no L2 reuse
-    fn = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    plain = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    fn = plain
+    if norm:
+        r = gp.from_numpy(rng.standard_normal((1, k)).astype(np.float32), device="cuda:0")
+        r, gw = r.astype("bfloat16"), gp.ones((k,), "bfloat16", device="cuda:0")
+        if tile is None:
+
+            def fn(x: gp.GPUArray, w: gp.GPUArray) -> object:
+                h, _ = gp.rmsnorm(x, gw, 1e-6, residual=r)
+                return plain(h, w)
+
+        else:
+
+            def fn(x: gp.GPUArray, w: gp.GPUArray) -> object:
+                return gemv_dense.rmsnorm_linear(x, gw, w, None, r, eps=1e-6)
+
     old = gemv_dense.tile
-    gemv_dense.tile = lambda _k, _gated: tile  # type: ignore[assignment]
+    if tile is not None:
+        gemv_dense.tile = lambda _k, _gated, _norm=False: tile  # type: ignore[assignment]
     try:
         with constant_weights():
             for w in ws:  # compile outside the capture
@@ -87,21 +109,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--warps", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--block-k", type=int, nargs="+", default=[512, 1024, 2048])
+    p.add_argument("--norm", action="store_true", help="gp.rmsnorm_linear's fused kernel")
     args = p.parse_args(argv)
+    if args.norm and any(_parse(s)[2] for s in args.shapes):
+        p.error("--norm: the fused kernel serves dense (not gated) products only")
     copy = DeviceTimer(0).copy_rate()
     print(f"device copy rate {copy:.0f} GB/s")
     for shape in args.shapes:
         n, k, gated = _parse(shape)
         nbytes = (2 * n if gated else n) * k * 2
-        shipped = gemv_dense.tile(k, gated)
+        shipped = gemv_dense.tile(k, gated, args.norm)
         got = []
         for bn, warps, bk in itertools.product(args.block_n, args.warps, args.block_k):
             if bk > max(512, 1 << (k - 1).bit_length()):
                 continue
-            t = _time(n, k, gated, (bn, warps, bk), args.reps)
+            t = _time(n, k, gated, (bn, warps, bk), args.reps, args.norm)
             got.append((t, (bn, warps, bk)))
         got.sort()
         print(f"{shape} ({nbytes / 1e6:.1f} MB), shipped tile {shipped}:")
+        if args.norm:
+            t = _time(n, k, gated, None, args.reps, True)
+            print(f"  rmsnorm, then the GEMV:           {t * 1e6:7.2f} us (two kernels)")
         shown = got[:6] + [g for g in got[6:] if g[1] == shipped]
         for t, cfg in shown:
             mark = "  <- shipped" if cfg == shipped else ""

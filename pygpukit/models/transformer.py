@@ -9,7 +9,8 @@ layout, HF apply_rotary_pos_emb) or learned positions, q/k/v biases (Qwen2, GPT-
 and k over head_dim before RoPE (Qwen3, modeling_qwen3.py Qwen3Attention), and a gated SiLU MLP,
 GPT-2's dense GELU MLP, or the sparse MoE of Mixtral and Qwen3-MoE (moe.py). The residual add of
 one sub-block is fused into the next norm (rmsnorm(..., residual=) returns both the sum and its
-norm).
+norm), and an RMSNorm into the dense projection after it (gp.rmsnorm_linear: one kernel at
+decode).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pygpukit.array import GPUArray
 from pygpukit.creation import arange, empty, empty_like, from_numpy
 from pygpukit.dtypes import DataType, int64
 from pygpukit.errors import CaptureError
-from pygpukit.models._linear import embed, linear
+from pygpukit.models._linear import Weight, embed, linear
 from pygpukit.models.config import ModelConfig, ModelSpec
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
@@ -323,14 +324,13 @@ class CausalTransformerModel:
             x = ops.add(x, ops.embedding(pos, w.pos_embed))
         delta: GPUArray | None = None
         for i, lw in enumerate(w.layers):
-            h, x = self._add_norm(x, delta, lw.attn_norm, lw.attn_norm_bias)
-            attn = self._attention(i, lw, h, pos, cache, row0, starts, decode)
+            attn, x = self._attention(i, lw, x, delta, pos, cache, row0, starts, decode)
             h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
             delta = self._mlp(lw, h)
-        h, _ = self._add_norm(x, delta, w.final_norm, w.final_norm_bias)
-        if not all_logits:
-            h = h[:, s - 1 :, :]
-        return linear(h, w.lm_head)
+        if not all_logits:  # the norm is per row: only the last position's is needed
+            x = x[:, s - 1 :, :]
+            delta = None if delta is None else delta[:, s - 1 :, :]
+        return self._norm_linear(x, delta, w.final_norm, w.final_norm_bias, w.lm_head, None)[0]
 
     def _ids(self, ids: Any) -> GPUArray:
         a = np.asarray(ids, dtype=np.int64)
@@ -344,6 +344,27 @@ class CausalTransformerModel:
             return self._positions[starts[0] : starts[0] + s]  # a view, broadcast over the batch
         rows = np.asarray(starts, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)
         return from_numpy(rows, device=self.device)
+
+    def _norm_linear(
+        self,
+        x: GPUArray,
+        delta: GPUArray | None,
+        nw: GPUArray,
+        nb: GPUArray | None,
+        weight: Weight,
+        bias: GPUArray | None,
+    ) -> tuple[GPUArray, GPUArray]:
+        """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense weight is
+        one call, gp.rmsnorm_linear, which at decode reads the norm into the GEMV: one kernel
+        instead of two (the qkv projection and the lm_head)."""
+        if self.spec.norm == "rmsnorm" and isinstance(weight, GPUArray):
+            eps = self.config.norm_eps
+            if delta is None:
+                return ops.rmsnorm_linear(x, nw, weight, bias, eps=eps), x
+            y, s = ops.rmsnorm_linear(delta, nw, weight, bias, eps=eps, residual=x)
+            return y, s
+        h, x = self._add_norm(x, delta, nw, nb)
+        return linear(h, weight, bias), x
 
     def _add_norm(
         self, x: GPUArray, delta: GPUArray | None, w: GPUArray, b: GPUArray | None
@@ -362,18 +383,20 @@ class CausalTransformerModel:
         self,
         layer: int,
         lw: LayerWeights,
-        h: GPUArray,
+        x: GPUArray,
+        delta: GPUArray | None,
         pos: GPUArray,
         cache: StaticKVCache,
         row0: int,
         starts: list[int],
         decode: tuple[GPUArray, GPUArray] | None,
-    ) -> GPUArray:
-        """decode: (write positions, lengths) on the device for a decode-sized step, else None."""
+    ) -> tuple[GPUArray, GPUArray]:
+        """(attention's output, the residual stream x + delta) of the block's first half.
+        decode: (write positions, lengths) on the device for a decode-sized step, else None."""
         c = self.config
-        b, s, _ = h.shape
+        b, s, _ = x.shape
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
-        qkv = linear(h, lw.wqkv, lw.bqkv)
+        qkv, x = self._norm_linear(x, delta, lw.attn_norm, lw.attn_norm_bias, lw.wqkv, lw.bqkv)
         q = qkv[:, :, : nh * d].reshape(b, s, nh, d)
         k = qkv[:, :, nh * d : (nh + nkv) * d].reshape(b, s, nkv, d)
         v = qkv[:, :, (nh + nkv) * d :].reshape(b, s, nkv, d)
@@ -401,7 +424,7 @@ class CausalTransformerModel:
             qt = q.transpose(0, 2, 1, 3)
             o = self._prefill(layer, qt, k.transpose(0, 2, 1, 3), vt, cache, row0, starts, scale)
         o = o.transpose(0, 2, 1, 3).reshape(b, s, nh * d)
-        return linear(o, lw.wo, lw.bo)
+        return linear(o, lw.wo, lw.bo), x
 
     @staticmethod
     def _prefill(
@@ -431,6 +454,9 @@ class CausalTransformerModel:
         return o
 
     def _mlp(self, lw: LayerWeights, h: GPUArray) -> GPUArray:
+        # The gated MLP's gate/up product keeps its own norm kernel (_add_norm): read into that
+        # GEMV (gp.rmsnorm_linear's kernel), the norm made the decode step slower
+        # (BENCHMARKS.md "Batch-1 decode").
         if lw.w_router is not None:  # a sparse layer (Qwen3-MoE may also have dense ones)
             return moe_forward(h, lw, self.config)
         if self.spec.mlp == "dense":

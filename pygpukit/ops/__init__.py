@@ -32,7 +32,7 @@ from pygpukit.ops.elementwise import (
     where,
 )
 from pygpukit.ops.embedding import embedding
-from pygpukit.ops.gemv import gemv, linear_quantized, linear_silu_mul
+from pygpukit.ops.gemv import gemv, linear_quantized, linear_silu_mul, rmsnorm_linear
 from pygpukit.ops.gguf import dequantize_gguf
 from pygpukit.ops.matmul import linear, linear_bias_gelu, matmul, transpose
 from pygpukit.ops.median import median_filter
@@ -75,6 +75,7 @@ __all__ = [
     "linear_bias_gelu",
     "linear_quantized",
     "linear_silu_mul",
+    "rmsnorm_linear",
     "log",
     "lt",
     "matmul",

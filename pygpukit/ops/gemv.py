@@ -16,6 +16,17 @@ the float64 product of x with the (dequantized) weight, rounded once.
   silu(g) * u in float32, one rounding. Otherwise gp.linear then gp.silu_mul on the two halves
   (g and u rounded to x's dtype first), which is what the deterministic mode's batch invariance
   needs.
+- ``rmsnorm_linear(x, norm_weight, weight, bias, eps=, residual=)``: gp.rmsnorm then
+  gp.linear, the pre-norm block's norm and the dense projection after it. Where
+  ``decode_gemv`` takes the product (one half-precision row on CUDA outside the deterministic
+  mode, a norm weight of x's dtype) it is one kernel (op rmsnorm_linear): the decode GEMV reads
+  the whole row h = x (+ residual) anyway, so it sums h^2 beside its products of h *
+  norm_weight and scales each float32 sum by 1 / sqrt(mean(h^2) + eps) at the end. The
+  normalised row is never rounded to x's dtype, which the two-op form does before its product:
+  the fused result is the more accurate by that one rounding, and its bits differ from the
+  two-op form's in the last place. h (x + residual rounded to x's dtype, the residual stream)
+  has the bits gp.rmsnorm(residual=) stores. Otherwise (more rows, float32, the deterministic
+  mode, a route forcing op linear) the two routed ops run.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
   to QGEMV_MAX_ROWS[format] rows (the routing table's measured crossover) take the decode GEMV
@@ -59,7 +70,14 @@ from pygpukit.routing.table import (
     W8A8_MAX_ROWS,
 )
 
-__all__ = ["gemv", "linear_quantized", "linear_silu_mul", "GEMV_MAX_ROWS", "constant_weights"]
+__all__ = [
+    "gemv",
+    "linear_quantized",
+    "linear_silu_mul",
+    "rmsnorm_linear",
+    "GEMV_MAX_ROWS",
+    "constant_weights",
+]
 
 GEMV_MAX_ROWS = 16
 _HALF = ("float16", "bfloat16")
@@ -172,6 +190,60 @@ def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = 
 
     h = linear(x, w_gate_up)
     return silu_mul(h[..., : i2 // 2], h[..., i2 // 2 :], out=out)
+
+
+def rmsnorm_linear(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    weight: GPUArray,
+    bias: GPUArray | None = None,
+    *,
+    eps: float = 1e-6,
+    residual: GPUArray | None = None,
+    out: GPUArray | None = None,
+) -> Any:
+    """rmsnorm(h, norm_weight, eps) @ weight^T + bias with h = x (+ residual): x [..., K],
+    norm_weight [K], weight [N, K] of x's floating dtype, bias [N]. Returns y [..., N], or
+    (y, h) when residual is given (then out= is not accepted, as in gp.rmsnorm)."""
+    from pygpukit.ops.norm import _eps, _vector, _x
+
+    op = "rmsnorm_linear"
+    _x(op, x)
+    _vector(op, "norm_weight", norm_weight, x)
+    e = _eps(op, eps)
+    if residual is not None:
+        chk.array(op, "residual", residual)
+        if residual.shape != x.shape or residual.dtype is not x.dtype:
+            raise ValueError(
+                f"{op}: residual has {chk.desc(residual)} but must match x ({chk.desc(x)})"
+            )
+        if out is not None:
+            raise ValueError(f"{op}: out= is not supported with residual= (two results)")
+    chk.array(op, "weight", weight)
+    if weight.ndim != 2:
+        raise ValueError(
+            f"{op}: weight must be 2-D [out_features, in_features], got {chk.desc(weight)}"
+        )
+    n, k = weight.shape
+    if x.shape[-1] != k:
+        raise ValueError(f"{op}: x has {chk.desc(x)} but must be [..., {k}] (weight's in_features)")
+    if weight.dtype is not x.dtype:
+        raise TypeError(f"{op}: weight has {chk.desc(weight)} but x has dtype {x.dtype.name}")
+    _bias_checks(op, bias, x, n)
+    for name, a in (("norm_weight", norm_weight), ("weight", weight), ("residual", residual)):
+        if a is not None and a.device != x.device:
+            raise ValueError(f"{op}: x is on {x.device} but {name} is on {a.device}")
+    chk.out_arg(op, out, (*x.shape[:-1], n), x.dtype)
+    if (decode_gemv(x, weight) and norm_weight.dtype is x.dtype) or named_backend(op) is not None:
+        # The fused kernel (a route naming op rmsnorm_linear takes it at any row count).
+        return run(op, (x, norm_weight, weight, bias, residual), {"eps": e}, out=out)
+    from pygpukit.ops.matmul import linear
+    from pygpukit.ops.norm import rmsnorm
+
+    if residual is None:
+        return linear(rmsnorm(x, norm_weight, e), weight, bias, out=out)
+    nx, h = rmsnorm(x, norm_weight, e, residual=residual)
+    return linear(nx, weight, bias), h
 
 
 def linear_quantized(

@@ -388,9 +388,10 @@ _ROUTES: list[OpRoute] = [
     # extension is not built.
     # The dense GEMV: gp.gemv on the native kernel (built for up to 16 rows), its Triton twin
     # after it (rows computed on their own: batch invariant). gp.linear's one-row decode path
-    # (linear_gemv) and the fused gate/up product (linear_silu_mul) are the Triton kernel
-    # (programmatic dependent launch, sm_90+), for K <= DENSE_GEMV_MAX_K (its K tiles are
-    # unrolled: the compile grows with K).
+    # (linear_gemv), the fused gate/up product (linear_silu_mul) and the product with the
+    # RMSNorm before it read in (rmsnorm_linear) are the Triton kernel (programmatic dependent
+    # launch, sm_90+), for K <= DENSE_GEMV_MAX_K (its K tiles are unrolled: the compile grows
+    # with K).
     _entry(
         "gemv",
         "gemv",
@@ -405,7 +406,7 @@ _ROUTES: list[OpRoute] = [
             Candidate("triton", dtypes=_GEMV_IO, max_last_dim=DENSE_GEMV_MAX_K),
             Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
         )
-        for op in ("linear_gemv", "linear_silu_mul")
+        for op in ("linear_gemv", "linear_silu_mul", "rmsnorm_linear")
     ),
     *(
         _entry(

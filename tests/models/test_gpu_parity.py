@@ -61,7 +61,8 @@ def test_bfloat16_first_divergence_within_top5(arch: str) -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_graph_decode_replays_the_eager_step(arch: str) -> None:
     """DecodeM1Graph's replayed steps give DecodeM1's logits bit for bit (same kernels, inputs
-    read from the device), including a step back to an earlier position. The MoE families
+    read from the device, the fused rmsnorm_linear GEMVs included), including a step back to
+    an earlier position. The MoE families
     (Mixtral, Qwen3-MoE) route on the device, so their steps are captured like the dense ones."""
     from pygpukit import llm
 
@@ -83,6 +84,11 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
         a = graph.step(token, position).to_numpy()
         b = eager.step(token, position).to_numpy()
         np.testing.assert_array_equal(a, b, err_msg=f"{arch}: position {position}")
+    # The RMSNorm families read the norm into the qkv and lm_head GEMVs at decode.
+    gp.routing.reset_stats()
+    eager.step(want[0], len(prompt))
+    ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
+    assert ("rmsnorm_linear" in ran) == (model.spec.norm == "rmsnorm"), ran
     graph.prefill(prompt, max_seq_len=len(prompt) + 64)  # a larger cache drops the graph
     assert not graph.has_graph() and "init_graph again" in graph.graph_reason
 

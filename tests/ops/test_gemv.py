@@ -245,13 +245,18 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         route = TABLE[op]
         assert [c.backend for c in route.candidates] == ["native", "triton", "cpu"]
         assert route.family == "gemv"
-    for op in ("linear_gemv", "linear_silu_mul"):
+    for op in ("linear_gemv", "linear_silu_mul", "rmsnorm_linear"):
         assert [c.backend for c in TABLE[op].candidates] == ["triton", "cpu"]
     pytest.importorskip("triton")
     from pygpukit.backends.triton_kernels import gemv as tgemv
     from pygpukit.backends.triton_kernels import qgemm
 
-    for op in ("gemv", "linear_gemv", "linear_silu_mul"):
+    for op in (
+        "gemv",
+        "linear_gemv",
+        "linear_silu_mul",
+        "rmsnorm_linear",
+    ):
         want = list(inspect.signature(getattr(cpu, op)).parameters)
         assert [p for p in inspect.signature(getattr(tgemv, op)).parameters if p != "out"] == want
     for fmt in ("fp8", "int4", "nvfp4"):
@@ -373,3 +378,90 @@ def test_linear_one_row_on_the_decode_gemv() -> None:
     assert_close(gp.linear(up(x), wt), as64(x) @ as64(w).T, "bfloat16")
     ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
     assert "linear" in ran and "linear_gemv" not in ran
+
+
+def _rms_ref(h: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
+    out: np.ndarray = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps) * g
+    return out
+
+
+@pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
+@pytest.mark.parametrize("lead", [(1,), (1, 1), (2, 3)], ids=str)
+@pytest.mark.parametrize("dtype", [*HALF, "float32"])
+def test_rmsnorm_linear(dtype: str, lead: tuple[int, ...], det: bool) -> None:
+    """gp.rmsnorm_linear against float64, with and without a residual. One half-precision row
+    on CUDA outside the deterministic mode is the fused kernel (the normalised row not rounded:
+    one rounding at the end); anything else is gp.rmsnorm then gp.linear (the normalised row
+    rounded to x's dtype first). h = x + residual has the bits of gp.rmsnorm(residual=)'s h on
+    every path."""
+    rng = np.random.default_rng(seed("rms_lin", dtype, str(lead), det))
+    k, n, eps = 72, 19, 1e-5
+    x, r = rand(rng, (*lead, k), dtype) * 2, rand(rng, (*lead, k), dtype)
+    g = (1 + rand(rng, k, "float64") / 4).astype(x.dtype)
+    w, b = rand(rng, (n, k), dtype), rand(rng, n, dtype)
+    out = poisoned((*lead, n), dtype)
+    gp.routing.reset_stats()
+    with gp.deterministic(det):
+        y, h = gp.rmsnorm_linear(up(x), up(g), up(w), up(b), eps=eps, residual=up(r))
+        y1 = gp.rmsnorm_linear(up(x), up(g), up(w), up(b), eps=eps, out=out)
+        _, h_ref = gp.rmsnorm(up(x), up(g), eps, residual=up(r))
+    assert y1 is out
+    ran = {o for o, c in gp.routing.stats().items() if sum(c.values())}
+    fused = DEVICE != "cpu" and dtype != "float32" and math.prod(lead) == 1 and not det
+    assert ("rmsnorm_linear" in ran) == fused and ("rmsnorm" in ran) != fused
+    np.testing.assert_array_equal(h.to_numpy(), h_ref.to_numpy())
+    for got, hh in ((y, as64(h.to_numpy())), (y1, as64(x))):
+        nrm = _rms_ref(hh, as64(g), eps)
+        if not fused:
+            nrm = as64(round_to(nrm, x.dtype))
+        assert got.shape == (*lead, n)
+        assert_close(got, nrm @ as64(w).T + as64(b), x.dtype)
+
+
+def test_rmsnorm_linear_routes_and_cpu_reference() -> None:
+    """A route naming the fused op runs it at any row count: on the CPU the NumPy reference,
+    float64 throughout (the normalised row not rounded), one rounding, exactly."""
+    if DEVICE != "cpu":
+        pytest.skip("the NumPy reference's exact bits")
+    rng = np.random.default_rng(seed("rms_lin_route"))
+    x, r = rand(rng, (3, 64), "bfloat16"), rand(rng, (3, 64), "bfloat16")
+    g, w = rand(rng, 64, "bfloat16"), rand(rng, (40, 64), "bfloat16")
+    gp.routing.reset_stats()
+    with gp.route(rmsnorm_linear="cpu"):
+        y, h = gp.rmsnorm_linear(up(x), up(g), up(w), eps=1e-6, residual=up(r))
+        y1 = gp.rmsnorm_linear(up(x), up(g), up(w), eps=1e-6)
+    ran = {o for o, c in gp.routing.stats().items() if sum(c.values())}
+    assert ran == {"rmsnorm_linear"}
+    h64 = as64(round_to(as64(x) + as64(r), x.dtype))
+    np.testing.assert_array_equal(as64(h.to_numpy()), h64)
+    for got, hh in ((y, h64), (y1, as64(x))):
+        want = round_to(_rms_ref(hh, as64(g), 1e-6) @ as64(w).T, x.dtype)
+        np.testing.assert_array_equal(as64(got.to_numpy()), as64(want))
+
+
+def test_rmsnorm_linear_rejects_bad_arguments() -> None:
+    x, w = _xw(n=6)
+    g = up(np.ones(16, ml_dtypes.bfloat16))
+    op = "rmsnorm_linear"
+    with pytest.raises(TypeError, match=f"{op}: x must be a GPUArray"):
+        gp.rmsnorm_linear(np.zeros((2, 16)), g, w)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=rf"{op}: norm_weight has shape \(8,\)"):
+        gp.rmsnorm_linear(x, g[:8], w)
+    with pytest.raises(ValueError, match=f"{op}: eps must be a non-negative number"):
+        gp.rmsnorm_linear(x, g, w, eps=-1.0)
+    with pytest.raises(ValueError, match=rf"{op}: x has shape \(2, 16\).*\[\.\.\., 24\]"):
+        gp.rmsnorm_linear(x, g, _xw(k=24, n=6)[1])
+    with pytest.raises(ValueError, match=f"{op}: weight must be 2-D"):
+        gp.rmsnorm_linear(x, g, g)
+    with pytest.raises(TypeError, match=r"weight has .*float16 but x has dtype bfloat16"):
+        gp.rmsnorm_linear(x, g, w.astype("float16"))
+    with pytest.raises(ValueError, match=rf"{op}: residual has shape \(2, 8\)"):
+        gp.rmsnorm_linear(x, g, w, residual=x[:, :8])
+    with pytest.raises(ValueError, match=f"{op}: out= is not supported with residual="):
+        gp.rmsnorm_linear(x, g, w, residual=x, out=poisoned((2, 6), "bfloat16"))
+    with pytest.raises(ValueError, match=f"{op}: bias has shape"):
+        gp.rmsnorm_linear(x, g, w, up(np.ones(5, ml_dtypes.bfloat16)))
+    with pytest.raises(ValueError, match=rf"{op}: out has shape \(2, 3\)"):
+        gp.rmsnorm_linear(x, g, w, out=poisoned((2, 3), "bfloat16"))
+    y, h = gp.rmsnorm_linear(x, g, w, residual=x)
+    assert y.shape == (2, 6) and h.shape == (2, 16)

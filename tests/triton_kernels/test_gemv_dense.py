@@ -125,3 +125,74 @@ def test_wide_tiles_from_k_4096() -> None:
     assert gemv_dense.tile(4096, True) == (4, 4, 2048)
     assert gemv_dense.tile(4095, False) == (4, 4, 1024)
     assert gemv_dense.tile(40, True) == (4, 2, 64)
+
+
+def _rms64(h: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
+    out: np.ndarray = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps) * g
+    return out
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056), (2, 12, 6152)]
+)
+def test_rmsnorm_fused_against_float64(device: str, dtype: str, m: int, n: int, k: int) -> None:
+    """rmsnorm(x + r) @ W^T + bias against the float64 product of the unrounded normalised
+    row, at K below, at and across the 1024-value tile and on the 2048-value tiles; h = x + r
+    stored rounded to x's dtype, exactly. x and r are column slices of wider arrays (row
+    strides differ from K), the norm weight a strided view."""
+    rng = np.random.default_rng(n * k)
+    eps = 1e-5
+    w = up(rng.standard_normal((n, k)) / np.sqrt(k) * 2, device).astype(dtype)
+    x = up(rng.standard_normal((m, k + 8)) * 3, device).astype(dtype)[:, :k]
+    r = up(rng.standard_normal((m, k + 24)), device).astype(dtype)[:, 16 : 16 + k]
+    g = up(1 + rng.standard_normal(2 * k) / 4, device).astype(dtype)[::2]
+    bias = up(rng.standard_normal(n), device).astype(dtype)
+    h64 = _f64(x) + _f64(r)
+    y, h = gemv_dense.rmsnorm_linear(x, g, w, bias, r, eps=eps)
+    assert y.shape == (m, n) and h.shape == (m, k)
+    n64 = _rms64(gp_round(h64, dtype).astype(np.float64), _f64(g), eps)
+    assert_close(y, n64 @ _f64(w).T + _f64(bias), dtype)
+    np.testing.assert_array_equal(
+        h.to_numpy().view(np.uint16), gp_round(h64, dtype).view(np.uint16)
+    )
+    # Without a residual: the norm of x itself, no h.
+    plain = gemv_dense.rmsnorm_linear(x, g, w, eps=eps)
+    assert_close(plain, _rms64(_f64(x), _f64(g), eps) @ _f64(w).T, dtype)
+
+
+def gp_round(a: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values rounded once to dtype (the reference's round_to)."""
+    from pygpukit.backends.cpu.gemv import round_to
+
+    out: np.ndarray = round_to(a, np.dtype(dtype) if dtype != "bfloat16" else _bf16())
+    return out
+
+
+def _bf16() -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def test_rmsnorm_fused_rows_and_h_written_once(device: str) -> None:
+    """A row's bits do not depend on the other rows; h is written whole although only the first
+    column block's program stores it (N spans several blocks); N == 0 still returns h."""
+    n, k = 37, 1040
+    rng = np.random.default_rng(21)
+    w = up(rng.standard_normal((n, k)) / 32, device).astype("float16")
+    g = up(rng.standard_normal(k), device).astype("float16")
+    x = up(rng.standard_normal((5, k)), device).astype("float16")
+    r = up(rng.standard_normal((5, k)), device).astype("float16")
+    y, h = gemv_dense.rmsnorm_linear(x, g, w, None, r, eps=1e-6)
+    for i in (0, 4):
+        yi, hi = gemv_dense.rmsnorm_linear(x[i : i + 1], g, w, None, r[i : i + 1], eps=1e-6)
+        np.testing.assert_array_equal(
+            yi.to_numpy().view(np.uint16), y.to_numpy()[i : i + 1].view(np.uint16)
+        )
+        np.testing.assert_array_equal(hi.to_numpy(), h.to_numpy()[i : i + 1])
+    want = (x.to_numpy().astype(np.float32) + r.to_numpy().astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(h.to_numpy(), want)
+    y0, h0 = gemv_dense.rmsnorm_linear(x, g, w[:0], None, r, eps=1e-6)
+    assert y0.shape == (5, 0)
+    np.testing.assert_array_equal(h0.to_numpy(), want)

@@ -36,7 +36,15 @@ from .elementwise import (
 )
 from .embedding import bias_add, embedding
 from .fft import fft, ifft, irfft, rfft, rfft_frames, rfft_windowed
-from .gemv import gemv, gemv_fp8, gemv_int4, gemv_nvfp4, linear_gemv, linear_silu_mul
+from .gemv import (
+    gemv,
+    gemv_fp8,
+    gemv_int4,
+    gemv_nvfp4,
+    linear_gemv,
+    linear_silu_mul,
+    rmsnorm_linear,
+)
 from .matmul import linear, linear_bias_gelu, matmul
 from .matmul_fp8 import matmul_fp8
 from .median import median_filter
@@ -117,6 +125,7 @@ __all__ = [
     "rfft_frames",
     "rfft_windowed",
     "rmsnorm",
+    "rmsnorm_linear",
     "rope",
     "rope_tables",
     "rsqrt",

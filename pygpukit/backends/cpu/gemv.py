@@ -41,6 +41,7 @@ __all__ = [
     "gemv",
     "linear_gemv",
     "linear_silu_mul",
+    "rmsnorm_linear",
     "gemv_fp8",
     "gemv_int4",
     "gemv_nvfp4",
@@ -218,6 +219,39 @@ def linear_silu_mul(x: Array, w: Array) -> Array:
     with np.errstate(over="ignore"):  # exp(-g) = inf for very negative g: silu(g) -> -0.0
         y = g / (1.0 + np.exp(-g)) * h[..., i:]
     return round_to(y, x.dtype)
+
+
+def _rms_rows(x: Array, g: Array, residual: Array | None, eps: float) -> tuple[Array, Array | None]:
+    """The float64 normalised rows rmsnorm(h) * g (not rounded) and h = x + residual rounded to
+    x's dtype (None without a residual)."""
+    x = np.asarray(x)
+    h = None
+    if residual is not None:
+        h = round_to(x.astype(_F64) + np.asarray(residual).astype(_F64), x.dtype)
+        x = h
+    x64 = x.astype(_F64)
+    ms = np.mean(x64 * x64, axis=-1, keepdims=True)
+    return x64 / np.sqrt(ms + eps) * np.asarray(g).astype(_F64), h
+
+
+def rmsnorm_linear(
+    x: Array,
+    norm_weight: Array,
+    w: Array,
+    bias: Array | None = None,
+    residual: Array | None = None,
+    *,
+    eps: float,
+) -> Array | tuple[Array, Array]:
+    """rmsnorm(h) @ w[N, K]^T (+ bias) with h = x (+ residual), all in float64 (the normalised
+    row is not rounded), one rounding to x's dtype; returns y, or (y, h) with a residual."""
+    x = np.asarray(x)
+    n, h = _rms_rows(x, norm_weight, residual, eps)
+    y = n @ np.asarray(w).astype(_F64).T
+    if bias is not None:
+        y = y + np.asarray(bias).astype(_F64)
+    out = round_to(y, x.dtype)
+    return out if h is None else (out, h)
 
 
 # gp.linear's one-row decode path (op linear_gemv): the same product as op gemv.

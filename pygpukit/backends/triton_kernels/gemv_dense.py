@@ -32,10 +32,11 @@ from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends._support.rows import as_rows, out_rows
 from pygpukit.backends._support.weights import weights_are_constant
-from pygpukit.backends.triton_kernels._common import cdiv, next_pow2
+from pygpukit.backends.triton_kernels._common import cdiv, next_pow2, rsqrt_rn
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
+from pygpukit.creation import empty
 
-__all__ = ["gemv", "linear_gemv", "linear_silu_mul"]
+__all__ = ["gemv", "linear_gemv", "linear_silu_mul", "rmsnorm_linear"]
 
 # Tiles from graph-replayed chains of 16 GEMVs on an H200 (2026-11-26):
 # 4 output columns a program beat 8 and 16 at N 2048 (3.7 vs 4.2 / 4.5 us), N 3072 (4.3-4.6 vs
@@ -53,9 +54,9 @@ WIDE_K = 4096
 WIDE_BLOCK_K = 2048
 
 
-def tile(k: int, gated: bool) -> tuple[int, int, int]:
-    """(output columns a program, warps, K tile) for a product of in_features k
-    (benchmarks/tuning/tune_gemv.py sweeps them)."""
+def tile(k: int, gated: bool, norm: bool = False) -> tuple[int, int, int]:
+    """(output columns a program, warps, K tile) for a product of in_features k, with the
+    RMSNorm read in or not (benchmarks/tuning/tune_gemv.py sweeps them)."""
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
@@ -63,14 +64,36 @@ def tile(k: int, gated: bool) -> tuple[int, int, int]:
 
 
 @triton.jit
+def _x_tile(xp, rp, hp, gp, ks, km, store_h, NORM: tl.constexpr, HAS_RES: tl.constexpr):
+    """One K tile of the row x enters the product: as it is, or (NORM) as x * g with its sum of
+    squares for the norm's scale; with HAS_RES x is first h = x + r, rounded to x's dtype as
+    the residual stream keeps it (stored by one program of the row)."""
+    x = tl.load(xp + ks, mask=km, other=0.0)
+    if HAS_RES:
+        x = (x.to(tl.float32) + tl.load(rp + ks, mask=km, other=0.0).to(tl.float32)).to(x.dtype)
+        tl.store(hp + ks, x, mask=km & store_h)
+    x = x.to(tl.float32)
+    if NORM:
+        ss = tl.sum(x * x, axis=0)
+        x = x * tl.load(gp + ks, mask=km, other=0.0).to(tl.float32)
+    else:
+        ss = 0.0
+    return x[None, :], ss
+
+
+@triton.jit
 def _gemv_kernel(
-    X, W, Bias, Y, M, N, sxm, swn, sym, up,
+    X, W, Bias, Y, M, N, sxm, swn, sym, up, G, R, H, srm, eps,
     K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
-    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr,
+    HAS_RES: tl.constexpr,
 ):  # fmt: skip
     # Program (i, r): output columns i*BLOCK_N.. of x row r. K is a constexpr: the K tiles are
     # unrolled, so every tile's loads are issued ahead of the math. With GATED the program also
-    # reads the up rows (``up`` elements further down W) of the same columns.
+    # reads the up rows (``up`` elements further down W) of the same columns. With NORM the
+    # row is RMS-normalised on the way in (G the norm's weight): every program reads the whole
+    # row anyway, so it sums x * x beside the products of x * g and scales its sums by
+    # 1 / sqrt(mean(x^2) + eps) at the end; no kernel writes the normalised row.
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1).to(tl.int64)
     nok = rn < N
@@ -89,7 +112,10 @@ def _gemv_kernel(
         if GATED:
             u0 = tl.load(wp + up, mask=kok, other=0.0)
     xp = X + row * sxm
-    x = tl.load(xp + rk, mask=rk < K, other=0.0).to(tl.float32)[None, :]
+    rp = R + row * srm
+    hp = H + row * K  # h is contiguous [M, K]
+    first = tl.program_id(0) == 0
+    x, ss = _x_tile(xp, rp, hp, G, rk, rk < K, first, NORM, HAS_RES)
     acc = tl.sum(w0.to(tl.float32) * x, axis=1)
     if GATED:
         acu = tl.sum(u0.to(tl.float32) * x, axis=1)
@@ -97,11 +123,17 @@ def _gemv_kernel(
         ks = k0 + rk
         km = ks < K
         w = tl.load(wp + k0, mask=km[None, :], other=0.0)
-        x = tl.load(xp + ks, mask=km, other=0.0).to(tl.float32)[None, :]
+        x, s = _x_tile(xp, rp, hp, G, ks, km, first, NORM, HAS_RES)
+        ss += s
         acc += tl.sum(w.to(tl.float32) * x, axis=1)
         if GATED:
             u = tl.load(wp + up + k0, mask=km[None, :], other=0.0)
             acu += tl.sum(u.to(tl.float32) * x, axis=1)
+    if NORM:
+        rstd = rsqrt_rn(ss / K + eps)
+        acc = acc * rstd
+        if GATED:
+            acu = acu * rstd
     if HAS_BIAS:
         acc += tl.load(Bias + rn, mask=nok, other=0.0).to(tl.float32)
     if GATED:
@@ -110,41 +142,82 @@ def _gemv_kernel(
 
 
 def _run(
-    x: GPUArray, w: GPUArray, bias: GPUArray | None, out: GPUArray | None, n: int, gated: bool
-) -> GPUArray:
+    x: GPUArray,
+    w: GPUArray,
+    bias: GPUArray | None,
+    out: GPUArray | None,
+    n: int,
+    gated: bool,
+    norm: tuple[GPUArray, float, GPUArray | None] | None = None,
+) -> tuple[GPUArray, GPUArray | None]:
+    """y (or out=) and, for a norm with a residual, h = x + residual [..., K] (contiguous).
+    norm: (the RMSNorm's weight, eps, residual or None)."""
     # A weight read at a non-unit stride is copied first; that copy is the kernel just before.
     copied = w._estrides[-1] != 1
     if copied:
         w = w.contiguous()
     k = w._shape[1]
+    lead = x._shape[:-1]
     x, m, _, sx = as_rows(x)
     if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
-    y, sy = out_rows("gemv", out, (*x._shape[:-1], n), x._dtype, x)
+    y, sy = out_rows("gemv", out, (*lead, n), x._dtype, x)
+    g = r = h = None
+    sr, eps = 0, 0.0
+    if norm is not None:
+        g, eps, res = norm
+        if not g.is_contiguous():
+            g = g.contiguous()
+        if res is not None:
+            r, _, _, sr = as_rows(res)
+            h = empty((*lead, k), x._dtype, x._device)
     if m and n:
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
-        bn, warps, bk = tile(k, gated)
+        bn, warps, bk = tile(k, gated, norm is not None)
         launch(
             _gemv_kernel, (cdiv(n, bn), m),
             x, w, bias if bias is not None else y, y, m, n, sx, w._estrides[0], sy,
-            n * w._estrides[0],
+            n * w._estrides[0], g if g is not None else y, r if r is not None else y,
+            h if h is not None else y, sr, eps,
             K=k, BLOCK_N=bn, BLOCK_K=bk, GATED=gated, HAS_BIAS=bias is not None, PDL=pdl,
-            PREFETCH=prefetch, launch_pdl=pdl, num_warps=warps,
+            PREFETCH=prefetch, NORM=norm is not None, HAS_RES=h is not None,
+            launch_pdl=pdl, num_warps=warps,
         )  # fmt: skip
-    return deliver(y, out)
+    elif h is not None and m:  # n == 0: no program stores h
+        assert r is not None
+        from pygpukit.backends.triton_kernels.elementwise import add
+
+        add(x, r, out=h)
+    return deliver(y, out), h
 
 
 def gemv(
     x: GPUArray, w: GPUArray, bias: GPUArray | None = None, *, out: GPUArray | None = None
 ) -> GPUArray:
     """x [..., K] @ w[N, K]^T (+ bias) with w of x's dtype (float16/bfloat16)."""
-    return _run(x, w, bias, out, w._shape[0], False)
+    return _run(x, w, bias, out, w._shape[0], False)[0]
 
 
 def linear_silu_mul(x: GPUArray, w: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """silu(x @ w[:I]^T) * (x @ w[I:]^T) for w [2I, K] of x's dtype."""
-    return _run(x, w, None, out, w._shape[0] // 2, True)
+    return _run(x, w, None, out, w._shape[0] // 2, True)[0]
+
+
+def rmsnorm_linear(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    w: GPUArray,
+    bias: GPUArray | None = None,
+    residual: GPUArray | None = None,
+    *,
+    eps: float,
+    out: GPUArray | None = None,
+) -> GPUArray | tuple[GPUArray, GPUArray]:
+    """rmsnorm(h) @ w[N, K]^T (+ bias), h = x (+ residual); returns y, or (y, h) with a
+    residual."""
+    y, h = _run(x, w, bias, out, w._shape[0], False, (norm_weight, float(eps), residual))
+    return y if h is None else (y, h)
 
 
 # gp.linear's one-row decode path (op linear_gemv): the same kernel as op gemv.
