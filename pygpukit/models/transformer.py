@@ -400,22 +400,31 @@ class CausalTransformerModel:
         q = qkv[:, :, : nh * d].reshape(b, s, nh, d)
         k = qkv[:, :, nh * d : (nh + nkv) * d].reshape(b, s, nkv, d)
         v = qkv[:, :, (nh + nkv) * d :].reshape(b, s, nkv, d)
-        if lw.q_norm is not None and lw.k_norm is not None:
-            # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE.
-            q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
-            k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
         cos, sin = self._rope if self._rope is not None else (None, None)
         rot = cos is not None and sin is not None
+        # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE. At
+        # decode with RoPE over the whole head, kv_cache_write applies them in its launch.
+        norms = lw.q_norm is not None and lw.k_norm is not None
+        full_rope = cos is not None and 2 * cos.shape[1] == d
+        fused_norms = norms and decode is not None and rot and full_rope
+        if norms and not fused_norms:
+            assert lw.q_norm is not None and lw.k_norm is not None
+            q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
+            k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
         scale = c.layer_attn_scale(layer)
         vt = v.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
         if decode is not None:
             # kv_cache_write stores k and v, rotating k, and rotates q in place at the same
-            # positions, all in one launch; then sdpa_decode attends over each row's own length
-            # (rows may differ).
+            # positions (normalising both heads first for Qwen3), all in one launch; then
+            # sdpa_decode attends over each row's own length (rows may differ).
             qt = q.transpose(0, 2, 1, 3)
             kc, vc = cache.rows(layer, row0, b)
             kt = k.transpose(0, 2, 1, 3)
-            ops.kv_cache_write(kc, vc, kt, vt, decode[0], cos=cos, sin=sin, q=qt if rot else None)
+            ops.kv_cache_write(
+                kc, vc, kt, vt, decode[0], cos=cos, sin=sin, q=qt if rot else None,
+                q_norm=lw.q_norm if fused_norms else None,
+                k_norm=lw.k_norm if fused_norms else None, norm_eps=c.norm_eps,
+            )  # fmt: skip
             o = ops.sdpa_decode(qt, kc, vc, decode[1], scale=scale)
         else:
             if cos is not None and sin is not None:

@@ -140,6 +140,9 @@ def kv_cache_write(
     sin: GPUArray | None = None,
     rope_style: str = "neox",
     q: GPUArray | None = None,
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 1e-6,
 ) -> None:
     """Store the new tokens k, v [B, Hkv, Sq, D] into the caches, in place: token j of sequence b
     goes to cache position positions[b] + j (positions: int32 [B] on the device). Returns None.
@@ -152,6 +155,12 @@ def kv_cache_write(
     needs cos/sin, no element shared with k, v, the caches or the tables) is rotated in place at
     the same positions in the same launch, with gp.rope's numerics; a position outside the cache
     still rotates q on the GPU.
+
+    k_norm / q_norm ([D] weights; Qwen3's RMSNorm of each head over head_dim before RoPE)
+    normalise each head of k / q first, in the same launch, as gp.rmsnorm(.., norm_eps) does
+    (float32 statistics, the normalised values rounded to the dtype), then rotate them. They
+    need the tables over the whole head (rotary_dim == D), and q_norm needs q. (Only the Triton
+    kernel and the NumPy reference take them: the routing table sends such calls there.)
     """
     op = "kv_cache_write"
     _caches(op, k_cache, v_cache)
@@ -228,7 +237,46 @@ def kv_cache_write(
                     "launch reads it"
                 )
         check_target(q, f"{op}: q")
+    params: dict[str, object] = {"rope_style": rope_style}
+    if q_norm is not None or k_norm is not None:
+        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache)
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")
     inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin, q)
-    run(op, inputs, {"rope_style": rope_style})
+    run(op, inputs, params)
+
+
+def _head_norms(
+    op: str,
+    q_norm: GPUArray | None,
+    k_norm: GPUArray | None,
+    eps: float,
+    q: GPUArray | None,
+    cos: GPUArray | None,
+    k_cache: GPUArray,
+) -> dict[str, object]:
+    """kv_cache_write's q_norm / k_norm checked; the call's extra parameters."""
+    from pygpukit.ops.norm import _eps
+
+    d = k_cache.shape[3]
+    if cos is None or 2 * cos.shape[1] != d:
+        raise ValueError(
+            f"{op}: q_norm / k_norm need cos and sin over the whole head (rotary_dim == {d}): "
+            "the heads are normalised, then rotated, in one launch"
+        )
+    if q_norm is not None and q is None:
+        raise ValueError(f"{op}: q_norm normalises q: pass q with it")
+    for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
+        if w is None:
+            continue
+        chk.array(op, name, w)
+        chk.floating(op, name, w)
+        if w.shape != (d,):
+            raise ValueError(f"{op}: {name} has {chk.desc(w)} but must be [{d}] (the head dim)")
+        if w.device != k_cache.device:
+            raise ValueError(
+                f"{op}: {name} is on {w.device} but the caches are on {k_cache.device}"
+            )
+        if q is not None and shares_elements(q, w):
+            raise ValueError(f"{op}: q shares elements with {name}; q is rotated in place")
+    return {"q_norm": q_norm, "k_norm": k_norm, "norm_eps": _eps(op, eps), "qk_norm": True}

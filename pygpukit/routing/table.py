@@ -262,7 +262,13 @@ _ROUTES: list[OpRoute] = [
     _entry(
         "kv_cache_write",
         "attention_decode",
-        *_gpu(Candidate("triton", dtypes=FLOATS | {"int32"})),
+        # The native twin does not normalise heads (q_norm / k_norm): calls with them go to
+        # the Triton kernel (or the NumPy reference).
+        *_gpu(
+            Candidate("triton", dtypes=FLOATS | {"int32"}),
+            native=Candidate("native", dtypes=FLOATS | {"int32"}, params=(("qk_norm", None),)),
+        ),
+        route_params=("qk_norm",),
     ),
     # Drawing the next token on the device (Philox; int64 counters and uint8 seen marks are
     # inputs too). One program a row: batch invariant. No native twin yet.

@@ -247,3 +247,53 @@ def test_write_errors() -> None:
                           pos, q=f32(2, 2, 1, 4), **tabs)  # fmt: skip
     with pytest.raises(ValueError, match=r"block_table has shape \(1, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, block_table=i32(1, 2))
+
+
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+@pytest.mark.parametrize("dtype", WRITE_DTYPES)
+def test_write_with_head_norms(dtype: str, style: str) -> None:
+    """q_norm / k_norm: the same as gp.rmsnorm of q and k over the head, then kv_cache_write
+    with the rotation (bit-equal on the NumPy backend; on a GPU the norm's sum runs in another
+    order: within the dtype's bound). Forcing the native twin, which does not normalise, is
+    refused with the reason."""
+    rng = np.random.default_rng(seed("write-norms", dtype, style))
+    b, hkv, sq, s_max, d = 2, 2, 3, 20, 16
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    k, v = rand(rng, (b, hkv, sq, d), dtype) * 2, rand(rng, (b, hkv, sq, d), dtype)
+    q = rand(rng, (b, sq, 4 * hkv, d), dtype)
+    qw, kw = rand(rng, d, dtype), rand(rng, d, dtype)
+    start = np.array([5, 17], np.int32)
+    cos, sin = cpu.rope_tables(32, d, base=100.0)
+    tabs = {"cos": up(cos), "sin": up(sin), "rope_style": style}
+    dk, dv, dq = up(kc), up(vc), up(q)
+    gp.kv_cache_write(dk, dv, up(k), up(v), up(start), q=dq.transpose(0, 2, 1, 3),
+                      q_norm=up(qw), k_norm=up(kw), norm_eps=1e-5, **tabs)  # fmt: skip
+    ek, ev, eq = up(kc), up(vc), gp.rmsnorm(up(q), up(qw), 1e-5)
+    gp.kv_cache_write(ek, ev, gp.rmsnorm(up(k), up(kw), 1e-5), up(v), up(start),
+                      q=eq.transpose(0, 2, 1, 3), **tabs)  # fmt: skip
+    _same(dk, ek, dtype)
+    _same(dq, eq, dtype)
+    np.testing.assert_array_equal(dv.to_numpy(), ev.to_numpy())
+    with gp.route(kv_cache_write="native"), pytest.raises(Exception, match="qk_norm"):
+        gp.kv_cache_write(dk, dv, up(k), up(v), up(start), k_norm=up(kw), **tabs)
+
+
+def test_write_head_norm_errors() -> None:
+    f32 = lambda *s: up(np.ones(s, np.float32))  # noqa: E731
+    kc, k, pos, w = f32(2, 2, 8, 4), f32(2, 2, 1, 4), up(np.zeros(2, np.int32)), f32(4)
+    tabs = {"cos": f32(8, 2), "sin": f32(8, 2)}
+    with pytest.raises(ValueError, match=r"q_norm / k_norm need cos and sin over the whole head"):
+        gp.kv_cache_write(kc, kc, k, k, pos, k_norm=w)
+    with pytest.raises(ValueError, match=r"over the whole head \(rotary_dim == 4\)"):
+        gp.kv_cache_write(kc, kc, k, k, pos, k_norm=w, cos=f32(8, 1), sin=f32(8, 1))
+    with pytest.raises(ValueError, match="q_norm normalises q: pass q with it"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q_norm=w, **tabs)
+    with pytest.raises(ValueError, match=r"k_norm has shape \(3,\) .* but must be \[4\]"):
+        gp.kv_cache_write(kc, kc, k, k, pos, k_norm=f32(3), **tabs)
+    with pytest.raises(TypeError, match="k_norm must be a GPUArray"):
+        gp.kv_cache_write(kc, kc, k, k, pos, k_norm=np.ones(4), **tabs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="kv_cache_write: eps must be a non-negative number"):
+        gp.kv_cache_write(kc, kc, k, k, pos, k_norm=w, norm_eps=-1.0, **tabs)
+    q = f32(2, 4, 1, 4)
+    with pytest.raises(ValueError, match="q shares elements with q_norm"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=q, q_norm=q[0, 0, 0], **tabs)

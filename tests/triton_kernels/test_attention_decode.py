@@ -351,6 +351,51 @@ def test_write_rotates_q_head_counts(device: str, hq: int, hkv: int) -> None:
     assert_close(dk, ref_write(np.zeros((b, hkv, s_max, d)), knew, start), "float32")
 
 
+@pytest.mark.parametrize("rope", ["neox", "gptj"])
+@pytest.mark.parametrize("page", [None, 8], ids=["contiguous", "paged8"])
+@pytest.mark.parametrize("dtype", FLOATS64)
+def test_write_normalises_heads(device: str, dtype: str, page: int | None, rope: str) -> None:
+    """q_norm / k_norm (Qwen3's per-head RMSNorm before RoPE) in the same launch: k and q
+    normalised over the head (float64 statistics in the reference, rounded to the dtype as
+    gp.rmsnorm stores them), then rotated over the whole head; v and the untouched cache slots
+    as without norms."""
+    rng = np.random.default_rng(seed("write-norm", dtype, page, rope))
+    b, hkv, sq, s_max, d = 3, 2, 2, 24, 32
+    kc, vc = rand(rng, (b, hkv, s_max, d), dtype), rand(rng, (b, hkv, s_max, d), dtype)
+    k, v = rand(rng, (b, hkv, sq, d), dtype) * 3, rand(rng, (b, hkv, sq, d), dtype)
+    table = None
+    if page is not None:
+        kc, vc, table = to_paged(rng, page, kc, vc)
+    start = np.array([0, 7, s_max - sq], np.int32)
+    q = rand(rng, (b, sq, 3 * hkv, d), dtype)  # token-major, as the projection writes it
+    qw, kw = (
+        (1 + rand(rng, d, dtype) / 4).astype(q.dtype),
+        (1 + rand(rng, d, dtype) / 4).astype(q.dtype),
+    )
+    cos, sin = cpu.rope_tables(64, d, base=100.0)
+    tabs = (up(cos, device), up(sin, device))
+    dq, dk, dv = up(q, device), up(kc, device), up(vc, device)
+    bt = None if table is None else up(table, device)
+    eps = 1e-5
+    ad.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), bt, *tabs,
+                      dq.transpose(0, 2, 1, 3), rope_style=rope, q_norm=up(qw, device),
+                      k_norm=up(kw, device), norm_eps=eps)  # fmt: skip
+
+    def normed(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        x64 = as64(x)
+        y = x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + eps) * as64(w)
+        return as64(y.astype(x.dtype))  # gp.rmsnorm rounds its result to the dtype
+
+    pos = start[:, None] + np.arange(sq)
+    qh = q.transpose(0, 2, 1, 3)
+    assert_close(
+        dq.to_numpy().transpose(0, 2, 1, 3), ref_rope_k(normed(qh, qw), pos, cos, sin, rope), dtype
+    )
+    knew = ref_rope_k(normed(k, kw), pos, cos, sin, rope)
+    assert_close(dk, ref_write(kc, knew, start, table), dtype)
+    np.testing.assert_array_equal(as64(dv.to_numpy()), ref_write(vc, v, start, table))
+
+
 def test_write_never_out_of_bounds(device: str) -> None:
     """Positions outside the cache and block ids outside it are skipped (no host check is
     possible); positions past the rope tables give NaN in the rotated dims, as gp.rope does."""

@@ -25,6 +25,7 @@ from pygpukit import determinism
 
 from ._common import Array, float_result
 from .attention import sdpa
+from .norm import rmsnorm
 from .rope import rope
 
 __all__ = ["kv_cache_write", "sdpa_decode"]
@@ -115,11 +116,17 @@ def kv_cache_write(
     q: Array | None = None,
     *,
     rope_style: str = "neox",
+    q_norm: Array | None = None,
+    k_norm: Array | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence, in place (k rotated first
-    when cos/sin are given; q [B, H, Sq, D] rotated in place at the same positions when given).
-    Raises IndexError for a position outside the cache or a block id outside k_cache's blocks,
-    before q is written."""
+    when cos/sin are given; q [B, H, Sq, D] rotated in place at the same positions when given;
+    with k_norm / q_norm [D] each head RMS-normalised before its rotation: rmsnorm(k_norm,
+    norm_eps) as gp.rmsnorm computes it, rounded to the dtype; qk_norm is the routing table's
+    mark of such a call). Raises IndexError for a position
+    outside the cache or a block id outside k_cache's blocks, before q is written."""
     kc, vc = np.asarray(k_cache), np.asarray(v_cache)
     k, v = np.asarray(k), np.asarray(v)
     bt = None if block_table is None else np.asarray(block_table)
@@ -140,6 +147,8 @@ def kv_cache_write(
             f"kv_cache_write: sequence {b} writes positions {int(pos[b, 0])}..{int(pos[b, -1])} "
             f"but the cache holds {cap} slots"
         )
+    if k_norm is not None:
+        k = np.asarray(rmsnorm(k, k_norm, eps=norm_eps))
     if cos is not None:
         assert sin is not None
         r = 2 * np.asarray(cos).shape[1]
@@ -163,6 +172,7 @@ def kv_cache_write(
             vc[phys, :, off] = np.swapaxes(v[b], 0, 1)
     if q is not None and cos is not None and sin is not None:
         qa = np.asarray(q)  # a view of q's memory: the rotation is stored in place
+        qn = qa if q_norm is None else np.asarray(rmsnorm(qa, q_norm, eps=norm_eps))
         qa[...] = np.swapaxes(
-            rope(np.swapaxes(qa, 1, 2), cos, sin, pos, style=rope_style, rotary_dim=r), 1, 2
+            rope(np.swapaxes(qn, 1, 2), cos, sin, pos, style=rope_style, rotary_dim=r), 1, 2
         )

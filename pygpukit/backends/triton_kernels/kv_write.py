@@ -2,8 +2,12 @@
 the device, with RoPE on k fused into the store (gp.rope's arithmetic: float32, float64 for
 float64 caches, one rounding) and, when q is given, the same rotation of the step's queries in
 place (their own programs of the launch: the decode step's separate RoPE launch on q goes
-away). Cache layouts and the out-of-range rules: pygpukit/ops/attention_decode.py. Routed
-through the attention_decode family, which re-exports it.
+away). With q_norm / k_norm (Qwen3's RMSNorm of each head over head_dim before RoPE) the
+heads are normalised in the same launch, with gp.rmsnorm's arithmetic (float32 statistics,
+the normalised values rounded to the dtype) before they are rotated: the decode step's two
+norm launches go away too. Cache layouts and the out-of-range rules:
+pygpukit/ops/attention_decode.py. Routed through the attention_decode family, which re-exports
+it.
 """
 
 # Triton kernel bodies take tl tensors/constexprs: left unannotated.
@@ -14,7 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, next_pow2
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, next_pow2, rsqrt_rn
 from pygpukit.backends.triton_kernels.driver import launch
 
 __all__ = ["kv_cache_write"]
@@ -39,6 +43,27 @@ def _rot_load(ptr, sd, hm, HALF, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: 
 
 
 @triton.jit
+def _norm_pairs(xa, xb, W, eps, HALF, DT: tl.constexpr, CT: tl.constexpr, GPTJ: tl.constexpr,
+                BLOCK_HALF: tl.constexpr):  # fmt: skip
+    """RMSNorm of each head row (xa, xb: the two halves of its rotated pairs, the whole head:
+    rotary_dim == head_dim) with the weight W [D] taken in the same pairing, rounded to DT as
+    gp.rmsnorm stores it, back in CT for the rotation."""
+    ss = tl.sum(xa * xa, axis=1) + tl.sum(xb * xb, axis=1)
+    rstd = rsqrt_rn(ss / (2 * HALF) + eps)[:, None]
+    if GPTJ:
+        jj = tl.arange(0, 2 * BLOCK_HALF)
+        w = tl.load(W + jj, mask=jj < 2 * HALF, other=0.0).to(CT)
+        wa, wb = tl.split(tl.reshape(w, [BLOCK_HALF, 2]))
+    else:
+        ia = tl.arange(0, BLOCK_HALF)
+        wa = tl.load(W + ia, mask=ia < HALF, other=0.0).to(CT)
+        wb = tl.load(W + ia + HALF, mask=ia < HALF, other=0.0).to(CT)
+    xa = (xa * rstd * wa[None, :]).to(DT).to(CT)
+    xb = (xb * rstd * wb[None, :]).to(DT).to(CT)
+    return xa, xb
+
+
+@triton.jit
 def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
                BLOCK_HALF: tl.constexpr):  # fmt: skip
     """Rotate the pairs by (c, s) [1, BLOCK_HALF] and store them (masked rows: ``mask``
@@ -58,16 +83,21 @@ def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: t
 
 @triton.jit
 def _rotate_q(
-    Q, COS, SIN, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr, ssc,
-    CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr,
+    Q, COS, SIN, QN, eps, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr,
+    ssc, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr,
+    Q_NORM: tl.constexpr,
 ):  # fmt: skip
-    """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place at ``pos``; a position
-    outside the tables (negative included) gives NaN in the rotated dims, as gp.rope does."""
+    """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place at ``pos`` (normalised
+    first with Q_NORM); a position outside the tables (negative included) gives NaN in the
+    rotated dims, as gp.rope does."""
     hs = blk * BLOCK_H + tl.arange(0, BLOCK_H)
     hm = (hs < Hq)[:, None]
     qs = Q + b.to(tl.int64) * sq0 + hs.to(tl.int64)[:, None] * sq1 + j.to(tl.int64) * sq2
     xa, xb = _rot_load(qs, sq3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                        BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+    if Q_NORM:
+        xa, xb = _norm_pairs(xa, xb, QN, eps, HALF, DT=Q.dtype.element_ty, CT=CT, GPTJ=GPTJ,
+                             BLOCK_HALF=BLOCK_HALF)  # fmt: skip
     valid = (pos >= 0) & (pos < max_pos)
     row = tl.where(valid, pos, 0)
     i = tl.arange(0, BLOCK_HALF)
@@ -81,12 +111,14 @@ def _rotate_q(
 
 @triton.jit
 def _kv_write(
-    KC, VC, K, V, P, BT, COS, SIN, Q, Hkv, Hq, NKB, Sq, D, HALF, cap, nblocks, max_pos,
+    KC, VC, K, V, P, BT, COS, SIN, Q, QN, KN, eps, Hkv, Hq, NKB, Sq, D, HALF, cap, nblocks,
+    max_pos,
     sc0, sc1, sc2, sc3, sd0, sd1, sd2, sd3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3,
     sq0, sq1, sq2, sq3, sbt0, sbt1, scr, scc, ssr, ssc,
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_HALF: tl.constexpr, HAS_Q: tl.constexpr, BLOCK_HQ: tl.constexpr,
+    Q_NORM: tl.constexpr, K_NORM: tl.constexpr,
 ):  # fmt: skip
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
     # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
@@ -102,9 +134,9 @@ def _kv_write(
     else:
         is_q = False  # a launch without q compiles the kv programs alone
     if is_q:
-        _rotate_q(Q, COS, SIN, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
+        _rotate_q(Q, COS, SIN, QN, eps, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
                   sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_HQ,
-                  BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+                  BLOCK_HALF=BLOCK_HALF, Q_NORM=Q_NORM)  # fmt: skip
     else:
         hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
         hm = (hs < Hkv)[:, None]
@@ -117,6 +149,9 @@ def _kv_write(
         if ROPE:
             xa, xb = _rot_load(ks, sk3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+            if K_NORM:
+                xa, xb = _norm_pairs(xa, xb, KN, eps, HALF, DT=K.dtype.element_ty, CT=CT,
+                                     GPTJ=GPTJ, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
             if TAIL:  # dims past rotary_dim pass through
                 tm = dm & (dd >= 2 * HALF)
                 kt = tl.load(ks + dd * sk3, mask=tm)
@@ -160,11 +195,17 @@ def kv_cache_write(
     q: GPUArray | None = None,
     *,
     rope_style: str = "neox",
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
     out: GPUArray | None = None,
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
-    are given; q [B, H, Sq, D] rotated in place at the same positions when given), in place;
-    returns None. ``out`` is the dispatcher's and must be None."""
+    are given; q [B, H, Sq, D] rotated in place at the same positions when given; k and q
+    RMS-normalised per head first with k_norm / q_norm [D] and norm_eps; qk_norm is the routing
+    table's mark of such a call), in place; returns None. ``out`` is the dispatcher's and must
+    be None."""
     if out is not None:
         raise ValueError("kv_cache_write writes the caches in place; it takes no out=")
     batch, hkv, sq, d = k.shape
@@ -184,15 +225,19 @@ def kv_cache_write(
     tc = tuple(cos.element_strides) if cos is not None else (0, 0)
     ts = tuple(sin.element_strides) if sin is not None else (0, 0)
     sq_ = tuple(q.element_strides) if q is not None and hq else (0, 0, 0, 0)
+    qn = q_norm.contiguous() if q_norm is not None and hq else None
+    kn = k_norm.contiguous() if k_norm is not None and rope else None
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
-        cos if rope else k, sin if rope else k, q if hq else k, hkv, hq, nkb, sq, d, half, cap,
+        cos if rope else k, sin if rope else k, q if hq else k, qn if qn is not None else k,
+        kn if kn is not None else k, float(norm_eps), hkv, hq, nkb, sq, d, half, cap,
         k_cache.shape[0], cos.shape[0] if cos is not None else 0,
         *k_cache.element_strides, *v_cache.element_strides, *k.element_strides,
         *v.element_strides, *sq_, *sbt, *tc, *ts,
         PAGED=paged, PAGE=k_cache.shape[2] if paged else 1, ROPE=rope,
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
-        BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, num_warps=4,
+        BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, Q_NORM=qn is not None,
+        K_NORM=kn is not None, num_warps=4,
     )  # fmt: skip
