@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -38,6 +39,8 @@ SHAPES = [
     "3072x2048", "2048x2048", "g8192x2048", "2048x8192",
     "6144x4096", "4096x4096", "g12288x4096", "4096x12288",
 ]  # fmt: skip
+# --norm: the products an RMSNorm precedes in the engine (qkv, lm_head) of the two shapes.
+NORM_SHAPES = ["3072x2048", "128256x2048", "6144x4096", "151936x4096"]
 CHAIN = 16
 
 
@@ -60,21 +63,20 @@ def _time(
         (rng.standard_normal((rows, k)) / np.sqrt(k)).astype(np.float32), device="cuda:0"
     ).astype("bfloat16")
     ws = [gp.mul(base, float(i + 1)) for i in range(CHAIN)]  # distinct weights: no L2 reuse
-    plain = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
+    plain: Callable[..., object] = gemv_dense.linear_silu_mul if gated else gemv_dense.gemv
     fn = plain
     if norm:
         r = gp.from_numpy(rng.standard_normal((1, k)).astype(np.float32), device="cuda:0")
         r, gw = r.astype("bfloat16"), gp.ones((k,), "bfloat16", device="cuda:0")
-        if tile is None:
 
-            def fn(x: gp.GPUArray, w: gp.GPUArray) -> object:
-                h, _ = gp.rmsnorm(x, gw, 1e-6, residual=r)
-                return plain(h, w)
+        def two_kernels(x: gp.GPUArray, w: gp.GPUArray) -> object:
+            h, _ = gp.rmsnorm(x, gw, 1e-6, residual=r)
+            return plain(h, w)
 
-        else:
+        def fused(x: gp.GPUArray, w: gp.GPUArray) -> object:
+            return gemv_dense.rmsnorm_linear(x, gw, w, None, r, eps=1e-6)
 
-            def fn(x: gp.GPUArray, w: gp.GPUArray) -> object:
-                return gemv_dense.rmsnorm_linear(x, gw, w, None, r, eps=1e-6)
+        fn = two_kernels if tile is None else fused
 
     old = gemv_dense.tile
     if tile is not None:
@@ -104,13 +106,15 @@ def _time(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shapes", nargs="+", default=SHAPES)
+    p.add_argument("--shapes", nargs="+", default=None, help="default: SHAPES (NORM_SHAPES)")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--warps", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--block-k", type=int, nargs="+", default=[512, 1024, 2048])
     p.add_argument("--norm", action="store_true", help="gp.rmsnorm_linear's fused kernel")
     args = p.parse_args(argv)
+    if args.shapes is None:
+        args.shapes = NORM_SHAPES if args.norm else SHAPES
     if args.norm and any(_parse(s)[2] for s in args.shapes):
         p.error("--norm: the fused kernel serves dense (not gated) products only")
     copy = DeviceTimer(0).copy_rate()

@@ -157,8 +157,10 @@ def kv_cache_write(
     still rotates q on the GPU.
 
     k_norm / q_norm ([D] weights; Qwen3's RMSNorm of each head over head_dim before RoPE)
-    normalise each head of k / q first, in the same launch, as gp.rmsnorm(.., norm_eps) does
-    (float32 statistics, the normalised values rounded to the dtype), then rotate them. They
+    normalise each head of k / q first, in the same launch, with gp.rmsnorm(.., norm_eps)'s
+    arithmetic (statistics in float32, float64 for float64 caches, the normalised values
+    rounded to the dtype; on the GPU the sum of squares runs in another order, so a value may
+    differ from gp.rmsnorm's in the last place), then rotate them. They
     need the tables over the whole head (rotary_dim == D), and q_norm needs q. (Only the Triton
     kernel and the NumPy reference take them: the routing table sends such calls there.)
     """
@@ -239,7 +241,7 @@ def kv_cache_write(
         check_target(q, f"{op}: q")
     params: dict[str, object] = {"rope_style": rope_style}
     if q_norm is not None or k_norm is not None:
-        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache)
+        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache, v_cache)
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")
     inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin, q)
@@ -254,6 +256,7 @@ def _head_norms(
     q: GPUArray | None,
     cos: GPUArray | None,
     k_cache: GPUArray,
+    v_cache: GPUArray,
 ) -> dict[str, object]:
     """kv_cache_write's q_norm / k_norm checked; the call's extra parameters."""
     from pygpukit.ops.norm import _eps
@@ -277,6 +280,7 @@ def _head_norms(
             raise ValueError(
                 f"{op}: {name} is on {w.device} but the caches are on {k_cache.device}"
             )
-        if q is not None and shares_elements(q, w):
-            raise ValueError(f"{op}: q shares elements with {name}; q is rotated in place")
+        for other, what in ((q, "q"), (k_cache, "k_cache"), (v_cache, "v_cache")):
+            if other is not None and shares_elements(other, w):
+                raise ValueError(f"{op}: {what} shares elements with {name}; the launch writes it")
     return {"q_norm": q_norm, "k_norm": k_norm, "norm_eps": _eps(op, eps), "qk_norm": True}

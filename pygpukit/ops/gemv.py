@@ -205,20 +205,10 @@ def rmsnorm_linear(
     """rmsnorm(h, norm_weight, eps) @ weight^T + bias with h = x (+ residual): x [..., K],
     norm_weight [K], weight [N, K] of x's floating dtype, bias [N]. Returns y [..., N], or
     (y, h) when residual is given (then out= is not accepted, as in gp.rmsnorm)."""
-    from pygpukit.ops.norm import _eps, _vector, _x
+    from pygpukit.ops.norm import rms_args
 
     op = "rmsnorm_linear"
-    _x(op, x)
-    _vector(op, "norm_weight", norm_weight, x)
-    e = _eps(op, eps)
-    if residual is not None:
-        chk.array(op, "residual", residual)
-        if residual.shape != x.shape or residual.dtype is not x.dtype:
-            raise ValueError(
-                f"{op}: residual has {chk.desc(residual)} but must match x ({chk.desc(x)})"
-            )
-        if out is not None:
-            raise ValueError(f"{op}: out= is not supported with residual= (two results)")
+    e = rms_args(op, x, norm_weight, eps, residual, out, "norm_weight")
     chk.array(op, "weight", weight)
     if weight.ndim != 2:
         raise ValueError(

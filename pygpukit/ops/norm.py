@@ -96,8 +96,27 @@ def rmsnorm(
         if type(r) is GPUArray and r._shape == x._shape and r._dtype is x._dtype:
             return run("rmsnorm", (x, weight, r), {"eps": eps})
     op = "rmsnorm"
+    e = rms_args(op, x, weight, eps, residual, out, "weight")
+    if residual is not None:
+        return run(op, (x, weight, residual), {"eps": e})
+    chk.out_arg(op, out, x.shape, x.dtype)
+    return run(op, (x, weight), {"eps": e}, out=out)
+
+
+def rms_args(
+    op: str,
+    x: Any,
+    weight: Any,
+    eps: Any,
+    residual: Any,
+    out: GPUArray | None,
+    name: str,
+) -> float:
+    """The checks of an RMSNorm's arguments (gp.rmsnorm, gp.rmsnorm_linear): x, its weight
+    (called ``name``), eps, a residual of x's shape and dtype, no out= beside a residual (two
+    results). Returns eps as a float."""
     _x(op, x)
-    _vector(op, "weight", weight, x)
+    _vector(op, name, weight, x)
     e = _eps(op, eps)
     if residual is not None:
         chk.array(op, "residual", residual)
@@ -107,6 +126,4 @@ def rmsnorm(
             )
         if out is not None:
             raise ValueError(f"{op}: out= is not supported with residual= (two results)")
-        return run(op, (x, weight, residual), {"eps": e})
-    chk.out_arg(op, out, x.shape, x.dtype)
-    return run(op, (x, weight), {"eps": e}, out=out)
+    return e

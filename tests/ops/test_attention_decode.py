@@ -297,3 +297,6 @@ def test_write_head_norm_errors() -> None:
     q = f32(2, 4, 1, 4)
     with pytest.raises(ValueError, match="q shares elements with q_norm"):
         gp.kv_cache_write(kc, kc, k, k, pos, q=q, q_norm=q[0, 0, 0], **tabs)
+    with pytest.raises(ValueError, match="v_cache shares elements with k_norm"):
+        vc = f32(2, 2, 8, 4)
+        gp.kv_cache_write(kc, vc, k, k, pos, k_norm=vc[0, 0, 0], **tabs)

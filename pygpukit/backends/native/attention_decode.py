@@ -194,10 +194,16 @@ def kv_cache_write(
     q: GPUArray | None = None,
     *,
     rope_style: str = "neox",
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
     out: GPUArray | None = None,
 ) -> None:
     """Store k, v [B, Hkv, Sq, D] at positions[b] + j of each sequence (k rotated when cos/sin
-    are given), in place; returns None. ``out`` is the dispatcher's and must be None. q [B, H,
+    are given), in place; returns None. ``out`` is the dispatcher's and must be None. The head
+    norms (q_norm, k_norm, norm_eps, qk_norm) are the Triton twin's: this kernel does not
+    normalise, the routing table sends such calls elsewhere and this adapter refuses them. q [B, H,
     Sq, D] (with cos/sin) is rotated in place at the same positions by the native rope kernel
     after the write, one launch a query token (the Triton twin does it in the same launch).
 
@@ -206,6 +212,8 @@ def kv_cache_write(
     op = "kv_cache_write"
     if out is not None:
         raise ValueError("kv_cache_write writes the caches in place; it takes no out=")
+    if qk_norm or q_norm is not None or k_norm is not None:
+        raise ValueError(f"{op} (native): q_norm / k_norm are not supported (the Triton twin's)")
     if rope_style not in ("neox", "gptj"):
         raise ValueError(f"{op} (native): rope_style must be 'neox' or 'gptj', got {rope_style!r}")
     if k_cache.dtype.name not in _FLOATS:

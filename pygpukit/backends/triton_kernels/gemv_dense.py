@@ -1,7 +1,10 @@
 """The dense decode GEMV in Triton: y = x @ W^T + bias for a few rows of x (op linear_gemv, the
-one row gp.linear hands it at decode; also the twin of the native op gemv), and its gated twin
+one row gp.linear hands it at decode; also the twin of the native op gemv), its gated twin
 y = silu(x @ Wg^T) * (x @ Wu^T) over the stacked [Wg; Wu] weight of a gated MLP (op
-linear_silu_mul). W is [N, K] in x's dtype (float16 or bfloat16).
+linear_silu_mul), and y = rmsnorm(x + r) @ W^T + bias with the norm read in (op
+rmsnorm_linear: the program reads the whole row anyway, sums its squares beside the products
+of x * norm_weight and scales the float32 sums by the norm's 1 / rms at the end; one program of
+the row stores h = x + r). W is [N, K] in x's dtype (float16 or bfloat16).
 
 Numerics: products and sums in float32 (each program adds its K tiles in a fixed order, a tile
 by a tree of fixed shape), bias added in float32, one rounding at the store; the gated form
@@ -55,8 +58,10 @@ WIDE_BLOCK_K = 2048
 
 
 def tile(k: int, gated: bool, norm: bool = False) -> tuple[int, int, int]:
-    """(output columns a program, warps, K tile) for a product of in_features k, with the
-    RMSNorm read in or not (benchmarks/tuning/tune_gemv.py sweeps them)."""
+    """(output columns a program, warps, K tile) for a product of in_features k
+    (benchmarks/tuning/tune_gemv.py sweeps them). ``norm`` (the rmsnorm_linear form) is its own
+    key so a sweep can set it apart; the H200 sweep's best fused tiles at K = 2048 were the plain
+    ones, so today it picks the same."""
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
