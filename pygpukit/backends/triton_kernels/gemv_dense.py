@@ -87,7 +87,7 @@ def _x_tile(xp, rp, hp, gp, ks, km, store_h, NORM: tl.constexpr, HAS_RES: tl.con
 
 
 @triton.jit
-def _gemv_kernel(
+def _gemv(
     X, W, Bias, Y, M, N, sxm, swn, sym, up, G, R, H, srm, eps,
     K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
     HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr,
@@ -146,6 +146,31 @@ def _gemv_kernel(
     tl.store(Y + row * sym + rn, acc.to(Y.dtype.element_ty), mask=nok)
 
 
+@triton.jit
+def _gemv_kernel(
+    X, W, Bias, Y, M, N, sxm, swn, sym, up,
+    K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
+    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+):  # fmt: skip
+    # The plain product, with the launch arguments it always had (the host cost of a launch
+    # grows with their count, and eager decode launches this one most).
+    _gemv(X, W, Bias, Y, M, N, sxm, swn, sym, up, Y, Y, Y, 0, 0.0, K=K, BLOCK_N=BLOCK_N,
+          BLOCK_K=BLOCK_K, GATED=GATED, HAS_BIAS=HAS_BIAS, PDL=PDL, PREFETCH=PREFETCH,
+          NORM=False, HAS_RES=False)  # fmt: skip
+
+
+@triton.jit
+def _rms_gemv_kernel(
+    X, W, Bias, Y, M, N, sxm, swn, sym, G, R, H, srm, eps,
+    K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+    PDL: tl.constexpr, PREFETCH: tl.constexpr, HAS_RES: tl.constexpr,
+):  # fmt: skip
+    # op rmsnorm_linear: the product with the RMSNorm read in.
+    _gemv(X, W, Bias, Y, M, N, sxm, swn, sym, 0, G, R, H, srm, eps, K=K, BLOCK_N=BLOCK_N,
+          BLOCK_K=BLOCK_K, GATED=False, HAS_BIAS=HAS_BIAS, PDL=PDL, PREFETCH=PREFETCH,
+          NORM=True, HAS_RES=HAS_RES)  # fmt: skip
+
+
 def _run(
     x: GPUArray,
     w: GPUArray,
@@ -180,15 +205,23 @@ def _run(
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
         bn, warps, bk = tile(k, gated, norm is not None)
-        launch(
-            _gemv_kernel, (cdiv(n, bn), m),
-            x, w, bias if bias is not None else y, y, m, n, sx, w._estrides[0], sy,
-            n * w._estrides[0], g if g is not None else y, r if r is not None else y,
-            h if h is not None else y, sr, eps,
-            K=k, BLOCK_N=bn, BLOCK_K=bk, GATED=gated, HAS_BIAS=bias is not None, PDL=pdl,
-            PREFETCH=prefetch, NORM=norm is not None, HAS_RES=h is not None,
-            launch_pdl=pdl, num_warps=warps,
-        )  # fmt: skip
+        grid = (cdiv(n, bn), m)
+        b = bias if bias is not None else y
+        consts = {"K": k, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": bias is not None}
+        if g is None:
+            launch(
+                _gemv_kernel, grid, x, w, b, y, m, n, sx, w._estrides[0], sy,
+                n * w._estrides[0], **consts, GATED=gated, PDL=pdl, PREFETCH=prefetch,
+                launch_pdl=pdl, num_warps=warps,
+            )  # fmt: skip
+        else:
+            assert not gated
+            launch(
+                _rms_gemv_kernel, grid, x, w, b, y, m, n, sx, w._estrides[0], sy, g,
+                r if r is not None else y, h if h is not None else y, sr, eps, **consts,
+                PDL=pdl, PREFETCH=prefetch, HAS_RES=h is not None, launch_pdl=pdl,
+                num_warps=warps,
+            )  # fmt: skip
     elif h is not None and m:  # n == 0: no program stores h
         assert r is not None
         from pygpukit.backends.triton_kernels.elementwise import add
