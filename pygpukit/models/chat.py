@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygpukit.models._gen_args import check as check_gen_args
 from pygpukit.models.chat_template import ChatTemplate, ThinkFilter
-from pygpukit.models.decode_loop import DecodeRun, check_device_draws
+from pygpukit.models.decode_loop import DecodeRun, check_steps_per_sync
 from pygpukit.models.errors import ContextLengthError, ModelLoadError
 from pygpukit.models.generation import (
     GenerationStats,
@@ -58,12 +58,8 @@ class ChatSession:
         host round trip (models.decode_loop: the k steps in one CUDA graph, tokens drawn on the
         device; a seeded session gives the tokens of one step a sync), streamed k at a time."""
         args = check_gen_args(max_new_tokens=max_new_tokens, max_seq_len=max_seq_len)
-        if isinstance(steps_per_sync, bool) or not isinstance(steps_per_sync, int):
-            raise TypeError(f"steps_per_sync must be an int >= 1, got {steps_per_sync!r}")
-        if steps_per_sync < 1:
-            raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
-        if steps_per_sync > 1 and speculative is not None:
-            raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
+        params = sampling or SamplingParams()
+        check_steps_per_sync(steps_per_sync, params, model.device.type, speculative)
         tok = model.tokenizer
         if tok is None:
             raise ModelLoadError(f"{model.source}: the model has no tokenizer; chat needs one")
@@ -78,8 +74,7 @@ class ChatSession:
         self.tokenizer = tok
         self.template = ChatTemplate(template, tok.bos_token, tok.eos_token)
         self.system = system
-        self.sampling = sampling or SamplingParams()
-        check_device_draws(self.sampling, model.device.type, steps_per_sync)
+        self.sampling = params
         self.drafter: Any
         self.drafter, self.draft_tokens = speculation(
             model, speculative, draft_tokens, Sampler(self.sampling)

@@ -38,14 +38,21 @@ if TYPE_CHECKING:
     from pygpukit.models.kv_cache import StaticKVCache
     from pygpukit.models.transformer import CausalTransformerModel
 
-__all__ = ["DecodeRun", "GreedyRun", "check_device_draws", "device_draw"]
+__all__ = ["DecodeRun", "GreedyRun", "check_steps_per_sync", "device_draw"]
 
 
-def check_device_draws(params: SamplingParams, device_type: str, steps: int) -> None:
-    """Refuse k > 1 steps a sync whose tokens the sampler would draw on the host: a run draws
-    on the device (greedy without a penalty is gp.argmax, anything else gp.sample)."""
-    drawn = not params.greedy or params.repetition_penalty != 1.0
-    if steps > 1 and drawn and not draws_on_device(params, device_type):
+def check_steps_per_sync(
+    steps: Any, params: SamplingParams, device_type: str, speculative: Any
+) -> None:
+    """steps_per_sync's checks (generate/stream_batch and ChatSession): an int >= 1; k > 1
+    steps a sync draw their tokens on the device (greedy without a penalty is gp.argmax,
+    anything else gp.sample), so a sampler that draws on the host is refused, and so is
+    speculative decoding."""
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise TypeError(f"steps_per_sync must be an int >= 1, got {steps!r}")
+    if steps < 1:
+        raise ValueError(f"steps_per_sync must be >= 1, got {steps}")
+    if steps > 1 and not params.argmax and not draws_on_device(params, device_type):
         raise ValueError(
             f"steps_per_sync={steps} draws the tokens on the device, but this sampler draws on "
             f"the host (on_device={params.on_device} on {device_type}): sample on a CUDA "
@@ -53,6 +60,8 @@ def check_device_draws(params: SamplingParams, device_type: str, steps: int) -> 
             "ChatSession(sampling=...)), decode greedily without a repetition penalty, or use "
             "steps_per_sync=1"
         )
+    if steps > 1 and speculative is not None:
+        raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
 
 
 def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
@@ -60,10 +69,7 @@ def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
     greedy without a repetition penalty): what Sampler.device_ids passes."""
     if sampler is None:
         return None
-    p = sampler.params
-    if p.greedy and p.repetition_penalty == 1.0:
-        return None
-    return sampler.draw_args()
+    return None if sampler.params.argmax else sampler.draw_args()
 
 
 class DecodeRun:

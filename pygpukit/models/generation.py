@@ -155,18 +155,11 @@ def stream_batch(
     batch = args.prompts
     params = sampling or SamplingParams()
     sampler = Sampler(params)
-    if isinstance(steps_per_sync, bool) or not isinstance(steps_per_sync, int):
-        raise TypeError(f"steps_per_sync must be an int >= 1, got {steps_per_sync!r}")
-    if steps_per_sync < 1:
-        raise ValueError(f"steps_per_sync must be >= 1, got {steps_per_sync}")
-    if steps_per_sync > 1:
-        from pygpukit.models.decode_loop import check_device_draws
+    from pygpukit.models.decode_loop import check_steps_per_sync
 
-        check_device_draws(params, model.device.type, steps_per_sync)
-        if speculative is not None:
-            raise ValueError("steps_per_sync > 1 and speculative decoding do not combine")
-        if not use_cache:
-            raise ValueError("steps_per_sync > 1 needs the KV cache (use_cache=True)")
+    check_steps_per_sync(steps_per_sync, params, model.device.type, speculative)
+    if steps_per_sync > 1 and not use_cache:
+        raise ValueError("steps_per_sync > 1 needs the KV cache (use_cache=True)")
     if speculative is not None:
         if len(batch) != 1:
             raise ValueError(

@@ -61,6 +61,11 @@ class SamplingParams:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    @property
+    def argmax(self) -> bool:
+        """Greedy without a repetition penalty: the next token is the logits' argmax."""
+        return self.greedy and self.repetition_penalty == 1.0
+
 
 class Sampler:
     """Stateful only in its random generator (seeded once per generation)."""

@@ -361,8 +361,9 @@ class CausalTransformerModel:
             eps = self.config.norm_eps
             if delta is None:
                 return ops.rmsnorm_linear(x, nw, weight, bias, eps=eps), x
-            y, s = ops.rmsnorm_linear(delta, nw, weight, bias, eps=eps, residual=x)
-            return y, s
+            return ops.rmsnorm_linear(
+                delta, nw, weight, bias, eps=eps, residual=x
+            )  # (y, x + delta)
         h, x = self._add_norm(x, delta, nw, nb)
         return linear(h, weight, bias), x
 

@@ -259,7 +259,7 @@ def _head_norms(
     v_cache: GPUArray,
 ) -> dict[str, object]:
     """kv_cache_write's q_norm / k_norm checked; the call's extra parameters."""
-    from pygpukit.ops.norm import _eps
+    from pygpukit.ops.norm import eps_arg
 
     d = k_cache.shape[3]
     if cos is None or 2 * cos.shape[1] != d:
@@ -283,4 +283,4 @@ def _head_norms(
         for other, what in ((q, "q"), (k_cache, "k_cache"), (v_cache, "v_cache")):
             if other is not None and shares_elements(other, w):
                 raise ValueError(f"{op}: {what} shares elements with {name}; the launch writes it")
-    return {"q_norm": q_norm, "k_norm": k_norm, "norm_eps": _eps(op, eps), "qk_norm": True}
+    return {"q_norm": q_norm, "k_norm": k_norm, "norm_eps": eps_arg(op, eps), "qk_norm": True}

@@ -37,7 +37,7 @@ def _x(op: str, x: GPUArray) -> None:
 
 def _plain(x: Any, weight: Any, eps: Any) -> bool:
     """The common call's arguments checked in one expression (float arrays, a weight of x's last
-    dim, a float eps >= 0): _x, _vector and _eps reach the same verdict, but the decode-size call
+    dim, a float eps >= 0): _x, _vector and eps_arg reach the same verdict, but the decode-size call
     is host-bound and they cost about 1 us more (0.5 us on a GPU host). False sends the call
     through them, and to their error messages."""
     return (
@@ -53,7 +53,7 @@ def _plain(x: Any, weight: Any, eps: Any) -> bool:
     )
 
 
-def _eps(op: str, eps: Any) -> float:
+def eps_arg(op: str, eps: Any) -> float:
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
         raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
     return float(eps)
@@ -74,7 +74,7 @@ def layernorm(
         _vector(op, "weight", weight, x)
     if bias is not None:
         _vector(op, "bias", bias, x)
-    e = _eps(op, eps)
+    e = eps_arg(op, eps)
     chk.out_arg(op, out, x.shape, x.dtype)
     return run(op, (x, weight, bias), {"eps": e}, out=out)
 
@@ -117,7 +117,7 @@ def rms_args(
     results). Returns eps as a float."""
     _x(op, x)
     _vector(op, name, weight, x)
-    e = _eps(op, eps)
+    e = eps_arg(op, eps)
     if residual is not None:
         chk.array(op, "residual", residual)
         if residual.shape != x.shape or residual.dtype is not x.dtype:

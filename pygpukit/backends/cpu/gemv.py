@@ -221,19 +221,6 @@ def linear_silu_mul(x: Array, w: Array) -> Array:
     return round_to(y, x.dtype)
 
 
-def _rms_rows(x: Array, g: Array, residual: Array | None, eps: float) -> tuple[Array, Array | None]:
-    """The float64 normalised rows rmsnorm(h) * g (not rounded) and h = x + residual rounded to
-    x's dtype (None without a residual)."""
-    x = np.asarray(x)
-    h = None
-    if residual is not None:
-        h = round_to(x.astype(_F64) + np.asarray(residual).astype(_F64), x.dtype)
-        x = h
-    x64 = x.astype(_F64)
-    ms = np.mean(x64 * x64, axis=-1, keepdims=True)
-    return x64 / np.sqrt(ms + eps) * np.asarray(g).astype(_F64), h
-
-
 def rmsnorm_linear(
     x: Array,
     norm_weight: Array,
@@ -246,7 +233,12 @@ def rmsnorm_linear(
     """rmsnorm(h) @ w[N, K]^T (+ bias) with h = x (+ residual), all in float64 (the normalised
     row is not rounded), one rounding to x's dtype; returns y, or (y, h) with a residual."""
     x = np.asarray(x)
-    n, h = _rms_rows(x, norm_weight, residual, eps)
+    h = None
+    if residual is not None:  # the residual stream, rounded to x's dtype as it is stored
+        h = round_to(x.astype(_F64) + np.asarray(residual).astype(_F64), x.dtype)
+    x64 = (x if h is None else h).astype(_F64)
+    ms = np.mean(x64 * x64, axis=-1, keepdims=True)
+    n = x64 / np.sqrt(ms + eps) * np.asarray(norm_weight).astype(_F64)
     y = n @ np.asarray(w).astype(_F64).T
     if bias is not None:
         y = y + np.asarray(bias).astype(_F64)

@@ -213,12 +213,12 @@ def _passes(
     post: GPUArray | None = None,
     scale: float = 1.0,
     spare: list[Operand] | None = None,
-    f64: bool = False,
 ) -> Operand:
     """Run the plan's passes from src into dst (None: a scratch buffer); returns where the
     result is. The first pass reads src with ``load``/``pre``, the last writes with ``post``,
-    ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers. f64: float64
-    arithmetic, scratch and tables (the plan's must be float64)."""
+    ``n_out``, ``real_out`` and ``scale``; scratch alternates between two buffers. A float64
+    plan runs float64 arithmetic and scratch."""
+    f64 = p.f64
     pool = spare if spare is not None else []
     cur = src
     last = len(p.passes) - 1
@@ -284,12 +284,11 @@ def _bluestein(
     spare: list[Operand] = []
     mid = _passes(
         inner, src, None, rows, d, inverse=False, load=load, n_in=n_in, n_log=n,
-        n_out=cz.m, pre=cz.c, spare=spare, f64=f64,
+        n_out=cz.m, pre=cz.c, spare=spare,
     )  # fmt: skip
     _passes(
         inner, mid, dst, rows, d, inverse=True, load=_COMPLEX, n_in=cz.m, n_log=cz.m,
         n_out=n_out, real_out=real_out, pre=cz.bhat, post=cz.c, scale=scale, spare=spare,
-        f64=f64,
     )  # fmt: skip
 
 
@@ -368,7 +367,7 @@ def _transform(
     else:
         _passes(
             plan(n, x._device, f64), src, dst, rows, d, inverse=inverse, load=load, n_in=n_in,
-            n_log=n, n_out=n_out, real_out=real_out, scale=scale, f64=f64,
+            n_log=n, n_out=n_out, real_out=real_out, scale=scale,
         )  # fmt: skip
     return deliver(y, out)
 

@@ -121,6 +121,7 @@ class Pass:
 class Plan:
     n: int
     passes: tuple[Pass, ...]
+    f64: bool = False  # float64 tables (the passes then run in float64)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def plan(n: int, dev: Any, f64: bool = False) -> Plan:
             passes.append(Pass(r, padded(r), done, rest, _dft_matrix(r, dev, f64), t))
             done *= r
         _uploaded(dev)
-        got = _plans[key] = Plan(n, tuple(passes))
+        got = _plans[key] = Plan(n, tuple(passes), f64)
     return got
 
 

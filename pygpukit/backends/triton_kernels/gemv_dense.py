@@ -57,11 +57,10 @@ WIDE_K = 4096
 WIDE_BLOCK_K = 2048
 
 
-def tile(k: int, gated: bool, norm: bool = False) -> tuple[int, int, int]:
+def tile(k: int, gated: bool) -> tuple[int, int, int]:
     """(output columns a program, warps, K tile) for a product of in_features k
-    (benchmarks/tuning/tune_gemv.py sweeps them). ``norm`` (the rmsnorm_linear form) is its own
-    key so a sweep can set it apart; the H200 sweep's best fused tiles at K = 2048 were the plain
-    ones, so today it picks the same."""
+    (benchmarks/tuning/tune_gemv.py sweeps them; with --norm, the rmsnorm_linear form, whose
+    best tiles at K = 2048 on an H200 were these too)."""
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
@@ -204,7 +203,7 @@ def _run(
     if m and n:
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
-        bn, warps, bk = tile(k, gated, norm is not None)
+        bn, warps, bk = tile(k, gated)
         grid = (cdiv(n, bn), m)
         b = bias if bias is not None else y
         consts = {"K": k, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": bias is not None}
