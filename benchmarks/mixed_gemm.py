@@ -19,7 +19,10 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
 3. --accuracy (runs on the CPU too): relative error of each format's product against the exact
    float64 product with the unquantized weight, for Gaussian x and W and for x with a few
    outlier channels (100x, as LLM activations have), bf16 x; the GGUF formats gguf can quantize
-   to are listed too.
+   to are listed too. Then nvfp4's one float32 global scale a tensor against the engine's
+   stacked weights (gate and up of a gated MLP, q/k/v): the relative error of the up half's
+   product when the two halves are quantized as one [2N, K] weight against each alone, for up
+   weights 1 to 1e-5 times the gate's scale.
 The last line of output is one JSON object.
 """
 
@@ -227,6 +230,37 @@ def accuracy(device: str) -> list[dict]:
             out.append({"case": cname, "format": name, "rel": rel, "rel_vs_bf16_x": relx})
             print(f"accuracy {cname:>9} {name:>10}: {rel:.2e} relative (Frobenius) to the exact "
                   f"product, {relx:.2e} to the product of the bf16 x", flush=True)  # fmt: skip
+    out.extend(_stacked(device))
+    return out
+
+
+def _stacked(device: str) -> list[dict]:
+    """nvfp4 error of each half of a stacked [gate; up] weight, quantized stacked and alone."""
+    rng = np.random.default_rng(1)
+    n, k, m = 256, 1024, 64
+    xb = gp.from_numpy(rng.standard_normal((m, k)).astype(np.float32), device=device)
+    xb = xb.astype("bfloat16")
+    xr = xb.astype("float32").to_numpy().astype(np.float64)
+
+    def rel(y: gp.GPUArray, w: np.ndarray) -> float:
+        exact = xr @ w.T
+        yy = y.astype("float32").to_numpy().astype(np.float64)
+        return float(np.linalg.norm(yy - exact) / np.linalg.norm(exact))
+
+    out = []
+    for ratio in (1.0, 1e-2, 1e-4, 1e-5):
+        gate = rng.standard_normal((n, k))
+        up = rng.standard_normal((n, k)) * ratio
+        both = gp.linear_quantized(xb, gp.quantize_weight(np.vstack([gate, up]), "nvfp4",
+                                                          device=device))  # fmt: skip
+        alone = gp.linear_quantized(xb, gp.quantize_weight(up, "nvfp4", device=device))
+        row = {"case": f"stacked, up = {ratio:g} x gate", "format": "nvfp4",
+               "up_rel_stacked": rel(both[:, n:], up), "up_rel_alone": rel(alone, up),
+               "gate_rel_stacked": rel(both[:, :n], gate)}  # fmt: skip
+        out.append(row)
+        print(f"accuracy nvfp4 stacked [gate; up], up {ratio:g} x gate: up "
+              f"{row['up_rel_stacked']:.2e} stacked / {row['up_rel_alone']:.2e} alone, gate "
+              f"{row['gate_rel_stacked']:.2e}", flush=True)  # fmt: skip
     return out
 
 
