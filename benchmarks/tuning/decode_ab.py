@@ -1,15 +1,27 @@
-"""Batch-1 decode with recent decode-step changes turned off again, in one process: the graph-
-replayed step's device time (50 replays back to back, two alternating rounds) and generate's
-decode tok/s at steps_per_sync 1 and 8, on a benchmark model shape with random bf16 weights.
+"""Batch-1 decode with decode-step changes turned off again, in one process, on a benchmark
+model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
+        [--experiment tiles|pdl|leave-out]
 
-Variants:
-- "before": the decode GEMV's 1024-value K tiles at every K (gemv_dense.WIDE_K out of reach)
-  and RoPE on the queries as its own kernel (gp.rope before gp.kv_cache_write, at the same
-  positions);
-- "wide K tiles": the GEMV's [4, 2048] tiles from K = 4096 on, queries still rotated apart;
-- "now": the shipped tree (also the queries rotated inside gp.kv_cache_write).
+Experiments:
+- tiles (the default): the graph-replayed step's device time (50 replays back to back, two
+  alternating rounds) and generate's decode tok/s at steps_per_sync 1 and 8 for
+  - "before": the decode GEMV's 1024-value K tiles at every K (gemv_dense.WIDE_K out of reach)
+    and RoPE on the queries as its own kernel (gp.rope before gp.kv_cache_write, at the same
+    positions);
+  - "wide K tiles": the GEMV's [4, 2048] tiles from K = 4096 on, queries still rotated apart;
+  - "now": the shipped tree (also the queries rotated inside gp.kv_cache_write).
+- pdl: programmatic dependent launch of the cache write and of decode attention (their
+  PDL_LAUNCH knobs) off (shipped) / one of them / both: the graph-replayed step's device time
+  and decode tok/s at steps_per_sync 32 measured as benchmarks/decode_e2e.py does ((median
+  wall time of 256 tokens - that of 1) over the tokens between), two alternating rounds,
+  tokens checked against the first variant's. Attention releases the next kernel in every
+  variant, as the shipped tree does.
+- leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
+  the MLP, the cache write, decode attention, or the last two), on the tree as it is (its
+  PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
+  speed-up of that kernel can gain.
 """
 
 from __future__ import annotations
@@ -21,10 +33,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import pygpukit as gp
 from benchmarks._models import CONFIGS, random_model, random_prompts, timed_generate
+from benchmarks.decode_e2e import _decode_rate
 from benchmarks.decode_paths import _step_us
 from pygpukit import ops
-from pygpukit.backends.triton_kernels import gemv_dense
+from pygpukit.backends.triton_kernels import attention_decode, gemv_dense, kv_write
 from pygpukit.creation import arange
 
 _KV_WRITE = ops.kv_cache_write
@@ -49,14 +63,87 @@ def _variant(wide: bool, q_in_write: bool) -> None:
     gemv_dense.WIDE_K = _WIDE_K if wide else 1 << 62
 
 
+def _rate(model: Any, prompt: list[list[int]], new: int, repeats: int) -> dict[str, Any]:
+    """decode_e2e's decode tok/s of greedy generate at steps_per_sync 32 (a fresh capture)."""
+    model.drop_step_graphs()
+
+    def run(n: int) -> Any:
+        out = model.generate(
+            prompt, n, temperature=0, stop_token_ids=(), graph=True, steps_per_sync=32
+        )
+        gp.synchronize()
+        return out
+
+    return _decode_rate(run, 1, new, repeats)
+
+
+def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    variants = {"neither (shipped)": (False, False), "cache write": (True, False),
+                "attention": (False, True), "both": (True, True)}  # fmt: skip
+    shipped = kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for name, (write, attn) in variants.items():
+                kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH = write, attn
+                r = _rate(model, prompt, args.new, args.repeats)
+                model.generate(prompt, 200, temperature=0, stop_token_ids=())
+                step = _step_us(model, 1) * 1e6
+                first = r["tokens"] if first is None else first
+                same = r["tokens"] == first
+                print(f"{args.model} round {rnd}: launched early {name:17s} graph step "
+                      f"{step:7.1f} us, {r['decode_tok_s']:8.1f} tok/s, repeats equal "
+                      f"{r['repeats_equal']}, tokens as the first {same}")  # fmt: skip
+    finally:
+        kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH = shipped
+
+
+def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    import pygpukit.models.transformer as tr
+
+    real = {name: getattr(tr.ops, name) for name in ("rmsnorm", "kv_cache_write", "sdpa_decode")}
+
+    def no_rmsnorm(x: Any, w: Any, eps: Any, residual: Any = None, **kw: Any) -> Any:
+        return x if residual is None else (x, residual)
+
+    def no_write(*a: Any, **kw: Any) -> None:
+        return None
+
+    def no_attention(q: Any, *a: Any, **kw: Any) -> Any:
+        return q
+
+    variants: dict[str, dict[str, Any]] = {
+        "nothing": {},
+        "the MLP's RMSNorm": {"rmsnorm": no_rmsnorm},
+        "the cache write": {"kv_cache_write": no_write},
+        "decode attention": {"sdpa_decode": no_attention},
+        "write + attention": {"kv_cache_write": no_write, "sdpa_decode": no_attention},
+    }
+    try:
+        for rnd in range(2):
+            for name, patch in variants.items():
+                for op, fn in {**real, **patch}.items():
+                    setattr(tr.ops, op, fn)
+                r = _rate(model, prompt, args.new, args.repeats)
+                rate = r["decode_tok_s"]
+                print(f"{args.model} round {rnd}: without {name:18s} {rate:8.1f} tok/s")
+    finally:
+        for op, fn in real.items():
+            setattr(tr.ops, op, fn)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
     p.add_argument("--new", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--experiment", default="tiles", choices=("tiles", "pdl", "leave-out"))
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
     prompt = random_prompts(cfg, 1)
+    if args.experiment != "tiles":
+        (_pdl if args.experiment == "pdl" else _leave_out)(model, prompt, args)
+        return 0
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]
     steps: dict[str, list[float]] = {}
     try:

@@ -32,6 +32,9 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   with num_stages software pipelining (cp.async); D is the contiguous axis: 16-byte copies.
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
+- On sm_90+ the kernel releases the output projection's GEMV (programmatic dependent launch)
+  once it may run, when it combines its own splits or has one. PDL_LAUNCH (off) launches the
+  kernel itself early, waiting on the cache write before it reads: not shown to win yet.
 The workspace (partials, counters; pygpukit/backends/_support/scratch.py, shared with the native
 twin) is kept per (device, stream) and grows but is never freed, so a captured graph never points at
 released memory.
@@ -47,7 +50,7 @@ from typing import NamedTuple
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from pygpukit import determinism
 from pygpukit.backends._support.scratch import decode_workspace, key_splits
@@ -73,6 +76,12 @@ MIN_SPLIT_KEYS = 256  # no split shorter than this (a program's fixed cost needs
 MAX_SPLITS = 64
 MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
+# True: on sm_90+ (driver.pdl_enabled) the kernel is launched with programmatic dependent launch
+# (its programs become resident while the kernel before it, the cache write, finishes, and wait
+# on it with gdc_wait before they read anything). Off: not shown to win against the plain launch
+# in the same run (BENCHMARKS.md, "Decode end to end"); benchmarks/tuning/decode_ab.py
+# --experiment pdl measures it. The release of the next kernel (RELEASE) does not depend on it.
+PDL_LAUNCH = False
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
 # sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
@@ -282,7 +291,10 @@ def _decode_fwd(
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
+    PDL: tl.constexpr,
 ):  # fmt: skip
+    if PDL:  # launched early (programmatic dependent launch): q, the caches and the lengths
+        gdc_wait()  # are the previous kernel's, read only after it has finished
     if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
         gdc_launch_dependents()
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
@@ -532,6 +544,8 @@ def _sdpa_decode(
     sbt = tuple(bt.element_strides) if bt is not None else (0, 0)
     so = tuple(o.element_strides)
     group = h // hkv
+    release = pdl_enabled(q.device)
+    pdl = PDL_LAUNCH and release
     launch(
         _decode_fwd, (nbh, pl.splits),
         q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
@@ -542,8 +556,8 @@ def _sdpa_decode(
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
         BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
-        RELEASE=pdl_enabled(q.device) and (fuse or pl.splits == 1), num_warps=pl.num_warps,
-        num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
+        RELEASE=release and (fuse or pl.splits == 1), PDL=pdl, launch_pdl=pdl,
+        num_warps=pl.num_warps, num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:
         launch(

@@ -18,8 +18,10 @@ installed they still run on ``gp.current_stream()``.
   one has released it (``gdc_launch_dependents``) or ended. Such a kernel must call ``gdc_wait``
   before it reads anything an earlier kernel of the stream writes, and before it writes anything
   (the decode GEMV of gemv_dense.py; the kernels ahead of it release it early: norm.py's
-  contiguous RMSNorm, and attention_decode.py's kernel where it combines its own splits). These
-  launches take the Python fast path (the native one passes no launch attributes).
+  contiguous RMSNorm, and attention_decode.py's kernel where it combines its own splits; the
+  cache write and decode attention can be launched so too, their PDL_LAUNCH knobs). These
+  launches take the slow path's Python launcher (the native one passes no launch attributes),
+  where check_pdl refuses one whose kernel is not told to wait.
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends.triton_kernels import interpreting
 
-__all__ = ["PygpukitCudaDriver", "install", "launch", "cache_dir", "pdl_enabled", "set_pdl"]
+__all__ = [
+    "PygpukitCudaDriver",
+    "cache_dir",
+    "check_pdl",
+    "install",
+    "launch",
+    "pdl_enabled",
+    "set_pdl",
+]
 
 # Programmatic dependent launch: on where the device supports it (sm_90+); PYGPUKIT_PDL=0 (read
 # at import) or set_pdl(False) turns it off (the same results; only the timing changes).
@@ -356,6 +366,20 @@ def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) ->
     _launch_slow(kernel, grid, args, constexprs, consts)
 
 
+def check_pdl(kernel: Any, constexprs: dict[str, Any]) -> None:
+    """Refuse a launch with ``launch_pdl=True`` unless the kernel is told to wait (its ``PDL``
+    constexpr True, behind which it calls ``gdc_wait`` before it reads anything an earlier
+    kernel may write): such a kernel may start while the one before it on the stream still
+    runs, and would read its inputs half-written. Every programmatic launch goes through the
+    slow path (the native one refuses them), so this holds for all of them."""
+    if constexprs.get("launch_pdl") and not constexprs.get("PDL"):
+        name = getattr(getattr(kernel, "fn", kernel), "__name__", repr(kernel))
+        raise RuntimeError(
+            f"launch: {name} is launched with launch_pdl=True but without PDL=True; a kernel "
+            "launched early must wait on the kernel before it (gdc_wait) before it reads"
+        )
+
+
 def _launch_slow(
     kernel: Any,
     grid: tuple[int, ...],
@@ -365,6 +389,7 @@ def _launch_slow(
 ) -> None:
     """First call of a specialization (compile or load, then cache), or a call the native path
     does not take (launch hooks, another device, unusual arguments)."""
+    check_pdl(kernel, constexprs)
     dev_index = 0
     key: list[Any] = [id(kernel)]
     values: list[Any] = []
@@ -529,6 +554,7 @@ _F64_PARAMS: dict[Any, frozenset[int]] = {}
 def _launch_interpreted(
     kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...], constexprs: dict[str, Any]
 ) -> None:
+    check_pdl(kernel, constexprs)
     f64 = _f64_params(kernel)
     adapted = []
     for i, a in enumerate(args):

@@ -5,7 +5,9 @@ place (their own programs of the launch: the decode step's separate RoPE launch 
 away). With q_norm / k_norm (Qwen3's RMSNorm of each head over head_dim before RoPE) the
 heads are normalised in the same launch, with gp.rmsnorm's arithmetic (float32 statistics,
 the normalised values rounded to the dtype) before they are rotated: the decode step's two
-norm launches go away too. Cache layouts and the out-of-range rules:
+norm launches go away too. PDL_LAUNCH below (off) launches the write early on sm_90+
+(programmatic dependent launch), to hide the launch gaps of the chain qkv GEMV -> write ->
+attention. Cache layouts and the out-of-range rules:
 pygpukit/ops/attention_decode.py. Routed through the attention_decode family, which re-exports
 it.
 """
@@ -17,11 +19,19 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, next_pow2, rsqrt_rn
-from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 
 __all__ = ["kv_cache_write"]
+
+# True: on sm_90+ (driver.pdl_enabled) the write is launched with programmatic dependent launch
+# (its programs become resident while the kernel before it, the qkv projection, finishes, wait
+# on it with gdc_wait before they read anything, then release the next kernel's launch). Off:
+# not shown to win against the plain launch in the same run (BENCHMARKS.md, "Decode end to
+# end"); benchmarks/tuning/decode_ab.py --experiment pdl measures it.
+PDL_LAUNCH = False
 
 
 @triton.jit
@@ -118,8 +128,11 @@ def _kv_write(
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_HALF: tl.constexpr, HAS_Q: tl.constexpr, BLOCK_HQ: tl.constexpr,
-    Q_NORM: tl.constexpr, K_NORM: tl.constexpr,
+    Q_NORM: tl.constexpr, K_NORM: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
     # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
     # rotate blocks of BLOCK_HQ q heads in place at the same position. RoPE runs in CT (float32,
@@ -227,6 +240,7 @@ def kv_cache_write(
     sq_ = tuple(q.element_strides) if q is not None and hq else (0, 0, 0, 0)
     qn = q_norm.contiguous() if q_norm is not None and hq else None
     kn = k_norm.contiguous() if k_norm is not None and rope else None
+    pdl = PDL_LAUNCH and pdl_enabled(k.device)
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
@@ -239,5 +253,5 @@ def kv_cache_write(
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
         BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, Q_NORM=qn is not None,
-        K_NORM=kn is not None, num_warps=4,
+        K_NORM=kn is not None, PDL=pdl, launch_pdl=pdl, num_warps=4,
     )  # fmt: skip

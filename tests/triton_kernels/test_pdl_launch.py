@@ -1,0 +1,145 @@
+"""Programmatic dependent launch: a kernel launched early must be told to wait; a kernel told to
+wait touches no memory before its gdc_wait (checked on the source); the cache write and decode
+attention ask for the early launch exactly when their PDL_LAUNCH knob says so (the device's
+support faked: the CPU interpreter cannot run griddepcontrol, so those launches are recorded,
+not run)."""
+
+# Triton kernel bodies take tl tensors/constexprs: left unannotated.
+# mypy: disable-error-code="no-untyped-def"
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+import pygpukit as gp  # noqa: E402
+from pygpukit.backends.triton_kernels import attention_decode as ad  # noqa: E402
+from pygpukit.backends.triton_kernels import driver  # noqa: E402
+from pygpukit.backends.triton_kernels import kv_write as kw  # noqa: E402
+
+
+@triton.jit
+def _fill(Y, n, PDL: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(Y + i, 1.0, mask=i < n)
+
+
+def test_early_launch_without_the_wait_is_refused() -> None:
+    with pytest.raises(RuntimeError, match=r"_fill is launched with launch_pdl=True but without"):
+        driver.check_pdl(_fill, {"PDL": False, "launch_pdl": True})
+    with pytest.raises(RuntimeError, match="gdc_wait"):
+        driver.check_pdl(_fill, {"launch_pdl": True})
+    driver.check_pdl(_fill, {"PDL": True, "launch_pdl": True})  # told to wait: accepted
+    driver.check_pdl(_fill, {"PDL": False, "launch_pdl": False})
+
+
+def test_launch_refuses_before_running_and_stays_usable(device: str) -> None:
+    y = gp.zeros((8,), "float32", device=device)
+    with pytest.raises(RuntimeError, match="launch_pdl=True"):
+        driver.launch(_fill, (1,), y, 8, PDL=False, BLOCK=8, launch_pdl=True)
+    np.testing.assert_array_equal(y.to_numpy(), 0.0)  # refused before it ran
+    driver.launch(_fill, (1,), y, 8, PDL=False, BLOCK=8)
+    np.testing.assert_array_equal(y.to_numpy(), 1.0)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """Launches of the cache write and decode attention, recorded instead of run, with the
+    device taken for one that supports programmatic dependent launch."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def fake(kernel: Any, grid: tuple[int, ...], *args: Any, **constexprs: Any) -> None:
+        driver.check_pdl(kernel, constexprs)
+        calls.append((kernel.fn.__name__, constexprs))
+
+    for mod in (ad, kw):
+        monkeypatch.setattr(mod, "pdl_enabled", lambda device: True)
+        monkeypatch.setattr(mod, "launch", fake)
+    return calls
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_decode_write_and_attention_launch_early(
+    recorded: list[tuple[str, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch, on: bool
+) -> None:
+    monkeypatch.setattr(ad, "PDL_LAUNCH", on)
+    monkeypatch.setattr(kw, "PDL_LAUNCH", on)
+    b, hq, hkv, s, d = 1, 4, 2, 64, 16
+    rng = np.random.default_rng(0)
+    q = gp.from_numpy(rng.standard_normal((b, hq, 1, d)).astype(np.float32), device="cpu")
+    kc = gp.zeros((b, hkv, s, d), "float32", device="cpu")
+    vc = gp.zeros((b, hkv, s, d), "float32", device="cpu")
+    k = gp.from_numpy(rng.standard_normal((b, hkv, 1, d)).astype(np.float32), device="cpu")
+    pos = gp.from_numpy(np.array([5], np.int32), device="cpu")
+    lens = gp.from_numpy(np.array([6], np.int32), device="cpu")
+    kw.kv_cache_write(kc, vc, k, k, pos)
+    ad.sdpa_decode(q, kc, vc, lens)
+    assert [name for name, _ in recorded] == ["_kv_write", "_decode_fwd"]
+    for _, c in recorded:
+        assert c["launch_pdl"] is on and c["PDL"] is on
+    assert recorded[1][1]["RELEASE"] is True  # attention releases the next kernel either way
+
+
+def _jit_functions() -> list[tuple[str, Any]]:
+    import inspect
+
+    from pygpukit.backends import triton_kernels
+
+    out = []
+    for info in pkgutil.iter_modules(triton_kernels.__path__):
+        mod = importlib.import_module(f"pygpukit.backends.triton_kernels.{info.name}")
+        for name, obj in vars(mod).items():
+            fn = getattr(obj, "fn", None)
+            if fn is not None and getattr(fn, "__module__", None) == mod.__name__:
+                src = textwrap.dedent(inspect.getsource(fn))
+                out.append((f"{info.name}.{name}", ast.parse(src)))
+    return out
+
+
+def _is_load(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and (node.func.attr in ("load", "atomic_add", "atomic_cas", "atomic_xchg", "store"))
+    )
+
+
+def test_kernels_told_to_wait_wait_before_they_touch_memory() -> None:
+    # A kernel with a PDL parameter either waits (an ``if PDL:`` holding gdc_wait) before any
+    # load, store or atomic of its body, or hands PDL on to the body that does. The one
+    # exception is the decode GEMV's documented prefetch of constant weights (``if PREFETCH``).
+    checked = 0
+    for name, tree in _jit_functions():
+        fn = tree.body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        if "PDL" not in [a.arg for a in fn.args.args]:
+            continue
+        checked += 1
+        waits = [
+            i for i, st in enumerate(fn.body)
+            if isinstance(st, ast.If) and isinstance(st.test, ast.Name) and st.test.id == "PDL"
+            and any(isinstance(n, ast.Name) and n.id == "gdc_wait" for n in ast.walk(st))
+        ]  # fmt: skip
+        if not waits:
+            passes = any(
+                isinstance(n, ast.keyword) and n.arg == "PDL"
+                and isinstance(n.value, ast.Name) and n.value.id == "PDL"
+                for n in ast.walk(fn)
+            )  # fmt: skip
+            assert passes, f"{name} takes PDL but neither waits nor passes it on"
+            continue
+        for st in fn.body[: waits[0]]:
+            if isinstance(st, ast.If) and ast.unparse(st.test) == "PREFETCH":
+                continue
+            touching = [n for n in ast.walk(st) if _is_load(n)]
+            assert not touching, f"{name} touches memory before its gdc_wait: {ast.unparse(st)}"
+    assert checked >= 5  # _gemv, its two entries, the cache write, decode attention
