@@ -405,11 +405,9 @@ class CausalTransformerModel:
         rot = cos is not None and sin is not None
         # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE. At
         # decode with RoPE over the whole head, kv_cache_write applies them in its launch.
-        norms = lw.q_norm is not None and lw.k_norm is not None
         full_rope = cos is not None and 2 * cos.shape[1] == d
-        fused_norms = norms and decode is not None and rot and full_rope
-        if norms and not fused_norms:
-            assert lw.q_norm is not None and lw.k_norm is not None
+        fused_norms = decode is not None and rot and full_rope
+        if lw.q_norm is not None and lw.k_norm is not None and not fused_norms:
             q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
         scale = c.layer_attn_scale(layer)

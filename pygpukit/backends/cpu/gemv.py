@@ -232,14 +232,15 @@ def rmsnorm_linear(
 ) -> Array | tuple[Array, Array]:
     """rmsnorm(h) @ w[N, K]^T (+ bias) with h = x (+ residual), all in float64 (the normalised
     row is not rounded), one rounding to x's dtype; returns y, or (y, h) with a residual."""
+    from .norm import rmsnorm
+
     x = np.asarray(x)
     h = None
-    if residual is not None:  # the residual stream, rounded to x's dtype as it is stored
-        h = round_to(x.astype(_F64) + np.asarray(residual).astype(_F64), x.dtype)
-    x64 = (x if h is None else h).astype(_F64)
-    ms = np.mean(x64 * x64, axis=-1, keepdims=True)
-    n = x64 / np.sqrt(ms + eps) * np.asarray(norm_weight).astype(_F64)
-    y = n @ np.asarray(w).astype(_F64).T
+    if residual is not None:  # the residual stream, as gp.rmsnorm(residual=) stores it
+        _, h = rmsnorm(x, norm_weight, residual, eps=eps)
+    # The norm of a float64 row is float64: the normalised row is never rounded.
+    n = rmsnorm((x if h is None else h).astype(_F64), norm_weight, eps=eps)
+    y = np.asarray(n) @ np.asarray(w).astype(_F64).T
     if bias is not None:
         y = y + np.asarray(bias).astype(_F64)
     out = round_to(y, x.dtype)
