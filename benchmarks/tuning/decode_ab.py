@@ -13,7 +13,7 @@ Experiments:
   - "wide K tiles": the GEMV's [4, 2048] tiles from K = 4096 on, queries still rotated apart;
   - "now": the shipped tree (also the queries rotated inside gp.kv_cache_write).
 - pdl: programmatic dependent launch of the cache write and of decode attention (their
-  PDL_LAUNCH knobs) off (shipped) / one of them / both: the graph-replayed step's device time
+  PDL_LAUNCH knobs) off / one of them / both (shipped): the graph-replayed step's device time
   and decode tok/s at steps_per_sync 32 measured as benchmarks/decode_e2e.py does ((median
   wall time of 256 tokens - that of 1) over the tokens between), two alternating rounds,
   tokens checked against the first variant's. Attention releases the next kernel in every
@@ -78,8 +78,8 @@ def _rate(model: Any, prompt: list[list[int]], new: int, repeats: int) -> dict[s
 
 
 def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    variants = {"neither (shipped)": (False, False), "cache write": (True, False),
-                "attention": (False, True), "both": (True, True)}  # fmt: skip
+    variants = {"neither": (False, False), "cache write": (True, False),
+                "attention": (False, True), "both (shipped)": (True, True)}  # fmt: skip
     shipped = kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH
     first: Any = None
     try:

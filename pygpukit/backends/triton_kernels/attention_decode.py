@@ -33,8 +33,8 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
 - Lengths outside [0, capacity] and block ids outside the cache turn that sequence's output into
   NaN (never an out-of-bounds read): the host cannot check device values without a sync.
 - On sm_90+ the kernel releases the output projection's GEMV (programmatic dependent launch)
-  once it may run, when it combines its own splits or has one. PDL_LAUNCH (off) launches the
-  kernel itself early, waiting on the cache write before it reads: not shown to win yet.
+  once it may run, when it combines its own splits or has one. PDL_LAUNCH (on) launches the
+  kernel itself early, waiting on the cache write before it reads.
 The workspace (partials, counters; pygpukit/backends/_support/scratch.py, shared with the native
 twin) is kept per (device, stream) and grows but is never freed, so a captured graph never points at
 released memory.
@@ -78,10 +78,11 @@ MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
 # True: on sm_90+ (driver.pdl_enabled) the kernel is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the cache write, finishes, and wait
-# on it with gdc_wait before they read anything). Off: not shown to win against the plain launch
-# in the same run (BENCHMARKS.md, "Decode end to end"); benchmarks/tuning/decode_ab.py
-# --experiment pdl measures it. The release of the next kernel (RELEASE) does not depend on it.
-PDL_LAUNCH = False
+# on it with gdc_wait before they read anything). With the cache write launched early too, the
+# batch-1 decode step ran 0.3-0.8% faster on an H200 than with both launched plainly (kv_write.py
+# has the numbers; benchmarks/tuning/decode_ab.py --experiment pdl measures it). False: the
+# plain launch. The release of the next kernel (RELEASE) does not depend on it.
+PDL_LAUNCH = True
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
 # sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;

@@ -19,7 +19,7 @@ installed they still run on ``gp.current_stream()``.
   before it reads anything an earlier kernel of the stream writes, and before it writes anything
   (the decode GEMV of gemv_dense.py; the kernels ahead of it release it early: norm.py's
   contiguous RMSNorm, and attention_decode.py's kernel where it combines its own splits; the
-  cache write and decode attention can be launched so too, their PDL_LAUNCH knobs). These
+  cache write and decode attention are launched so too, behind their PDL_LAUNCH knobs). These
   launches take the slow path's Python launcher (the native one passes no launch attributes),
   where check_pdl refuses one whose kernel is not told to wait.
 """

@@ -5,7 +5,7 @@ place (their own programs of the launch: the decode step's separate RoPE launch 
 away). With q_norm / k_norm (Qwen3's RMSNorm of each head over head_dim before RoPE) the
 heads are normalised in the same launch, with gp.rmsnorm's arithmetic (float32 statistics,
 the normalised values rounded to the dtype) before they are rotated: the decode step's two
-norm launches go away too. PDL_LAUNCH below (off) launches the write early on sm_90+
+norm launches go away too. PDL_LAUNCH below (on) launches the write early on sm_90+
 (programmatic dependent launch), to hide the launch gaps of the chain qkv GEMV -> write ->
 attention. Cache layouts and the out-of-range rules:
 pygpukit/ops/attention_decode.py. Routed through the attention_decode family, which re-exports
@@ -28,10 +28,12 @@ __all__ = ["kv_cache_write"]
 
 # True: on sm_90+ (driver.pdl_enabled) the write is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the qkv projection, finishes, wait
-# on it with gdc_wait before they read anything, then release the next kernel's launch). Off:
-# not shown to win against the plain launch in the same run (BENCHMARKS.md, "Decode end to
-# end"); benchmarks/tuning/decode_ab.py --experiment pdl measures it.
-PDL_LAUNCH = False
+# on it with gdc_wait before they read anything, then release the next kernel's launch). H200,
+# 2026-11-27, with attention launched early too (benchmarks/tuning/decode_ab.py --experiment
+# pdl, one process): the graph-replayed batch-1 step 828 against 835-837 us plain (Llama-3.2-1B
+# shape), 4195-4197 against 4208 us (Qwen3-8B shape), tokens identical (BENCHMARKS.md, "Decode
+# end to end"). False: the plain launch.
+PDL_LAUNCH = True
 
 
 @triton.jit
