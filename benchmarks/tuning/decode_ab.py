@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|leave-out]
+        [--experiment tiles|pdl|sites|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -18,6 +18,12 @@ Experiments:
   wall time of 256 tokens - that of 1) over the tokens between), two alternating rounds,
   tokens checked against the first variant's. Attention releases the next kernel in every
   variant, as the shipped tree does.
+- sites: the decode GEMV's tile (output columns a program, warps, K tile) changed at one
+  product of the step at a time (gemv_dense.tile, keyed by the product's N, K and gated form),
+  against the shipped rule: the graph-replayed step's device time and decode tok/s as in pdl,
+  two alternating rounds. In the model a GEMV launched early streams its first weight tile
+  while the kernel before it runs, so the best tile there can differ from tune_gemv.py's
+  isolated chains (a full-K tile puts a program's whole weight slice in flight at once).
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the tree as it is (its
   PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
@@ -98,6 +104,55 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
         kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH = shipped
 
 
+# (N, K, gated) of a product -> (output columns a program, warps, K tile); N is the output
+# columns (the gated form's per half). Registers a thread (ptxas -v, sm_90a): every variant
+# below builds without spills.
+_SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] = {
+    "llama-3.2-1b": {
+        "o_proj (4, 8, 2048)": {(2048, 2048, False): (4, 8, 2048)},
+        "o_proj (8, 8, 2048)": {(2048, 2048, False): (8, 8, 2048)},
+        "qkv (4, 8, 2048)": {(3072, 2048, False): (4, 8, 2048)},
+        "o_proj + qkv (4, 8, 2048)": {
+            (2048, 2048, False): (4, 8, 2048), (3072, 2048, False): (4, 8, 2048),
+        },
+        "gate/up (4, 4, 1024)": {(8192, 2048, True): (4, 4, 1024)},
+        "down (4, 16, 4096)": {(2048, 8192, False): (4, 16, 4096)},
+        "lm_head (4, 8, 2048)": {(128256, 2048, False): (4, 8, 2048)},
+    },
+    "qwen3-8b": {
+        "o_proj (4, 16, 4096)": {(4096, 4096, False): (4, 16, 4096)},
+        "qkv (4, 16, 4096)": {(6144, 4096, False): (4, 16, 4096)},
+        "gate/up (4, 8, 4096)": {(12288, 4096, True): (4, 8, 4096)},
+        "down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)},
+        "lm_head (4, 16, 4096)": {(151936, 4096, False): (4, 16, 4096)},
+    },
+}  # fmt: skip
+
+
+def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    shipped = gemv_dense.tile
+    variants: dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]] = {
+        "shipped": {},
+        **_SITES.get(args.model, {}),
+    }
+    try:
+        for rnd in range(2):
+            for name, table in variants.items():
+
+                def tile(k: int, gated: bool, n: int = 0, table: Any = table) -> Any:
+                    return table.get((n, k, gated)) or shipped(k, gated, n)
+
+                gemv_dense.tile = tile
+                r = _rate(model, prompt, args.new, args.repeats)
+                model.generate(prompt, 200, temperature=0, stop_token_ids=())
+                step = _step_us(model, 1) * 1e6
+                rate, same = r["decode_tok_s"], r["repeats_equal"]
+                print(f"{args.model} round {rnd}: {name:26s} graph step {step:7.1f} us, "
+                      f"{rate:8.1f} tok/s, repeats equal {same}")  # fmt: skip
+    finally:
+        gemv_dense.tile = shipped
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -137,12 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
     p.add_argument("--new", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--experiment", default="tiles", choices=("tiles", "pdl", "leave-out"))
+    p.add_argument("--experiment", default="tiles", choices=("tiles", "pdl", "sites", "leave-out"))
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
     prompt = random_prompts(cfg, 1)
     if args.experiment != "tiles":
-        (_pdl if args.experiment == "pdl" else _leave_out)(model, prompt, args)
+        {"pdl": _pdl, "sites": _sites, "leave-out": _leave_out}[args.experiment](
+            model, prompt, args
+        )
         return 0
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]
     steps: dict[str, list[float]] = {}

@@ -57,10 +57,12 @@ WIDE_K = 4096
 WIDE_BLOCK_K = 2048
 
 
-def tile(k: int, gated: bool) -> tuple[int, int, int]:
-    """(output columns a program, warps, K tile) for a product of in_features k
-    (benchmarks/tuning/tune_gemv.py sweeps them; with --norm, the rmsnorm_linear form, whose
-    best tiles at K = 2048 on an H200 were these too)."""
+def tile(k: int, gated: bool, n: int = 0) -> tuple[int, int, int]:
+    """(output columns a program, warps, K tile) for a product of in_features k and n output
+    columns (benchmarks/tuning/tune_gemv.py sweeps them in isolation; with --norm, the
+    rmsnorm_linear form, whose best tiles at K = 2048 on an H200 were these too;
+    benchmarks/tuning/decode_ab.py --experiment sites per product of a model's step). The rule
+    depends on k alone; n identifies the product for those sweeps."""
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
@@ -203,7 +205,7 @@ def _run(
     if m and n:
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
-        bn, warps, bk = tile(k, gated)
+        bn, warps, bk = tile(k, gated, n)
         grid = (cdiv(n, bn), m)
         b = bias if bias is not None else y
         consts = {"K": k, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": bias is not None}
