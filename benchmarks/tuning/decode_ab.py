@@ -111,20 +111,17 @@ _SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] 
     "llama-3.2-1b": {
         "o_proj (4, 8, 2048)": {(2048, 2048, False): (4, 8, 2048)},
         "o_proj (8, 8, 2048)": {(2048, 2048, False): (8, 8, 2048)},
-        "qkv (4, 8, 2048)": {(3072, 2048, False): (4, 8, 2048)},
-        "o_proj + qkv (4, 8, 2048)": {
-            (2048, 2048, False): (4, 8, 2048), (3072, 2048, False): (4, 8, 2048),
-        },
+        "qkv (4, 4, 1024), the plain rule": {(3072, 2048, False): (4, 4, 1024)},
         "gate/up (4, 4, 1024)": {(8192, 2048, True): (4, 4, 1024)},
         "down (4, 16, 4096)": {(2048, 8192, False): (4, 16, 4096)},
-        "lm_head (4, 8, 2048)": {(128256, 2048, False): (4, 8, 2048)},
+        "lm_head (4, 4, 1024), the plain rule": {(128256, 2048, False): (4, 4, 1024)},
     },
     "qwen3-8b": {
         "o_proj (4, 16, 4096)": {(4096, 4096, False): (4, 16, 4096)},
-        "qkv (4, 16, 4096)": {(6144, 4096, False): (4, 16, 4096)},
+        "qkv (4, 8, 2048), the plain rule": {(6144, 4096, False): (4, 8, 2048)},
         "gate/up (4, 8, 4096)": {(12288, 4096, True): (4, 8, 4096)},
         "down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)},
-        "lm_head (4, 16, 4096)": {(151936, 4096, False): (4, 16, 4096)},
+        "lm_head (4, 8, 2048), the plain rule": {(151936, 4096, False): (4, 8, 2048)},
     },
 }  # fmt: skip
 
@@ -139,15 +136,17 @@ def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
         for rnd in range(2):
             for name, table in variants.items():
 
-                def tile(k: int, gated: bool, n: int = 0, table: Any = table) -> Any:
-                    return table.get((n, k, gated)) or shipped(k, gated, n)
+                def tile(
+                    k: int, gated: bool, n: int = 0, norm: bool = False, table: Any = table
+                ) -> Any:
+                    return table.get((n, k, gated)) or shipped(k, gated, n, norm)
 
                 gemv_dense.tile = tile
                 r = _rate(model, prompt, args.new, args.repeats)
                 model.generate(prompt, 200, temperature=0, stop_token_ids=())
                 step = _step_us(model, 1) * 1e6
                 rate, same = r["decode_tok_s"], r["repeats_equal"]
-                print(f"{args.model} round {rnd}: {name:26s} graph step {step:7.1f} us, "
+                print(f"{args.model} round {rnd}: {name:36s} graph step {step:7.1f} us, "
                       f"{rate:8.1f} tok/s, repeats equal {same}")  # fmt: skip
     finally:
         gemv_dense.tile = shipped

@@ -80,7 +80,7 @@ def _time(
 
     old = gemv_dense.tile
     if tile is not None:
-        gemv_dense.tile = lambda _k, _gated: tile  # type: ignore[assignment]
+        gemv_dense.tile = lambda *_shape: tile  # type: ignore[assignment]
     try:
         with constant_weights():
             for w in ws:  # compile outside the capture
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     for shape in args.shapes:
         n, k, gated = _parse(shape)
         nbytes = (2 * n if gated else n) * k * 2
-        shipped = gemv_dense.tile(k, gated)
+        shipped = gemv_dense.tile(k, gated, n, args.norm)
         got = []
         for bn, warps, bk in itertools.product(args.block_n, args.warps, args.block_k):
             if bk > max(512, 1 << (k - 1).bit_length()):

@@ -127,6 +127,16 @@ def test_wide_tiles_from_k_4096() -> None:
     assert gemv_dense.tile(40, True) == (4, 2, 64)
 
 
+def test_norm_form_takes_the_whole_row_up_to_k_4096() -> None:
+    """rmsnorm_linear's tiles: the whole row as one tile (32 values a thread) to K = 4096, the
+    plain rule past it."""
+    assert gemv_dense.tile(2048, False, 3072, norm=True) == (4, 8, 2048)
+    assert gemv_dense.tile(4096, False, 6144, norm=True) == (4, 16, 4096)
+    assert gemv_dense.tile(3000, False, norm=True) == (4, 16, 4096)
+    assert gemv_dense.tile(576, False, norm=True) == (4, 4, 1024)
+    assert gemv_dense.tile(8192, False, norm=True) == gemv_dense.tile(8192, False)
+
+
 def _rms64(h: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
     out: np.ndarray = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps) * g
     return out
@@ -134,11 +144,12 @@ def _rms64(h: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize(
-    ("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056), (2, 12, 6152)]
+    ("m", "n", "k"), [(1, 19, 40), (1, 64, 1024), (3, 24, 2056), (1, 8, 4096), (2, 12, 6152)]
 )
 def test_rmsnorm_fused_against_float64(device: str, dtype: str, m: int, n: int, k: int) -> None:
     """rmsnorm(x + r) @ W^T + bias against the float64 product of the unrounded normalised
-    row, at K below, at and across the 1024-value tile and on the 2048-value tiles; h = x + r
+    row, with the whole row one tile (K 40 to 4096, part of the tile masked or not) and on the
+    2048-value tiles past it; h = x + r
     stored rounded to x's dtype, exactly. x and r are column slices of wider arrays (row
     strides differ from K), the norm weight a strided view."""
     rng = np.random.default_rng(n * k)

@@ -55,14 +55,25 @@ GATED_NUM_WARPS = 2  # two tiles (gate and up) a step
 # 6144x4096 18.78 -> 17.67, gated 2 x 12288 x 4096 66.39 -> 64.44 us.
 WIDE_K = 4096
 WIDE_BLOCK_K = 2048
+# The RMSNorm-read form (rmsnorm_linear) takes the whole row as one tile up to K = NORM_FULL_K,
+# at K / 256 warps (32 values a thread, as above): its first tile, streamed before the wait, is
+# then the program's whole weight slice. In the model (benchmarks/tuning/decode_ab.py
+# --experiment sites, H200, 2026-11-27, one process, two rounds) the qkv product after the
+# previous layer's down projection gained: graph step 815.4-815.5 against 825.8-828.8 us
+# (Llama-3.2-1B shape, K 2048), 4177.0-4179.7 against 4192.8-4194.1 us (Qwen3-8B shape, K
+# 4096); on the lm_head within 0.4% either way. The plain product after decode attention
+# (output projection) did not gain (827.0-827.3 us; Qwen3-8B 4231-4233, lost).
+NORM_FULL_K = 4096
 
 
-def tile(k: int, gated: bool, n: int = 0) -> tuple[int, int, int]:
+def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> tuple[int, int, int]:
     """(output columns a program, warps, K tile) for a product of in_features k and n output
-    columns (benchmarks/tuning/tune_gemv.py sweeps them in isolation; with --norm, the
-    rmsnorm_linear form, whose best tiles at K = 2048 on an H200 were these too;
-    benchmarks/tuning/decode_ab.py --experiment sites per product of a model's step). The rule
-    depends on k alone; n identifies the product for those sweeps."""
+    columns, norm: the rmsnorm_linear form (benchmarks/tuning/tune_gemv.py sweeps them in
+    isolation; benchmarks/tuning/decode_ab.py --experiment sites per product of a model's
+    step). The rule depends on k and the form; n identifies the product for those sweeps."""
+    if norm and k <= NORM_FULL_K:
+        bk = next_pow2(k)
+        return BLOCK_N, max(NUM_WARPS, bk // 256), bk
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
@@ -205,7 +216,7 @@ def _run(
     if m and n:
         pdl = pdl_enabled(x._device)
         prefetch = pdl and not copied and weights_are_constant()
-        bn, warps, bk = tile(k, gated, n)
+        bn, warps, bk = tile(k, gated, n, norm is not None)
         grid = (cdiv(n, bn), m)
         b = bias if bias is not None else y
         consts = {"K": k, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": bias is not None}
