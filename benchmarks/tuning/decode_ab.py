@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|leave-out]
+        [--experiment tiles|pdl|sites|overlap|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -24,6 +24,11 @@ Experiments:
   two alternating rounds. In the model a GEMV launched early streams its first weight tile
   while the kernel before it runs, so the best tile there can differ from tune_gemv.py's
   isolated chains (a full-K tile puts a program's whole weight slice in flight at once).
+- overlap: decode tok/s at steps_per_sync 32 with the runs pipelined (the next run enqueued
+  behind the current one before the host waits for its tokens: generation.run_steps, shipped)
+  and with each run's tokens waited for before the next is enqueued (DecodeRun.can_resume
+  made to refuse), beside the device time a step takes inside the 32-step graph (what the
+  rate would be with no host time at all), two alternating rounds.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the tree as it is (its
   PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
@@ -152,6 +157,45 @@ def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
         gemv_dense.tile = shipped
 
 
+def _run_step_us(model: Any, steps: int = 32, reps: int = 20) -> float:
+    """Device microseconds a step of the kept steps-step greedy run's graph takes."""
+    from pygpukit import runtime
+
+    run = model.greedy_run(1, steps)
+    assert run.graph is not None
+    stream = runtime.current_stream(model.device)
+    for _ in range(3):
+        run.graph.replay(stream)
+    a = runtime.Event(device=model.device.index, enable_timing=True)
+    b = runtime.Event(device=model.device.index, enable_timing=True)
+    a.record(stream)
+    for _ in range(reps):
+        run.graph.replay(stream)
+    b.record(stream)
+    b.synchronize()
+    return float(a.elapsed_time(b)) * 1000.0 / reps / steps
+
+
+def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    from pygpukit.models.decode_loop import DecodeRun
+
+    shipped = DecodeRun.can_resume
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for name, pipelined in (("pipelined (shipped)", True), ("waited", False)):
+                DecodeRun.can_resume = shipped if pipelined else lambda self, n: False  # type: ignore[method-assign]
+                r = _rate(model, prompt, args.new, args.repeats)
+                first = r["tokens"] if first is None else first
+                dev = _run_step_us(model)
+                print(f"{args.model} round {rnd}: runs {name:20s} {r['decode_tok_s']:8.1f} tok/s, "
+                      f"repeats equal {r['repeats_equal']}, tokens as the first "
+                      f"{r['tokens'] == first}; a step in the 32-step graph "
+                      f"{dev:7.1f} us ({1e6 / dev:7.1f} tok/s with no host time)")  # fmt: skip
+    finally:
+        DecodeRun.can_resume = shipped  # type: ignore[method-assign]
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -191,14 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
     p.add_argument("--new", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--experiment", default="tiles", choices=("tiles", "pdl", "sites", "leave-out"))
+    p.add_argument(
+        "--experiment", default="tiles", choices=("tiles", "pdl", "sites", "overlap", "leave-out")
+    )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
     prompt = random_prompts(cfg, 1)
     if args.experiment != "tiles":
-        {"pdl": _pdl, "sites": _sites, "leave-out": _leave_out}[args.experiment](
-            model, prompt, args
-        )
+        experiments = {"pdl": _pdl, "sites": _sites, "overlap": _overlap, "leave-out": _leave_out}
+        experiments[args.experiment](model, prompt, args)
         return 0
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]
     steps: dict[str, list[float]] = {}

@@ -28,17 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import ops, runtime
+from pygpukit import _core, ops, runtime
 from pygpukit.creation import from_numpy, zeros
 from pygpukit.graphs import CUDAGraph
 from pygpukit.models.sampling import Sampler, SamplingParams, draws_on_device, seen_marks
 from pygpukit.models.step_graph import capture, check_capturable
 
 if TYPE_CHECKING:
+    from pygpukit.array import GPUArray
     from pygpukit.models.kv_cache import StaticKVCache
     from pygpukit.models.transformer import CausalTransformerModel
 
-__all__ = ["DecodeRun", "GreedyRun", "check_steps_per_sync", "device_draw"]
+__all__ = ["DecodeRun", "GreedyRun", "PendingRun", "check_steps_per_sync", "device_draw"]
 
 
 def check_steps_per_sync(
@@ -70,6 +71,32 @@ def device_draw(sampler: Sampler | None) -> dict[str, Any] | None:
     if sampler is None:
         return None
     return None if sampler.params.argmax else sampler.draw_args()
+
+
+class PendingRun:
+    """An enqueued run's tokens on their way to the host: on a GPU an asynchronous copy of the
+    whole token buffer into pinned memory, started right behind the run (stream order: a run
+    enqueued later cannot overwrite the buffer before the copy has read it), waited on by
+    ``tokens``; on the CPU device the values themselves."""
+
+    __slots__ = ("_copy", "_host", "n")
+
+    def __init__(self, out: GPUArray, n: int) -> None:
+        self.n = n
+        self._host = np.empty(out.shape, out.dtype.np_dtype)
+        self._copy = None
+        if out.device.type == "cpu":
+            self._host[...] = out.to_numpy()
+        else:
+            stream = runtime.current_stream(out.device)
+            self._copy = _core.copy_dtoh_async(out.data_ptr(), self._host.nbytes, stream)
+
+    def tokens(self) -> np.ndarray:
+        """[row][step] of every step of the buffer (waits for the copy, the run's one wait)."""
+        if self._copy is not None:
+            self._copy.wait_into(self._host.ctypes.data)
+            self._copy = None
+        return self._host.T
 
 
 class DecodeRun:
@@ -116,6 +143,7 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
+        self._carried = False  # the device sits at the last enqueued run's last token
         if graph:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
@@ -155,12 +183,24 @@ class DecodeRun:
         draws needs each row's ``history`` (the tokens so far, the fed one last): a draw's
         Philox counter is (stream << 32) + the row's tokens so far, as Sampler.device_ids
         counts them, and a penalty's seen marks come from it. ``streams``: each row's high
-        counter word (default: the row's index, as one step a sync uses), in [0, 2**31)."""
+        counter word (default: the row's index, as one step a sync uses), in [0, 2**31).
+        ``finish(start(...))``."""
+        return self.finish(self.start(tokens, n, history, streams))
+
+    def start(
+        self,
+        tokens: list[int],
+        n: int,
+        history: list[list[int]] | None = None,
+        streams: list[int] | None = None,
+    ) -> PendingRun:
+        """run()'s first half: the inputs written, the n steps enqueued and their tokens' copy
+        to the host started, without waiting; ``finish`` waits for them. The rows' cached
+        lengths count the n tokens from here on (``rewind`` takes them back)."""
         rows = self.rows
         if len(tokens) != rows:
             raise ValueError(f"DecodeRun.run: {rows} token(s) expected, got {len(tokens)}")
-        if not 1 <= n <= self.steps:
-            raise ValueError(f"DecodeRun.run: n must be in 1..{self.steps}, got {n}")
+        self._check_n(n)
         vocab = self.model.config.vocab_size
         bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
         if bad:
@@ -189,15 +229,57 @@ class DecodeRun:
             self.counter[:] = (np.asarray(words, np.int64) << 32) + so_far
             if self.seen is not None:
                 self.seen[:] = seen_marks(history, vocab)
+        return self._enqueue(n)
+
+    def can_resume(self, n: int) -> bool:
+        """Whether ``resume(n)`` may follow the last enqueued run: that run left the device
+        exactly where its last kept token ends (every step it ran is kept: an eager run, or a
+        graph of run.steps steps kept whole), and the cache has room for n more steps."""
+        if not self._carried or not 1 <= n <= self.steps:
+            return False
+        room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
+        return room >= n
+
+    def resume(self, n: int) -> PendingRun:
+        """The next n steps from where the last enqueued run left the device (its last token
+        as the next input, the positions and write marks, the draws' Philox counters and a
+        penalty's seen marks all advanced there by its steps), enqueued behind it without a host
+        round trip: the tokens are those ``start`` would give with the last run's last tokens
+        and the histories so far. The caller decodes ahead of its stop checks (a row's stop
+        inside the earlier run makes these steps spare: ``rewind`` them). Needs
+        ``can_resume(n)``."""
+        self._check_n(n)
+        if not self.can_resume(n):
+            raise RuntimeError(
+                "DecodeRun.resume: the last run did not leave the device at its last kept token "
+                f"(a graph replay keeping fewer than its {self.steps} steps), or the cache has "
+                f"no room for {n} more steps"
+            )
+        return self._enqueue(n)
+
+    def finish(self, pending: PendingRun) -> list[list[int]]:
+        """Wait for an enqueued run's tokens: [row][step], its n steps."""
+        got = pending.tokens()
+        return got[:, : pending.n].tolist()  # type: ignore[no-any-return]
+
+    def _check_n(self, n: int) -> None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= self.steps:
+            raise ValueError(f"DecodeRun.run: n must be in 1..{self.steps}, got {n}")
+
+    def _enqueue(self, n: int) -> PendingRun:
+        """The n steps (the whole graph where the cache has room for all of them, else n eager
+        steps), then the tokens' copy to the host, started; the lengths count the n tokens."""
+        lengths = self.cache.lengths[: self.rows]
         room = int(self.cache.max_seq_len - int(lengths.max()))
         if self.graph is not None and room >= self.steps:
             self.graph.replay(runtime.current_stream(self.model.device))
+            self._carried = n == self.steps
         else:
             for j in range(n):
                 self._step(j)
-        got = self.out[:n].to_numpy()  # the one wait of the run
+            self._carried = True
         lengths += n
-        return got.T.tolist()  # type: ignore[no-any-return]
+        return PendingRun(self.out, n)
 
     def rewind(self, n: int) -> None:
         """Forget the last n tokens of every row (a run that went past where decoding ended)."""

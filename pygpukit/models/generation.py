@@ -373,36 +373,66 @@ def run_steps(
     """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s, each
     token appended to its row's history. The cache ends as one step a sync leaves it: when
     every row has stopped inside a run, the run's later tokens are taken back. streams: the
-    draws' per-row counter words (DecodeRun.run)."""
-    while remaining > 0 and not all(done):
-        n = min(run.steps, remaining)
-        t0 = time.perf_counter()
-        got = run.run(tokens, n, history, streams)
-        st.decode_s += time.perf_counter() - t0
-        ended = [False] * len(got)  # rows done after each step, ahead of the yields
-        last = n
-        for j in range(n):
-            ended = [e or d or row[j] in stop for e, d, row in zip(ended, done, got, strict=True)]
-            if all(ended):
-                last = j + 1
-                break
-        if last < n:
-            run.rewind(n - last)
-        for j in range(last):
-            step = []
-            for r, row in enumerate(got):
-                if done[r]:
-                    continue
-                history[r].append(row[j])
-                step.append((r, row[j]))
-                done[r] = row[j] in stop
-            st.decode_steps += 1
-            st.new_tokens += len(step)
-            yield step
-            if all(done):
-                return
-        tokens = [row[n - 1] for row in got]
-        remaining -= n
+    draws' per-row counter words (DecodeRun.run).
+
+    Runs are pipelined: before waiting for a run's tokens the next run is enqueued behind it,
+    continuing on the device from where the run leaves it (DecodeRun.resume), so the device
+    is not idle while the host reads, checks and yields a run's tokens. When every row stops
+    inside a run, the run already enqueued behind it was spare: its device work still runs
+    (up to run.steps steps), and its tokens are dropped and taken back from the cache."""
+    pending = None
+    ahead = None  # the run enqueued behind ``pending``, not yet collected
+    try:
+        while remaining > 0 and not all(done):
+            if pending is None:
+                t0 = time.perf_counter()
+                pending = run.start(tokens, min(run.steps, remaining), history, streams)
+                st.decode_s += time.perf_counter() - t0
+            n = pending.n
+            t0 = time.perf_counter()
+            nxt = min(run.steps, remaining - n)
+            if nxt > 0 and run.can_resume(nxt):
+                ahead = run.resume(nxt)
+            got = run.finish(pending)
+            pending = None
+            st.decode_s += time.perf_counter() - t0
+            ended = [False] * len(got)  # rows done after each step, ahead of the yields
+            last = n
+            for j in range(n):
+                ended = [
+                    e or d or row[j] in stop for e, d, row in zip(ended, done, got, strict=True)
+                ]
+                if all(ended):
+                    last = j + 1
+                    break
+            if last < n or all(ended):
+                if ahead is not None:  # spare: every row stopped inside this run
+                    run.rewind(ahead.n)
+                    ahead = None
+                if last < n:
+                    run.rewind(n - last)
+            for j in range(last):
+                step = []
+                for r, row in enumerate(got):
+                    if done[r]:
+                        continue
+                    history[r].append(row[j])
+                    step.append((r, row[j]))
+                    done[r] = row[j] in stop
+                st.decode_steps += 1
+                st.new_tokens += len(step)
+                yield step
+                if all(done):
+                    return
+            tokens = [row[n - 1] for row in got]
+            remaining -= n
+            pending, ahead = ahead, None
+    finally:
+        # A consumer that stops iterating (or an error) leaves an enqueued run uncollected: its
+        # tokens are not the caller's, so the cache does not keep them.
+        for left in (pending, ahead):
+            if left is not None:
+                run.rewind(left.n)
 
 
 def _stack_rows(rows: list[GPUArray]) -> GPUArray:

@@ -130,6 +130,49 @@ def test_cache_ends_as_with_one_step_a_sync() -> None:
         assert list(model.cache.lengths[:1]) == lengths, k
 
 
+@pytest.mark.parametrize("sampled", [False, True], ids=["greedy", "sampled"])
+def test_resume_continues_where_the_last_run_left_the_device(sampled: bool) -> None:
+    """A run enqueued behind the last one without the host (DecodeRun.resume: the last token,
+    positions, marks, Philox counters and seen marks taken from the device) gives the tokens
+    of one longer run; the lengths count both; resume is refused where the cache has no room."""
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.sampling import Sampler
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    params = SamplingParams(temperature=0.9, repetition_penalty=1.2, seed=8, on_device=True)
+    sampler = Sampler(params) if sampled else None
+    cache = model.new_cache(2, 12)
+    run = DecodeRun(model, cache, 2, 6, graph=False, sampler=sampler)
+    hist = [[1, 2, 5], [7, 5]]
+    whole = run.run([5, 5], 6, hist)
+    run.rewind(6)
+    first = run.start([5, 5], 3, hist)
+    assert run.can_resume(3) and not run.can_resume(7)
+    second = run.resume(3)
+    assert list(cache.lengths) == [6, 6]
+    got = [a + b for a, b in zip(run.finish(first), run.finish(second), strict=True)]
+    assert got == whole
+    run.run([5, 5], 6, hist)  # 12 of 12 slots used
+    assert not run.can_resume(1)
+    with pytest.raises(RuntimeError, match="no room for 1 more steps"):
+        run.resume(1)
+    assert list(cache.lengths) == [12, 12]
+
+
+def test_a_consumer_that_stops_early_leaves_no_enqueued_tokens_in_the_cache() -> None:
+    """The run enqueued ahead while the host reads the current one is taken back from the
+    cache when the consumer stops iterating: the lengths count the runs it was handed."""
+    model = load_model(FIXTURES / "llama", device="cpu")
+    p = _prompts()[0]
+    greedy = SamplingParams(temperature=0)
+    steps = stream_batch(model, [p], 20, greedy, stop_ids=(), steps_per_sync=4)
+    next(steps)  # the prefill's token
+    next(steps)  # the first run's first token (the run of 4 and the one behind it enqueued)
+    steps.close()
+    assert model.cache is not None
+    assert list(model.cache.lengths[:1]) == [len(p) + 4]
+
+
 def test_greedy_run_checks_its_arguments() -> None:
     from pygpukit.models.decode_loop import GreedyRun
 
