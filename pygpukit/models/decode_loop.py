@@ -15,6 +15,12 @@ of a penalty (uploaded once a run from the history) get each drawn token marked 
 are the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so
 the tokens are the same.
 
+The tokens come back through an asynchronous copy into pinned memory (``PendingRun``), and
+``resume`` enqueues the next run behind the current one with no host input at all (the device
+already holds its last token, positions, marks, counters and seen marks), so the generation loop
+(generation.run_steps) keeps a run queued while the host reads, checks and yields the one
+before: the device does not wait on the host between runs.
+
 Stop tokens are checked by the host on those k tokens: a row that stopped inside the run keeps
 decoding on the device until the run ends, and the tokens after its stop are dropped, so the
 output is the same as with one step a sync (the cache slots past a stop are never read). The
