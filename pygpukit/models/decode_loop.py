@@ -18,8 +18,10 @@ the tokens are the same.
 The tokens come back through an asynchronous copy into pinned memory (``PendingRun``), and
 ``resume`` enqueues the next run behind the current one with no host input at all (the device
 already holds its last token, positions, marks, counters and seen marks), so the generation loop
-(generation.run_steps) keeps a run queued while the host reads, checks and yields the one
-before: the device does not wait on the host between runs.
+(generation.run_steps) keeps one run queued while the host reads, checks and yields the one
+before: the device waits on the host between runs only where that takes longer than a run, or
+where a run cannot continue from the device (no room left in the cache: it starts from the
+host after the wait).
 
 Stop tokens are checked by the host on those k tokens: a row that stopped inside the run keeps
 decoding on the device until the run ends, and the tokens after its stop are dropped, so the
@@ -149,7 +151,9 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
-        self._carried = False  # the device sits at the last enqueued run's last token
+        # The stream (handle) of the last enqueued run while the device sits at its last kept
+        # token (resume may follow it there), else None.
+        self._carried_on: Any = None
         if graph:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
@@ -240,8 +244,12 @@ class DecodeRun:
     def can_resume(self, n: int) -> bool:
         """Whether ``resume(n)`` may follow the last enqueued run: that run left the device
         exactly where its last kept token ends (every step it ran is kept: an eager run, or a
-        graph of run.steps steps kept whole), and the cache has room for n more steps."""
-        if not self._carried or not 1 <= n <= self.steps:
+        graph of run.steps steps kept whole; nothing rewound since), it went to the current
+        stream (the next run reads what it wrote in stream order), and the cache has room for
+        n more steps."""
+        if not 1 <= n <= self.steps or self._carried_on is None:
+            return False
+        if self._carried_on != runtime.current_stream(self.model.device).handle:
             return False
         room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
         return room >= n
@@ -250,16 +258,17 @@ class DecodeRun:
         """The next n steps from where the last enqueued run left the device (its last token
         as the next input, the positions and write marks, the draws' Philox counters and a
         penalty's seen marks all advanced there by its steps), enqueued behind it without a host
-        round trip: the tokens are those ``start`` would give with the last run's last tokens
-        and the histories so far. The caller decodes ahead of its stop checks (a row's stop
-        inside the earlier run makes these steps spare: ``rewind`` them). Needs
+        round trip: the tokens of the rows still decoding are those ``start`` would give with
+        the last run's last tokens and the histories so far (a row that stopped keeps drawing
+        past its stop; those tokens are dropped). The caller decodes ahead of its stop checks
+        (a row's stop inside the earlier run makes these steps spare: ``rewind`` them). Needs
         ``can_resume(n)``."""
-        self._check_n(n)
+        self._check_n(n, "resume")
         if not self.can_resume(n):
             raise RuntimeError(
-                "DecodeRun.resume: the last run did not leave the device at its last kept token "
-                f"(a graph replay keeping fewer than its {self.steps} steps), or the cache has "
-                f"no room for {n} more steps"
+                "DecodeRun.resume: no run to continue on this stream (none enqueued, one rewound "
+                f"since, a graph replay that kept fewer than its {self.steps} steps, or one "
+                f"enqueued on another stream), or the cache has no room for {n} more steps"
             )
         return self._enqueue(n)
 
@@ -268,28 +277,31 @@ class DecodeRun:
         got = pending.tokens()
         return got[:, : pending.n].tolist()  # type: ignore[no-any-return]
 
-    def _check_n(self, n: int) -> None:
+    def _check_n(self, n: int, caller: str = "run") -> None:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= self.steps:
-            raise ValueError(f"DecodeRun.run: n must be in 1..{self.steps}, got {n}")
+            raise ValueError(f"DecodeRun.{caller}: n must be in 1..{self.steps}, got {n}")
 
     def _enqueue(self, n: int) -> PendingRun:
         """The n steps (the whole graph where the cache has room for all of them, else n eager
         steps), then the tokens' copy to the host, started; the lengths count the n tokens."""
         lengths = self.cache.lengths[: self.rows]
         room = int(self.cache.max_seq_len - int(lengths.max()))
+        stream = runtime.current_stream(self.model.device)
         if self.graph is not None and room >= self.steps:
-            self.graph.replay(runtime.current_stream(self.model.device))
-            self._carried = n == self.steps
+            self.graph.replay(stream)
+            self._carried_on = stream.handle if n == self.steps else None
         else:
             for j in range(n):
                 self._step(j)
-            self._carried = True
+            self._carried_on = stream.handle
         lengths += n
         return PendingRun(self.out, n)
 
     def rewind(self, n: int) -> None:
-        """Forget the last n tokens of every row (a run that went past where decoding ended)."""
+        """Forget the last n tokens of every row (a run that went past where decoding ended).
+        The device no longer sits where the lengths end: the next run starts from the host."""
         self.cache.lengths[: self.rows] -= n
+        self._carried_on = None
 
     def reset(self) -> None:
         """Release the graph and the memory it keeps."""

@@ -134,29 +134,35 @@ def test_cache_ends_as_with_one_step_a_sync() -> None:
 def test_resume_continues_where_the_last_run_left_the_device(sampled: bool) -> None:
     """A run enqueued behind the last one without the host (DecodeRun.resume: the last token,
     positions, marks, Philox counters and seen marks taken from the device) gives the tokens
-    of one longer run; the lengths count both; resume is refused where the cache has no room."""
+    of one longer run; the lengths count both; resume is refused where the cache has no room,
+    after a rewind (the device no longer sits where the lengths end) and before any run."""
     from pygpukit.models.decode_loop import DecodeRun
     from pygpukit.models.sampling import Sampler
 
     model = load_model(FIXTURES / "llama", device="cpu")
     params = SamplingParams(temperature=0.9, repetition_penalty=1.2, seed=8, on_device=True)
     sampler = Sampler(params) if sampled else None
-    cache = model.new_cache(2, 12)
+    cache = model.new_cache(2, 11)
     run = DecodeRun(model, cache, 2, 6, graph=False, sampler=sampler)
+    assert not run.can_resume(1)  # nothing enqueued yet
     hist = [[1, 2, 5], [7, 5]]
     whole = run.run([5, 5], 6, hist)
     run.rewind(6)
+    assert not run.can_resume(1)
+    with pytest.raises(RuntimeError, match="no run to continue on this stream"):
+        run.resume(1)
     first = run.start([5, 5], 3, hist)
-    assert run.can_resume(3) and not run.can_resume(7)
+    assert run.can_resume(3)
     second = run.resume(3)
     assert list(cache.lengths) == [6, 6]
     got = [a + b for a, b in zip(run.finish(first), run.finish(second), strict=True)]
     assert got == whole
-    run.run([5, 5], 6, hist)  # 12 of 12 slots used
-    assert not run.can_resume(1)
-    with pytest.raises(RuntimeError, match="no room for 1 more steps"):
-        run.resume(1)
-    assert list(cache.lengths) == [12, 12]
+    assert run.can_resume(5) and not run.can_resume(6)  # 5 of the 11 slots left
+    with pytest.raises(RuntimeError, match="no room for 6 more steps"):
+        run.resume(6)
+    with pytest.raises(ValueError, match=r"DecodeRun.resume: n must be in 1\.\.6, got 7"):
+        run.resume(7)
+    assert list(cache.lengths) == [6, 6]
 
 
 def test_a_consumer_that_stops_early_leaves_no_enqueued_tokens_in_the_cache() -> None:
@@ -250,3 +256,29 @@ def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
         got_pen = model.generate(_prompts(), 30, steps_per_sync=8, **pen)
     assert "8 sampled steps a replay" in st.decode_mode
     assert got == want == again and got_pen == want_pen
+
+
+@pytest.mark.gpu
+def test_pipelined_runs_follow_the_consumers_stream_on_gpu() -> None:
+    """A consumer that takes each step under another stream: a run is continued on the device
+    only on the stream it went to (DecodeRun.can_resume), else it starts from the host after
+    the wait, so the tokens are those of one step a sync."""
+    if gp.device_count() == 0:
+        pytest.skip("no CUDA device")
+    model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
+    want = model.generate(_prompts(), 30, **KW)
+    dev = gp.device("cuda")
+    streams = [gp.Stream(device=dev.core_index) for _ in range(2)]
+    rows: list[list[int]] = [list(p) for p in _prompts()]
+    steps = stream_batch(model, _prompts(), 30, SamplingParams(temperature=0), stop_ids=(),
+                         steps_per_sync=4)  # fmt: skip
+    i = 0
+    while True:
+        with gp.stream(streams[i % 2]):
+            step = next(steps, None)
+        i += 1
+        if step is None:
+            break
+        for r, t in step:
+            rows[r].append(t)
+    assert rows == want

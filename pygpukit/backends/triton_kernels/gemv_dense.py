@@ -61,7 +61,7 @@ WIDE_BLOCK_K = 2048
 # --experiment sites, H200, 2026-11-27, one process, two rounds) the qkv product after the
 # previous layer's down projection gained: graph step 815.4-815.5 against 825.8-828.8 us
 # (Llama-3.2-1B shape, K 2048), 4177.0-4179.7 against 4192.8-4194.1 us (Qwen3-8B shape, K
-# 4096); on the lm_head within 0.4% either way. The plain product after decode attention
+# 4096); on the lm_head within 0.5% either way. The plain product after decode attention
 # (output projection) did not gain (827.0-827.3 us; Qwen3-8B 4231-4233, lost).
 NORM_FULL_K = 4096
 
