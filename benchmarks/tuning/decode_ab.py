@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -30,6 +30,10 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions 128-160 (the middle of the 256 new tokens; the rate with no host time at all),
   two alternating rounds.
+- prefetch: the cache write's positions and decode attention's lengths loaded before their
+  programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
+  PREFETCH_LENGTHS) or after (shipped): the graph-replayed step's device time and decode
+  tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the tree as it is (its
   PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
@@ -208,6 +212,24 @@ def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> N
         DecodeRun.can_resume = shipped  # type: ignore[method-assign]
 
 
+def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    shipped = kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for on in (shipped[0] and shipped[1], not (shipped[0] and shipped[1])):
+                kv_write.PREFETCH_POSITIONS = attention_decode.PREFETCH_LENGTHS = on
+                r = _rate(model, prompt, args.new, args.repeats)
+                model.generate(prompt, 200, temperature=0, stop_token_ids=())
+                step = _step_us(model, 1) * 1e6
+                first = r["tokens"] if first is None else first
+                print(f"{args.model} round {rnd}: positions and lengths before the wait {on!s:5s} "
+                      f"graph step {step:7.1f} us, {r['decode_tok_s']:8.1f} tok/s, tokens as "
+                      f"the first {r['tokens'] == first}")  # fmt: skip
+    finally:
+        kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS = shipped
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -248,13 +270,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument(
-        "--experiment", default="tiles", choices=("tiles", "pdl", "sites", "overlap", "leave-out")
+        "--experiment",
+        default="tiles",
+        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "leave-out"),
     )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
     prompt = random_prompts(cfg, 1)
     if args.experiment != "tiles":
-        experiments = {"pdl": _pdl, "sites": _sites, "overlap": _overlap, "leave-out": _leave_out}
+        experiments = {
+            "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
+            "leave-out": _leave_out,
+        }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]

@@ -121,8 +121,9 @@ def _not_index_math(node: ast.AST) -> bool:
 def test_kernels_told_to_wait_wait_before_they_touch_memory() -> None:
     # A kernel with a PDL parameter either waits (an ``if PDL:`` holding gdc_wait) before any
     # call but index arithmetic, or hands PDL on to the body that does (and calls nothing
-    # before that). The one exception is the decode GEMV's documented prefetch of constant
-    # weights (``if PREFETCH``).
+    # before that). The exceptions are the documented prefetches (``if PREFETCH``) of what no
+    # kernel that may still run writes inside the engine's forward: the decode GEMV's constant
+    # weights, the cache write's positions, decode attention's lengths.
     checked = 0
     for name, tree in _jit_functions():
         fn = tree.body[0]
@@ -152,3 +153,57 @@ def test_kernels_told_to_wait_wait_before_they_touch_memory() -> None:
                 f"{name} calls more than index math before gdc_wait: {ast.unparse(st)}"
             )
     assert checked >= 5  # _gemv, its two entries, the cache write, decode attention
+
+
+def test_positions_and_lengths_loaded_before_the_wait_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """The cache write's and decode attention's PREFETCH paths (their knobs on, inside the
+    engine's constant_weights() promise: positions and lengths loaded ahead of the wait) store
+    the same caches and attend to the same output, bit for bit, as the plain launches; outside
+    that promise the launches do not take them. On an sm_90+ GPU both are launched early."""
+    from pygpukit.backends._support.weights import constant_weights
+
+    seen: list[bool] = []
+    real = {m: m.launch for m in (ad, kw)}
+
+    def spy(mod: Any) -> Any:
+        def launch(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
+            seen.append(c["PREFETCH"])
+            return real[mod](kernel, grid, *args, **c)
+
+        return launch
+
+    for mod in (ad, kw):
+        monkeypatch.setattr(mod, "launch", spy(mod))
+    b, hq, hkv, s, d, half = 2, 4, 2, 24, 16, 8
+    rng = np.random.default_rng(3)
+
+    def up(a: np.ndarray) -> Any:
+        return gp.from_numpy(a.astype(np.float32), device=device)
+
+    q0 = rng.standard_normal((b, hq, 1, d))
+    k, v = up(rng.standard_normal((b, hkv, 1, d))), up(rng.standard_normal((b, hkv, 1, d)))
+    cache0 = rng.standard_normal((b, hkv, s, d))
+    ang = np.arange(s)[:, None] * 0.1 * np.arange(1, half + 1)[None, :]
+    cos, sin = up(np.cos(ang)), up(np.sin(ang))
+    pos = gp.from_numpy(np.array([5, 17], np.int32), device=device)
+    lens = gp.from_numpy(np.array([6, 18], np.int32), device=device)
+
+    def step() -> tuple[np.ndarray, ...]:
+        q, kc, vc = up(q0), up(cache0), up(cache0[::-1].copy())
+        kw.kv_cache_write(kc, vc, k, v, pos, cos=cos, sin=sin, q=q)
+        o = ad.sdpa_decode(q, kc, vc, lens)
+        return o.to_numpy(), kc.to_numpy(), vc.to_numpy()
+
+    want = step()
+    monkeypatch.setattr(kw, "PREFETCH_POSITIONS", True)
+    monkeypatch.setattr(ad, "PREFETCH_LENGTHS", True)
+    assert seen == [False, False]
+    step()
+    assert seen[2:] == [False, False]  # outside the promise: the plain launches
+    with constant_weights():
+        got = step()
+    assert seen[4:] == [True, True]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

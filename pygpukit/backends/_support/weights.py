@@ -3,7 +3,10 @@ stream: ``constant_weights()`` says so (the LLM engine's forward, whose weights 
 writes), and the decode GEMV then loads its first weight tile before it waits on the kernel
 ahead of it (programmatic dependent launch, pygpukit/backends/triton_kernels/gemv_dense.py).
 Anywhere else the weight may be what the previous kernel writes (``y = gp.linear(a, w)``, then
-``gp.linear(b, y)``), so the GEMV waits first. A context variable: per thread and per task."""
+``gp.linear(b, y)``), so the GEMV waits first. The same promise covers the decode step's cache
+positions and lengths: inside the engine's forward no kernel writes them (they are written before
+it starts), so the cache write and decode attention may load them before they wait, where their
+PREFETCH knobs say so. A context variable: per thread and per task."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ _constant: ContextVar[bool] = ContextVar("pygpukit_constant_weights", default=Fa
 
 @contextmanager
 def constant_weights() -> Iterator[None]:
-    """Promise that no kernel on the stream writes the weights of the products inside."""
+    """Promise that no kernel on the stream writes the weights of the products inside, nor the
+    positions and lengths handed to the cache write and decode attention inside."""
     token = _constant.set(True)
     try:
         yield

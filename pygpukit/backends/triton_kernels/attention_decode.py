@@ -54,6 +54,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from pygpukit import determinism
 from pygpukit.backends._support.scratch import decode_workspace, key_splits
+from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 from pygpukit.backends.triton_kernels.kv_write import kv_cache_write  # the family's other op
@@ -83,6 +84,12 @@ FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate 
 # has the numbers; benchmarks/tuning/decode_ab.py --experiment pdl measures it). False: the
 # plain launch. The release of the next kernel (RELEASE) does not depend on it.
 PDL_LAUNCH = True
+# True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
+# lengths are written before it starts, never by the kernel ahead) each program loads its
+# sequence's length before it waits, so the first key block's loads follow the wait at once.
+# False until measured on the GPU (benchmarks/tuning/decode_ab.py --experiment prefetch); the
+# result is the same either way.
+PREFETCH_LENGTHS = False
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
 # sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
@@ -292,19 +299,22 @@ def _decode_fwd(
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
-    if PDL:  # launched early (programmatic dependent launch): q, the caches and the lengths
-        gdc_wait()  # are the previous kernel's, read only after it has finished
-    if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
-        gdc_launch_dependents()
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
     tile = pid % TILES
     bh = pid // TILES
     b = bh // Hkv
     hk = bh - b * Hkv
-    L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+    if PREFETCH:  # no kernel that may still run writes the lengths (PREFETCH_LENGTHS)
+        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+    if PDL:  # launched early (programmatic dependent launch): q and the caches (and the
+        gdc_wait()  # lengths) may be the previous kernel's, read only after it has finished
+    if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
+        gdc_launch_dependents()
+    if not PREFETCH:
+        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
     if split < n_act:  # splits past the sequence's length do nothing
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         rmask = rows < R
@@ -557,7 +567,8 @@ def _sdpa_decode(
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
         BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
-        RELEASE=release and (fuse or pl.splits == 1), PDL=pdl, launch_pdl=pdl,
+        RELEASE=release and (fuse or pl.splits == 1), PDL=pdl,
+        PREFETCH=PREFETCH_LENGTHS and weights_are_constant(), launch_pdl=pdl,
         num_warps=pl.num_warps, num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:

@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, next_pow2, rsqrt_rn
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
 
@@ -34,6 +35,12 @@ __all__ = ["kv_cache_write"]
 # shape), 4195-4197 against 4208 us (Qwen3-8B shape), tokens identical (BENCHMARKS.md, "Decode
 # end to end"). False: the plain launch.
 PDL_LAUNCH = True
+# True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
+# positions are written before it starts, never by the kernel ahead) each program loads its
+# sequence's position before it waits, so the position's round trip overlaps the wait instead
+# of following it. False until measured on the GPU (benchmarks/tuning/decode_ab.py
+# --experiment prefetch); the result is the same either way.
+PREFETCH_POSITIONS = False
 
 
 @triton.jit
@@ -130,11 +137,8 @@ def _kv_write(
     PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_HALF: tl.constexpr, HAS_Q: tl.constexpr, BLOCK_HQ: tl.constexpr,
-    Q_NORM: tl.constexpr, K_NORM: tl.constexpr, PDL: tl.constexpr,
+    Q_NORM: tl.constexpr, K_NORM: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
     # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
     # rotate blocks of BLOCK_HQ q heads in place at the same position. RoPE runs in CT (float32,
@@ -142,8 +146,15 @@ def _kv_write(
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
+    if PREFETCH:  # no kernel that may still run writes the positions (PREFETCH_POSITIONS)
+        p0 = tl.load(P + b)
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+    if not PREFETCH:
+        p0 = tl.load(P + b)
     dd = tl.arange(0, BLOCK_D)[None, :]
-    pos = (tl.load(P + b) + j).to(tl.int64)
+    pos = (p0 + j).to(tl.int64)
     if HAS_Q:
         is_q = tl.program_id(1) >= NKB
     else:
@@ -243,6 +254,7 @@ def kv_cache_write(
     qn = q_norm.contiguous() if q_norm is not None and hq else None
     kn = k_norm.contiguous() if k_norm is not None and rope else None
     pdl = PDL_LAUNCH and pdl_enabled(k.device)
+    prefetch = PREFETCH_POSITIONS and weights_are_constant()
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
@@ -255,5 +267,5 @@ def kv_cache_write(
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
         BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, Q_NORM=qn is not None,
-        K_NORM=kn is not None, PDL=pdl, launch_pdl=pdl, num_warps=4,
+        K_NORM=kn is not None, PDL=pdl, PREFETCH=prefetch, launch_pdl=pdl, num_warps=4,
     )  # fmt: skip
