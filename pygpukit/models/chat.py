@@ -162,6 +162,7 @@ class ChatSession:
         sampler = Sampler(self.sampling)
         stream = StreamDecoder(self.tokenizer)
         think = ThinkFilter(self.think)
+        self.cache.order_after_spare()  # the last turn's spare decode steps may still write it
         t0 = time.perf_counter()
         logits = self.model.forward([ids[common:]], self.cache)
         st.prompt_tokens = len(ids) - common

@@ -151,9 +151,11 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
-        # The stream (handle) of the last enqueued run while the device sits at its last kept
-        # token (resume may follow it there), else None.
+        # The stream of the last enqueued run while the device sits at its last kept token
+        # (resume may follow it there), else None; and the stream of the last enqueued run
+        # (``drop`` notes it on the cache).
         self._carried_on: Any = None
+        self._last_stream: Any = None
         if graph:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
@@ -230,6 +232,7 @@ class DecodeRun:
         lengths = self.cache.lengths[:rows]
         for r in range(rows):
             self.cache.check_room(r, n)
+        self.cache.order_after_spare()  # the inputs written below may be a spare run's
         start = lengths.copy()
         self.ids[:] = np.asarray(tokens, np.int64)[:, None]
         self.pos[:] = start[:, None]
@@ -249,7 +252,7 @@ class DecodeRun:
         n more steps."""
         if not 1 <= n <= self.steps or self._carried_on is None:
             return False
-        if self._carried_on != runtime.current_stream(self.model.device).handle:
+        if self._carried_on is not runtime.current_stream(self.model.device):
             return False
         room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
         return room >= n
@@ -289,13 +292,21 @@ class DecodeRun:
         stream = runtime.current_stream(self.model.device)
         if self.graph is not None and room >= self.steps:
             self.graph.replay(stream)
-            self._carried_on = stream.handle if n == self.steps else None
+            self._carried_on = stream if n == self.steps else None
         else:
             for j in range(n):
                 self._step(j)
-            self._carried_on = stream.handle
+            self._carried_on = stream
+        self._last_stream = stream
         lengths += n
         return PendingRun(self.out, n)
+
+    def drop(self, pending: PendingRun) -> None:
+        """Drop an enqueued run without waiting for it (spare: no row needs its tokens): its
+        tokens leave the cached lengths, and the cache notes its stream, where it may still
+        write these rows (StaticKVCache.order_after_spare orders later work after it)."""
+        self.rewind(pending.n)
+        self.cache.spare_stream = self._last_stream
 
     def rewind(self, n: int) -> None:
         """Forget the last n tokens of every row (a run that went past where decoding ended).

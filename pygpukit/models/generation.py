@@ -187,6 +187,7 @@ def stream_batch(
         # run's spare ones.
         slack = k + steps_per_sync - 1
         cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
+    cache.order_after_spare()  # a last generation's spare decode steps may still write it
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.
     run: DecodeRun | None = None
@@ -407,7 +408,7 @@ def run_steps(
                     break
             if last < n or all(ended):
                 if ahead is not None:  # spare: every row stopped inside this run
-                    run.rewind(ahead.n)
+                    run.drop(ahead)
                     ahead = None
                 if last < n:
                     run.rewind(n - last)
@@ -432,7 +433,7 @@ def run_steps(
         # tokens are not the caller's, so the cache does not keep them.
         for left in (pending, ahead):
             if left is not None:
-                run.rewind(left.n)
+                run.drop(left)
 
 
 def _stack_rows(rows: list[GPUArray]) -> GPUArray:

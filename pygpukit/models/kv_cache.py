@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty
 from pygpukit.models.errors import ContextLengthError
@@ -64,6 +65,9 @@ class StaticKVCache:
         self.batch_size = batch_size
         self.max_seq_len = max_seq_len
         self.lengths = np.zeros(batch_size, dtype=np.int64)  # tokens stored per row (host side)
+        # The stream of decode steps dropped without a wait (models.decode_loop: a run enqueued
+        # ahead that no row needed), which may still write these rows: order_after_spare.
+        self.spare_stream: Any = None
 
     @property
     def nbytes(self) -> int:
@@ -75,6 +79,18 @@ class StaticKVCache:
             self.lengths[:] = 0
         else:
             self.lengths[row] = 0
+
+    def order_after_spare(self) -> None:
+        """Make the current stream wait for decode steps dropped without a wait if they went to
+        another stream (on the same stream, order is given): call before work on the current
+        stream writes these rows (a prefill, a decode run)."""
+        s, self.spare_stream = self.spare_stream, None
+        dev = self.k.device
+        if s is None or dev.type == "cpu" or s is runtime.current_stream(dev):
+            return
+        ev = runtime.Event(device=dev.index)
+        ev.record(s)
+        runtime.current_stream(dev).wait_event(ev)
 
     def check_room(self, row: int, new_tokens: int) -> None:
         end = int(self.lengths[row]) + new_tokens

@@ -304,7 +304,9 @@ class CausalTransformerModel:
         self._ensure_tables(cache.max_seq_len)
         return self._run(ids, positions, cache, 0, [0] * b, (marks[0], marks[1]), s > 1)
 
-    @constant_weights()  # no kernel writes the weights: the decode GEMVs may prefetch them
+    # No kernel inside writes the weights, nor the step's positions and lengths (written before
+    # it starts): the decode GEMVs, the cache write and decode attention may load them early.
+    @constant_weights()
     def _run(
         self,
         ids: GPUArray,

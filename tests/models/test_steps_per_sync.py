@@ -128,6 +128,10 @@ def test_cache_ends_as_with_one_step_a_sync() -> None:
     for k in (8, 40):
         assert model.generate(p, 14, steps_per_sync=k, **kw) == want
         assert list(model.cache.lengths[:1]) == lengths, k
+        # k = 8: the run enqueued behind the first was spare, dropped without a wait, and the
+        # cache notes its stream for the next work on it; k = 40: one run, none spare (and the
+        # generation first ordered itself after the note left before, which it clears).
+        assert (model.cache.spare_stream is not None) == (k == 8), k
 
 
 @pytest.mark.parametrize("sampled", [False, True], ids=["greedy", "sampled"])
@@ -262,7 +266,8 @@ def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
 def test_pipelined_runs_follow_the_consumers_stream_on_gpu() -> None:
     """A consumer that takes each step under another stream: a run is continued on the device
     only on the stream it went to (DecodeRun.can_resume), else it starts from the host after
-    the wait, so the tokens are those of one step a sync."""
+    the wait, so the tokens are those of one step a sync; a generation after one that left a
+    spare run on another stream is ordered after it."""
     if gp.device_count() == 0:
         pytest.skip("no CUDA device")
     model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
@@ -282,3 +287,13 @@ def test_pipelined_runs_follow_the_consumers_stream_on_gpu() -> None:
         for r, t in step:
             rows[r].append(t)
     assert rows == want
+    # A generation whose rows all stop inside a run leaves its spare run running on stream 0;
+    # the next one, on stream 1, is ordered after it (DecodeRun.order_after) before its prefill
+    # writes the same cache rows.
+    stop = want[0][len(_prompts()[0]) + 3]
+    for _ in range(3):
+        with gp.stream(streams[0]):
+            model.generate(_prompts()[:1], 30, temperature=0, stop_token_ids=(stop,),
+                           steps_per_sync=8)  # fmt: skip
+        with gp.stream(streams[1]):
+            assert model.generate(_prompts(), 30, steps_per_sync=4, **KW) == want

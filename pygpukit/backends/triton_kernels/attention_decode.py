@@ -79,7 +79,8 @@ MAX_BLOCK_M = 64  # packed query rows per program; more rows make more tiles
 FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate combine kernel
 # True: on sm_90+ (driver.pdl_enabled) the kernel is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the cache write, finishes, and wait
-# on it with gdc_wait before they read anything). With the cache write launched early too, the
+# on it with gdc_wait before they read anything it may write). With the cache write launched
+# early too, the
 # batch-1 decode step ran 0.3-0.8% faster on an H200 than with both launched plainly (kv_write.py
 # has the numbers; benchmarks/tuning/decode_ab.py --experiment pdl measures it). False: the
 # plain launch. The release of the next kernel (RELEASE) does not depend on it.
@@ -283,9 +284,13 @@ def _combine(
 
 
 @triton.jit
-def _seq_len(LENS, b, cap, chunk):
-    """(length, bad, active splits): a length outside [0, cap] counts as 0 keys and poisons."""
-    L = tl.load(LENS + b)
+def _seq_len(LENS, b, cap, chunk, CG: tl.constexpr):
+    """(length, bad, active splits): a length outside [0, cap] counts as 0 keys and poisons.
+    CG: read at L2 (the length loaded before the wait on the kernel ahead)."""
+    if CG:
+        L = tl.load(LENS + b, cache_modifier=".cg")
+    else:
+        L = tl.load(LENS + b)
     bad = (L < 0) | (L > cap)
     L = tl.where(bad, 0, L)
     return L, bad, tl.maximum((L + chunk - 1) // chunk, 1)
@@ -308,13 +313,13 @@ def _decode_fwd(
     b = bh // Hkv
     hk = bh - b * Hkv
     if PREFETCH:  # no kernel that may still run writes the lengths (PREFETCH_LENGTHS)
-        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk, CG=True)
     if PDL:  # launched early (programmatic dependent launch): q and the caches (and the
         gdc_wait()  # lengths) may be the previous kernel's, read only after it has finished
     if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
         gdc_launch_dependents()
     if not PREFETCH:
-        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk)
+        L, bad_len, n_act = _seq_len(LENS, b, cap, chunk, CG=False)
     if split < n_act:  # splits past the sequence's length do nothing
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         rmask = rows < R
@@ -415,7 +420,7 @@ def _decode_combine(
     bh = pid // TILES
     b = bh // Hkv
     hk = bh - b * Hkv
-    _len, _bad, n_act = _seq_len(LENS, b, cap, chunk)
+    _len, _bad, n_act = _seq_len(LENS, b, cap, chunk, CG=False)
     if n_act > 1:  # one split wrote the output itself
         _combine(
             Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,

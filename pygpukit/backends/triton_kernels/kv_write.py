@@ -29,7 +29,8 @@ __all__ = ["kv_cache_write"]
 
 # True: on sm_90+ (driver.pdl_enabled) the write is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the qkv projection, finishes, wait
-# on it with gdc_wait before they read anything, then release the next kernel's launch). H200,
+# on it with gdc_wait before they read anything it may write, then release the next kernel's
+# launch). H200,
 # 2026-11-27, with attention launched early too (benchmarks/tuning/decode_ab.py --experiment
 # pdl, one process): the graph-replayed batch-1 step 828 against 835-837 us plain (Llama-3.2-1B
 # shape), 4195-4197 against 4208 us (Qwen3-8B shape), tokens identical (BENCHMARKS.md, "Decode
@@ -146,8 +147,8 @@ def _kv_write(
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
-    if PREFETCH:  # no kernel that may still run writes the positions (PREFETCH_POSITIONS)
-        p0 = tl.load(P + b)
+    if PREFETCH:  # no kernel that may still run writes the positions (PREFETCH_POSITIONS);
+        p0 = tl.load(P + b, cache_modifier=".cg")  # read at L2, where the writes are
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
@@ -254,6 +255,8 @@ def kv_cache_write(
     qn = q_norm.contiguous() if q_norm is not None and hq else None
     kn = k_norm.contiguous() if k_norm is not None and rope else None
     pdl = PDL_LAUNCH and pdl_enabled(k.device)
+    # Not tied to pdl: without the early launch it only moves a load, and so the interpreter
+    # runs this path too.
     prefetch = PREFETCH_POSITIONS and weights_are_constant()
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
