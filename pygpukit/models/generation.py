@@ -378,9 +378,10 @@ def run_steps(
 
     Runs are pipelined: before waiting for a run's tokens the next run is enqueued behind it,
     continuing on the device from where the run leaves it (DecodeRun.resume), so the device
-    is not idle while the host reads, checks and yields a run's tokens. When every row stops
-    inside a run, the run already enqueued behind it was spare: its device work still runs
-    (up to run.steps steps), and its tokens are dropped and taken back from the cache."""
+    keeps working while the host reads, checks and yields a run's tokens (as long as that takes
+    less than a run). When every row stops inside a run, the run already enqueued behind it was
+    spare: its device work still runs (up to run.steps steps), its tokens are dropped and taken
+    back from the cache, and the cache notes its stream (DecodeRun.drop)."""
     pending = None
     ahead = None  # the run enqueued behind ``pending``, not yet collected
     try:
