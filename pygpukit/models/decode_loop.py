@@ -151,11 +151,10 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
-        # The stream of the last enqueued run while the device sits at its last kept token
-        # (resume may follow it there), else None; and the stream of the last enqueued run
-        # (``drop`` notes it on the cache).
-        self._carried_on: Any = None
+        # The stream of the last enqueued run (``drop`` notes it on the cache), and whether the
+        # device sits at that run's last kept token (resume may follow it there).
         self._last_stream: Any = None
+        self._carried = False
         if graph:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
@@ -250,9 +249,9 @@ class DecodeRun:
         graph of run.steps steps kept whole; nothing rewound since), it went to the current
         stream (the next run reads what it wrote in stream order), and the cache has room for
         n more steps."""
-        if not 1 <= n <= self.steps or self._carried_on is None:
+        if not 1 <= n <= self.steps or not self._carried:
             return False
-        if self._carried_on is not runtime.current_stream(self.model.device):
+        if self._last_stream is not runtime.current_stream(self.model.device):
             return False
         room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
         return room >= n
@@ -292,11 +291,11 @@ class DecodeRun:
         stream = runtime.current_stream(self.model.device)
         if self.graph is not None and room >= self.steps:
             self.graph.replay(stream)
-            self._carried_on = stream if n == self.steps else None
+            self._carried = n == self.steps
         else:
             for j in range(n):
                 self._step(j)
-            self._carried_on = stream
+            self._carried = True
         self._last_stream = stream
         lengths += n
         return PendingRun(self.out, n)
@@ -312,7 +311,7 @@ class DecodeRun:
         """Forget the last n tokens of every row (a run that went past where decoding ended).
         The device no longer sits where the lengths end: the next run starts from the host."""
         self.cache.lengths[: self.rows] -= n
-        self._carried_on = None
+        self._carried = False
 
     def reset(self) -> None:
         """Release the graph and the memory it keeps."""

@@ -80,10 +80,10 @@ FUSED_COMBINE = True  # the last split combines (one kernel); False: a separate 
 # True: on sm_90+ (driver.pdl_enabled) the kernel is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the cache write, finishes, and wait
 # on it with gdc_wait before they read anything it may write). With the cache write launched
-# early too, the
-# batch-1 decode step ran 0.3-0.8% faster on an H200 than with both launched plainly (kv_write.py
-# has the numbers; benchmarks/tuning/decode_ab.py --experiment pdl measures it). False: the
-# plain launch. The release of the next kernel (RELEASE) does not depend on it.
+# early too, the batch-1 decode step ran 0.3-0.8% faster on an H200 than with both launched
+# plainly (kv_write.py has the numbers; benchmarks/tuning/decode_ab.py --experiment pdl
+# measures it). False: the plain launch. The release of the next kernel (RELEASE) does not
+# depend on it.
 PDL_LAUNCH = True
 # True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
 # lengths are written before it starts, never by the kernel ahead) each program loads its

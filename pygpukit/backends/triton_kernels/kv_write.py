@@ -30,11 +30,10 @@ __all__ = ["kv_cache_write"]
 # True: on sm_90+ (driver.pdl_enabled) the write is launched with programmatic dependent launch
 # (its programs become resident while the kernel before it, the qkv projection, finishes, wait
 # on it with gdc_wait before they read anything it may write, then release the next kernel's
-# launch). H200,
-# 2026-11-27, with attention launched early too (benchmarks/tuning/decode_ab.py --experiment
-# pdl, one process): the graph-replayed batch-1 step 828 against 835-837 us plain (Llama-3.2-1B
-# shape), 4195-4197 against 4208 us (Qwen3-8B shape), tokens identical (BENCHMARKS.md, "Decode
-# end to end"). False: the plain launch.
+# launch). H200, 2026-11-27, with attention launched early too (benchmarks/tuning/decode_ab.py
+# --experiment pdl, one process): the graph-replayed batch-1 step 828 against 835-837 us plain
+# (Llama-3.2-1B shape), 4195-4197 against 4208 us (Qwen3-8B shape), tokens identical
+# (BENCHMARKS.md, "Decode end to end"). False: the plain launch.
 PDL_LAUNCH = True
 # True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
 # positions are written before it starts, never by the kernel ahead) each program loads its
