@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -34,8 +34,15 @@ Experiments:
   programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
   PREFETCH_LENGTHS) or after (shipped): the graph-replayed step's device time and decode
   tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
+- append: the decode step's cache write and attention in one launch (gp.sdpa_decode_append:
+  transformer.APPEND_ATTENTION, shipped) or two (kv_cache_write, then sdpa_decode): the
+  1-step graph's device time (50 replays), a step inside the 32-step graph at cache positions
+  128-160 (as in overlap) and decode tok/s as in pdl, two alternating rounds, tokens checked
+  against the first variant's (the one launch normalises Qwen3's heads with its sum of squares
+  in another order, so its tokens may differ there; Llama's are the same bits).
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
-  the MLP, the cache write, decode attention, or the last two), on the tree as it is (its
+  the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
+  write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
   PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
   speed-up of that kernel can gain.
 """
@@ -230,10 +237,36 @@ def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> 
         kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS = shipped
 
 
+def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    import pygpukit.models.transformer as tr
+
+    shipped = tr.APPEND_ATTENTION
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for on in (shipped, not shipped):
+                tr.APPEND_ATTENTION = on
+                r = _rate(model, prompt, args.new, args.repeats)
+                model.generate(prompt, 200, temperature=0, stop_token_ids=())
+                step = _step_us(model, 1) * 1e6
+                run = _run_step_us(model)
+                first = r["tokens"] if first is None else first
+                name = "one launch" if on else "two launches"
+                same = r["tokens"] == first
+                print(f"{args.model} round {rnd}: write + attention {name:12s} graph step "
+                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us "
+                      f"({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, repeats equal "
+                      f"{r['repeats_equal']}, tokens as the first {same}")  # fmt: skip
+    finally:
+        tr.APPEND_ATTENTION = shipped
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
     real = {name: getattr(tr.ops, name) for name in ("rmsnorm", "kv_cache_write", "sdpa_decode")}
+    append = tr.APPEND_ATTENTION
+    tr.APPEND_ATTENTION = False  # the two-launch form, whose launches can be left out one by one
 
     def no_rmsnorm(x: Any, w: Any, eps: Any, residual: Any = None, **kw: Any) -> Any:
         return x if residual is None else (x, residual)
@@ -262,6 +295,7 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
     finally:
         for op, fn in real.items():
             setattr(tr.ops, op, fn)
+        tr.APPEND_ATTENTION = append
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--experiment",
         default="tiles",
-        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "leave-out"),
+        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "append", "leave-out"),
     )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
@@ -280,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "leave-out": _leave_out,
+            "append": _append, "leave-out": _leave_out,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0

@@ -32,6 +32,7 @@ from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.moe import moe_forward
 from pygpukit.models.weights import LayerWeights, ModelWeights
 from pygpukit.ops.gemv import constant_weights
+from pygpukit.routing.overrides import forced_backend, named_backend
 from pygpukit.runtime import Device
 
 if TYPE_CHECKING:
@@ -45,10 +46,25 @@ __all__ = ["CausalTransformerModel"]
 # with kv_cache_write (RoPE on k and q fused into the write); longer steps (prefill) use flash sdpa,
 # except under the deterministic mode, where every step takes the decode path.
 DECODE_TOKENS = 16
+# True: a decode step writes the cache and attends in one launch (gp.sdpa_decode_append) instead
+# of kv_cache_write then sdpa_decode; see append_attention for when the two launches stay.
+APPEND_ATTENTION = True
 # The deterministic mode's prefill runs in forward calls of at most this many tokens: its results
 # do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
 # 256-key split) stay bounded.
 DETERMINISTIC_CHUNK = 256
+
+
+def append_attention() -> bool:
+    """Whether this decode step writes the cache and attends in one launch: APPEND_ATTENTION,
+    outside the deterministic mode (whose batch-invariant prefill runs the two launches at every
+    chunk length, so its decode steps do too), and unless a route rule names kv_cache_write or
+    sdpa_decode (or a "*" rule forces a backend): the user asked for those ops' backends."""
+    if not APPEND_ATTENTION or determinism.is_deterministic():
+        return False
+    if named_backend("sdpa_decode_append") is not None:
+        return True
+    return forced_backend("kv_cache_write")[0] is None and forced_backend("sdpa_decode")[0] is None
 
 
 class CausalTransformerModel:
@@ -325,8 +341,9 @@ class CausalTransformerModel:
         if w.pos_embed is not None:
             x = ops.add(x, ops.embedding(pos, w.pos_embed))
         delta: GPUArray | None = None
+        append = decode is not None and append_attention()
         for i, lw in enumerate(w.layers):
-            attn, x = self._attention(i, lw, x, delta, pos, cache, row0, starts, decode)
+            attn, x = self._attention(i, lw, x, delta, pos, cache, row0, starts, decode, append)
             h, x = self._add_norm(x, attn, lw.mlp_norm, lw.mlp_norm_bias)
             delta = self._mlp(lw, h)
         if not all_logits:  # the norm is per row: only the last position's is needed
@@ -393,9 +410,12 @@ class CausalTransformerModel:
         row0: int,
         starts: list[int],
         decode: tuple[GPUArray, GPUArray] | None,
+        append: bool = False,
     ) -> tuple[GPUArray, GPUArray]:
         """(attention's output, the residual stream x + delta) of the block's first half.
-        decode: (write positions, lengths) on the device for a decode-sized step, else None."""
+        decode: (write positions, lengths) on the device for a decode-sized step, else None;
+        append: the cache write and attention as one launch (gp.sdpa_decode_append; the lengths
+        are then the write positions + S, as every decode step has them)."""
         c = self.config
         b, s, _ = x.shape
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
@@ -414,7 +434,16 @@ class CausalTransformerModel:
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
         scale = c.layer_attn_scale(layer)
         vt = v.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
-        if decode is not None:
+        if decode is not None and append:
+            # One launch: each split of the keys writes the new tokens among its keys (k
+            # rotated, Qwen3's head norms first) and attends with q rotated in registers.
+            kc, vc = cache.rows(layer, row0, b)
+            o = ops.sdpa_decode_append(
+                q.transpose(0, 2, 1, 3), kc, vc, k.transpose(0, 2, 1, 3), vt, decode[1],
+                cos=cos, sin=sin, q_norm=lw.q_norm if fused_norms else None,
+                k_norm=lw.k_norm if fused_norms else None, norm_eps=c.norm_eps, scale=scale,
+            )  # fmt: skip
+        elif decode is not None:
             # kv_cache_write stores k and v, rotating k, and rotates q in place at the same
             # positions (normalising both heads first for Qwen3), all in one launch; then
             # sdpa_decode attends over each row's own length (rows may differ).

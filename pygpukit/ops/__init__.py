@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pygpukit.ops.activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul, softplus
 from pygpukit.ops.attention import sdpa, sdpa_causal
-from pygpukit.ops.attention_decode import kv_cache_write, sdpa_decode
+from pygpukit.ops.attention_decode import kv_cache_write, sdpa_decode, sdpa_decode_append
 from pygpukit.ops.attention_varlen import sdpa_varlen
 from pygpukit.ops.elementwise import (
     add,
@@ -107,6 +107,7 @@ __all__ = [
     "sdpa",
     "sdpa_causal",
     "sdpa_decode",
+    "sdpa_decode_append",
     "sdpa_varlen",
     "sigmoid",
     "silu",

@@ -1,4 +1,5 @@
-"""Decode attention against a KV cache (sdpa_decode) and the KV-cache write (kv_cache_write).
+"""Decode attention against a KV cache (sdpa_decode), the KV-cache write (kv_cache_write), and
+both in one launch (sdpa_decode_append).
 
 Cache layouts (those of vLLM and FlashInfer):
 - contiguous (static, gpt-fast style): k_cache, v_cache [B, Hkv, S_max, D]; key j of sequence b
@@ -24,7 +25,7 @@ from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
 from pygpukit.routing.dispatch import run
 
-__all__ = ["kv_cache_write", "sdpa_decode"]
+__all__ = ["kv_cache_write", "sdpa_decode", "sdpa_decode_append"]
 
 _STYLES = ("neox", "gptj")
 
@@ -166,6 +167,111 @@ def kv_cache_write(
     """
     op = "kv_cache_write"
     _caches(op, k_cache, v_cache)
+    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table, cos, sin, rope_style)
+    _int32_vector(op, "positions", positions, batch, k_cache)
+    if q is not None:
+        if cos is None:
+            raise ValueError(f"{op}: q is rotated with the tables: pass cos and sin with q")
+        _queries(op, q, batch, sq, d, hkv, k_cache)
+        named: dict[str, GPUArray | None] = {
+            "k_cache": k_cache, "v_cache": v_cache, "k": k, "v": v, "cos": cos, "sin": sin,
+            "positions": positions, "block_table": block_table,
+        }  # fmt: skip
+        for name, other in named.items():
+            if other is not None and shares_elements(q, other):
+                raise ValueError(
+                    f"{op}: q shares elements with {name}; q is rotated in place while the "
+                    "launch reads it"
+                )
+        check_target(q, f"{op}: q")
+    params: dict[str, object] = {"rope_style": rope_style}
+    if q_norm is not None or k_norm is not None:
+        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache, v_cache)
+    check_target(k_cache, f"{op}: k_cache")
+    check_target(v_cache, f"{op}: v_cache")
+    inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin, q)
+    run(op, inputs, params)
+
+
+def sdpa_decode_append(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    cache_seqlens: GPUArray,
+    *,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    rope_style: str = "neox",
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 1e-6,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The decode step's cache write and attention in one launch: kv_cache_write(k_cache,
+    v_cache, k, v, cache_seqlens - Sq, q=..., ...) followed by sdpa_decode(q, k_cache, v_cache,
+    cache_seqlens), with these differences:
+
+    - the write positions are not an input: token j of sequence b goes to cache position
+      cache_seqlens[b] - Sq + j (the new tokens are the last Sq of the new length);
+    - q is rotated (and normalised with q_norm) in registers for the attention and left as it
+      was in memory; the caches are written in place as kv_cache_write writes them;
+    - the result is [B, H, Sq, D] (or out=), as sdpa_decode's.
+
+    Arguments and the out-of-range rules are those of the two ops (a length outside the
+    cache: NaN output and no write on the GPU, IndexError on the NumPy backend). The rotation
+    and the norms compute what kv_cache_write computes (the same expressions: the same bits for
+    the rotation; a head norm's sum of squares may run in another order); the attention is
+    sdpa_decode's kernel. Each split of the keys writes the new tokens among its own keys and
+    reads them back itself, so no second launch, and no wait on one, separates the write from
+    the attention.
+    """
+    op = "sdpa_decode_append"
+    _caches(op, k_cache, v_cache)
+    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table, cos, sin, rope_style)
+    chk.array(op, "q", q)
+    _queries(op, q, batch, sq, d, hkv, k_cache)
+    _int32_vector(op, "cache_seqlens", cache_seqlens, batch, k_cache)
+    chk.scale_arg(op, scale)
+    chk.out_arg(op, out, q.shape, q.dtype)
+    params: dict[str, object] = {
+        "rope_style": rope_style, "causal": bool(causal),
+        "scale": None if scale is None else float(scale),
+    }  # fmt: skip
+    if q_norm is not None or k_norm is not None:
+        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache, v_cache)
+    read: dict[str, GPUArray | None] = {
+        "q": q, "k": k, "v": v, "cos": cos, "sin": sin, "cache_seqlens": cache_seqlens,
+        "block_table": block_table, "q_norm": q_norm, "k_norm": k_norm, "out": out,
+    }  # fmt: skip
+    for name, other in read.items():
+        for cname, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if other is not None and shares_elements(other, cache):
+                raise ValueError(
+                    f"{op}: {name} shares elements with {cname}, which the launch writes"
+                )
+    check_target(k_cache, f"{op}: k_cache")
+    check_target(v_cache, f"{op}: v_cache")
+    inputs = (q, k_cache, v_cache, k, v, cache_seqlens, block_table, cos, sin)
+    return run(op, inputs, params, out=out)
+
+
+def _new_tokens(
+    op: str,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    block_table: GPUArray | None,
+    cos: GPUArray | None,
+    sin: GPUArray | None,
+    rope_style: str,
+) -> tuple[int, int, int, int]:
+    """The new tokens k, v and their rotation checked against the caches: (B, Hkv, Sq, D)."""
     for name, t in (("k", k), ("v", v)):
         chk.array(op, name, t)
         if t.ndim != 4:
@@ -189,7 +295,6 @@ def kv_cache_write(
     cap = _block_table(op, block_table, batch, k_cache)
     if sq > cap:
         raise ValueError(f"{op}: k has {sq} new tokens but the cache holds {cap} per sequence")
-    _int32_vector(op, "positions", positions, batch, k_cache)
     chk.choice(op, "rope_style", rope_style, _STYLES)
     if (cos is None) != (sin is None):
         raise ValueError(f"{op}: pass both cos and sin (rotary tables) or neither")
@@ -209,43 +314,28 @@ def kv_cache_write(
             )
         if sin.shape != cos.shape:
             raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
-    if q is not None:
-        chk.array(op, "q", q)
-        if cos is None:
-            raise ValueError(f"{op}: q is rotated with the tables: pass cos and sin with q")
-        if q.ndim != 4 or q.shape[0] != batch or q.shape[2] != sq or q.shape[3] != d:
-            raise ValueError(
-                f"{op}: q has {chk.desc(q)} but must be [{batch}, H, {sq}, {d}] (k's batch, "
-                "tokens and head dim)"
-            )
-        if hkv == 0 or q.shape[1] == 0 or q.shape[1] % hkv:
-            raise ValueError(
-                f"{op}: q has {q.shape[1]} heads; it must be a positive multiple of k's {hkv}"
-            )
-        if q.dtype is not k_cache.dtype:
-            raise TypeError(
-                f"{op}: q has {chk.desc(q)} but the caches have dtype {k_cache.dtype.name}"
-            )
-        if q.device != k_cache.device:
-            raise ValueError(f"{op}: q is on {q.device} but the caches are on {k_cache.device}")
-        named: dict[str, GPUArray | None] = {
-            "k_cache": k_cache, "v_cache": v_cache, "k": k, "v": v, "cos": cos, "sin": sin,
-            "positions": positions, "block_table": block_table,
-        }  # fmt: skip
-        for name, other in named.items():
-            if other is not None and shares_elements(q, other):
-                raise ValueError(
-                    f"{op}: q shares elements with {name}; q is rotated in place while the "
-                    "launch reads it"
-                )
-        check_target(q, f"{op}: q")
-    params: dict[str, object] = {"rope_style": rope_style}
-    if q_norm is not None or k_norm is not None:
-        params |= _head_norms(op, q_norm, k_norm, norm_eps, q, cos, k_cache, v_cache)
-    check_target(k_cache, f"{op}: k_cache")
-    check_target(v_cache, f"{op}: v_cache")
-    inputs = (k_cache, v_cache, k, v, positions, block_table, cos, sin, q)
-    run(op, inputs, params)
+    return batch, hkv, sq, d
+
+
+def _queries(
+    op: str, q: GPUArray, batch: int, sq: int, d: int, hkv: int, k_cache: GPUArray
+) -> None:
+    """q [B, H, Sq, D] of the new tokens checked: k's batch, tokens and head dim, H a positive
+    multiple of Hkv, the caches' dtype and device."""
+    chk.array(op, "q", q)
+    if q.ndim != 4 or q.shape[0] != batch or q.shape[2] != sq or q.shape[3] != d:
+        raise ValueError(
+            f"{op}: q has {chk.desc(q)} but must be [{batch}, H, {sq}, {d}] (k's batch, "
+            "tokens and head dim)"
+        )
+    if hkv == 0 or q.shape[1] == 0 or q.shape[1] % hkv:
+        raise ValueError(
+            f"{op}: q has {q.shape[1]} heads; it must be a positive multiple of k's {hkv}"
+        )
+    if q.dtype is not k_cache.dtype:
+        raise TypeError(f"{op}: q has {chk.desc(q)} but the caches have dtype {k_cache.dtype.name}")
+    if q.device != k_cache.device:
+        raise ValueError(f"{op}: q is on {q.device} but the caches are on {k_cache.device}")
 
 
 def _head_norms(

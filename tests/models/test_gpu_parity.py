@@ -92,8 +92,39 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
     if model.spec.norm == "rmsnorm":
         assert counts.get("rmsnorm_linear") == len(model.weights.layers) + 1, counts
         assert counts.get("rmsnorm") == len(model.weights.layers), counts
+    # The cache write and attention in one launch a layer (transformer.APPEND_ATTENTION).
+    assert counts.get("sdpa_decode_append") == len(model.weights.layers), counts
+    assert "kv_cache_write" not in counts and "sdpa_decode" not in counts, counts
     graph.prefill(prompt, max_seq_len=len(prompt) + 64)  # a larger cache drops the graph
     assert not graph.has_graph() and "init_graph again" in graph.graph_reason
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_one_launch_write_and_attention_equals_two(arch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The decode step with the cache write and attention in one launch (sdpa_decode_append)
+    gives the logits of the two launches (kv_cache_write, sdpa_decode): the same bits in
+    bfloat16 where no head norm runs (the same rotation expressions, the same attention
+    kernel); with Qwen3's head norms (whose sum of squares runs in another order) in float32
+    within 1e-4, and the same greedy tokens."""
+    import pygpukit.models.transformer as tr
+
+    _need_gpu_backends()
+    norms = arch in ("qwen3", "qwen3_moe")
+    model = load_model(FIXTURES / arch, dtype="float32" if norms else "bfloat16", device="cuda")
+    prompt = golden(arch)["prompts"][0]
+    res = {}
+    for on in (True, False):
+        monkeypatch.setattr(tr, "APPEND_ATTENTION", on)
+        cache = model.new_cache(1, len(prompt) + 24)
+        model.forward([prompt], cache)
+        steps = [model.forward([[t]], cache).to_numpy() for t in prompt[:8]]
+        tokens = model.generate(prompt, 16, temperature=0, stop_token_ids=(), graph=False)
+        res[on] = (np.stack(steps), tokens)
+    assert res[True][1] == res[False][1]
+    if norms:
+        np.testing.assert_allclose(res[True][0], res[False][0], rtol=1e-4, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(res[True][0], res[False][0])
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -300,3 +300,107 @@ def test_write_head_norm_errors() -> None:
     with pytest.raises(ValueError, match="v_cache shares elements with k_norm"):
         vc = f32(2, 2, 8, 4)
         gp.kv_cache_write(kc, vc, k, k, pos, k_norm=vc[0, 0, 0], **tabs)
+
+
+# ----- sdpa_decode_append -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norms", [False, True], ids=["plain", "head-norms"])
+@pytest.mark.parametrize("style", [None, "neox", "gptj"])
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_append_equals_write_then_decode(dtype: str, paged: bool, style: str | None,
+                                         norms: bool) -> None:  # fmt: skip
+    """gp.sdpa_decode_append against gp.kv_cache_write at cache_seqlens - Sq with q rotated in
+    place, then gp.sdpa_decode: the same caches and output (bit-equal on the NumPy backend and
+    without head norms; with them within the dtype's bound on a GPU), the caller's q
+    unchanged, and the float64 reference of the whole."""
+    if norms and style is None:
+        pytest.skip("head norms need the tables")
+    rng, q, kc, vc = _case(("append", paged, style, norms), dtype, 3, 6, 2, 3, 40, 16)
+    k, v = rand(rng, (3, 2, 3, 16), dtype) * 2, rand(rng, (3, 2, 3, 16), dtype)
+    table = None
+    if paged:
+        kc, vc, table = to_paged(rng, 8, kc, vc)
+    lens = np.array([3, 20, 40], np.int32)
+    cos, sin = cpu.rope_tables(48, 16 if norms else 12, base=100.0)
+    kw: dict = {} if style is None else {"cos": up(cos), "sin": up(sin), "rope_style": style}
+    if norms:
+        qw, kw_ = (1 + rand(rng, 16, dtype) / 4), (1 + rand(rng, 16, dtype) / 4)
+        kw |= {"q_norm": up(qw.astype(q.dtype)), "k_norm": up(kw_.astype(q.dtype)),
+               "norm_eps": 1e-5}  # fmt: skip
+    bt = None if table is None else up(table)
+    dq, dk, dv = up(q), up(kc), up(vc)
+    got = gp.sdpa_decode_append(dq, dk, dv, up(k), up(v), up(lens), block_table=bt, **kw)
+    np.testing.assert_array_equal(dq.to_numpy(), q)
+    eq, ek, ev = up(q), up(kc), up(vc)
+    start = up((lens - 3).astype(np.int32))
+    gp.kv_cache_write(ek, ev, up(k), up(v), start, block_table=bt,
+                      q=eq if style is not None else None, **kw)  # fmt: skip
+    want = gp.sdpa_decode(eq, ek, ev, up(lens), block_table=bt)
+    np.testing.assert_array_equal(dv.to_numpy(), ev.to_numpy())
+    if norms:
+        _same(dk, ek, dtype)
+        _same(got, want, dtype)
+    else:
+        np.testing.assert_array_equal(dk.to_numpy(), ek.to_numpy())
+        if ON_CPU:
+            np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+        else:
+            assert_close(got, as64(want.to_numpy()), dtype)
+    if not norms:
+        pos = lens[:, None] - 3 + np.arange(3)
+        knew, qr = as64(k), as64(q)
+        if style is not None:
+            knew[..., :12] = ref_rope_k(k[..., :12], pos, cos, sin, style)
+            qr[..., :12] = ref_rope_k(q[..., :12], pos, cos, sin, style)
+        kref = ref_write(kc, knew, (lens - 3).astype(np.int32), table)
+        vref = ref_write(vc, v, (lens - 3).astype(np.int32), table)
+        assert_close(got, ref_decode(qr, kref, vref, lens, table, True), dtype)
+
+
+@NUMPY_ONLY
+def test_append_numpy_backend_rejects_out_of_range() -> None:
+    kc = up(np.zeros((2, 1, 6, 4), np.float32))
+    k, q = up(np.ones((2, 1, 2, 4), np.float32)), up(np.ones((2, 2, 2, 4), np.float32))
+    with pytest.raises(IndexError, match=r"lengths must lie in \[0, 6\]"):
+        gp.sdpa_decode_append(q, kc, up(np.zeros((2, 1, 6, 4), np.float32)), k, k,
+                              up(np.array([2, 7], np.int32)))  # fmt: skip
+    with pytest.raises(IndexError, match=r"sequence 1 writes positions -1\.\.0"):
+        gp.sdpa_decode_append(q, kc, up(np.zeros((2, 1, 6, 4), np.float32)), k, k,
+                              up(np.array([2, 1], np.int32)))  # fmt: skip
+
+
+def test_append_errors() -> None:
+    f32 = lambda *s: up(np.ones(s, np.float32))  # noqa: E731
+    kc, vc, k, q = f32(2, 2, 8, 4), f32(2, 2, 8, 4), f32(2, 2, 1, 4), f32(2, 4, 1, 4)
+    lens = up(np.ones(2, np.int32))
+    with pytest.raises(ValueError, match=r"sdpa_decode_append: k has shape .* but k_cache has"):
+        gp.sdpa_decode_append(q, kc, vc, f32(2, 1, 1, 4), f32(2, 1, 1, 4), lens)
+    with pytest.raises(ValueError, match=r"q has shape \(2, 4, 2, 4\) .* must be \[2, H, 1, 4\]"):
+        gp.sdpa_decode_append(f32(2, 4, 2, 4), kc, vc, k, k, lens)
+    with pytest.raises(ValueError, match="q has 3 heads; it must be a positive multiple of k's 2"):
+        gp.sdpa_decode_append(f32(2, 3, 1, 4), kc, vc, k, k, lens)
+    with pytest.raises(TypeError, match="q must be a GPUArray"):
+        gp.sdpa_decode_append(np.ones((2, 4, 1, 4)), kc, vc, k, k, lens)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cache_seqlens must be an int32 array"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, up(np.ones(2, np.int64)))
+    with pytest.raises(ValueError, match=r"cache_seqlens has shape \(3,\)"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, up(np.ones(3, np.int32)))
+    big, v4, k4, q4 = f32(2, 4, 8, 4), f32(2, 4, 8, 4), f32(2, 4, 1, 4), f32(2, 4, 1, 4)
+    with pytest.raises(ValueError, match="q shares elements with k_cache, which the launch"):
+        gp.sdpa_decode_append(big[:, :, :1], big, v4, k4, k4, lens)
+    with pytest.raises(ValueError, match="k shares elements with v_cache, which the launch"):
+        gp.sdpa_decode_append(q4, big, v4, v4[:, :, 2:3], k4, lens)
+    with pytest.raises(ValueError, match="out shares elements with k_cache, which the launch"):
+        gp.sdpa_decode_append(q4, big, v4, k4, k4, lens, out=big[:, :, 1:2])
+    with pytest.raises(ValueError, match="pass both cos and sin"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, lens, cos=f32(8, 2))
+    with pytest.raises(ValueError, match="q_norm / k_norm need cos and sin over the whole head"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, lens, k_norm=f32(4))
+    with pytest.raises(ValueError, match="rope_style must be one of"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, lens, rope_style="half")
+    with pytest.raises(TypeError, match="scale must be a number or None"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, lens, scale="1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"out has shape"):
+        gp.sdpa_decode_append(q, kc, vc, k, k, lens, out=f32(2, 4, 2, 4))

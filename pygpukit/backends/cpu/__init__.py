@@ -15,7 +15,7 @@ from pygpukit.backends._record import Backend
 from ._adapter import adapt
 from .activation import gelu, gelu_mul, relu, sigmoid, silu, silu_mul, softplus
 from .attention import sdpa, sdpa_varlen
-from .attention_decode import kv_cache_write, sdpa_decode
+from .attention_decode import kv_cache_write, sdpa_decode, sdpa_decode_append
 from .copy import cast, copy
 from .elementwise import (
     add,
@@ -133,6 +133,7 @@ __all__ = [
     "sdpa",
     "sdpa_varlen",
     "sdpa_decode",
+    "sdpa_decode_append",
     "sigmoid",
     "silu",
     "silu_mul",

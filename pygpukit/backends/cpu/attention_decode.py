@@ -28,7 +28,7 @@ from .attention import sdpa
 from .norm import rmsnorm
 from .rope import rope
 
-__all__ = ["kv_cache_write", "sdpa_decode"]
+__all__ = ["kv_cache_write", "sdpa_decode", "sdpa_decode_append"]
 
 
 def _capacity(cache: Array, block_table: Array | None) -> int:
@@ -176,3 +176,37 @@ def kv_cache_write(
         qa[...] = np.swapaxes(
             rope(np.swapaxes(qn, 1, 2), cos, sin, pos, style=rope_style, rotary_dim=r), 1, 2
         )
+
+
+def sdpa_decode_append(
+    q: Array,
+    k_cache: Array,
+    v_cache: Array,
+    k: Array,
+    v: Array,
+    cache_seqlens: Array,
+    block_table: Array | None = None,
+    cos: Array | None = None,
+    sin: Array | None = None,
+    *,
+    rope_style: str = "neox",
+    q_norm: Array | None = None,
+    k_norm: Array | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
+    causal: bool = True,
+    scale: float | None = None,
+) -> Array:
+    """kv_cache_write of k, v at cache_seqlens[b] - Sq + j (q rotated on a copy: the caller's q
+    is left as it was), then sdpa_decode of that q: the two references composed. Raises
+    IndexError as they do, before a cache is written."""
+    qa = np.array(q, copy=True)
+    batch, sq = qa.shape[0], qa.shape[2]
+    lens = _lengths("sdpa_decode_append", np.asarray(cache_seqlens), batch,
+                    _capacity(np.asarray(k_cache), block_table))  # fmt: skip
+    start = lens.astype(np.int64) - sq
+    kv_cache_write(
+        k_cache, v_cache, k, v, start, block_table, cos, sin, qa if cos is not None else None,
+        rope_style=rope_style, q_norm=q_norm, k_norm=k_norm, norm_eps=norm_eps,
+    )  # fmt: skip
+    return sdpa_decode(qa, k_cache, v_cache, lens, block_table, causal=causal, scale=scale)

@@ -57,9 +57,13 @@ from pygpukit.backends._support.scratch import decode_workspace, key_splits
 from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2, sm_count
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
-from pygpukit.backends.triton_kernels.kv_write import kv_cache_write  # the family's other op
+from pygpukit.backends.triton_kernels.kv_write import (  # the family's other op, its helpers
+    _append_tokens,
+    _rope_rows,
+    kv_cache_write,
+)
 
-__all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode"]
+__all__ = ["DecodePlan", "decode_plan", "kv_cache_write", "sdpa_decode", "sdpa_decode_append"]
 
 LOG2E = 1.4426950408889634
 
@@ -88,9 +92,9 @@ PDL_LAUNCH = True
 # True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
 # lengths are written before it starts, never by the kernel ahead) each program loads its
 # sequence's length before it waits, so the first key block's loads follow the wait at once.
-# False until measured on the GPU (benchmarks/tuning/decode_ab.py --experiment prefetch); the
-# result is the same either way.
-PREFETCH_LENGTHS = False
+# The result is the same either way; with kv_write.PREFETCH_POSITIONS the step ran 0.8% faster
+# (Llama-3.2-1B shape, H100; kv_write.py has the numbers).
+PREFETCH_LENGTHS = True
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
 # sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
@@ -300,11 +304,16 @@ def _seq_len(LENS, b, cap, chunk, CG: tl.constexpr):
 def _decode_fwd(
     Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, NS, TILES,
     sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
+    # sdpa_decode_append: the new tokens' k, v and kv_cache_write's rotation and head norms
+    KN, VN, COS, SIN, QNW, KNW, eps, HALF, max_pos, skn0, skn1, skn2, skn3, svn0, svn1, svn2,
+    svn3, scr, scc, ssr, ssc,
     GROUP: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
     PDL: tl.constexpr, PREFETCH: tl.constexpr,
+    APPEND: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr, Q_NORM: tl.constexpr,
+    K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -328,7 +337,27 @@ def _decode_fwd(
         head = (hk * GROUP + g).to(tl.int64)
         d = tl.arange(0, BLOCK_D)
         qp = Q + b.to(tl.int64) * sq0 + head[:, None] * sq1 + qi.to(tl.int64)[:, None] * sq2
-        q = tl.load(qp + d[None, :] * sq3, mask=rmask[:, None] & (d < D)[None, :], other=0.0)
+        lo = split * chunk
+        top = tl.minimum(lo + chunk, L)
+        if APPEND:
+            # q rotated (and normalised) in registers at its token's cache position, rounded
+            # once as kv_cache_write stores it; the new tokens of this split's keys written
+            # into the cache, then read back by the key loop below after a CTA barrier (the
+            # other splits never read them). The write and its kernel boundary leave the step.
+            qv = _rope_rows(qp, sq3, rmask[:, None], L - Sq + qi, COS, SIN, QNW, eps, D, HALF,
+                            max_pos, scr, scc, ssr, ssc, CT=CT, ROPE=ROPE, GPTJ=GPTJ,
+                            NORM=Q_NORM, BLOCK_D=BLOCK_D)  # fmt: skip
+            q = tl.where(rmask[:, None], qv.to(Q.dtype.element_ty), 0.0)
+            _append_tokens(
+                K, V, KN, VN, BT, COS, SIN, KNW, eps, b, hk, L, lo, top, Sq, D, HALF, cap,
+                nblocks, max_pos, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, skn0, skn1, skn2,
+                skn3, svn0, svn1, svn2, svn3, sbt0, sbt1, scr, scc, ssr, ssc,
+                PAGED=PAGED, PAGE=PAGE, ROPE=ROPE, GPTJ=GPTJ, K_NORM=K_NORM, CT=CT,
+                BLOCK_T=BLOCK_T, BLOCK_D=BLOCK_D,
+            )  # fmt: skip
+            tl.debug_barrier()  # every thread's cache stores precede the key loads
+        else:
+            q = tl.load(qp + d[None, :] * sq3, mask=rmask[:, None] & (d < D)[None, :], other=0.0)
         if PAGED:
             kb = hk.to(tl.int64) * sk1
             vb = hk.to(tl.int64) * sv1
@@ -343,8 +372,6 @@ def _decode_fwd(
             full = tl.maximum(L - Sq + 1, 0)
         else:
             full = L
-        lo = split * chunk
-        top = tl.minimum(lo + chunk, L)
         if FIXED:  # every block takes the masked path: a row's arithmetic never depends on Sq
             mid = lo
         else:
@@ -512,6 +539,54 @@ def sdpa_decode(
     return _sdpa_decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, out)
 
 
+class Append(NamedTuple):
+    """sdpa_decode_append's new tokens and their rotation (kv_cache_write's arguments)."""
+
+    k: GPUArray  # [B, Hkv, Sq, D]
+    v: GPUArray
+    cos: GPUArray | None
+    sin: GPUArray | None
+    q_norm: GPUArray | None
+    k_norm: GPUArray | None
+    eps: float
+    gptj: bool
+
+
+# New tokens an iteration of the append's write (a fixed tile: a token's arithmetic is the same
+# whatever Sq). sm_90a, bf16, the few-programs plan (ptxas -v): 8 keeps the D 64 kernel at 195
+# registers a thread (16: 254) and the D 128 kernel's spills at 20 bytes (16: 72; without the
+# append 24).
+APPEND_TOKENS = 8
+
+
+def sdpa_decode_append(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    cache_seqlens: GPUArray,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    *,
+    rope_style: str = "neox",
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """kv_cache_write of k, v at cache_seqlens[b] - Sq + j (q rotated in registers, not in place)
+    and sdpa_decode over cache_seqlens[b] keys, in one launch; qk_norm is the routing table's
+    mark of a call with head norms."""
+    app = Append(k, v, cos, sin, q_norm, k_norm, float(norm_eps), rope_style == "gptj")
+    return _sdpa_decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, out,
+                        append=app)  # fmt: skip
+
+
 def _sdpa_decode(
     q: GPUArray,
     k: GPUArray,
@@ -525,8 +600,10 @@ def _sdpa_decode(
     num_splits: int | None = None,
     fused: bool | None = None,
     few: bool | None = None,
+    append: Append | None = None,
 ) -> GPUArray:
-    """sdpa_decode with the split count, the combine and the knob class forced (tests, tuning)."""
+    """sdpa_decode with the split count, the combine and the knob class forced (tests, tuning);
+    with append, sdpa_decode_append."""
     if q.dtype.name not in ("float32", "float16", "bfloat16"):
         raise TypeError(
             f"sdpa_decode (triton): dtype {q.dtype.name} is not supported "
@@ -562,19 +639,28 @@ def _sdpa_decode(
     group = h // hkv
     release = pdl_enabled(q.device)
     pdl = PDL_LAUNCH and release
+    ap = append
+    rope = ap is not None and ap.cos is not None and ap.sin is not None
+    tc = tuple(ap.cos.element_strides) if rope and ap is not None and ap.cos is not None else (0, 0)
+    ts = tuple(ap.sin.element_strides) if rope and ap is not None and ap.sin is not None else (0, 0)
     launch(
         _decode_fwd, (nbh, pl.splits),
         q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
         hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.splits, pl.tiles,
         *q.element_strides, *k.element_strides, *v.element_strides, *so, *sbt,
+        *_append_args(ap, q, rope, tc, ts),
         GROUP=group, CAUSAL=bool(causal), PAGED=paged,
         PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
         BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
         RELEASE=release and (fuse or pl.splits == 1), PDL=pdl,
-        PREFETCH=PREFETCH_LENGTHS and weights_are_constant(), launch_pdl=pdl,
-        num_warps=pl.num_warps, num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
+        PREFETCH=PREFETCH_LENGTHS and weights_are_constant(),
+        APPEND=ap is not None, ROPE=rope, GPTJ=ap is not None and ap.gptj,
+        Q_NORM=ap is not None and ap.q_norm is not None,
+        K_NORM=ap is not None and ap.k_norm is not None, CT=tl.float32, BLOCK_T=APPEND_TOKENS,
+        launch_pdl=pdl, num_warps=pl.num_warps, num_stages=pl.num_stages,
+        enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:
         launch(
@@ -584,3 +670,19 @@ def _sdpa_decode(
             BLOCK_S=pl.block_s, num_warps=pl.num_warps, enable_fp_fusion=not pl.fixed,
         )  # fmt: skip
     return o
+
+
+def _append_args(
+    ap: Append | None, q: GPUArray, rope: bool, tc: tuple[int, ...], ts: tuple[int, ...]
+) -> tuple[object, ...]:
+    """_decode_fwd's append arguments in order (q standing in for absent arrays: never read)."""
+    if ap is None:
+        return (q,) * 6 + (0.0, 0, 0) + (0,) * 12
+    half = ap.cos.shape[1] if rope and ap.cos is not None else 0
+    return (
+        ap.k, ap.v, ap.cos if rope else q, ap.sin if rope else q,
+        ap.q_norm.contiguous() if ap.q_norm is not None else q,
+        ap.k_norm.contiguous() if ap.k_norm is not None else q,
+        ap.eps, half, ap.cos.shape[0] if rope and ap.cos is not None else 0,
+        *ap.k.element_strides, *ap.v.element_strides, *tc, *ts,
+    )  # fmt: skip

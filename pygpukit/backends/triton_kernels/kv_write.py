@@ -38,9 +38,11 @@ PDL_LAUNCH = True
 # True: inside the engine's forward (backends/_support/weights.constant_weights: the step's
 # positions are written before it starts, never by the kernel ahead) each program loads its
 # sequence's position before it waits, so the position's round trip overlaps the wait instead
-# of following it. False until measured on the GPU (benchmarks/tuning/decode_ab.py
-# --experiment prefetch); the result is the same either way.
-PREFETCH_POSITIONS = False
+# of following it. The result is the same either way. H100, 2026-11-27, with decode attention's
+# PREFETCH_LENGTHS (benchmarks/tuning/decode_ab.py --experiment prefetch, one process, two
+# rounds): the graph-replayed batch-1 step 1047.0-1047.9 against 1055.6-1056.9 us
+# (Llama-3.2-1B shape), 5567.0-5568.2 against 5569.2-5570.1 us (Qwen3-8B), tokens identical.
+PREFETCH_POSITIONS = True
 
 
 @triton.jit
@@ -83,12 +85,19 @@ def _norm_pairs(xa, xb, W, eps, HALF, DT: tl.constexpr, CT: tl.constexpr, GPTJ: 
 
 
 @triton.jit
+def _rotate(xa, xb, c, s):
+    """A pair (xa, xb) rotated by the angle of (c, s), in the operands' type: gp.rope's
+    arithmetic, and the one expression every rotation here compiles from (the same FMA
+    contraction, hence the same bits, in the write and in the append path of decode attention)."""
+    return xa * c - xb * s, xb * c + xa * s
+
+
+@triton.jit
 def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
                BLOCK_HALF: tl.constexpr):  # fmt: skip
     """Rotate the pairs by (c, s) [1, BLOCK_HALF] and store them (masked rows: ``mask``
     [BLOCK_H, 1]) at ptr, rounded once to ptr's dtype."""
-    ra = xa * c - xb * s
-    rb = xb * c + xa * s
+    ra, rb = _rotate(xa, xb, c, s)
     if GPTJ:
         jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
         r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
@@ -126,6 +135,94 @@ def _rotate_q(
     s = tl.where(valid, s, float("nan"))[None, :]
     _rot_store(qs, sq3, xa, xb, c, s, hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+
+
+@triton.jit
+def _rope_rows(ptr, sd, rmask, pos, COS, SIN, NW, eps, D, HALF, max_pos, scr, scc, ssr, ssc,
+               CT: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr, NORM: tl.constexpr,
+               BLOCK_D: tl.constexpr):  # fmt: skip
+    """Head rows [R, BLOCK_D] at ptr ([R, 1] row bases, element stride sd; rmask [R, 1]) in CT,
+    each RMS-normalised with the weight NW first (NORM: whole-head RoPE only, as
+    kv_cache_write's norms) and rotated at its own position pos [R] (ROPE), unrounded: the
+    values kv_cache_write rounds once into the cache or q. Each element is rotated with its pair
+    partner (neox: i +- HALF, gptj: i ^ 1) loaded as a second tile, so the rows keep their
+    [R, D] layout for tl.dot; dims past 2 * HALF pass through. A position outside the tables
+    gives NaN in the rotated dims, as gp.rope does."""
+    dd = tl.arange(0, BLOCK_D)[None, :]
+    dm = rmask & (dd < D)
+    x = tl.load(ptr + dd * sd, mask=dm, other=0.0).to(CT)
+    if ROPE:
+        rot = dd < 2 * HALF
+        if GPTJ:
+            pd = dd ^ 1
+            ci = dd // 2
+            first = (dd % 2) == 0
+        else:
+            first = dd < HALF
+            pd = tl.where(first, dd + HALF, dd - HALF)
+            ci = tl.where(first, dd, dd - HALF)
+        xp = tl.load(ptr + pd * sd, mask=dm & rot, other=0.0).to(CT)
+        if NORM:  # rmsnorm over the head, rounded to the dtype (kv_write's _norm_pairs)
+            rstd = rsqrt_rn(tl.sum(x * x, axis=1) / D + eps)[:, None]
+            w = tl.load(NW + dd, mask=dd < D, other=0.0).to(CT)
+            wp = tl.load(NW + pd, mask=rot, other=0.0).to(CT)
+            x = (x * rstd * w).to(ptr.dtype.element_ty).to(CT)
+            xp = (xp * rstd * wp).to(ptr.dtype.element_ty).to(CT)
+        valid = ((pos >= 0) & (pos < max_pos))[:, None]
+        row = tl.where(valid, pos[:, None], 0)
+        c = tl.load(COS + row * scr + ci * scc, mask=rot, other=0.0).to(CT)
+        s = tl.load(SIN + row * ssr + ci * ssc, mask=rot, other=0.0).to(CT)
+        c = tl.where(valid, c, float("nan"))
+        s = tl.where(valid, s, float("nan"))
+        # The first element of a pair is xa c - xb s, the second xb c + xa s: _rotate's own
+        # expressions with each element in its place.
+        ra, _rb = _rotate(x, xp, c, s)
+        _ra, rb = _rotate(xp, x, c, s)
+        x = tl.where(rot, tl.where(first, ra, rb), x)
+    return x
+
+
+@triton.jit
+def _append_tokens(
+    KC, VC, K, V, BT, COS, SIN, KN, eps, b, hk, L, lo, top, Sq, D, HALF, cap, nblocks, max_pos,
+    sc0, sc1, sc2, sc3, sd0, sd1, sd2, sd3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, sbt0, sbt1,
+    scr, scc, ssr, ssc,
+    PAGED: tl.constexpr, PAGE: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr,
+    K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """Write the new tokens of kv head hk of sequence b (k, v [B, Hkv, Sq, D]; token j goes to
+    cache position L - Sq + j) that fall in this program's keys [lo, top), as kv_cache_write
+    writes them (k normalised and rotated, rounded once); tokens BLOCK_T at a time, a fixed
+    tile shape whatever Sq, so a token's arithmetic never depends on the others. Positions
+    outside the cache, and pages outside it, are skipped, as kv_cache_write skips them."""
+    dd = tl.arange(0, BLOCK_D)[None, :]
+    dm = dd < D
+    for t0 in range(0, Sq, BLOCK_T):
+        j = t0 + tl.arange(0, BLOCK_T)
+        pos = L - Sq + j
+        ok = (j < Sq) & (pos >= lo) & (pos < top) & (pos >= 0) & (pos < cap)
+        pos = tl.where(ok, pos, 0).to(tl.int64)
+        j64 = j.to(tl.int64)[:, None]
+        kp = K + b.to(tl.int64) * sk0 + hk.to(tl.int64) * sk1 + j64 * sk2
+        vp = V + b.to(tl.int64) * sv0 + hk.to(tl.int64) * sv1 + j64 * sv2
+        vt = tl.load(vp + dd * sv3, mask=ok[:, None] & dm)
+        kt = _rope_rows(kp, sk3, ok[:, None], pos, COS, SIN, KN, eps, D, HALF, max_pos, scr,
+                        scc, ssr, ssc, CT=CT, ROPE=ROPE, GPTJ=GPTJ, NORM=K_NORM,
+                        BLOCK_D=BLOCK_D)  # fmt: skip
+        if PAGED:
+            phys = tl.load(BT + b.to(tl.int64) * sbt0 + (pos // PAGE) * sbt1, mask=ok, other=0)
+            phys = phys.to(tl.int64)
+            ok = ok & (phys >= 0) & (phys < nblocks)
+            phys = tl.where(ok, phys, 0)
+            slot = pos % PAGE
+            kd = KC + phys * sc0 + hk.to(tl.int64) * sc1 + slot * sc2
+            vd = VC + phys * sd0 + hk.to(tl.int64) * sd1 + slot * sd2
+        else:
+            kd = KC + b.to(tl.int64) * sc0 + hk.to(tl.int64) * sc1 + pos * sc2
+            vd = VC + b.to(tl.int64) * sd0 + hk.to(tl.int64) * sd1 + pos * sd2
+        wm = ok[:, None] & dm
+        tl.store(vd[:, None] + dd * sd3, vt, mask=wm)
+        tl.store(kd[:, None] + dd * sc3, kt.to(KC.dtype.element_ty), mask=wm)
 
 
 @triton.jit
