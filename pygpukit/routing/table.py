@@ -271,13 +271,22 @@ _ROUTES: list[OpRoute] = [
         route_params=("qk_norm",),
     ),
     # The cache write and decode attention in one launch (the decode step's form of the two
-    # ops above). Triton only: the native twins keep the two launches (kv_cache_write then
-    # sdpa_decode), which the engine runs where this op has no GPU kernel.
+    # ops above). The native twin runs the native write and attention one after the other
+    # (without head norms, as its kv_cache_write).
     _entry(
         "sdpa_decode_append",
         "attention_decode",
-        Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
-        CPU,
+        *_gpu(
+            Candidate("triton", dtypes=FLOATS - {"float64"} | {"int32"}, max_last_dim=256),
+            native=Candidate(
+                "native",
+                dtypes=FLOATS | {"int32"},
+                max_last_dim=256,
+                params=(("qk_norm", None),),
+                invariant=_NOT_INVARIANT,
+            ),
+        ),
+        route_params=("qk_norm",),
     ),
     # Drawing the next token on the device (Philox; int64 counters and uint8 seen marks are
     # inputs too). One program a row: batch invariant. No native twin yet.

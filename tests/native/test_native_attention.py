@@ -272,7 +272,9 @@ def test_same_names_and_signatures_as_the_triton_modules() -> None:
     from pygpukit.routing.table import TABLE
 
     ops = [r for r in TABLE.values() if r.family in ("attention", "attention_decode")]
-    assert {r.op for r in ops} == {"sdpa", "sdpa_varlen", "sdpa_decode", "kv_cache_write"}
+    assert {r.op for r in ops} == {
+        "sdpa", "sdpa_varlen", "sdpa_decode", "kv_cache_write", "sdpa_decode_append",
+    }  # fmt: skip
     for route in ops:
         tri = getattr(
             importlib.import_module(f"pygpukit.backends.triton_kernels.{route.family}"), route.op

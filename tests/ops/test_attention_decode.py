@@ -404,3 +404,28 @@ def test_append_errors() -> None:
         gp.sdpa_decode_append(q, kc, vc, k, k, lens, scale="1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"out has shape"):
         gp.sdpa_decode_append(q, kc, vc, k, k, lens, out=f32(2, 4, 2, 4))
+
+
+@pytest.mark.skipif(ON_CPU, reason="the native twin runs on a GPU")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_append_native_twin(dtype: str) -> None:
+    """ROUTE=sdpa_decode_append:native (the native write, then the native attention) against
+    the Triton one launch: caches and output within the dtype's bound, q unchanged; head norms
+    refused there with the reason."""
+    rng, q, kc, vc = _case(("append-native",), dtype, 2, 8, 2, 2, 64, 64)
+    k, v = rand(rng, (2, 2, 2, 64), dtype), rand(rng, (2, 2, 2, 64), dtype)
+    lens = up(np.array([5, 64], np.int32))
+    cos, sin = cpu.rope_tables(64, 64, base=100.0)
+    tabs = {"cos": up(cos), "sin": up(sin)}
+    res = []
+    for backend in ("triton", "native"):
+        dq, dk, dv = up(q), up(kc), up(vc)
+        with gp.route(sdpa_decode_append=backend):
+            o = gp.sdpa_decode_append(dq, dk, dv, up(k), up(v), lens, **tabs)
+        np.testing.assert_array_equal(dq.to_numpy(), q)
+        res.append((o, dk, dv))
+    for a, b in zip(res[0], res[1], strict=True):
+        assert_close(b, as64(a.to_numpy()), dtype)
+    with gp.route(sdpa_decode_append="native"), pytest.raises(Exception, match="qk_norm"):
+        gp.sdpa_decode_append(up(q), up(kc), up(vc), up(k), up(v), lens,
+                              k_norm=up(np.ones(64, q.dtype)), **tabs)  # fmt: skip

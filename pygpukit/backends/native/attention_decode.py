@@ -1,4 +1,4 @@
-"""sdpa_decode and kv_cache_write on the native backend: the twins of
+"""sdpa_decode, kv_cache_write and sdpa_decode_append on the native backend: the twins of
 triton_kernels/attention_decode.py, same signatures and numerics
 (pygpukit/backends/cpu/attention_decode.py); kernels in native/src/attention_decode/.
 
@@ -29,7 +29,7 @@ from pygpukit.backends.native._libs import extension
 from pygpukit.backends.native.attention import _dims, _scale, check_operands
 from pygpukit.creation import empty
 
-__all__ = ["kv_cache_write", "sdpa_decode"]
+__all__ = ["kv_cache_write", "sdpa_decode", "sdpa_decode_append"]
 
 _FLOATS = ("float32", "float16", "bfloat16", "float64")
 _SPLIT_DIMS = (64, 80, 96, 128, 256)
@@ -265,3 +265,42 @@ def kv_cache_write(
             tok = qt[:, j : j + 1]
             rope(tok, cos, sin, pj.reshape(batch, 1), style=rope_style, rotary_dim=2 * half,
                  out=tok)  # fmt: skip
+
+
+def sdpa_decode_append(
+    q: GPUArray,
+    k_cache: GPUArray,
+    v_cache: GPUArray,
+    k: GPUArray,
+    v: GPUArray,
+    cache_seqlens: GPUArray,
+    block_table: GPUArray | None = None,
+    cos: GPUArray | None = None,
+    sin: GPUArray | None = None,
+    *,
+    rope_style: str = "neox",
+    q_norm: GPUArray | None = None,
+    k_norm: GPUArray | None = None,
+    norm_eps: float = 0.0,
+    qk_norm: bool = False,
+    causal: bool = True,
+    scale: float | None = None,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """The Triton one launch's twin as the launches it replaces, on this backend's kernels: the
+    write positions cache_seqlens - Sq on the device, a copy of q rotated by kv_cache_write
+    while it stores k and v, then sdpa_decode of that copy (the caller's q left as it was).
+    Head norms are refused as kv_cache_write refuses them."""
+    op = "sdpa_decode_append"
+    if qk_norm or q_norm is not None or k_norm is not None:
+        raise ValueError(f"{op} (native): q_norm / k_norm are not supported (the Triton twin's)")
+    _int32(op, "cache_seqlens", cache_seqlens)
+    from pygpukit.backends.native.copy import copy
+    from pygpukit.backends.native.elementwise import sub
+
+    start = sub(cache_seqlens, k.shape[2], out_dtype="int32")
+    qr = copy(q) if cos is not None else q
+    kv_cache_write(k_cache, v_cache, k, v, start, block_table, cos, sin,
+                   qr if cos is not None else None, rope_style=rope_style)  # fmt: skip
+    return sdpa_decode(qr, k_cache, v_cache, cache_seqlens, block_table, causal=causal,
+                       scale=scale, out=out)  # fmt: skip
