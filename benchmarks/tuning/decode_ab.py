@@ -35,7 +35,8 @@ Experiments:
   PREFETCH_LENGTHS) or after (shipped): the graph-replayed step's device time and decode
   tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
 - append: the decode step's cache write and attention in one launch (gp.sdpa_decode_append:
-  transformer.APPEND_ATTENTION, shipped) or two (kv_cache_write, then sdpa_decode): the
+  transformer.APPEND_ATTENTION), launched early (attention_decode.PDL_LAUNCH) or plainly, or
+  in two (kv_cache_write, then sdpa_decode, both launched early): the
   1-step graph's device time (50 replays), a step inside the 32-step graph at cache positions
   128-160 (as in overlap) and decode tok/s as in pdl, two alternating rounds, tokens checked
   against the first variant's (the one launch normalises Qwen3's heads with its sum of squares
@@ -240,25 +241,26 @@ def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> 
 def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
-    shipped = tr.APPEND_ATTENTION
+    shipped = tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH
     first: Any = None
+    variants = (("one launch", True, True), ("one, plain", True, False),
+                ("two launches", False, True))  # fmt: skip
     try:
         for rnd in range(2):
-            for on in (shipped, not shipped):
-                tr.APPEND_ATTENTION = on
+            for name, on, early in variants:
+                tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = on, early
                 r = _rate(model, prompt, args.new, args.repeats)
                 model.generate(prompt, 200, temperature=0, stop_token_ids=())
                 step = _step_us(model, 1) * 1e6
                 run = _run_step_us(model)
                 first = r["tokens"] if first is None else first
-                name = "one launch" if on else "two launches"
                 same = r["tokens"] == first
                 print(f"{args.model} round {rnd}: write + attention {name:12s} graph step "
                       f"{step:7.1f} us, in the 32-step graph {run:7.1f} us "
                       f"({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, repeats equal "
                       f"{r['repeats_equal']}, tokens as the first {same}")  # fmt: skip
     finally:
-        tr.APPEND_ATTENTION = shipped
+        tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = shipped
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:

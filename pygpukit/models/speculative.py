@@ -20,9 +20,11 @@ Drafters:
   KV cache, rolled back to the kept prefix after each check.
 
 The check runs the model on the last kept token plus the drafts, always k + 1 tokens (short
-drafts are padded and the padding's logits ignored), so one CUDA graph of that step
-(CausalTransformerModel.step_graph(1, k + 1)) serves every check. Rejected positions' cache
-entries stay behind the row's length, where attention never reads them, and are overwritten.
+drafts are padded and the padding's logits ignored; eager checks too, so that a replayed check
+and an eager one compute the same launch shapes and give the same bits), so one CUDA graph of
+that step (CausalTransformerModel.step_graph(1, k + 1)) serves every check. Rejected
+positions' cache entries stay behind the row's length, where attention never reads them, and
+are overwritten.
 
 Exactness: the model's logits for a position come from a k + 1 token step, not a 1 token step.
 Under the deterministic mode (gp.set_deterministic) every kernel gives a row the same bits at any
@@ -278,10 +280,15 @@ def decode(
         room = cache.max_seq_len - start
         drafts, q = drafter.propose(history, min(k, max_new - produced - 1, room - 1))
         feed = [history[-1], *drafts]
-        if verify is not None and room >= verify.tokens:
-            logits = verify.step([feed + [feed[-1]] * (verify.tokens - len(feed))])
+        # Eager checks take the graph's k + 1 tokens too (padded alike), so a check's logits do
+        # not depend on whether it was replayed: graph == eager in the default mode as well,
+        # whose decode attention rounds a row by the number of queries in its launch.
+        width = verify.tokens if verify is not None else k + 1
+        padded = feed + [feed[-1]] * (width - len(feed)) if room >= width else feed
+        if verify is not None and room >= width:
+            logits = verify.step([padded])
         else:
-            logits = model.forward([feed], cache, all_logits=True)
+            logits = model.forward([padded], cache, all_logits=True)
         rows = logits.reshape(logits.shape[-2], logits.shape[-1])[: len(feed)]
         if sampler.params.greedy:  # each position after the tokens before it, as plain decoding
             seen = [[*history, *drafts[:j]] for j in range(len(feed))]

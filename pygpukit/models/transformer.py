@@ -47,8 +47,14 @@ __all__ = ["CausalTransformerModel"]
 # except under the deterministic mode, where every step takes the decode path.
 DECODE_TOKENS = 16
 # True: a decode step writes the cache and attends in one launch (gp.sdpa_decode_append) instead
-# of kv_cache_write then sdpa_decode; see append_attention for when the two launches stay.
-APPEND_ATTENTION = True
+# of kv_cache_write then sdpa_decode (see append_attention). False: measured slower. H100,
+# 2026-11-27 (benchmarks/tuning/decode_ab.py --experiment append, one process, two rounds), the
+# graph-replayed batch-1 step: Llama-3.2-1B shape 1104.5-1106.2 us in one launch launched early,
+# 1062.0-1062.3 launched plainly, 1038.6-1039.0 in two launches; Qwen3-8B 5609.1-5609.6,
+# 5574.9-5578.2, 5562.2-5562.9. The write's round trips (new k and v, the tables, the store and
+# a barrier) sit in front of every split's key loads, and launched early the kernel's programs
+# (195-255 registers a thread) become resident beside the qkv GEMV still streaming its weight.
+APPEND_ATTENTION = False
 # The deterministic mode's prefill runs in forward calls of at most this many tokens: its results
 # do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
 # 256-key split) stay bounded.

@@ -155,3 +155,38 @@ def test_think_filter_hides_blocks_across_chunks(chunk: int) -> None:
     assert "".join(show.push(text[i : i + chunk]) for i in range(0, len(text), chunk)) == text
     with pytest.raises(ValueError, match="think mode"):
         ThinkFilter("maybe")
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3", "gpt2"])
+def test_write_and_attention_in_one_launch(arch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """transformer.APPEND_ATTENTION routes each layer's decode write and attention through
+    gp.sdpa_decode_append (with RoPE, with Qwen3's head norms, without RoPE): the same logits
+    on the NumPy backend, one call a layer; off (shipped), the two ops; and the deterministic
+    mode and a route rule naming either op keep the two."""
+    import pygpukit as gp
+    import pygpukit.models.transformer as tr
+
+    m = load_model(FIXTURES / arch, device="cpu")
+    prompt = golden(arch)["prompts"][0]
+    res = {}
+    for on in (True, False):
+        monkeypatch.setattr(tr, "APPEND_ATTENTION", on)
+        cache = m.new_cache(1, len(prompt) + 8)
+        m.forward([prompt], cache)
+        gp.routing.reset_stats()
+        res[on] = [m.forward([[t]], cache).to_numpy() for t in prompt[:4]]
+        counts = {op: sum(c.values()) for op, c in gp.routing.stats().items()}
+        layers = 4 * len(m.weights.layers)
+        if on:
+            assert counts.get("sdpa_decode_append") == layers, counts
+            assert "kv_cache_write" not in counts, counts
+        else:
+            assert counts.get("kv_cache_write") == layers, counts
+            assert "sdpa_decode_append" not in counts, counts
+    np.testing.assert_array_equal(np.stack(res[True]), np.stack(res[False]))
+    monkeypatch.setattr(tr, "APPEND_ATTENTION", True)
+    assert tr.append_attention()
+    with gp.deterministic(True):
+        assert not tr.append_attention()
+    with gp.route(sdpa_decode="cpu"):
+        assert not tr.append_attention()
