@@ -32,7 +32,7 @@ Experiments:
   two alternating rounds.
 - prefetch: the cache write's positions and decode attention's lengths loaded before their
   programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
-  PREFETCH_LENGTHS) or after (shipped): the graph-replayed step's device time and decode
+  PREFETCH_LENGTHS: shipped) or after: the graph-replayed step's device time and decode
   tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
 - prefetch-keys: decode attention's first key block of each split loaded before the wait
   when all of it is older than the step's new token (attention_decode.PREFETCH_KEYS) or not:

@@ -65,7 +65,8 @@ def append_attention() -> bool:
     """Whether this decode step writes the cache and attends in one launch: APPEND_ATTENTION,
     outside the deterministic mode (whose batch-invariant prefill runs the two launches at every
     chunk length, so its decode steps do too), and unless a route rule names kv_cache_write or
-    sdpa_decode (or a "*" rule forces a backend): the user asked for those ops' backends."""
+    sdpa_decode (or a "*" rule forces a backend): the user asked for those ops' backends. A rule
+    naming sdpa_decode_append itself keeps the one launch whatever the other rules say."""
     if not APPEND_ATTENTION or determinism.is_deterministic():
         return False
     if named_backend("sdpa_decode_append") is not None:

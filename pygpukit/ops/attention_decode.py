@@ -9,11 +9,12 @@ Cache layouts (those of vLLM and FlashInfer):
   slot j % block_size. Entries past a sequence's length are never read.
 
 Lengths and write positions are int32 arrays on the device and are read by the kernels, never by
-the host: one launch of either op replays under a captured CUDA graph with new lengths, and the
-launch shape depends on the shapes only (S_max, or max_blocks * block_size). Because nothing is
-read on the host, a length outside [0, capacity] or a block id outside the cache cannot raise on
-the GPU: sdpa_decode then returns NaN for that sequence, kv_cache_write skips the token (it never
-writes out of bounds). The NumPy backend raises IndexError for both.
+the host: one launch of any of these ops replays under a captured CUDA graph with new lengths,
+and the launch shape depends on the shapes only (S_max, or max_blocks * block_size). Because
+nothing is read on the host, a length outside [0, capacity] or a block id outside the cache
+cannot raise on the GPU: sdpa_decode then returns NaN for that sequence, kv_cache_write skips the
+token (it never writes out of bounds), sdpa_decode_append does both. The NumPy backend raises
+IndexError for all of them.
 """
 
 from __future__ import annotations
@@ -167,9 +168,11 @@ def kv_cache_write(
     """
     op = "kv_cache_write"
     _caches(op, k_cache, v_cache)
-    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table, cos, sin, rope_style)
+    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table)
     _int32_vector(op, "positions", positions, batch, k_cache)
+    _tables(op, cos, sin, rope_style, d, k_cache)
     if q is not None:
+        chk.array(op, "q", q)
         if cos is None:
             raise ValueError(f"{op}: q is rotated with the tables: pass cos and sin with q")
         _queries(op, q, batch, sq, d, hkv, k_cache)
@@ -222,8 +225,10 @@ def sdpa_decode_append(
       was in memory; the caches are written in place as kv_cache_write writes them;
     - the result is [B, H, Sq, D] (or out=), as sdpa_decode's.
 
-    Arguments and the out-of-range rules are those of the two ops (a length outside the
-    cache: NaN output and no write on the GPU, IndexError on the NumPy backend). The rotation
+    Arguments are those of the two ops. A length outside [0, capacity]: on the GPU that
+    sequence's output is NaN and none of its tokens is written (the two ops would write those
+    that fit); a length shorter than Sq writes the tokens at positions >= 0. The NumPy backend
+    raises IndexError for both. The rotation
     and the norms compute what kv_cache_write computes (the same expressions: the same bits for
     the rotation; a head norm's sum of squares may run in another order); the attention is
     sdpa_decode's kernel. Each split of the keys writes the new tokens among its own keys and
@@ -232,10 +237,11 @@ def sdpa_decode_append(
     """
     op = "sdpa_decode_append"
     _caches(op, k_cache, v_cache)
-    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table, cos, sin, rope_style)
+    batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table)
     chk.array(op, "q", q)
     _queries(op, q, batch, sq, d, hkv, k_cache)
     _int32_vector(op, "cache_seqlens", cache_seqlens, batch, k_cache)
+    _tables(op, cos, sin, rope_style, d, k_cache)
     chk.scale_arg(op, scale)
     chk.out_arg(op, out, q.shape, q.dtype)
     params: dict[str, object] = {
@@ -254,6 +260,12 @@ def sdpa_decode_append(
                 raise ValueError(
                     f"{op}: {name} shares elements with {cname}, which the launch writes"
                 )
+    # Row tiles and splits of one head write out while others still read the new tokens.
+    if out is not None:
+        for name in ("k", "v", "cos", "sin", "q_norm", "k_norm"):
+            other = read[name]
+            if other is not None and shares_elements(out, other):
+                raise ValueError(f"{op}: out shares elements with {name}, which the launch reads")
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")
     inputs = (q, k_cache, v_cache, k, v, cache_seqlens, block_table, cos, sin)
@@ -267,11 +279,8 @@ def _new_tokens(
     k: GPUArray,
     v: GPUArray,
     block_table: GPUArray | None,
-    cos: GPUArray | None,
-    sin: GPUArray | None,
-    rope_style: str,
 ) -> tuple[int, int, int, int]:
-    """The new tokens k, v and their rotation checked against the caches: (B, Hkv, Sq, D)."""
+    """The new tokens k, v checked against the caches: (B, Hkv, Sq, D)."""
     for name, t in (("k", k), ("v", v)):
         chk.array(op, name, t)
         if t.ndim != 4:
@@ -295,6 +304,18 @@ def _new_tokens(
     cap = _block_table(op, block_table, batch, k_cache)
     if sq > cap:
         raise ValueError(f"{op}: k has {sq} new tokens but the cache holds {cap} per sequence")
+    return batch, hkv, sq, d
+
+
+def _tables(
+    op: str,
+    cos: GPUArray | None,
+    sin: GPUArray | None,
+    rope_style: str,
+    d: int,
+    k_cache: GPUArray,
+) -> None:
+    """The rotation's style and tables checked (head dim d)."""
     chk.choice(op, "rope_style", rope_style, _STYLES)
     if (cos is None) != (sin is None):
         raise ValueError(f"{op}: pass both cos and sin (rotary tables) or neither")
@@ -314,7 +335,6 @@ def _new_tokens(
             )
         if sin.shape != cos.shape:
             raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
-    return batch, hkv, sq, d
 
 
 def _queries(

@@ -247,6 +247,11 @@ def test_write_errors() -> None:
                           pos, q=f32(2, 2, 1, 4), **tabs)  # fmt: skip
     with pytest.raises(ValueError, match=r"block_table has shape \(1, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, block_table=i32(1, 2))
+    # the order of the checks: positions before the rotation's, q's type before its tables
+    with pytest.raises(TypeError, match="positions must be an int32 array"):
+        gp.kv_cache_write(kc, kc, k, k, pos.astype("int64"), rope_style="half")
+    with pytest.raises(TypeError, match="q must be a GPUArray"):
+        gp.kv_cache_write(kc, kc, k, k, pos, q=np.ones((2, 4, 1, 4)))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("style", ["neox", "gptj"])
@@ -394,6 +399,8 @@ def test_append_errors() -> None:
         gp.sdpa_decode_append(q4, big, v4, v4[:, :, 2:3], k4, lens)
     with pytest.raises(ValueError, match="out shares elements with k_cache, which the launch"):
         gp.sdpa_decode_append(q4, big, v4, k4, k4, lens, out=big[:, :, 1:2])
+    with pytest.raises(ValueError, match="out shares elements with k, which the launch reads"):
+        gp.sdpa_decode_append(q4, big, v4, k4, f32(2, 4, 1, 4), lens, out=k4)
     with pytest.raises(ValueError, match="pass both cos and sin"):
         gp.sdpa_decode_append(q, kc, vc, k, k, lens, cos=f32(8, 2))
     with pytest.raises(ValueError, match="q_norm / k_norm need cos and sin over the whole head"):
@@ -426,6 +433,15 @@ def test_append_native_twin(dtype: str) -> None:
         res.append((o, dk, dv))
     for a, b in zip(res[0], res[1], strict=True):
         assert_close(b, as64(a.to_numpy()), dtype)
+    # a length past the cache: NaN and nothing of that row written, in both backends
+    bad = up(np.array([5, 65], np.int32))
+    for backend in ("triton", "native"):
+        dk, dv = up(kc), up(vc)
+        with gp.route(sdpa_decode_append=backend):
+            o = gp.sdpa_decode_append(up(q), dk, dv, up(k), up(v), bad, **tabs).to_numpy()
+        assert np.isnan(o[1]).all() and not np.isnan(o[0]).any(), backend
+        np.testing.assert_array_equal(dk.to_numpy()[1], kc[1], err_msg=backend)
+        np.testing.assert_array_equal(dv.to_numpy()[1], vc[1], err_msg=backend)
     with gp.route(sdpa_decode_append="native"), pytest.raises(Exception, match="qk_norm"):
         gp.sdpa_decode_append(up(q), up(kc), up(vc), up(k), up(v), lens,
                               k_norm=up(np.ones(64, q.dtype)), **tabs)  # fmt: skip

@@ -130,6 +130,29 @@ def test_append_normalises_heads(device: str, dtype: str, page: int | None, rope
     assert_close(one[0], ref_decode(qr, kc_w, vc_w, lens, table, True), dtype)
 
 
+@pytest.mark.parametrize("splits", [None, 2], ids=["plan", "2splits"])
+def test_append_row_tiles(device: str, splits: int | None) -> None:
+    """8 query heads a kv head and 16 new tokens: 128 packed rows, two row tiles a (sequence,
+    kv head), each of which writes the same new tokens of its split (the same bits) before it
+    reads them; the same caches and output as the two launches."""
+    q, kc, vc, table, k, v = _case(("append-tiles", splits), "float32", 2, 1, 8, 16, 96, 16, None)
+    lens = np.array([16, 90], np.int32)
+    tabs = cpu.rope_tables(96, 16, base=100.0)
+    one, two = _both(device, q, kc, vc, table, k, v, lens, tabs, "neox", (), splits)
+    for a, b in zip(one[:3], two[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_append_norms_need_tables(device: str) -> None:
+    q, kc, vc, _t, k, v = _case(("append-notab",), "float32", 1, 1, 2, 1, 8, 16, None)
+    w = up(np.ones(16, np.float32), device)
+    app = ad.Append(up(k, device), up(v, device), None, None, None, w, 1e-5, False)
+    with pytest.raises(ValueError, match="q_norm / k_norm need the rotary tables"):
+        ad._sdpa_decode(up(q, device), up(kc, device), up(vc, device),
+                        up(np.array([3], np.int32), device), None, True, None, None,
+                        append=app)  # fmt: skip
+
+
 def test_append_out_of_range(device: str) -> None:
     """A length past the cache: that sequence's output is NaN and nothing of it is written; a
     length shorter than Sq writes only the tokens at positions >= 0; the other rows as the two

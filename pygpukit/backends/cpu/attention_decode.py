@@ -199,7 +199,7 @@ def sdpa_decode_append(
 ) -> Array:
     """kv_cache_write of k, v at cache_seqlens[b] - Sq + j (q rotated on a copy: the caller's q
     is left as it was), then sdpa_decode of that q: the two references composed. Raises
-    IndexError as they do, before a cache is written."""
+    IndexError as they do."""
     qa = np.array(q, copy=True)
     batch, sq = qa.shape[0], qa.shape[2]
     lens = _lengths("sdpa_decode_append", np.asarray(cache_seqlens), batch,

@@ -288,17 +288,22 @@ def sdpa_decode_append(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """The Triton one launch's twin as the launches it replaces, on this backend's kernels: the
-    write positions cache_seqlens - Sq on the device, a copy of q rotated by kv_cache_write
-    while it stores k and v, then sdpa_decode of that copy (the caller's q left as it was).
-    Head norms are refused as kv_cache_write refuses them."""
+    write positions cache_seqlens - Sq on the device (none written for a length past the
+    cache), a copy of q rotated by kv_cache_write while it stores k and v, then sdpa_decode of
+    that copy (the caller's q left as it was). Head norms are refused as kv_cache_write refuses
+    them."""
     op = "sdpa_decode_append"
     if qk_norm or q_norm is not None or k_norm is not None:
         raise ValueError(f"{op} (native): q_norm / k_norm are not supported (the Triton twin's)")
     _int32(op, "cache_seqlens", cache_seqlens)
     from pygpukit.backends.native.copy import copy
-    from pygpukit.backends.native.elementwise import sub
+    from pygpukit.backends.native.elementwise import gt, sub, where
 
-    start = sub(cache_seqlens, k.shape[2], out_dtype="int32")
+    sq = k.shape[2]
+    cap = _paging(op, k_cache, block_table)[5]
+    # A length past the cache writes none of its tokens (as the Triton kernel, which reads it
+    # as 0): positions below 0 are skipped by the write.
+    start = where(gt(cache_seqlens, cap), -(cap + sq), sub(cache_seqlens, sq), out_dtype="int32")
     qr = copy(q) if cos is not None else q
     kv_cache_write(k_cache, v_cache, k, v, start, block_table, cos, sin,
                    qr if cos is not None else None, rope_style=rope_style)  # fmt: skip

@@ -5,7 +5,9 @@ and the accumulator in float32, one rounding at the store; fp32 inputs use tl.do
 input_precision="ieee" (no tf32), fp16/bf16 use tensor cores with fp32 accumulation and the
 probabilities rounded to v's dtype before p @ v (as FlashAttention does); base-2 softmax with
 log2(e) folded into the scale (Dao 2023). kv_cache_write (kv_write.py) is re-exported here: the
-routing table serves both ops from this family.
+routing table serves both ops from this family, and sdpa_decode_append (the write and the
+attention in one launch: each split writes the new tokens among its keys, then attends with q
+rotated in registers; APPEND below).
 
 sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
 - One program per (sequence, kv head, row tile, key split). The GROUP query heads that share a kv
@@ -367,7 +369,8 @@ def _decode_fwd(
             # q rotated (and normalised) in registers at its token's cache position, rounded
             # once as kv_cache_write stores it; the new tokens of this split's keys written
             # into the cache, then read back by the key loop below after a CTA barrier (the
-            # other splits never read them). The write and its kernel boundary leave the step.
+            # other splits never read them): the write's launch and its wait are saved (measured
+            # slower in the engine's step: transformer.APPEND_ATTENTION).
             qv = _rope_rows(qp, sq3, rmask[:, None], L - Sq + qi, COS, SIN, QNW, eps, D, HALF,
                             max_pos, scr, scc, ssr, ssc, CT=CT, ROPE=ROPE, GPTJ=GPTJ,
                             NORM=Q_NORM, BLOCK_D=BLOCK_D)  # fmt: skip
@@ -675,6 +678,8 @@ def _sdpa_decode(
     pdl = PDL_LAUNCH and release
     ap = append
     rope = ap is not None and ap.cos is not None and ap.sin is not None
+    if ap is not None and not rope and (ap.q_norm is not None or ap.k_norm is not None):
+        raise ValueError("sdpa_decode_append: q_norm / k_norm need the rotary tables cos, sin")
     tc = tuple(ap.cos.element_strides) if rope and ap is not None and ap.cos is not None else (0, 0)
     ts = tuple(ap.sin.element_strides) if rope and ap is not None and ap.sin is not None else (0, 0)
     launch(
