@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|prefetch-keys|append|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -34,10 +34,6 @@ Experiments:
   programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
   PREFETCH_LENGTHS: shipped) or after: the graph-replayed step's device time and decode
   tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
-- prefetch-keys: decode attention's first key block of each split loaded before the wait
-  when all of it is older than the step's new token (attention_decode.PREFETCH_KEYS) or not:
-  the 1-step graph's device time, a step inside the 32-step graph and decode tok/s as in
-  append, two alternating rounds, tokens checked against the first variant's.
 - append: the decode step's cache write and attention in one launch (gp.sdpa_decode_append:
   transformer.APPEND_ATTENTION), launched early (attention_decode.PDL_LAUNCH) or plainly, or
   in two (kv_cache_write, then sdpa_decode, both launched early): the
@@ -242,27 +238,6 @@ def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> 
         kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS = shipped
 
 
-def _prefetch_keys(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    shipped = attention_decode.PREFETCH_KEYS
-    first: Any = None
-    try:
-        for rnd in range(2):
-            for on in (shipped, not shipped):
-                attention_decode.PREFETCH_KEYS = on
-                r = _rate(model, prompt, args.new, args.repeats)
-                model.generate(prompt, 200, temperature=0, stop_token_ids=())
-                step = _step_us(model, 1) * 1e6
-                run = _run_step_us(model)
-                first = r["tokens"] if first is None else first
-                same = r["tokens"] == first
-                print(f"{args.model} round {rnd}: first key block before the wait {on!s:5s} "
-                      f"graph step {step:7.1f} us, in the 32-step graph {run:7.1f} us "
-                      f"({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, tokens as "
-                      f"the first {same}")  # fmt: skip
-    finally:
-        attention_decode.PREFETCH_KEYS = shipped
-
-
 def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -333,16 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--experiment",
         default="tiles",
-        choices=(
-            "tiles",
-            "pdl",
-            "sites",
-            "overlap",
-            "prefetch",
-            "prefetch-keys",
-            "append",
-            "leave-out",
-        ),
+        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "append", "leave-out"),
     )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
@@ -350,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "prefetch-keys": _prefetch_keys, "append": _append, "leave-out": _leave_out,
+            "append": _append, "leave-out": _leave_out,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0

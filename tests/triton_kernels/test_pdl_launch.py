@@ -149,7 +149,7 @@ def test_kernels_told_to_wait_wait_before_they_touch_memory() -> None:
             assert isinstance(fn.body[0], ast.Expr), f"{name} does work before its body"
             continue
         for st in fn.body[: waits[0]]:
-            if isinstance(st, ast.If) and ast.unparse(st.test) in ("PREFETCH", "PRE_KV"):
+            if isinstance(st, ast.If) and ast.unparse(st.test) == "PREFETCH":
                 stray = [
                     ast.unparse(n) for n in ast.walk(st) if _not_index_math(n)
                     and ast.unparse(n.func).split(".")[-1] not in _PREFETCH_LOADS
@@ -215,40 +215,3 @@ def test_positions_and_lengths_loaded_before_the_wait_change_nothing(
     assert seen[4:] == [True, True]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
-
-
-def test_keys_loaded_before_the_wait_change_nothing(
-    monkeypatch: pytest.MonkeyPatch, device: str
-) -> None:
-    """decode attention's PREFETCH_KEYS path (inside constant_weights(): a split's first key
-    block, older than the new token, loaded before the wait) attends to the same output bit for
-    bit, at lengths where it loads a block (70, 150: blocks of 64 keys) and where it cannot (40:
-    the first block holds the new token), with one split and with three."""
-    from pygpukit.backends._support.weights import constant_weights
-
-    seen: list[bool | None] = []
-    real = ad.launch
-
-    def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
-        seen.append(c.get("PRE_KV"))
-        return real(kernel, grid, *args, **c)
-
-    monkeypatch.setattr(ad, "launch", spy)
-    rng = np.random.default_rng(4)
-    b, hq, hkv, s, d = 3, 4, 2, 200, 32
-
-    def up(a: np.ndarray) -> Any:
-        return gp.from_numpy(a.astype(np.float32), device=device)
-
-    q = up(rng.standard_normal((b, hq, 1, d)))
-    kc, vc = up(rng.standard_normal((b, hkv, s, d))), up(rng.standard_normal((b, hkv, s, d)))
-    lens = gp.from_numpy(np.array([150, 70, 40], np.int32), device=device)
-    for splits in (None, 3):
-        outs = []
-        for on in (False, True):
-            monkeypatch.setattr(ad, "PREFETCH_KEYS", on)
-            with constant_weights():
-                outs.append(ad._sdpa_decode(q, kc, vc, lens, None, True, None, None,
-                                            num_splits=splits).to_numpy())  # fmt: skip
-        np.testing.assert_array_equal(outs[0], outs[1])
-    assert seen == [False, True, False, True]

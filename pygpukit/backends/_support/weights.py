@@ -6,10 +6,7 @@ Anywhere else the weight may be what the previous kernel writes (``y = gp.linear
 ``gp.linear(b, y)``), so the GEMV waits first. The same promise covers the decode step's cache
 positions and lengths: inside the engine's forward no kernel writes them (they are written before
 it starts), so the cache write and decode attention may load them before they wait, where their
-PREFETCH knobs say so; and the cache's entries before the step's new tokens: only the cache
-write writes the cache there, at the new tokens' positions, so decode attention may load older
-keys before it waits (attention_decode.PREFETCH_KEYS). A context variable: per thread and per
-task."""
+PREFETCH knobs say so. A context variable: per thread and per task."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ _constant: ContextVar[bool] = ContextVar("pygpukit_constant_weights", default=Fa
 @contextmanager
 def constant_weights() -> Iterator[None]:
     """Promise that no kernel on the stream writes the weights of the products inside, nor the
-    positions and lengths handed to the cache write and decode attention inside, nor a cache
-    entry before those positions."""
+    positions and lengths handed to the cache write and decode attention inside."""
     token = _constant.set(True)
     try:
         yield

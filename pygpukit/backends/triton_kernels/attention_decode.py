@@ -97,14 +97,6 @@ PDL_LAUNCH = True
 # The result is the same either way; with kv_write.PREFETCH_POSITIONS the step ran 0.8% faster
 # (Llama-3.2-1B shape, H100; kv_write.py has the numbers).
 PREFETCH_LENGTHS = True
-# True: with PREFETCH_LENGTHS, on a contiguous cache outside the deterministic plan, each
-# program also loads its split's first key block before it waits when every key of it is older
-# than the step's new tokens (inside constant_weights() only the cache write ahead writes the
-# cache, at the new tokens' positions), so its first block's loads overlap the wait. Not tied to
-# the early launch: without it only a load moves, and so the interpreter runs this path too.
-# False until measured on the GPU (benchmarks/tuning/decode_ab.py --experiment prefetch-keys);
-# the result is the same either way.
-PREFETCH_KEYS = False
 # The few-programs class: launches whose (sequence, kv head, row tile) programs number at most
 # sms / FEW_SPLITS_NEEDED (batch 1-4 at 8 kv heads on 132 SMs), on a contiguous cache (and, with
 # FEW_PAGED, on pages that hold whole FEW_BLOCK_N blocks), so the splits carry the parallelism;
@@ -163,13 +155,12 @@ def _table(BT, bt_row, start, end, sbt1, PAGE: tl.constexpr, BLOCK_N: tl.constex
 @triton.jit
 def _decode_block(
     acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
-    sk0, sk2, sk3, sv0, sv2, sv3, d, D, kt_pre, vt_pre,
+    sk0, sk2, sk3, sv0, sv2, sv3, d, D,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr,
-    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr, PRELOADED: tl.constexpr,
+    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     # One block of BLOCK_N keys; MASKED blocks may run past the length or cross the diagonal.
-    # phys: the block's table entries (_table) when PAGED. PRELOADED: the block's k^T and v
-    # tiles are kt_pre / vt_pre, loaded before the kernel waited (an unmasked contiguous block).
+    # phys: the block's table entries (_table) when PAGED.
     n = start + tl.arange(0, BLOCK_N)
     if PAGED:
         phys = phys.to(tl.int64)
@@ -188,10 +179,7 @@ def _decode_block(
         vrow = n64 * sv2
     kp = K + kb + krow[None, :] + d[:, None] * sk3  # k^T tile [BLOCK_D, BLOCK_N]
     vp = V + vb + vrow[:, None] + d[None, :] * sv3  # [BLOCK_N, BLOCK_D]
-    if PRELOADED:
-        kt = kt_pre
-        vt = vt_pre
-    elif MASKED:
+    if MASKED:
         kt = tl.load(kp, mask=(n < L)[None, :] & (d < D)[:, None], other=0.0)
         vt = tl.load(vp, mask=(n < L)[:, None] & (d < D)[None, :], other=0.0)
     elif EVEN_D:
@@ -325,7 +313,7 @@ def _decode_fwd(
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
-    PDL: tl.constexpr, PREFETCH: tl.constexpr, PRE_KV: tl.constexpr,
+    PDL: tl.constexpr, PREFETCH: tl.constexpr,
     APPEND: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr, Q_NORM: tl.constexpr,
     K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr,
 ):  # fmt: skip
@@ -337,18 +325,6 @@ def _decode_fwd(
     hk = bh - b * Hkv
     if PREFETCH:  # no kernel that may still run writes the lengths (PREFETCH_LENGTHS)
         L, bad_len, n_act = _seq_len(LENS, b, cap, chunk, CG=True)
-    if PRE_KV:  # nor the keys before the step's new ones (PREFETCH_KEYS): the split's first
-        # block, when all of it is older than the new tokens, loaded before the wait
-        lo0 = split * chunk
-        old0 = (split < n_act) & (lo0 + BLOCK_N <= L - Sq)
-        d0 = tl.arange(0, BLOCK_D)
-        n0 = (lo0 + tl.arange(0, BLOCK_N)).to(tl.int64)
-        kb0 = b.to(tl.int64) * sk0 + hk.to(tl.int64) * sk1
-        vb0 = b.to(tl.int64) * sv0 + hk.to(tl.int64) * sv1
-        k0 = tl.load(K + kb0 + n0[None, :] * sk2 + d0[:, None] * sk3,
-                     mask=old0 & (d0 < D)[:, None], other=0.0)  # fmt: skip
-        v0 = tl.load(V + vb0 + n0[:, None] * sv2 + d0[None, :] * sv3,
-                     mask=old0 & (d0 < D)[None, :], other=0.0)  # fmt: skip
     if PDL:  # launched early (programmatic dependent launch): q and the caches (and the
         gdc_wait()  # lengths) may be the previous kernel's, read only after it has finished
     if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
@@ -411,34 +387,24 @@ def _decode_fwd(
         # addresses that depend on a load of the same iteration get a single pipeline buffer
         # (Triton 3.6 on sm_90: 39 KB of shared memory at num_stages=3 instead of 70 KB).
         nxt = _table(BT, bt_row, lo, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
-        first = lo
-        if PRE_KV:
-            if old0:  # the block loaded before the wait (unmasked: every key is visible)
-                acc, m_i, l_i, bad = _decode_block(
-                    acc, m_i, l_i, bad, q, K, V, 0, kb, vb, lo, L, lim, nblocks, qk_scale,
-                    sk0, sk2, sk3, sv0, sv2, sv3, d, D, k0, v0,
-                    MASKED=False, CAUSAL=CAUSAL, PAGED=False, PAGE=PAGE, EVEN_D=EVEN_D,
-                    PREC=PREC, BLOCK_N=BLOCK_N, PRELOADED=True,
-                )  # fmt: skip
-                first = lo + BLOCK_N
-        for start in range(first, mid, BLOCK_N):
+        for start in range(lo, mid, BLOCK_N):
             cur = nxt
             if PAGED:
                 nxt = _table(BT, bt_row, start + BLOCK_N, mid, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N)
             acc, m_i, l_i, bad = _decode_block(
                 acc, m_i, l_i, bad, q, K, V, cur, kb, vb, start, L, lim, nblocks, qk_scale,
-                sk0, sk2, sk3, sv0, sv2, sv3, d, D, 0, 0,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
-                BLOCK_N=BLOCK_N, PRELOADED=False,
+                BLOCK_N=BLOCK_N,
             )  # fmt: skip
         # The tail (one or two blocks when Sq <= BLOCK_N), or every block of the fixed plan.
         for start in range(mid, top, BLOCK_N):
             phys = _table(BT, bt_row, start, L, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
             acc, m_i, l_i, bad = _decode_block(
                 acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
-                sk0, sk2, sk3, sv0, sv2, sv3, d, D, 0, 0,
+                sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=True, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
-                BLOCK_N=BLOCK_N, PRELOADED=False,
+                BLOCK_N=BLOCK_N,
             )  # fmt: skip
         seen = l_i > 0.0
         o = acc / tl.where(seen, l_i, 1.0)[:, None]  # rows that saw no key: acc is 0 -> zeros
@@ -695,8 +661,6 @@ def _sdpa_decode(
         BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
         RELEASE=release and (fuse or pl.splits == 1), PDL=pdl,
         PREFETCH=PREFETCH_LENGTHS and weights_are_constant(),
-        PRE_KV=PREFETCH_KEYS and PREFETCH_LENGTHS and weights_are_constant() and not paged
-        and not pl.fixed and ap is None,
         APPEND=ap is not None, ROPE=rope, GPTJ=ap is not None and ap.gptj,
         Q_NORM=ap is not None and ap.q_norm is not None,
         K_NORM=ap is not None and ap.k_norm is not None, CT=tl.float32, BLOCK_T=APPEND_TOKENS,
