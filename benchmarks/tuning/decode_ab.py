@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|append|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -41,6 +41,9 @@ Experiments:
   128-160 (as in overlap) and decode tok/s as in pdl, two alternating rounds, tokens checked
   against the first variant's (the one launch normalises Qwen3's heads with its sum of squares
   in another order, so its tokens may differ there; Llama's are the same bits).
+- splits: decode attention's key splits at batch 1 (the few-programs class's
+  FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones): the 1-step graph's device
+  time and a step inside the 32-step graph (cache positions 128-160), two alternating rounds.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -263,6 +266,23 @@ def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
         tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = shipped
 
 
+def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    shipped = attention_decode.FEW_MIN_SPLIT_KEYS
+    try:
+        for rnd in range(2):
+            for keys in (shipped, 64, 256, 1024):
+                attention_decode.FEW_MIN_SPLIT_KEYS = keys
+                model.drop_step_graphs()
+                model.generate(prompt, 200, temperature=0, stop_token_ids=())
+                step = _step_us(model, 1) * 1e6
+                run = _run_step_us(model)
+                print(f"{args.model} round {rnd}: splits of at least {keys:4d} keys: graph step "
+                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us")  # fmt: skip
+    finally:
+        attention_decode.FEW_MIN_SPLIT_KEYS = shipped
+        model.drop_step_graphs()
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -308,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--experiment",
         default="tiles",
-        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "append", "leave-out"),
+        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "append", "splits", "leave-out"),
     )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
@@ -316,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "append": _append, "leave-out": _leave_out,
+            "append": _append, "splits": _splits, "leave-out": _leave_out,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0
