@@ -272,14 +272,13 @@ def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
         for rnd in range(2):
             for keys in (shipped, 64, 256, 1024):
                 attention_decode.FEW_MIN_SPLIT_KEYS = keys
-                model.drop_step_graphs()
-                # the 32-step run is captured before a prefill (as _rate's generate does)
-                model.generate(prompt, 64, temperature=0, stop_token_ids=(), steps_per_sync=32)
+                r = _rate(model, prompt, args.new, 1)  # captures the 32-step run first
                 model.generate(prompt, 200, temperature=0, stop_token_ids=())
                 step = _step_us(model, 1) * 1e6
                 run = _run_step_us(model)
                 print(f"{args.model} round {rnd}: splits of at least {keys:4d} keys: graph step "
-                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us")  # fmt: skip
+                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us, "
+                      f"{r['decode_tok_s']:8.1f} tok/s")  # fmt: skip
     finally:
         attention_decode.FEW_MIN_SPLIT_KEYS = shipped
         model.drop_step_graphs()
