@@ -2,7 +2,7 @@
 model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|lean|leave-out]
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -44,6 +44,10 @@ Experiments:
 - splits: decode attention's key splits at batch 1 (the few-programs class's
   FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones): the 1-step graph's device
   time and a step inside the 32-step graph (cache positions 128-160), two alternating rounds.
+- lean: greedy runs whose steps read their ids from the step before's tokens and advance the
+  positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy and add
+  each step: a step inside the 32-step graph (cache positions 128-160) and decode tok/s as in
+  pdl, two alternating rounds, tokens checked against the first variant's.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -284,6 +288,26 @@ def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
         model.drop_step_graphs()
 
 
+def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    from pygpukit.models import decode_loop
+
+    shipped = decode_loop.LEAN_STEPS
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for on in (shipped, not shipped):
+                decode_loop.LEAN_STEPS = on
+                r = _rate(model, prompt, args.new, args.repeats)
+                run = _run_step_us(model)
+                first = r["tokens"] if first is None else first
+                same = r["tokens"] == first
+                print(f"{args.model} round {rnd}: lean steps {on!s:5s} in the 32-step graph "
+                      f"{run:7.1f} us ({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, "
+                      f"tokens as the first {same}")  # fmt: skip
+    finally:
+        decode_loop.LEAN_STEPS = shipped
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -329,7 +353,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--experiment",
         default="tiles",
-        choices=("tiles", "pdl", "sites", "overlap", "prefetch", "append", "splits", "leave-out"),
+        choices=(
+            "tiles",
+            "pdl",
+            "sites",
+            "overlap",
+            "prefetch",
+            "append",
+            "splits",
+            "lean",
+            "leave-out",
+        ),
     )
     args = p.parse_args(argv)
     model, cfg, _ = random_model(args.model)
@@ -337,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "append": _append, "splits": _splits, "leave-out": _leave_out,
+            "append": _append, "splits": _splits, "lean": _lean, "leave-out": _leave_out,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0

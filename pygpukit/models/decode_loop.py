@@ -107,6 +107,14 @@ class PendingRun:
         return self._host.T
 
 
+# True: greedy steps read their ids from the step before's tokens and only a run's last step
+# copies them into ids; the positions advance only for models that read them at decode
+# (DecodeRun._step). Two launches a step fewer, the same tokens. Not yet measured on the GPU
+# (benchmarks/tuning/decode_ab.py --experiment lean measures it); False: a copy and an add a
+# step, as before.
+LEAN_STEPS = True
+
+
 class DecodeRun:
     """``steps`` decode steps of cache rows 0..rows-1 with no host in between: greedy, or drawn
     by ``sampler`` on the device (device_draw).
@@ -159,17 +167,27 @@ class DecodeRun:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
 
-    def _step(self, j: int) -> None:
+    def _step(self, j: int, last: bool) -> None:
         """Step j: logits of the current ids, the next token (argmax, or the draw) into out[j]
-        and the next ids, and the position and write marks one further."""
-        logits = self.model.forward_device_step(self.ids, self.pos, self.marks, self.cache)
+        and the next ids, and the position and write marks one further. Greedy steps read
+        their ids from the step before's row of out (int64, as the model takes them) and only
+        the last step of a run copies its tokens into ids (where the next run starts); the
+        positions advance only for a model that reads them at decode (learned position
+        embeddings: RoPE rotates at the write marks). Two launches a step fewer, the same
+        tokens."""
+        greedy = self.draw is None or self.counter is None
+        lean = LEAN_STEPS and greedy
+        ids = self.out[j - 1].reshape(self.rows, 1) if lean and j > 0 else self.ids
+        logits = self.model.forward_device_step(ids, self.pos, self.marks, self.cache)
         lg = logits.reshape(self.rows, logits.shape[-1])
         if self.draw is None or self.counter is None:
             ops.argmax(lg, axis=-1, out=self.out[j])
         else:  # the counters advance and the seen marks take the token, in place
             ops.sample(lg, self.counter, self.seen, out=self.out[j], **self.draw)
-        self.ids.reshape(self.rows)[...] = self.out[j]
-        ops.add(self.pos, 1, out=self.pos)
+        if last or not lean:
+            self.ids.reshape(self.rows)[...] = self.out[j]
+        if self.model.decode_reads_positions or not LEAN_STEPS:
+            ops.add(self.pos, 1, out=self.pos)
         ops.add(self.marks, 1, out=self.marks)
 
     def _capture(self) -> None:
@@ -178,7 +196,7 @@ class DecodeRun:
 
         def body() -> None:
             for j in range(self.steps):
-                self._step(j)
+                self._step(j, j == self.steps - 1)
 
         self.graph = capture(dev, body, "decode run")
         self._tables = (self.model._rope, self.model._positions)  # read by the graph
@@ -294,7 +312,7 @@ class DecodeRun:
             self._carried = n == self.steps
         else:
             for j in range(n):
-                self._step(j)
+                self._step(j, j == n - 1)
             self._carried = True
         self._last_stream = stream
         lengths += n

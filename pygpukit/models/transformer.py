@@ -218,6 +218,13 @@ class CausalTransformerModel:
         self._step_graphs[key] = got
         return got
 
+    @property
+    def decode_reads_positions(self) -> bool:
+        """Whether a decode step reads its positions (forward_device_step's positions): only
+        learned position embeddings do (GPT-2); RoPE rotates q and k at the cache write marks,
+        so a caller advancing the positions of such a model on the device may skip it."""
+        return self.weights.pos_embed is not None
+
     def drop_step_graphs(self) -> None:
         """Forget the captured decode steps; each graph's memory goes once nothing holds it (a
         paused generation loop may still be replaying one against the old cache)."""
@@ -345,6 +352,8 @@ class CausalTransformerModel:
         s = ids.shape[1]
         w = self.weights
         x = embed(ids, w.embed_tokens, self.dtype)
+        # The one read of pos at decode (decode_reads_positions: DecodeRun advances pos only
+        # for such models); RoPE takes the decode step's positions from the write marks.
         if w.pos_embed is not None:
             x = ops.add(x, ops.embedding(pos, w.pos_embed))
         delta: GPUArray | None = None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import pygpukit as gp
-from pygpukit.models import GenerationStats, load_model
+from pygpukit.models import GenerationStats, decode_loop, load_model
 from pygpukit.models.generation import stream_batch
 from pygpukit.models.sampling import SamplingParams
 
@@ -25,11 +25,15 @@ def _prompts() -> list[list[int]]:
     return [g[0], g[1][:5], g[0][:2]]
 
 
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
 @pytest.mark.parametrize("k", [2, 5, 13, 40])
-def test_tokens_equal_one_step_a_sync(k: int) -> None:
+def test_tokens_equal_one_step_a_sync(k: int, arch: str) -> None:
     """13 new tokens: 12 decode steps, so k = 5 ends with a run of 2 and k = 13 or 40 is one
-    short run; the stats count the same steps and tokens."""
-    model = load_model(FIXTURES / "llama", device="cpu")
+    short run; the stats count the same steps and tokens. GPT-2 reads its positions at decode
+    (learned position embeddings): the runs advance them; Llama's they need not."""
+    model = load_model(FIXTURES / arch, device="cpu")
+    assert model.decode_reads_positions == (arch == "gpt2")
+    assert decode_loop.LEAN_STEPS  # the shipped steps (ids from the step before's tokens)
     st1, stk = GenerationStats(), GenerationStats()
     want = model.generate(_prompts(), 13, stats=st1, **KW)
     got = model.generate(_prompts(), 13, stats=stk, steps_per_sync=k, **KW)
