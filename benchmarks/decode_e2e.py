@@ -18,8 +18,8 @@ Decode tok/s is measured the same way for every system: the median wall time of 
 ``new`` tokens minus that of a call for 1 token (the prefill and its first token), over the
 ``new - 1`` tokens in between, summed over the rows. The bound is the copy rate measured in the
 run over the weight bytes, times the rows (batch-1 decode must read every weight once a step);
-beside it, the same over the bytes a step does read (an untied input embedding only by its
-tokens' rows: step_bound_fraction).
+beside it, the same over the weight bytes a step does read (an untied input embedding only by
+its tokens' rows; the KV cache's reads are not counted: step_bound_fraction).
 Each row also says whether the repeats gave the same tokens and how many leading tokens of row 0
 equal HF eager's (random weights: near ties flip between any two implementations). The last line
 of output is one JSON object.
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     hf, ours = hf_and_pygpukit(args.model)
     cfg = CONFIGS[args.model]
     nbytes = weight_bytes(dict(cfg))  # the bound of the earlier tables
-    # What a step reads: an untied input embedding only by its tokens' rows (Qwen3-8B: 1.24 GB
-    # of its 16.4 GB are never read by a decode step).
+    # The weight bytes a step reads: an untied input embedding only by its tokens' rows
+    # (Qwen3-8B: 1.24 GB of its 16.4 GB are never read by a decode step); cache reads not counted.
     step_nbytes = nbytes - (0 if cfg.get("tie_word_embeddings") else
                             cfg["vocab_size"] * cfg["hidden_size"] * 2)  # fmt: skip
     copy = timer.copy_rate()

@@ -306,6 +306,7 @@ def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None
                       f"tokens as the first {same}")  # fmt: skip
     finally:
         decode_loop.LEAN_STEPS = shipped
+        model.drop_step_graphs()
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:

@@ -3,8 +3,9 @@
 A decode step on its own ends with the host: the next token is read back (argmax's ids), checked
 against the stop tokens, and written into the next step's inputs. At batch 1 on a small model
 that round trip is a tenth of the step (BENCHMARKS.md "Decode end to end"). ``DecodeRun`` keeps
-k steps on the device: each step's token is written straight into the next step's token id,
-and its position and cache write marks advance by one on the device, so the k steps are one
+k steps on the device: each step's token becomes the next step's token id on the device
+(greedy steps read it where the step before wrote it), and the cache write marks (and, for a
+model that reads them, the positions) advance by one on the device, so the k steps are one
 CUDA graph (captured like models.step_graph's single step) and the host reads the k tokens of
 each row once, at the end.
 
@@ -109,9 +110,9 @@ class PendingRun:
 
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
 # copies them into ids; the positions advance only for models that read them at decode
-# (DecodeRun._step). Two launches a step fewer, the same tokens. Not yet measured on the GPU
-# (benchmarks/tuning/decode_ab.py --experiment lean measures it); False: a copy and an add a
-# step, as before.
+# (DecodeRun._step). Two launches a greedy step fewer with RoPE (one with learned position
+# embeddings), the same tokens. Not yet measured on the GPU (benchmarks/tuning/decode_ab.py
+# --experiment lean measures it); False: a copy and an add a step, as before.
 LEAN_STEPS = True
 
 
@@ -276,7 +277,8 @@ class DecodeRun:
 
     def resume(self, n: int) -> PendingRun:
         """The next n steps from where the last enqueued run left the device (its last token
-        as the next input, the positions and write marks, the draws' Philox counters and a
+        as the next input, the write marks (and the positions of a model that reads them),
+        the draws' Philox counters and a
         penalty's seen marks all advanced there by its steps), enqueued behind it without a host
         round trip: the tokens of the rows still decoding are those ``start`` would give with
         the last run's last tokens and the histories so far (a row that stopped keeps drawing

@@ -311,9 +311,10 @@ class CausalTransformerModel:
     ) -> GPUArray:
         """One decode step of cache rows 0..B-1 whose inputs are already on the device: ids
         int64 [B, S] (S new tokens a row, 1..DECODE_TOKENS: 1 for decode, more to verify
-        speculative drafts), positions int64 [B, S] (each new token's position, which must be
-        its cache slot marks[0, b] + j: RoPE rotates q and k at the cache slot), marks int32
-        [2, B] (each row's write position and new length). Nothing here reads host values that
+        speculative drafts), positions int64 [B, S] (each new token's position, its cache slot
+        marks[0, b] + j; read only where decode_reads_positions: RoPE rotates q and k at the
+        write marks), marks int32 [2, B] (each row's write position and new length, which is
+        the write position + S). Nothing here reads host values that
         change between steps, so the step can be captured in a CUDA graph and replayed with new
         inputs written into the same arrays (models.step_graph). cache.lengths is left to the
         caller. Logits [B, S, vocab]."""

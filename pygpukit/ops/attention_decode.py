@@ -260,11 +260,19 @@ def sdpa_decode_append(
                 raise ValueError(
                     f"{op}: {name} shares elements with {cname}, which the launch writes"
                 )
-    # Row tiles and splits of one head write out while others still read the new tokens.
+    # Row tiles and splits of one head write out while others still read the new tokens and
+    # their queries (out exactly q is safe: a program reads its own rows of q before it writes
+    # them).
     if out is not None:
-        for name in ("k", "v", "cos", "sin", "q_norm", "k_norm"):
+        for name in ("k", "v", "cos", "sin", "q_norm", "k_norm", "q"):
             other = read[name]
-            if other is not None and shares_elements(out, other):
+            exact = (
+                other is q
+                and out.data_ptr() == q.data_ptr()
+                and out.shape == q.shape
+                and (out.element_strides == q.element_strides)
+            )
+            if other is not None and not exact and shares_elements(out, other):
                 raise ValueError(f"{op}: out shares elements with {name}, which the launch reads")
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")

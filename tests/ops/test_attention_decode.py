@@ -401,6 +401,9 @@ def test_append_errors() -> None:
         gp.sdpa_decode_append(q4, big, v4, k4, k4, lens, out=big[:, :, 1:2])
     with pytest.raises(ValueError, match="out shares elements with k, which the launch reads"):
         gp.sdpa_decode_append(q4, big, v4, k4, f32(2, 4, 1, 4), lens, out=k4)
+    wide = f32(2, 5, 1, 4)
+    with pytest.raises(ValueError, match="out shares elements with q, which the launch reads"):
+        gp.sdpa_decode_append(wide[:, :4], big, v4, k4, k4, lens, out=wide[:, 1:])
     with pytest.raises(ValueError, match="pass both cos and sin"):
         gp.sdpa_decode_append(q, kc, vc, k, k, lens, cos=f32(8, 2))
     with pytest.raises(ValueError, match="q_norm / k_norm need cos and sin over the whole head"):

@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.scratch import decode_workspace, key_splits
@@ -303,7 +305,9 @@ def sdpa_decode_append(
     cap = _paging(op, k_cache, block_table)[5]
     # A length past the cache writes none of its tokens (as the Triton kernel, which reads it
     # as 0): positions below 0 are skipped by the write.
-    start = where(gt(cache_seqlens, cap), -(cap + sq), sub(cache_seqlens, sq), out_dtype="int32")
+    i32 = cache_seqlens.dtype  # int32 scalars keep the three launches in int32
+    start = where(gt(cache_seqlens, np.int32(cap)), np.int32(-(cap + sq)),
+                  sub(cache_seqlens, np.int32(sq), out_dtype=i32), out_dtype=i32)  # fmt: skip
     qr = copy(q) if cos is not None else q
     kv_cache_write(k_cache, v_cache, k, v, start, block_table, cos, sin,
                    qr if cos is not None else None, rope_style=rope_style)  # fmt: skip
