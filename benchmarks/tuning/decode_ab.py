@@ -30,24 +30,23 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions 128-160 (the middle of the 256 new tokens; the rate with no host time at all),
   two alternating rounds.
-- prefetch: the cache write's positions and decode attention's lengths loaded before their
-  programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
-  PREFETCH_LENGTHS: shipped) or after: the graph-replayed step's device time and decode
-  tok/s as in pdl, two alternating rounds, tokens checked against the first variant's.
-- append: the decode step's cache write and attention in one launch (gp.sdpa_decode_append:
-  transformer.APPEND_ATTENTION), launched early (attention_decode.PDL_LAUNCH) or plainly, or
-  in two (kv_cache_write, then sdpa_decode, both launched early): the
-  1-step graph's device time (50 replays), a step inside the 32-step graph at cache positions
-  128-160 (as in overlap) and decode tok/s as in pdl, two alternating rounds, tokens checked
-  against the first variant's (the one launch normalises Qwen3's heads with its sum of squares
-  in another order, so its tokens may differ there; Llama's are the same bits).
-- splits: decode attention's key splits at batch 1 (the few-programs class's
-  FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones): the 1-step graph's device
-  time and a step inside the 32-step graph (cache positions 128-160), two alternating rounds.
-- lean: greedy runs whose steps read their ids from the step before's tokens and advance the
-  positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy and add
-  each step: a step inside the 32-step graph (cache positions 128-160) and decode tok/s as in
-  pdl, two alternating rounds, tokens checked against the first variant's.
+- prefetch, append, splits, lean: two alternating rounds of each variant, each measured alike
+  (decode tok/s as in pdl, the 1-step graph's device time over 50 replays, a step inside the
+  32-step graph at cache positions 128-160 as in overlap, tokens checked against the first
+  variant's):
+  - prefetch: the cache write's positions and decode attention's lengths loaded before their
+    programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
+    PREFETCH_LENGTHS: shipped) or after;
+  - append: the decode step's cache write and attention in one launch
+    (gp.sdpa_decode_append: transformer.APPEND_ATTENTION), launched early
+    (attention_decode.PDL_LAUNCH) or plainly, or in two (kv_cache_write, then sdpa_decode,
+    both launched early; shipped); the one launch normalises Qwen3's heads with its sum of
+    squares in another order, so its tokens may differ there (Llama's are the same bits);
+  - splits: decode attention's key splits at batch 1 (the few-programs class's
+    FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones);
+  - lean: greedy runs whose steps read their ids from the step before's tokens and advance
+    the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
+    and add each step.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -59,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -227,20 +227,52 @@ def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> N
         DecodeRun.can_resume = shipped  # type: ignore[method-assign]
 
 
+def _setting(*assign: tuple[Any, str, Any]) -> Callable[[], None]:
+    """A variant for _rounds: each (module, name, value) set when it runs."""
+
+    def apply() -> None:
+        for mod, name, value in assign:
+            setattr(mod, name, value)
+
+    return apply
+
+
+def _rounds(
+    model: Any,
+    prompt: list[list[int]],
+    args: argparse.Namespace,
+    variants: list[tuple[str, Callable[[], None]]],
+    repeats: int | None = None,
+) -> None:
+    """Two alternating rounds of the variants (each a name and what sets it): decode tok/s at 32
+    steps a sync (_rate: a fresh capture, the 32-step run first), the 1-step graph's device
+    time (50 replays), a step inside the 32-step graph at cache positions 128-160, and whether
+    the tokens equal the first variant's. The caller restores what the variants set."""
+    first: Any = None
+    for rnd in range(2):
+        for name, apply in variants:
+            apply()
+            r = _rate(model, prompt, args.new, args.repeats if repeats is None else repeats)
+            model.generate(prompt, 200, temperature=0, stop_token_ids=())
+            step = _step_us(model, 1) * 1e6
+            run = _run_step_us(model)
+            first = r["tokens"] if first is None else first
+            same = r["tokens"] == first
+            print(f"{args.model} round {rnd}: {name:40s} graph step {step:7.1f} us, in the "
+                  f"32-step graph {run:7.1f} us ({1e6 / run:7.1f} tok/s), "
+                  f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first {same}")  # fmt: skip
+    model.drop_step_graphs()  # none of the variants' graphs stays kept
+
+
 def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS
-    first: Any = None
+    on = shipped[0] and shipped[1]
     try:
-        for rnd in range(2):
-            for on in (shipped[0] and shipped[1], not (shipped[0] and shipped[1])):
-                kv_write.PREFETCH_POSITIONS = attention_decode.PREFETCH_LENGTHS = on
-                r = _rate(model, prompt, args.new, args.repeats)
-                model.generate(prompt, 200, temperature=0, stop_token_ids=())
-                step = _step_us(model, 1) * 1e6
-                first = r["tokens"] if first is None else first
-                print(f"{args.model} round {rnd}: positions and lengths before the wait {on!s:5s} "
-                      f"graph step {step:7.1f} us, {r['decode_tok_s']:8.1f} tok/s, tokens as "
-                      f"the first {r['tokens'] == first}")  # fmt: skip
+        _rounds(model, prompt, args, [
+            (f"positions and lengths before the wait {v}", _setting(
+                (kv_write, "PREFETCH_POSITIONS", v), (attention_decode, "PREFETCH_LENGTHS", v)))
+            for v in (on, not on)
+        ])  # fmt: skip
     finally:
         kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS = shipped
 
@@ -249,23 +281,14 @@ def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
     import pygpukit.models.transformer as tr
 
     shipped = tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH
-    first: Any = None
-    variants = (("one launch", True, True), ("one, plain", True, False),
-                ("two launches", False, True))  # fmt: skip
+    forms = (("in one launch", True, True), ("in one launch, plain", True, False),
+             ("in two launches", False, True))  # fmt: skip
     try:
-        for rnd in range(2):
-            for name, on, early in variants:
-                tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = on, early
-                r = _rate(model, prompt, args.new, args.repeats)
-                model.generate(prompt, 200, temperature=0, stop_token_ids=())
-                step = _step_us(model, 1) * 1e6
-                run = _run_step_us(model)
-                first = r["tokens"] if first is None else first
-                same = r["tokens"] == first
-                print(f"{args.model} round {rnd}: write + attention {name:12s} graph step "
-                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us "
-                      f"({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, repeats equal "
-                      f"{r['repeats_equal']}, tokens as the first {same}")  # fmt: skip
+        _rounds(model, prompt, args, [
+            (f"write + attention {name}",
+             _setting((tr, "APPEND_ATTENTION", one), (attention_decode, "PDL_LAUNCH", early)))
+            for name, one, early in forms
+        ])  # fmt: skip
     finally:
         tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = shipped
 
@@ -273,40 +296,25 @@ def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
 def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = attention_decode.FEW_MIN_SPLIT_KEYS
     try:
-        for rnd in range(2):
-            for keys in (shipped, 64, 256, 1024):
-                attention_decode.FEW_MIN_SPLIT_KEYS = keys
-                r = _rate(model, prompt, args.new, 1)  # captures the 32-step run first
-                model.generate(prompt, 200, temperature=0, stop_token_ids=())
-                step = _step_us(model, 1) * 1e6
-                run = _run_step_us(model)
-                print(f"{args.model} round {rnd}: splits of at least {keys:4d} keys: graph step "
-                      f"{step:7.1f} us, in the 32-step graph {run:7.1f} us, "
-                      f"{r['decode_tok_s']:8.1f} tok/s")  # fmt: skip
+        _rounds(model, prompt, args, [
+            (f"splits of at least {k} keys", _setting((attention_decode, "FEW_MIN_SPLIT_KEYS", k)))
+            for k in (shipped, 64, 256, 1024)
+        ], repeats=1)  # fmt: skip
     finally:
         attention_decode.FEW_MIN_SPLIT_KEYS = shipped
-        model.drop_step_graphs()
 
 
 def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     from pygpukit.models import decode_loop
 
     shipped = decode_loop.LEAN_STEPS
-    first: Any = None
     try:
-        for rnd in range(2):
-            for on in (shipped, not shipped):
-                decode_loop.LEAN_STEPS = on
-                r = _rate(model, prompt, args.new, args.repeats)
-                run = _run_step_us(model)
-                first = r["tokens"] if first is None else first
-                same = r["tokens"] == first
-                print(f"{args.model} round {rnd}: lean steps {on!s:5s} in the 32-step graph "
-                      f"{run:7.1f} us ({1e6 / run:7.1f} tok/s), {r['decode_tok_s']:8.1f} tok/s, "
-                      f"tokens as the first {same}")  # fmt: skip
+        _rounds(model, prompt, args, [
+            (f"lean steps {v}", _setting((decode_loop, "LEAN_STEPS", v)))
+            for v in (shipped, not shipped)
+        ])  # fmt: skip
     finally:
         decode_loop.LEAN_STEPS = shipped
-        model.drop_step_graphs()
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:

@@ -228,17 +228,15 @@ def sdpa_decode_append(
     Arguments are those of the two ops. A length outside [0, capacity]: on the GPU that
     sequence's output is NaN and none of its tokens is written (the two ops would write those
     that fit); a length shorter than Sq writes the tokens at positions >= 0. The NumPy backend
-    raises IndexError for both. The rotation
-    and the norms compute what kv_cache_write computes (the same expressions: the same bits for
-    the rotation; a head norm's sum of squares may run in another order); the attention is
-    sdpa_decode's kernel. Each split of the keys writes the new tokens among its own keys and
-    reads them back itself, so no second launch, and no wait on one, separates the write from
-    the attention.
+    raises IndexError for both. The rotation and the norms compute what kv_cache_write computes
+    (the same expressions: the same bits for the rotation; a head norm's sum of squares may run
+    in another order); the attention is sdpa_decode's kernel. Each split of the keys writes the
+    new tokens among its own keys and reads them back itself, so no second launch, and no wait
+    on one, separates the write from the attention.
     """
     op = "sdpa_decode_append"
     _caches(op, k_cache, v_cache)
     batch, hkv, sq, d = _new_tokens(op, k_cache, v_cache, k, v, block_table)
-    chk.array(op, "q", q)
     _queries(op, q, batch, sq, d, hkv, k_cache)
     _int32_vector(op, "cache_seqlens", cache_seqlens, batch, k_cache)
     _tables(op, cos, sin, rope_style, d, k_cache)
@@ -264,15 +262,16 @@ def sdpa_decode_append(
     # their queries (out exactly q is safe: a program reads its own rows of q before it writes
     # them).
     if out is not None:
+        in_place = (
+            out.data_ptr() == q.data_ptr()
+            and out.shape == q.shape
+            and (out.element_strides == q.element_strides)
+        )
         for name in ("k", "v", "cos", "sin", "q_norm", "k_norm", "q"):
             other = read[name]
-            exact = (
-                other is q
-                and out.data_ptr() == q.data_ptr()
-                and out.shape == q.shape
-                and (out.element_strides == q.element_strides)
-            )
-            if other is not None and not exact and shares_elements(out, other):
+            if other is None or (name == "q" and in_place):
+                continue
+            if shares_elements(out, other):
                 raise ValueError(f"{op}: out shares elements with {name}, which the launch reads")
     check_target(k_cache, f"{op}: k_cache")
     check_target(v_cache, f"{op}: v_cache")

@@ -29,6 +29,8 @@ from pygpukit.backends._support.scratch import decode_workspace, key_splits
 from pygpukit.backends.native._common import stream_of
 from pygpukit.backends.native._libs import extension
 from pygpukit.backends.native.attention import _dims, _scale, check_operands
+from pygpukit.backends.native.copy import copy
+from pygpukit.backends.native.elementwise import gt, sub, where
 from pygpukit.creation import empty
 
 __all__ = ["kv_cache_write", "sdpa_decode", "sdpa_decode_append"]
@@ -298,9 +300,6 @@ def sdpa_decode_append(
     if qk_norm or q_norm is not None or k_norm is not None:
         raise ValueError(f"{op} (native): q_norm / k_norm are not supported (the Triton twin's)")
     _int32(op, "cache_seqlens", cache_seqlens)
-    from pygpukit.backends.native.copy import copy
-    from pygpukit.backends.native.elementwise import gt, sub, where
-
     sq = k.shape[2]
     cap = _paging(op, k_cache, block_table)[5]
     # A length past the cache writes none of its tokens (as the Triton kernel, which reads it
