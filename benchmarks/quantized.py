@@ -20,7 +20,7 @@ kept quantized against the same file dequantized at load.
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
    gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, 1/16/256 tokens.
 5. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
-   rows of x, on the --formats at 2048x2048 and 14336x4096, printed best first
+   rows of x, on the --formats at 14336x4096 and 2048x8192, printed best first
    (backends/triton_kernels/gguf.py's linear_config comes from it).
 The last line of output is one JSON object.
 """
@@ -84,23 +84,23 @@ def products(
 
 
 def sweep(timer: DeviceTimer, fmts: list[str], copy_gbs: float) -> list[dict[str, Any]]:
-    """CUDA-core configurations for one row (module docstring)."""
+    """CUDA-core configurations for one and two rows (module docstring)."""
     best = []
     orig = tg.linear_config
     try:
         for m in (1, 2):
             for fmt in fmts:
-                for n, k in (SHAPES[0], SHAPES[3]):
+                for n, k in (SHAPES[3], SHAPES[2]):
                     qw = random_weight(fmt, n, k)
                     x = gp.from_numpy(np.ones((m, k), np.float32), device="cuda:0").astype(
                         "bfloat16"
                     )
                     res = []
-                    for bn in (2, 4, 8, 16):
-                        for gs in (8, 16, 32):
-                            if not 512 <= m * bn * gs * 16 <= 8192:
-                                continue
-                            for warps in (1, 2, 4):
+                    for bn in (1, 2, 4):
+                        for gs in (16, 32, 64):
+                            for warps in (1, 2):
+                                if bn * gs < 16 * warps:
+                                    continue
                                 tg.linear_config = lambda mm, half, c=(m, bn, gs, warps): (  # type: ignore[assignment]
                                     False,
                                     *c,

@@ -23,9 +23,14 @@ HALF = [pytest.param("float16", marks=GPU), pytest.param("bfloat16", marks=GPU)]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_dequantize_matches_gguf_bits(device: str, fmt: str) -> None:
+@pytest.mark.parametrize("rows,blocks,seed", [(5, 2, None), (9, 3, 4)])
+def test_dequantize_matches_gguf_bits(
+    device: str, fmt: str, rows: int, blocks: int, seed: int | None
+) -> None:
+    """Bit for bit, signed zeros included ((9, 3, 4) holds q4_k and q5_k values -0 = -0 - 0:
+    an offset added negated, -0 + (0 - 0), gives +0)."""
     qk = GGUF_BLOCKS[fmt][0]
-    raw = random_blocks(fmt, 5, 2 * qk, seed=len(fmt))
+    raw = random_blocks(fmt, rows, blocks * qk, seed=len(fmt) if seed is None else seed)
     planes = up(to_planes(fmt, raw), device)
     got = tg.dequantize_gguf(planes, None, fmt=fmt, out_dtype=np.float32).to_numpy()
     want = reference(raw, fmt)

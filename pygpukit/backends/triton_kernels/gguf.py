@@ -2,9 +2,10 @@
 planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size). x, bias
 and out may be strided views (their strides are kernel arguments).
 
-The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. Both kernels
-work on tiles of [BN rows, G groups, 16]: a group is 32 values, the low and high nibbles of 16
-quant bytes (``_group`` returns the two halves, "lo" and "hi", as float32). The quant bytes of a
+The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. The kernels
+work on tiles of [BN rows, G groups, 16 positions (one axis, or [2, 8])]: a group is 32
+values, the low and high nibbles of 16 quant bytes (``_group`` returns the two halves, "lo"
+and "hi", as float32). The quant bytes of a
 tile are contiguous (16-byte loads when the row's bytes are a multiple of 16; narrower loads
 otherwise); a group's scales and high-bit words are loaded once per group and broadcast over
 its 16 bytes. Each format's arithmetic follows gguf.quants' dequantize_blocks operation by
@@ -12,19 +13,23 @@ operation (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), and
 dequantization kernel compiles with FMA contraction off, so its float32 values are the ``gguf``
 package's bits.
 
-The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. Few rows
-(ops/gguf.py sends at most GEMV_MAX_ROWS = 2 here outside the deterministic mode), or float32 x,
-multiply in float32 on the CUDA cores (a [BM, BN, G, 16] broadcast, partial sums per lane,
-reduced once at the end); under the deterministic mode half inputs take the tensor-core path
-with a fixed tile (BM = 16: the dequantized tile rounded to x's dtype, tl.dot with float32
-accumulation), so a row's bits do not depend on the batch. x is read in the planes' value order
-(lo(g) + t and lo(g) + span + t), so no value is moved in registers.
+The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. One or two
+rows (ops/gguf.py sends at most GEMV_MAX_ROWS = 2 here outside the deterministic mode), or
+float32 x, run on the CUDA cores (_rows_dot): a group's 16 positions are a [2, 8] pair of axes
+and x is loaded in W's shape, so nothing is re-laid out through shared memory; each
+half-group's 16 products of x and the exact quants are summed in the lane and scaled once
+(a * sum(x q) + b * sum(x)); a second x row shares the decoded W. Under the deterministic mode
+half inputs take the tensor-core path with a fixed tile (BM = 16: the dequantized tile rounded
+to x's dtype, tl.dot with float32 accumulation), so a row's bits do not depend on the batch (on
+the CUDA-core path a row's sums never depend on the other row). Quants become floats through
+the exponent bits of 2^23 (_exact_f32: a LOP3 and an FADD, exact), not int-to-float
+conversions, which run at a quarter of the FMA rate.
 
 MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
 backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
 ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (slot, 2 columns)
-streams the row's expert on the CUDA cores (float32 values); otherwise one program per (block
-of slots, BN columns) dequantizes each K tile, rounds it to x's dtype and uses tl.dot. The
+streams the row's expert on the CUDA cores (_rows_dot, one x row); otherwise one program per
+(block of slots, BN columns) dequantizes each K tile, rounds it to x's dtype and uses tl.dot. The
 row-streaming grid has a program for every slot of the padded layout (most return at once).
 """
 
@@ -97,6 +102,14 @@ def _scale_min(P, base, j, mask):
 
 
 @triton.jit
+def _exact_f32(q, bias: tl.constexpr):
+    """q - bias as float32, exactly, for int32 q in [0, 2^23): the bits of 2^23 + q read as a
+    float, minus 2^23 + bias (one LOP3 and one FADD; int-to-float conversion runs at a quarter
+    of the FMA rate and was one instruction per value in the one-row product's loop)."""
+    return (q | 0x4B000000).to(tl.float32, bitcast=True) - (8388608.0 + bias)
+
+
+@triton.jit
 def _signed8(v):
     return tl.where(v >= 128, v - 256, v)
 
@@ -124,15 +137,25 @@ def lo_start(g, FMT: tl.constexpr):
 
 
 @triton.jit
-def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
-    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1]."""
-    t = tl.arange(0, 16)[None, None, :]
+def has_offset(FMT: tl.constexpr):
+    """Whether the format's values are a * q + b (q4_1, q5_1, q4_k, q5_k) rather than a * q."""
+    return FMT == 2 or FMT == 4 or FMT == 5 or FMT == 6
+
+
+@triton.jit
+def _affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """Groups g [1, G, 1...] of the rows whose planes start at byte offsets row [BN, 1, 1...]
+    (t: the positions in a half-group, [1, 1, 16] or [1, 1, 2, 8]; mask as g and row) as
+    (q_lo, q_hi, a_lo, b_lo, a_hi, b_hi): the value at lo position t is a_lo * q_lo + b_lo
+    (q4_1, q5_1), a_lo * q_lo - b_lo (q4_k, q5_k: (d * sc) * q - dmin * m; subtracted, not
+    added negated, since Triton negates as 0 - x and -0 would become +0) or a_lo * q_lo,
+    gguf.quants' operations in its order. q is the quant less the format's bias, an exact
+    float32; a and b are per half-group ([BN, G, 1...]); b is 0 where not has_offset(FMT)."""
     if FMT == 0:  # q8_0: int8 quants, w = q * d
-        ql = _signed8(_byte(P, row + 32 * g + t, mask))
-        qh = _signed8(_byte(P, row + 32 * g + 16 + t, mask))
+        ql = _exact_f32(_byte(P, row + 32 * g + t, mask) ^ 128, 128)  # the byte is q + 128
+        qh = _exact_f32(_byte(P, row + 32 * g + 16 + t, mask) ^ 128, 128)
         d = _half(P, row + OD + 2 * g, mask)
-        return ql.to(tl.float32) * d, qh.to(tl.float32) * d
+        return ql, qh, d, tl.zeros_like(d), d, tl.zeros_like(d)
     b = _byte(P, row + 16 * g + t, mask)
     ql = b & 15
     qh = b >> 4
@@ -143,12 +166,12 @@ def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
             qh = qh | (((w >> (t + 16)) & 1) << 4)
         d = _half(P, row + OD + 2 * g, mask)
         if FMT == 1:
-            return d * (ql - 8).to(tl.float32), d * (qh - 8).to(tl.float32)
+            return _exact_f32(ql, 8), _exact_f32(qh, 8), d, tl.zeros_like(d), d, tl.zeros_like(d)
         elif FMT == 3:
-            return d * (ql - 16).to(tl.float32), d * (qh - 16).to(tl.float32)
+            return _exact_f32(ql, 16), _exact_f32(qh, 16), d, tl.zeros_like(d), d, tl.zeros_like(d)
         else:
             m = _half(P, row + OM + 2 * g, mask)
-            return (d * ql.to(tl.float32)) + m, (d * qh.to(tl.float32)) + m
+            return _exact_f32(ql, 0), _exact_f32(qh, 0), d, m, d, m
     elif FMT <= 6:  # q4_k, q5_k: lo in sub-block j, hi in j + 1 of super-block g // 8
         if FMT == 6:
             w = _u32(P, row + OQH + 4 * g, mask)
@@ -160,9 +183,7 @@ def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
         sc_h, mn_h = _scale_min(P, row + OS + 12 * sb, j + 1, mask)
         d = _half(P, row + OD + 2 * sb, mask)
         dmin = _half(P, row + OM + 2 * sb, mask)
-        lo = (d * sc_l) * ql.to(tl.float32) - dmin * mn_l
-        hi = (d * sc_h) * qh.to(tl.float32) - dmin * mn_h
-        return lo, hi
+        return _exact_f32(ql, 0), _exact_f32(qh, 0), d * sc_l, dmin * mn_l, d * sc_h, dmin * mn_h
     else:  # q6_k: 2 high bits a value, int8 scales per 16 values
         wl = _u32(P, row + OQH + 8 * g, mask)
         wh = _u32(P, row + OQH + 8 * g + 4, mask)
@@ -173,14 +194,34 @@ def _group(P, row, g, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
         sc_l = _signed8(_byte(P, row + OS + 8 * u + r, mask)).to(tl.float32)
         sc_h = _signed8(_byte(P, row + OS + 8 * u + 4 + r, mask)).to(tl.float32)
         d = _half(P, row + OD + 2 * (g // 8), mask)
-        return (d * sc_l) * (ql - 32).to(tl.float32), (d * sc_h) * (qh - 32).to(tl.float32)
+        al = d * sc_l
+        return (
+            _exact_f32(ql, 32),
+            _exact_f32(qh, 32),
+            al,
+            tl.zeros_like(al),
+            d * sc_h,
+            tl.zeros_like(al),
+        )
 
 
 @triton.jit
-def _quarter(P, row, g, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
+def _group(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
+    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see _affine)."""
+    ql, qh, al, bl, ah, bh = _affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT)
+    if FMT == 5 or FMT == 6:
+        return al * ql - bl, ah * qh - bh
+    elif has_offset(FMT):
+        return al * ql + bl, ah * qh + bh
+    else:
+        return al * ql, ah * qh
+
+
+@triton.jit
+def _quarter(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
     """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
     group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row."""
-    t = tl.arange(0, 16)[None, None, :]
     q = (_byte(P, row + 16 * g + t, mask) >> (2 * s)) & 3
     h = (g % 4) // 2  # the half of the super-block
     i = 8 * h + 2 * s + g % 2  # the 16-value sub-block: its scale byte / 6-bit scale
@@ -246,10 +287,10 @@ def _dequant_kernel(
     keep = live[:, None, None] & gm
     if FMT >= 8:
         for s in tl.static_range(4):
-            w = _quarter(P, row, g, m, OQH, OD, OM, OS, s, FMT)
+            w = _quarter(P, row, g, t, m, OQH, OD, OM, OS, s, FMT)
             _store_part(Y, r, g, t, w, ok, keep, K, s, FMT)
     else:
-        lo, hi = _group(P, row, g, m, OQH, OD, OM, OS, FMT)
+        lo, hi = _group(P, row, g, t, m, OQH, OD, OM, OS, FMT)
         _store_part(Y, r, g, t, lo, ok, keep, K, 0, FMT)
         _store_part(Y, r, g, t, hi, ok, keep, K, 1, FMT)
 
@@ -278,25 +319,21 @@ def dequantize_gguf(
 
 
 @triton.jit
-def _accumulate(xrow, sxk, xi, xm, w, acc, part, DOT: tl.constexpr, BM: tl.constexpr,
-                BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
-    """Add x's values at indices xi [1, G, 16] times the tile w [BN, G, 16] to acc (tensor
-    cores) or to the per-lane partial sums (CUDA cores)."""
+def _accumulate(xrow, sxk, xi, xm, w, acc, BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):
+    """acc += x's values at indices xi [1, G, 16] times the tile w [BN, G, 16] rounded to x's
+    dtype, on the tensor cores."""
     x = tl.load(xrow + xi * sxk, mask=xm, other=0.0)  # [BM, G, 16]
-    if DOT:
-        wt = tl.reshape(w.to(x.dtype), (BN, G * 16))
-        acc = tl.dot(tl.reshape(x, (BM, G * 16)), tl.trans(wt), acc)
-    else:
-        part += x.to(tl.float32)[:, None, :, :] * w[None, :, :, :]
-    return acc, part
+    wt = tl.reshape(w.to(x.dtype), (BN, G * 16))
+    return tl.dot(tl.reshape(x, (BM, G * 16)), tl.trans(wt), acc)
 
 
 @triton.jit
 def _linear_kernel(
     X, P, BIAS, Y, M, N, NG, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
-    FMT: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr, BM: tl.constexpr,
-    BN: tl.constexpr, G: tl.constexpr,
+    FMT: tl.constexpr, HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    G: tl.constexpr,
 ):  # fmt: skip
+    """The tensor-core product: each K tile of W dequantized, rounded to x's dtype, tl.dot."""
     rm = tl.program_id(1) * BM + tl.arange(0, BM)
     rn = tl.program_id(0) * BN + tl.arange(0, BN)
     nm = (rn < N)[:, None, None]
@@ -305,48 +342,147 @@ def _linear_kernel(
     xrow = X + rm.to(tl.int64)[:, None, None] * sxm
     t = tl.arange(0, 16)[None, None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    # The CUDA-core path keeps per-lane partial sums and reduces once after the loop (a
-    # reduction across lanes every K tile cost more than the tile's loads).
-    part = tl.zeros((BM, BN, G, 16), dtype=tl.float32)
     for g0 in range(0, NG, G):
         g = g0 + tl.arange(0, G)[None, :, None]
         gm = g < NG
         if FMT >= 8:
             for s in tl.static_range(4):
-                w = _quarter(P, row, g, nm & gm, OQH, OD, OM, OS, s, FMT)
+                w = _quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
                 xi = (part_start(g, s, FMT) + t).to(tl.int64)  # x may be a wide strided view
-                acc, part = _accumulate(xrow, sxk, xi, mm & gm, w, acc, part, DOT, BM, BN, G)
+                acc = _accumulate(xrow, sxk, xi, mm & gm, w, acc, BM, BN, G)
         else:
-            lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
+            lo, hi = _group(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
             xi = (part_start(g, 0, FMT) + t).to(tl.int64)
-            acc, part = _accumulate(xrow, sxk, xi, mm & gm, lo, acc, part, DOT, BM, BN, G)
+            acc = _accumulate(xrow, sxk, xi, mm & gm, lo, acc, BM, BN, G)
             xi = (part_start(g, 1, FMT) + t).to(tl.int64)
-            acc, part = _accumulate(xrow, sxk, xi, mm & gm, hi, acc, part, DOT, BM, BN, G)
-    if not DOT:
-        acc = tl.sum(tl.sum(part, axis=3), axis=2)
+            acc = _accumulate(xrow, sxk, xi, mm & gm, hi, acc, BM, BN, G)
     if HAS_BIAS:
         acc += tl.load(BIAS + rn.to(tl.int64) * sb, mask=rn < N, other=0.0).to(tl.float32)[None, :]
     ptr = Y + rm.to(tl.int64)[:, None] * sym + rn.to(tl.int64)[None, :] * syn
     tl.store(ptr, acc.to(Y.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
 
 
+@triton.jit
+def _rows_dot(P, row, X0, X1, sxk, nm, live1, NG, OQH, OD, OM, OS, FMT: tl.constexpr,
+              TWO: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
+    """(y0, y1) float32 [BN]: the x row at X0 (and, if TWO, the one at X1 where live1) times
+    the W rows whose planes start at byte offsets row [BN, 1, 1, 1] (mask nm), over all NG
+    groups, on the CUDA cores; W is decoded once for both rows. A group's 16 positions are a
+    [2, 8] pair of axes and x is loaded in W's shape (its addresses repeated over the W rows),
+    so the quant bytes and x's values load 8 to a lane in one layout and nothing passes through
+    shared memory (as one [16] axis, the bytes loaded 16 to a lane and x 8, and each dequantized
+    tile was re-laid out through shared memory). Each half-group's 16 products are summed in
+    the lane and scaled once (a * sum(x q) +- b * sum(x)); q2_k and q3_k multiply dequantized
+    values. A second x row as a leading axis would spread the rows over lanes, each decoding
+    the same W, so it is a second set of sums instead."""
+    t = (8 * tl.arange(0, 2)[:, None] + tl.arange(0, 8)[None, :])[None, None, :, :]
+    part0 = tl.zeros((BN, G, 2, 8), dtype=tl.float32)
+    part1 = tl.zeros((BN, G, 2, 8), dtype=tl.float32)
+    grp0 = tl.zeros((BN, G, 1, 1), dtype=tl.float32)
+    grp1 = tl.zeros((BN, G, 1, 1), dtype=tl.float32)
+    for g0 in range(0, NG, G):
+        g = g0 + tl.arange(0, G)[None, :, None, None]
+        gm = g < NG
+        if FMT >= 8:
+            for s in tl.static_range(4):
+                w = _quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
+                xi = part_start(g, s, FMT) + t
+                part0 += _x_tile(X0, sxk, xi, gm, BN, G) * w
+                if TWO:
+                    part1 += _x_tile(X1, sxk, xi, gm & live1, BN, G) * w
+        else:
+            ql, qh, al, bl, ah, bh = _affine(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)
+            xil = part_start(g, 0, FMT) + t
+            xih = part_start(g, 1, FMT) + t
+            grp0 += _half_groups(
+                _x_tile(X0, sxk, xil, gm, BN, G),
+                _x_tile(X0, sxk, xih, gm, BN, G),
+                ql,
+                qh,
+                al,
+                bl,
+                ah,
+                bh,
+                FMT,
+            )
+            if TWO:
+                grp1 += _half_groups(_x_tile(X1, sxk, xil, gm & live1, BN, G),
+                                     _x_tile(X1, sxk, xih, gm & live1, BN, G), ql, qh, al, bl,
+                                     ah, bh, FMT)  # fmt: skip
+    return _total(part0, grp0), _total(part1, grp1)
+
+
+@triton.jit
+def _total(part, grp):
+    """[BN]: the per-lane products [BN, G, 2, 8] plus the half-group sums [BN, G, 1, 1]."""
+    return tl.sum(tl.sum(tl.sum(_lane_sum(part) + grp, axis=3), axis=2), axis=1)
+
+
+@triton.jit
+def _half_groups(xl, xh, ql, qh, al, bl, ah, bh, FMT: tl.constexpr):
+    """[BN, G, 1, 1]: each half-group's sum of x * value, as a * sum(x q) +- b * sum(x)."""
+    r = al * _lane_sum(xl * ql) + ah * _lane_sum(xh * qh)
+    if FMT == 5 or FMT == 6:
+        r -= bl * _lane_sum(xl) + bh * _lane_sum(xh)
+    elif has_offset(FMT):
+        r += bl * _lane_sum(xl) + bh * _lane_sum(xh)
+    return r
+
+
+@triton.jit
+def _x_tile(xrow, sxk, xi, xm, BN: tl.constexpr, G: tl.constexpr):
+    """x's values at indices xi [1, G, 2, 8] as float32 [BN, G, 2, 8] (W's shape)."""
+    xi = tl.broadcast_to(xi.to(tl.int64), (BN, G, 2, 8))  # x may be a wide strided view
+    return tl.load(xrow + xi * sxk, mask=tl.broadcast_to(xm, (BN, G, 2, 8)), other=0.0).to(
+        tl.float32
+    )
+
+
+@triton.jit
+def _lane_sum(v):
+    """The sum over the last two axes ([2, 8], held by one lane), keeping them as size 1."""
+    return tl.sum(tl.sum(v, axis=3, keep_dims=True), axis=2, keep_dims=True)
+
+
+@triton.jit
+def _gemv_kernel(
+    X, P, BIAS, Y, M, N, NG, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
+    FMT: tl.constexpr, HAS_BIAS: tl.constexpr, TWO: tl.constexpr, BN: tl.constexpr,
+    G: tl.constexpr,
+):  # fmt: skip
+    """The CUDA-core product for few rows of x: one program per (BN rows of W, one or two
+    rows of x)."""
+    m0 = tl.program_id(1) * (2 if TWO else 1)
+    rn = tl.program_id(0) * BN + tl.arange(0, BN)
+    nm = (rn < N)[:, None, None, None]
+    row = rn.to(tl.int64)[:, None, None, None] * RB
+    x0 = X + m0.to(tl.int64) * sxm
+    live1 = m0 + 1 < M
+    y0, y1 = _rows_dot(P, row, x0, x0 + sxm, sxk, nm, live1, NG, OQH, OD, OM, OS, FMT, TWO, BN, G)
+    if HAS_BIAS:
+        b = tl.load(BIAS + rn.to(tl.int64) * sb, mask=rn < N, other=0.0).to(tl.float32)
+        y0 += b
+        y1 += b
+    ptr = Y + m0.to(tl.int64) * sym + rn.to(tl.int64) * syn
+    tl.store(ptr, y0.to(Y.dtype.element_ty), mask=rn < N)
+    if TWO:
+        tl.store(ptr + sym, y1.to(Y.dtype.element_ty), mask=(rn < N) & live1)
+
+
 def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
     """(tensor cores, BM, BN, G groups of 32 values a K tile, warps) for m rows of x: a
     function of m and the dtype only, pinned under the deterministic mode. The CUDA-core
-    configurations come from the H100 sweep (benchmarks/quantized.py --sweep over BN 2-16,
-    G 8-32, 1-4 warps on q4_1 and q6_k at 2048x2048 and 14336x4096): the winners were one or
-    two warps over two or four rows of W with 8-32 groups a tile, and the choice below is the
-    one among them that ranked near the top in every case. float32 x keeps BN and G (BM
-    follows m up to 4; the deterministic mode pins BM too)."""
+    kernel (BM 1 or 2 rows of x a program, each row's sums independent of the other, so a row
+    does not depend on the batch) takes BN 2, G 64, two warps, from an H100 sweep (python
+    benchmarks/quantized.py --sweep: BN 1-4, G 16-64, 1-2 warps; q4_0, q4_k, q6_k at one and
+    two rows): best or within 2% of it on the 2048x8192 products, where it is 1.1-1.4x the
+    next-best tile rule (BN 2, G 32, one warp), and within 5% of the best at 14336x4096."""
     det = determinism.is_deterministic()
     if half and det:
         return True, 16, 64, 4, 4
     if half and m > 4:  # direct calls only: ops/gguf.py sends more than 2 rows to gp.linear
         return True, min(64, max(16, next_pow2(m))), 64, 4, 4
-    if not half:
-        return False, 4 if det else min(4, next_pow2(m)), 4, 16, 2
-    bm = next_pow2(m)
-    return False, bm, 2 if bm == 1 else 4, 16, 1 if bm <= 2 else 2
+    return False, 1 if m == 1 else 2, 2, 64, 2
 
 
 def linear_gguf(
@@ -363,15 +499,18 @@ def linear_gguf(
     x2 = x.reshape(m, k) if x.ndim != 2 else x  # a view when the rows collapse, else a copy
     y2 = y.view(m, n)  # ops/gguf.py checked that out's rows collapse
     dot, bm, bn, gs, warps = linear_config(m, x.dtype.name != "float32")
-    launch(
-        _linear_kernel, (cdiv(n, bn), cdiv(m, bm)),
+    args = (
         x2, data, bias if bias is not None else data, y2, m, n, _groups(fmt, k), rb,
-        *_plane_args(fmt, k),
-        *x2.element_strides, *y2.element_strides,
+        *_plane_args(fmt, k), *x2.element_strides, *y2.element_strides,
         bias.element_strides[0] if bias is not None else 0,
-        FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None, DOT=dot, BM=bm, BN=bn, G=gs,
-        num_warps=warps,
     )  # fmt: skip
+    grid = (cdiv(n, bn), cdiv(m, bm))
+    if dot:
+        launch(_linear_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
+               BM=bm, BN=bn, G=gs, num_warps=warps)  # fmt: skip
+    else:
+        launch(_gemv_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
+               TWO=bm == 2, BN=bn, G=gs, num_warps=warps)  # fmt: skip
     return y
 
 
@@ -417,18 +556,18 @@ def _grouped_kernel(
         wm = nm & gm
         if FMT >= 8:
             for s in tl.static_range(4):
-                w = _quarter(P, row, g, wm, OQH, OD, OM, OS, s, FMT)
+                w = _quarter(P, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
                 wu = w
                 if GATED:
-                    wu = _quarter(PU, row, g, wm, OQH, OD, OM, OS, s, FMT)
+                    wu = _quarter(PU, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
                 acc, accu = _expert_dot(xrow, sxk, part_start(g, s, FMT) + t, xm & gm, w, wu,
                                         acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
         else:
-            lo, hi = _group(P, row, g, wm, OQH, OD, OM, OS, FMT)
+            lo, hi = _group(P, row, g, t, wm, OQH, OD, OM, OS, FMT)
             ulo = lo
             uhi = hi
             if GATED:
-                ulo, uhi = _group(PU, row, g, wm, OQH, OD, OM, OS, FMT)
+                ulo, uhi = _group(PU, row, g, t, wm, OQH, OD, OM, OS, FMT)
             acc, accu = _expert_dot(xrow, sxk, part_start(g, 0, FMT) + t, xm & gm, lo, ulo,
                                     acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
             acc, accu = _expert_dot(xrow, sxk, part_start(g, 1, FMT) + t, xm & gm, hi, uhi,
@@ -453,35 +592,14 @@ def _grouped_rows_kernel(
         valid_e = e < E
         g_end = tl.where(valid_e, NG, 0)
         ec = tl.where(valid_e, e, 0).to(tl.int64)
-        row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None]
-        nm = (rn < N)[:, None, None]
-        xrow = X + (slot // TOP_K).to(tl.int64) * sxm
-        t = tl.arange(0, 16)[None, None, :]
-        part = tl.zeros((BN, G, 16), dtype=tl.float32)
-        partu = tl.zeros((BN, G, 16), dtype=tl.float32)
-        for g0 in range(0, g_end, G):
-            g = g0 + tl.arange(0, G)[None, :, None]
-            gm = g < NG
-            if FMT >= 8:
-                for s in tl.static_range(4):
-                    xi = (part_start(g, s, FMT) + t).to(tl.int64)
-                    x = tl.load(xrow + xi * sxk, mask=gm, other=0.0).to(tl.float32)
-                    part += x * _quarter(P, row, g, nm & gm, OQH, OD, OM, OS, s, FMT)
-                    if GATED:
-                        partu += x * _quarter(PU, row, g, nm & gm, OQH, OD, OM, OS, s, FMT)
-            else:
-                x0 = tl.load(xrow + (part_start(g, 0, FMT) + t).to(tl.int64) * sxk, mask=gm,
-                             other=0.0).to(tl.float32)  # fmt: skip
-                x1 = tl.load(xrow + (part_start(g, 1, FMT) + t).to(tl.int64) * sxk, mask=gm,
-                             other=0.0).to(tl.float32)  # fmt: skip
-                lo, hi = _group(P, row, g, nm & gm, OQH, OD, OM, OS, FMT)
-                part += x0 * lo + x1 * hi
-                if GATED:
-                    ulo, uhi = _group(PU, row, g, nm & gm, OQH, OD, OM, OS, FMT)
-                    partu += x0 * ulo + x1 * uhi
-        y = tl.sum(tl.sum(part, axis=2), axis=1)
+        row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None, None]
+        nm = (rn < N)[:, None, None, None]
+        x0 = X + (slot // TOP_K).to(tl.int64) * sxm
+        y, _ = _rows_dot(P, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS, FMT, False, BN, G)
         if GATED:
-            y = y * sigmoid_c(y) * tl.sum(tl.sum(partu, axis=2), axis=1)
+            u, _ = _rows_dot(PU, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS, FMT, False,
+                             BN, G)  # fmt: skip
+            y = y * sigmoid_c(y) * u
         if SCALED:
             y = y * tl.load(SCALE + slot)
         tl.store(Y + slot.to(tl.int64) * syr + rn, y.to(Y.dtype.element_ty), mask=rn < N)
