@@ -27,10 +27,10 @@ conversions, which run at a quarter of the FMA rate.
 
 MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
 backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
-ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (slot, 2 columns)
-streams the row's expert on the CUDA cores (_rows_dot, one x row); otherwise one program per
-(block of slots, BN columns) dequantizes each K tile, rounds it to x's dtype and uses tl.dot. The
-row-streaming grid has a program for every slot of the padded layout (most return at once).
+ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (block of slots, 2
+columns) streams the expert's rows against each live slot's x row on the CUDA cores (_rows_dot);
+otherwise one program per (block of slots, BN columns) dequantizes each K tile, rounds it to x's
+dtype and uses tl.dot.
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
@@ -581,28 +581,33 @@ def _grouped_rows_kernel(
     FMT: tl.constexpr, GATED: tl.constexpr, SCALED: tl.constexpr, BM: tl.constexpr,
     BN: tl.constexpr, G: tl.constexpr,
 ):  # fmt: skip
-    """The grouped product for few routed rows (decode): one program per (slot, BN columns),
-    streaming its expert's rows on the CUDA cores like linear_quantized's one-row path; slots
-    that hold no row return at once."""
-    pid = tl.program_id(0)
-    slot = tl.load(ROWS + pid)
-    e = tl.load(BEXP + pid // BM)
-    if (slot >= 0) & (slot < R) & (e >= 0) & (e <= E):
+    """The grouped product for few routed rows (decode): one program per (block of BM slots,
+    BN columns), streaming its expert's rows against each slot's x row on the CUDA cores like
+    linear_quantized's one-row path; blocks past the last used one return at once. (One
+    program per slot, as before, launched P x N / BN programs of which a one-token decode used
+    2 in 24: the empty ones took longer than the work.)"""
+    blk = tl.program_id(0)
+    e = tl.load(BEXP + blk)
+    if (e >= 0) & (e <= E):
         rn = tl.program_id(1) * BN + tl.arange(0, BN)
         valid_e = e < E
         g_end = tl.where(valid_e, NG, 0)
         ec = tl.where(valid_e, e, 0).to(tl.int64)
         row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None, None]
         nm = (rn < N)[:, None, None, None]
-        x0 = X + (slot // TOP_K).to(tl.int64) * sxm
-        y, _ = _rows_dot(P, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS, FMT, False, BN, G)
-        if GATED:
-            u, _ = _rows_dot(PU, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS, FMT, False,
-                             BN, G)  # fmt: skip
-            y = y * sigmoid_c(y) * u
-        if SCALED:
-            y = y * tl.load(SCALE + slot)
-        tl.store(Y + slot.to(tl.int64) * syr + rn, y.to(Y.dtype.element_ty), mask=rn < N)
+        for i in range(0, BM):
+            slot = tl.load(ROWS + blk * BM + i)
+            if (slot >= 0) & (slot < R):
+                x0 = X + (slot // TOP_K).to(tl.int64) * sxm
+                y, _ = _rows_dot(P, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS, FMT,
+                                 False, BN, G)  # fmt: skip
+                if GATED:
+                    u, _ = _rows_dot(PU, row, x0, x0, sxk, nm, False, g_end, OQH, OD, OM, OS,
+                                     FMT, False, BN, G)  # fmt: skip
+                    y = y * sigmoid_c(y) * u
+                if SCALED:
+                    y = y * tl.load(SCALE + slot)
+                tl.store(Y + slot.to(tl.int64) * syr + rn, y.to(Y.dtype.element_ty), mask=rn < N)
 
 
 # Routed rows up to which moe_linear_gguf streams each row on the CUDA cores (decode); beyond,
@@ -641,7 +646,7 @@ def moe_linear_gguf(
     plan = (ru, be, scale, y, r, n, _groups(fmt, k), experts, top_k, rb, *_plane_args(fmt, k))
     if r <= ROWWISE_MAX_ROWS and not determinism.is_deterministic():
         launch(
-            _grouped_rows_kernel, (ru.shape[0], cdiv(n, 2)),
+            _grouped_rows_kernel, (be.shape[0], cdiv(n, 2)),
             x, data, data_up if data_up is not None else data, *plan, *x.element_strides,
             y.element_strides[0],
             FMT=FORMAT_IDS[fmt], GATED=data_up is not None, SCALED=row_scale is not None,
