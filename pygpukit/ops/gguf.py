@@ -36,9 +36,10 @@ __all__ = ["dequantize_gguf", "linear_gguf", "STREAM_MAX_ROWS"]
 
 # Rows of x up to which linear_quantized streams the blocks (one pass over W, CUDA cores);
 # beyond, W is dequantized into x's dtype and multiplied densely. Measured on an H100
-# (benchmarks/quantized.py, BENCHMARKS.md): at 14336x4096 q4_1, 1 row streams in 40.7 us and 2
-# rows in 49.3 us (the bf16 product alone: 44 us); 4 rows took 139-223 us with the streaming
-# kernel of the time, against about 95 us for dequantize + cuBLASLt.
+# (benchmarks/quantized.py, BENCHMARKS.md, 2026-11-27): at 14336x4096 q4_1, 1 row streams in
+# 27.7 us and 2 rows in 38.5 us (the bf16 product alone: 44 us); 4 rows took 139-223 us with an
+# earlier streaming kernel, against about 95 us for dequantize + cuBLASLt (not re-measured with
+# the kernel that shares the decoded W between two rows).
 STREAM_MAX_ROWS = 2
 
 _RESULTS = ("float32", "float16", "bfloat16")

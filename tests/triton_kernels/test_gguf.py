@@ -5,6 +5,8 @@ on the GPU."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -98,26 +100,41 @@ def test_linear_many_rows_strided_bias_out(device: str, fmt: str, dtype: str) ->
     assert (rest[:, :3] == 0).all() and (rest[:, 3 + n :] == 0).all()
 
 
-def test_linear_strided_bias_and_partial_k_tile(device: str) -> None:
-    """bias a strided view (its stride is a kernel argument), and K = 768 for q4_k: 24 groups,
-    so the last K tile of 16 groups is partial."""
-    fmt, k, n = "q4_k", 768, 7
+@pytest.mark.parametrize("fmt,k", [("q4_k", 2304), ("q4_0", 67 * 32), ("q2_k", 17 * 256)])
+@pytest.mark.parametrize("m", [1, 3])
+def test_linear_strided_bias_and_partial_k_tile(device: str, fmt: str, k: int, m: int) -> None:
+    """bias a strided view (its stride is a kernel argument), and K of 67-72 groups: the K loop
+    runs a full tile of 64 groups and a partial one; 3 rows: a program of two rows and one with
+    its second row masked off."""
+    n = 7
     raw = random_blocks(fmt, n, k, seed=9)
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, k)).astype(np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
     wide_b = rng.standard_normal(2 * n).astype(np.float32)
     y = tg.linear_gguf(up(x, device), up(to_planes(fmt, raw), device), up(wide_b, device)[::2],
                        fmt=fmt)  # fmt: skip
     assert_close(y, _product(x, raw, fmt, wide_b[::2]), "float32")
 
 
-def test_deterministic_rows_do_not_depend_on_the_batch(device: str) -> None:
+def test_linear_rows_past_the_grid_launch_in_chunks(device: str, monkeypatch: Any) -> None:
+    """More rows than the grid's second axis holds programs (lowered to 2 here: 4 rows a
+    launch) run as several launches over row slices of x and out."""
+    monkeypatch.setattr(tg, "MAX_GRID_Y", 2)
+    fmt, k, n = "q8_0", 64, 5
+    raw = random_blocks(fmt, n, k, seed=6)
+    x = np.random.default_rng(8).standard_normal((11, k)).astype(np.float32)
+    y = tg.linear_gguf(up(x, device), up(to_planes(fmt, raw), device), None, fmt=fmt)
+    assert_close(y, _product(x, raw, fmt, None), "float32")
+
+
+@pytest.mark.parametrize("fmt", ["q6_k", "q2_k"])
+def test_deterministic_rows_do_not_depend_on_the_batch(device: str, fmt: str) -> None:
     """Under the deterministic mode the kernel's tile does not follow the row count, so a row's
     bits are the same alone and inside 37 rows (float32 here; half types on the GPU use the
     tensor-core tile)."""
     import pygpukit as gp
 
-    fmt, k = "q6_k", 512
+    k = 512
     planes = up(to_planes(fmt, random_blocks(fmt, 11, k, seed=2)), device)
     x = np.random.default_rng(3).standard_normal((37, k)).astype(np.float32)
     with gp.deterministic():
@@ -139,7 +156,7 @@ def test_grouped_experts(device: str, fmt: str, dtype: str, t: int) -> None:
 
     from pygpukit.backends.cpu import moe as cm
 
-    e, n, k, top = 3, 24, 256, 2
+    e, n, k, top = 3, 24, 768, 2  # 24 groups: two K tiles of 16 (q2_k / q3_k: 12, one)
     assert (t * top <= tg.ROWWISE_MAX_ROWS) == (t == 3)
     raw = random_blocks(fmt, e * n, k, seed=11, scale=0.002)
     raw_up = random_blocks(fmt, e * n, k, seed=12, scale=0.002)

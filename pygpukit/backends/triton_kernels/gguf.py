@@ -5,20 +5,20 @@ and out may be strided views (their strides are kernel arguments).
 The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. The kernels
 work on tiles of [BN rows, G groups, 16 positions (one axis, or [2, 8])]: a group is 32
 values, the low and high nibbles of 16 quant bytes (``_group`` returns the two halves, "lo"
-and "hi", as float32). The quant bytes of a
-tile are contiguous (16-byte loads when the row's bytes are a multiple of 16; narrower loads
-otherwise); a group's scales and high-bit words are loaded once per group and broadcast over
+and "hi", as float32). The quant bytes of a tile are contiguous (vector loads of 8 or 16
+bytes a lane when the row's bytes are a multiple of 16; narrower loads otherwise); a group's
+scales and high-bit words are loaded once per group and broadcast over
 its 16 bytes. Each format's arithmetic follows gguf.quants' dequantize_blocks operation by
 operation (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), and the
 dequantization kernel compiles with FMA contraction off, so its float32 values are the ``gguf``
 package's bits.
 
 The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. One or two
-rows (ops/gguf.py sends at most GEMV_MAX_ROWS = 2 here outside the deterministic mode), or
+rows (ops/gguf.py sends at most STREAM_MAX_ROWS = 2 here outside the deterministic mode), or
 float32 x, run on the CUDA cores (_rows_dot): a group's 16 positions are a [2, 8] pair of axes
 and x is loaded in W's shape, so nothing is re-laid out through shared memory; each
 half-group's 16 products of x and the exact quants are summed in the lane and scaled once
-(a * sum(x q) + b * sum(x)); a second x row shares the decoded W. Under the deterministic mode
+(a * sum(x q) +/- b * sum(x)); a second x row shares the decoded W. Under the deterministic mode
 half inputs take the tensor-core path with a fixed tile (BM = 16: the dequantized tile rounded
 to x's dtype, tl.dot with float32 accumulation), so a row's bits do not depend on the batch (on
 the CUDA-core path a row's sums never depend on the other row). Quants become floats through
@@ -469,20 +469,26 @@ def _gemv_kernel(
         tl.store(ptr + sym, y1.to(Y.dtype.element_ty), mask=(rn < N) & live1)
 
 
+# Programs the grid's second axis (rows of x) holds: more rows launch in chunks.
+MAX_GRID_Y = 65535
+
+
 def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
     """(tensor cores, BM, BN, G groups of 32 values a K tile, warps) for m rows of x: a
-    function of m and the dtype only, pinned under the deterministic mode. The CUDA-core
-    kernel (BM 1 or 2 rows of x a program, each row's sums independent of the other, so a row
-    does not depend on the batch) takes BN 2, G 64, two warps, from an H100 sweep (python
-    benchmarks/quantized.py --sweep: BN 1-4, G 16-64, 1-2 warps; q4_0, q4_k, q6_k at one and
-    two rows): best or within 2% of it on the 2048x8192 products, where it is 1.1-1.4x the
-    next-best tile rule (BN 2, G 32, one warp), and within 5% of the best at 14336x4096."""
+    function of m and the dtype only, pinned under the deterministic mode (half x: the
+    tensor-core tile; float32 x: two rows a program at every m, so a row alone runs the same
+    compiled kernel as in a batch, with the second row masked off). The CUDA-core kernel (BM 1
+    or 2 rows of x a program, each row's sums independent of the other) takes BN 2, G 64, two
+    warps, from an H100 sweep (python benchmarks/quantized.py --sweep: BN 1-4, G 16-64, 1-2
+    warps; q4_0, q4_k, q6_k at one and two rows): best or within 2% of it on the 2048x8192
+    products, where it is 1.1-1.4x the next-best tile rule (BN 2, G 32, one warp), and within
+    5% of the best at 14336x4096."""
     det = determinism.is_deterministic()
     if half and det:
         return True, 16, 64, 4, 4
     if half and m > 4:  # direct calls only: ops/gguf.py sends more than 2 rows to gp.linear
         return True, min(64, max(16, next_pow2(m))), 64, 4, 4
-    return False, 1 if m == 1 else 2, 2, 64, 2
+    return False, 1 if m == 1 and not det else 2, 2, 64, 2
 
 
 def linear_gguf(
@@ -499,18 +505,22 @@ def linear_gguf(
     x2 = x.reshape(m, k) if x.ndim != 2 else x  # a view when the rows collapse, else a copy
     y2 = y.view(m, n)  # ops/gguf.py checked that out's rows collapse
     dot, bm, bn, gs, warps = linear_config(m, x.dtype.name != "float32")
-    args = (
-        x2, data, bias if bias is not None else data, y2, m, n, _groups(fmt, k), rb,
-        *_plane_args(fmt, k), *x2.element_strides, *y2.element_strides,
-        bias.element_strides[0] if bias is not None else 0,
-    )  # fmt: skip
-    grid = (cdiv(n, bn), cdiv(m, bm))
-    if dot:
-        launch(_linear_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
-               BM=bm, BN=bn, G=gs, num_warps=warps)  # fmt: skip
-    else:
-        launch(_gemv_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
-               TWO=bm == 2, BN=bn, G=gs, num_warps=warps)  # fmt: skip
+    chunk = MAX_GRID_Y * bm
+    for r0 in range(0, m, chunk):
+        r1 = min(m, r0 + chunk)
+        xs, ys = (x2, y2) if r1 - r0 == m else (x2[r0:r1], y2[r0:r1])
+        args = (
+            xs, data, bias if bias is not None else data, ys, r1 - r0, n, _groups(fmt, k), rb,
+            *_plane_args(fmt, k), *xs.element_strides, *ys.element_strides,
+            bias.element_strides[0] if bias is not None else 0,
+        )  # fmt: skip
+        grid = (cdiv(n, bn), cdiv(r1 - r0, bm))
+        if dot:
+            launch(_linear_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
+                   BM=bm, BN=bn, G=gs, num_warps=warps)  # fmt: skip
+        else:
+            launch(_gemv_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
+                   TWO=bm == 2, BN=bn, G=gs, num_warps=warps)  # fmt: skip
     return y
 
 
