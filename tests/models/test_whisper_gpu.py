@@ -10,7 +10,8 @@ import pytest
 from pygpukit.models.whisper import LogitRules, decode_window, load_whisper, transcribe
 from pygpukit.models.whisper.decode import log_mel
 
-from ._whisper import WHISPER_DIR, case_audio, whisper_golden
+from ._util import hf_available
+from ._whisper import WHISPER_DIR, _maker, case_audio, whisper_golden
 
 pytestmark = pytest.mark.gpu
 GOLDEN = whisper_golden()
@@ -67,3 +68,52 @@ def test_transcribe_graph_equals_eager() -> None:
     a = transcribe(model, audio, language="en", max_new_tokens=48)
     b = transcribe(model, audio, language="en", max_new_tokens=48, graph=True)
     assert a.tokens == b.tokens and a.windows == b.windows
+
+
+@pytest.mark.skipif(not hf_available(), reason="torch and transformers are not installed")
+@pytest.mark.parametrize("shape", ["tiny", "base"])
+def test_live_hf_shapes_half_tokens(shape: str, tmp_path: Any) -> None:
+    """Whisper tiny and base shapes (d_model 384 / 512, 4 / 6 layers each side, 6 / 8 heads;
+    the fixture's byte-level tokenizer), random weights made by HF, run in float16 here against
+    HF's float32 greedy tokens on the same weights (the English transcription of the speech
+    fixture): equal up to the first step whose top-1 minus top-2 margin is under 0.05, and that
+    prefix at least 8 tokens long."""
+    import torch
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+    )
+
+    m = _maker()
+    ids = m.build_tokenizer(tmp_path)
+    dims = {"tiny": (384, 4, 6), "base": (512, 6, 8)}[shape]
+    cfg = m.tiny_config(ids) | {
+        "d_model": dims[0], "encoder_layers": dims[1], "decoder_layers": dims[1],
+        "encoder_attention_heads": dims[2], "decoder_attention_heads": dims[2],
+        "encoder_ffn_dim": 4 * dims[0], "decoder_ffn_dim": 4 * dims[0], "init_std": 0.05,
+    }  # fmt: skip
+    torch.manual_seed(3)
+    hf = WhisperForConditionalGeneration(WhisperConfig(**cfg)).eval()
+    gen = m.generation_config(ids)
+    hf.generation_config = GenerationConfig(**gen)
+    with torch.no_grad():
+        for p in hf.parameters():  # float16 values, so both sides hold the same weights
+            p.copy_(p.to(torch.float16).to(torch.float32))
+    hf.to(torch.float16).save_pretrained(tmp_path)
+    hf = hf.to(torch.float32)  # the reference on the host, as the goldens are made
+    audio = m.read_wav("speech_hello_16k.wav")
+    feats = m.features(WhisperFeatureExtractor(feature_size=80), audio, long=False)
+    kw = {"language": "en", "task": "transcribe", "return_timestamps": False}
+    with torch.no_grad():
+        out = hf.generate(feats, max_new_tokens=32, return_segments=True, **kw)
+    raw = out["segments"][0][0]["result"]
+    want = (raw if isinstance(raw, torch.Tensor) else raw["sequences"]).tolist()
+    margins = m.margins(hf, feats, want, 4, gen, torch)
+    model = load_whisper(tmp_path, dtype="float16", device="cuda")
+    got = transcribe(model, audio, language="en", max_new_tokens=32).windows[0]
+    n = next((i for i, v in enumerate(margins) if v < MARGIN["float16"]), len(margins))
+    assert got[:4] == want[:4]
+    assert got[4 : 4 + n] == want[4 : 4 + n], f"first open step {n}"
+    assert n >= 8, f"margins {margins[:12]}: the weights decide too few steps"
