@@ -481,8 +481,8 @@ def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
     or 2 rows of x a program, each row's sums independent of the other) takes BN 2, G 64, two
     warps, from an H100 sweep (python benchmarks/quantized.py --sweep: BN 1-4, G 16-64, 1-2
     warps; q4_0, q4_k, q6_k at one and two rows): best or within 2% of it on the 2048x8192
-    products, where it is 1.1-1.4x the next-best tile rule (BN 2, G 32, one warp), and within
-    5% of the best at 14336x4096."""
+    products, where BN 2, G 32, one warp took 1.1-1.4x as long, and within 5% of the best at
+    14336x4096."""
     det = determinism.is_deterministic()
     if half and det:
         return True, 16, 64, 4, 4
@@ -593,9 +593,10 @@ def _grouped_rows_kernel(
 ):  # fmt: skip
     """The grouped product for few routed rows (decode): one program per (block of BM slots,
     BN columns), streaming its expert's rows against each slot's x row on the CUDA cores like
-    linear_quantized's one-row path; blocks past the last used one return at once. (One
-    program per slot, as before, launched P x N / BN programs of which a one-token decode used
-    2 in 24: the empty ones took longer than the work.)"""
+    linear_quantized's one-row path; blocks past the last used one return at once. Blocks, not
+    slots, so the grid holds no program per padding slot: a one-token top-2 decode has rows in
+    2 of its 48 slots, and 46 empty programs for every 2 working ones took longer than the
+    products (H100: 359.3 us a Mixtral layer's experts, against 228.1 us this way)."""
     blk = tl.program_id(0)
     e = tl.load(BEXP + blk)
     if (e >= 0) & (e <= E):
@@ -621,8 +622,8 @@ def _grouped_rows_kernel(
 
 
 # Routed rows up to which moe_linear_gguf streams each row on the CUDA cores (decode); beyond,
-# the tensor-core grouped kernel. On an H100 (Mixtral-8x7B layer, q4_k experts, 2026-11-26) the
-# tensor-core kernel took 1279 us for one token against 256 us for the dense bf16 experts.
+# the tensor-core grouped kernel. On an H100 (Mixtral-8x7B layer, 2026-11-27), streaming 32
+# rows (16 tokens) instead took q4_k experts from 3488 to 3284 us but q4_0 from 1473 to 1994 us.
 ROWWISE_MAX_ROWS = 16
 
 
