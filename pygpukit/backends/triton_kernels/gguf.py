@@ -1,17 +1,13 @@
 """GGUF formats on the device: dequantization (rows or all) and x @ W^T, reading the weight's
-planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size). x, bias
-and out may be strided views (their strides are kernel arguments).
+planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same size; decoded by
+gguf_blocks.py). x, bias and out may be strided views (their strides are kernel arguments).
 
 The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. The kernels
-work on tiles of [BN rows, G groups, 16 positions (one axis, or [2, 8])]: a group is 32
-values, the low and high nibbles of 16 quant bytes (``_group`` returns the two halves, "lo"
-and "hi", as float32). The quant bytes of a tile are contiguous (vector loads of 8 or 16
-bytes a lane when the row's bytes are a multiple of 16; narrower loads otherwise); a group's
-scales and high-bit words are loaded once per group and broadcast over
-its 16 bytes. Each format's arithmetic follows gguf.quants' dequantize_blocks operation by
-operation (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), and the
-dequantization kernel compiles with FMA contraction off, so its float32 values are the ``gguf``
-package's bits.
+work on tiles of [BN rows, G groups, 16 positions (one axis, or [2, 8])]. The quant bytes of a
+tile are contiguous (vector loads of 8 or 16 bytes a lane when the row's bytes are a multiple
+of 16; narrower loads otherwise); a group's scales and high-bit words are loaded once per group
+and broadcast over its 16 positions. The dequantization kernel compiles with FMA contraction
+off, so its float32 values are the ``gguf`` package's bits.
 
 The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. One or two
 rows (ops/gguf.py sends at most STREAM_MAX_ROWS = 2 here outside the deterministic mode), or
@@ -21,9 +17,7 @@ half-group's 16 products of x and the exact quants are summed in the lane and sc
 (a * sum(x q) +/- b * sum(x)); a second x row shares the decoded W. Under the deterministic mode
 half inputs take the tensor-core path with a fixed tile (BM = 16: the dequantized tile rounded
 to x's dtype, tl.dot with float32 accumulation), so a row's bits do not depend on the batch (on
-the CUDA-core path a row's sums never depend on the other row). Quants become floats through
-the exponent bits of 2^23 (_exact_f32: a LOP3 and an FADD, exact), not int-to-float
-conversions, which run at a quarter of the FMA rate.
+the CUDA-core path a row's sums never depend on the other row).
 
 MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
 backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
@@ -45,218 +39,25 @@ import triton
 import triton.language as tl
 
 from pygpukit import determinism, precision
-from pygpukit._gguf_planes import BLOCKS, offsets
+from pygpukit._gguf_planes import BLOCKS
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
 from pygpukit.backends.triton_kernels.activation import sigmoid_c
 from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.gguf_blocks import (
+    FORMAT_IDS,
+    affine,
+    group_values,
+    groups_per_row,
+    has_offset,
+    part_start,
+    plane_args,
+    quarter,
+)
 from pygpukit.backends.triton_kernels.moe import block_slots, store_rows
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype
 
 __all__ = ["dequantize_gguf", "linear_gguf", "linear_config", "moe_linear_gguf", "FORMAT_IDS"]
-
-FORMAT_IDS = {
-    "q8_0": 0,
-    "q4_0": 1,
-    "q4_1": 2,
-    "q5_0": 3,
-    "q5_1": 4,
-    "q4_k": 5,
-    "q5_k": 6,
-    "q6_k": 7,
-    "q2_k": 8,
-    "q3_k": 9,
-}
-
-
-@triton.jit
-def _byte(P, off, mask):
-    return tl.load(P + off, mask=mask, other=0).to(tl.int32)
-
-
-@triton.jit
-def _half(P, off, mask):
-    """The little-endian float16 at byte offset off, as float32 (two byte loads: block fields
-    are only 2-byte aligned, and the interpreter takes no pointer casts)."""
-    bits = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
-    return bits.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-
-
-@triton.jit
-def _u32(P, off, mask):
-    """A little-endian 32-bit word at byte offset off (int32 bits)."""
-    w = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
-    return w | (_byte(P, off + 2, mask) << 16) | (_byte(P, off + 3, mask) << 24)
-
-
-@triton.jit
-def _scale_min(P, base, j, mask):
-    """q4_k/q5_k's 6-bit (scale, min) of sub-block j from the 12 bytes at base
-    (get_scale_min: j < 4 reads bytes j and j + 4; j >= 4 packs their top bits in)."""
-    lo = _byte(P, base + j % 4, mask)
-    hi = _byte(P, base + j + 4, mask)
-    mid = _byte(P, base + j, mask)
-    sc = tl.where(j < 4, lo & 63, (hi & 15) | ((lo >> 2) & 48))
-    mn = tl.where(j < 4, hi & 63, (hi >> 4) | ((mid >> 2) & 48))
-    return sc.to(tl.float32), mn.to(tl.float32)
-
-
-@triton.jit
-def _exact_f32(q, bias: tl.constexpr):
-    """q - bias as float32, exactly, for int32 q in [0, 2^23): the bits of 2^23 + q read as a
-    float, minus 2^23 + bias (one LOP3 and one FADD; int-to-float conversion runs at a quarter
-    of the FMA rate and was one instruction per value in the one-row product's loop)."""
-    return (q | 0x4B000000).to(tl.float32, bitcast=True) - (8388608.0 + bias)
-
-
-@triton.jit
-def _signed8(v):
-    return tl.where(v >= 128, v - 256, v)
-
-
-@triton.jit
-def span(FMT: tl.constexpr):
-    """Distance from a group's lo values to its hi values."""
-    if FMT == 5 or FMT == 6:
-        return 32
-    elif FMT == 7:
-        return 64
-    else:
-        return 16
-
-
-@triton.jit
-def lo_start(g, FMT: tl.constexpr):
-    """Index of group g's first lo value (the table of pygpukit/_gguf_planes.py)."""
-    if FMT == 5 or FMT == 6:
-        return 64 * (g // 2) + 16 * (g % 2)
-    elif FMT == 7:
-        return 128 * (g // 4) + 16 * (g % 4)
-    else:
-        return 32 * g
-
-
-@triton.jit
-def has_offset(FMT: tl.constexpr):
-    """Whether the format's values are a * q + b (q4_1, q5_1, q4_k, q5_k) rather than a * q."""
-    return FMT == 2 or FMT == 4 or FMT == 5 or FMT == 6
-
-
-@triton.jit
-def _affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """Groups g [1, G, 1...] of the rows whose planes start at byte offsets row [BN, 1, 1...]
-    (t: the positions in a half-group, [1, 1, 16] or [1, 1, 2, 8]; mask as g and row) as
-    (q_lo, q_hi, a_lo, b_lo, a_hi, b_hi): the value at lo position t is a_lo * q_lo + b_lo
-    (q4_1, q5_1), a_lo * q_lo - b_lo (q4_k, q5_k: (d * sc) * q - dmin * m; subtracted, not
-    added negated, since Triton negates as 0 - x and -0 would become +0) or a_lo * q_lo,
-    gguf.quants' operations in its order. q is the quant less the format's bias, an exact
-    float32; a and b are per half-group ([BN, G, 1...]); b is 0 where not has_offset(FMT)."""
-    if FMT == 0:  # q8_0: int8 quants, w = q * d
-        ql = _exact_f32(_byte(P, row + 32 * g + t, mask) ^ 128, 128)  # the byte is q + 128
-        qh = _exact_f32(_byte(P, row + 32 * g + 16 + t, mask) ^ 128, 128)
-        d = _half(P, row + OD + 2 * g, mask)
-        return ql, qh, d, tl.zeros_like(d), d, tl.zeros_like(d)
-    b = _byte(P, row + 16 * g + t, mask)
-    ql = b & 15
-    qh = b >> 4
-    if FMT <= 4:  # q4_0, q4_1, q5_0, q5_1: one block a group
-        if FMT >= 3:
-            w = _u32(P, row + OQH + 4 * g, mask)
-            ql = ql | (((w >> t) & 1) << 4)
-            qh = qh | (((w >> (t + 16)) & 1) << 4)
-        d = _half(P, row + OD + 2 * g, mask)
-        if FMT == 1:
-            return _exact_f32(ql, 8), _exact_f32(qh, 8), d, tl.zeros_like(d), d, tl.zeros_like(d)
-        elif FMT == 3:
-            return _exact_f32(ql, 16), _exact_f32(qh, 16), d, tl.zeros_like(d), d, tl.zeros_like(d)
-        else:
-            m = _half(P, row + OM + 2 * g, mask)
-            return _exact_f32(ql, 0), _exact_f32(qh, 0), d, m, d, m
-    elif FMT <= 6:  # q4_k, q5_k: lo in sub-block j, hi in j + 1 of super-block g // 8
-        if FMT == 6:
-            w = _u32(P, row + OQH + 4 * g, mask)
-            ql = ql | (((w >> t) & 1) << 4)
-            qh = qh | (((w >> (t + 16)) & 1) << 4)
-        sb = g // 8
-        j = 2 * ((g // 2) % 4)
-        sc_l, mn_l = _scale_min(P, row + OS + 12 * sb, j, mask)
-        sc_h, mn_h = _scale_min(P, row + OS + 12 * sb, j + 1, mask)
-        d = _half(P, row + OD + 2 * sb, mask)
-        dmin = _half(P, row + OM + 2 * sb, mask)
-        return _exact_f32(ql, 0), _exact_f32(qh, 0), d * sc_l, dmin * mn_l, d * sc_h, dmin * mn_h
-    else:  # q6_k: 2 high bits a value, int8 scales per 16 values
-        wl = _u32(P, row + OQH + 8 * g, mask)
-        wh = _u32(P, row + OQH + 8 * g + 4, mask)
-        ql = ql | (((wl >> (2 * t)) & 3) << 4)
-        qh = qh | (((wh >> (2 * t)) & 3) << 4)
-        u = g // 4
-        r = g % 4
-        sc_l = _signed8(_byte(P, row + OS + 8 * u + r, mask)).to(tl.float32)
-        sc_h = _signed8(_byte(P, row + OS + 8 * u + 4 + r, mask)).to(tl.float32)
-        d = _half(P, row + OD + 2 * (g // 8), mask)
-        al = d * sc_l
-        return (
-            _exact_f32(ql, 32),
-            _exact_f32(qh, 32),
-            al,
-            tl.zeros_like(al),
-            d * sc_h,
-            tl.zeros_like(al),
-        )
-
-
-@triton.jit
-def _group(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
-    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see _affine)."""
-    ql, qh, al, bl, ah, bh = _affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT)
-    if FMT == 5 or FMT == 6:
-        return al * ql - bl, ah * qh - bh
-    elif has_offset(FMT):
-        return al * ql + bl, ah * qh + bh
-    else:
-        return al * ql, ah * qh
-
-
-@triton.jit
-def _quarter(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
-    """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
-    group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row."""
-    q = (_byte(P, row + 16 * g + t, mask) >> (2 * s)) & 3
-    h = (g % 4) // 2  # the half of the super-block
-    i = 8 * h + 2 * s + g % 2  # the 16-value sub-block: its scale byte / 6-bit scale
-    sb = g // 4
-    if FMT == 8:  # q2_k: w = (d * sc) * q - dmin * m, sc/m the nibbles of scale byte i
-        b = _byte(P, row + OS + 16 * sb + i, mask)
-        d = _half(P, row + OD + 2 * sb, mask)
-        dmin = _half(P, row + OM + 2 * sb, mask)
-        return (d * (b & 15).to(tl.float32)) * q.to(tl.float32) - dmin * (b >> 4).to(tl.float32)
-    else:  # q3_k: w = (d * (sc - 32)) * (q - 4 (1 - hbit)), hmask bit 4h + s of byte 16 (g%2) + t
-        hb = (_byte(P, row + OQH + 32 * sb + 16 * (g % 2) + t, mask) >> (4 * h + s)) & 1
-        lo4 = (_byte(P, row + OS + 12 * sb + i % 8, mask) >> (4 * (i // 8))) & 15
-        hi2 = (_byte(P, row + OS + 12 * sb + 8 + i % 4, mask) >> (2 * (i // 4))) & 3
-        sc = (lo4 | (hi2 << 4)) - 32
-        d = _half(P, row + OD + 2 * sb, mask)
-        return (d * sc.to(tl.float32)) * (q - 4 * (1 - hb)).to(tl.float32)
-
-
-@triton.jit
-def part_start(g, s: tl.constexpr, FMT: tl.constexpr):
-    """Index of the first value of part s of group g (parts: lo/hi, or q2_k/q3_k's four)."""
-    if FMT >= 8:
-        return 128 * (g // 2) + 32 * s + 16 * (g % 2)
-    else:
-        return lo_start(g, FMT) + s * span(FMT)
-
-
-def _groups(fmt: str, k: int) -> int:
-    """Groups of 16 quant bytes in a row of k values."""
-    return k // 64 if fmt in ("q2_k", "q3_k") else k // 32
-
-
-def _plane_args(fmt: str, k: int) -> tuple[int, int, int, int]:
-    off = offsets(fmt, k)
-    return off.get("qh", 0), off["d"], off.get("m", 0), off.get("sc", 0)
 
 
 @triton.jit
@@ -287,10 +88,10 @@ def _dequant_kernel(
     keep = live[:, None, None] & gm
     if FMT >= 8:
         for s in tl.static_range(4):
-            w = _quarter(P, row, g, t, m, OQH, OD, OM, OS, s, FMT)
+            w = quarter(P, row, g, t, m, OQH, OD, OM, OS, s, FMT)
             _store_part(Y, r, g, t, w, ok, keep, K, s, FMT)
     else:
-        lo, hi = _group(P, row, g, t, m, OQH, OD, OM, OS, FMT)
+        lo, hi = group_values(P, row, g, t, m, OQH, OD, OM, OS, FMT)
         _store_part(Y, r, g, t, lo, ok, keep, K, 0, FMT)
         _store_part(Y, r, g, t, hi, ok, keep, K, 1, FMT)
 
@@ -309,9 +110,9 @@ def dequantize_gguf(
     flat = None if ids is None else (ids if ids.is_contiguous() else ids.contiguous())
     br, gs = 8, 8
     launch(
-        _dequant_kernel, (cdiv(rows, br), cdiv(_groups(fmt, k), gs)),
-        data, flat if flat is not None else data, y, rows, n, k, _groups(fmt, k), rb,
-        *_plane_args(fmt, k),
+        _dequant_kernel, (cdiv(rows, br), cdiv(groups_per_row(fmt, k), gs)),
+        data, flat if flat is not None else data, y, rows, n, k, groups_per_row(fmt, k), rb,
+        *plane_args(fmt, k),
         FMT=FORMAT_IDS[fmt], HAS_IDS=ids is not None, BR=br, G=gs, num_warps=4,
         enable_fp_fusion=False,
     )  # fmt: skip
@@ -347,11 +148,11 @@ def _linear_kernel(
         gm = g < NG
         if FMT >= 8:
             for s in tl.static_range(4):
-                w = _quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
+                w = quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
                 xi = (part_start(g, s, FMT) + t).to(tl.int64)  # x may be a wide strided view
                 acc = _accumulate(xrow, sxk, xi, mm & gm, w, acc, BM, BN, G)
         else:
-            lo, hi = _group(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
+            lo, hi = group_values(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
             xi = (part_start(g, 0, FMT) + t).to(tl.int64)
             acc = _accumulate(xrow, sxk, xi, mm & gm, lo, acc, BM, BN, G)
             xi = (part_start(g, 1, FMT) + t).to(tl.int64)
@@ -385,13 +186,13 @@ def _rows_dot(P, row, X0, X1, sxk, nm, live1, NG, OQH, OD, OM, OS, FMT: tl.const
         gm = g < NG
         if FMT >= 8:
             for s in tl.static_range(4):
-                w = _quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
+                w = quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
                 xi = part_start(g, s, FMT) + t
                 part0 += _x_tile(X0, sxk, xi, gm, BN, G) * w
                 if TWO:
                     part1 += _x_tile(X1, sxk, xi, gm & live1, BN, G) * w
         else:
-            ql, qh, al, bl, ah, bh = _affine(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)
+            ql, qh, al, bl, ah, bh = affine(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)
             xil = part_start(g, 0, FMT) + t
             xih = part_start(g, 1, FMT) + t
             grp0 += _half_groups(
@@ -510,8 +311,9 @@ def linear_gguf(
         r1 = min(m, r0 + chunk)
         xs, ys = (x2, y2) if r1 - r0 == m else (x2[r0:r1], y2[r0:r1])
         args = (
-            xs, data, bias if bias is not None else data, ys, r1 - r0, n, _groups(fmt, k), rb,
-            *_plane_args(fmt, k), *xs.element_strides, *ys.element_strides,
+            xs, data, bias if bias is not None else data, ys, r1 - r0, n,
+            groups_per_row(fmt, k), rb, *plane_args(fmt, k), *xs.element_strides,
+            *ys.element_strides,
             bias.element_strides[0] if bias is not None else 0,
         )  # fmt: skip
         grid = (cdiv(n, bn), cdiv(r1 - r0, bm))
@@ -566,18 +368,18 @@ def _grouped_kernel(
         wm = nm & gm
         if FMT >= 8:
             for s in tl.static_range(4):
-                w = _quarter(P, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
+                w = quarter(P, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
                 wu = w
                 if GATED:
-                    wu = _quarter(PU, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
+                    wu = quarter(PU, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
                 acc, accu = _expert_dot(xrow, sxk, part_start(g, s, FMT) + t, xm & gm, w, wu,
                                         acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
         else:
-            lo, hi = _group(P, row, g, t, wm, OQH, OD, OM, OS, FMT)
+            lo, hi = group_values(P, row, g, t, wm, OQH, OD, OM, OS, FMT)
             ulo = lo
             uhi = hi
             if GATED:
-                ulo, uhi = _group(PU, row, g, t, wm, OQH, OD, OM, OS, FMT)
+                ulo, uhi = group_values(PU, row, g, t, wm, OQH, OD, OM, OS, FMT)
             acc, accu = _expert_dot(xrow, sxk, part_start(g, 0, FMT) + t, xm & gm, lo, ulo,
                                     acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
             acc, accu = _expert_dot(xrow, sxk, part_start(g, 1, FMT) + t, xm & gm, hi, uhi,
@@ -654,7 +456,7 @@ def moe_linear_gguf(
     ru = rows if rows.is_contiguous() else rows.contiguous()
     be = block_expert if block_expert.is_contiguous() else block_expert.contiguous()
     scale = y if row_scale is None else row_scale.contiguous()
-    plan = (ru, be, scale, y, r, n, _groups(fmt, k), experts, top_k, rb, *_plane_args(fmt, k))
+    plan = (ru, be, scale, y, r, n, groups_per_row(fmt, k), experts, top_k, rb, *plane_args(fmt, k))
     if r <= ROWWISE_MAX_ROWS and not determinism.is_deterministic():
         launch(
             _grouped_rows_kernel, (be.shape[0], cdiv(n, 2)),
@@ -668,7 +470,7 @@ def moe_linear_gguf(
     launch(
         _grouped_kernel, (be.shape[0], cdiv(n, bn)),
         x, data, data_up if data_up is not None else data, ru, be, scale, y, r, n,
-        _groups(fmt, k), experts, top_k, rb, *_plane_args(fmt, k), *x.element_strides,
+        groups_per_row(fmt, k), experts, top_k, rb, *plane_args(fmt, k), *x.element_strides,
         y.element_strides[0],
         FMT=FORMAT_IDS[fmt], GATED=data_up is not None, SCALED=row_scale is not None, PREC=prec,
         BM=block_m, BN=bn, G=2, num_warps=4,
