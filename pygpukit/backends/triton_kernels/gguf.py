@@ -52,6 +52,7 @@ from pygpukit.backends.triton_kernels.gguf_blocks import (
     part_start,
     plane_args,
     quarter,
+    subtracts_offset,
 )
 from pygpukit.backends.triton_kernels.moe import block_slots, store_rows
 from pygpukit.creation import empty
@@ -192,24 +193,12 @@ def _rows_dot(P, row, X0, X1, sxk, nm, live1, NG, OQH, OD, OM, OS, FMT: tl.const
                 if TWO:
                     part1 += _x_tile(X1, sxk, xi, gm & live1, BN, G) * w
         else:
-            ql, qh, al, bl, ah, bh = affine(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)
+            dec = affine(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)
             xil = part_start(g, 0, FMT) + t
             xih = part_start(g, 1, FMT) + t
-            grp0 += _half_groups(
-                _x_tile(X0, sxk, xil, gm, BN, G),
-                _x_tile(X0, sxk, xih, gm, BN, G),
-                ql,
-                qh,
-                al,
-                bl,
-                ah,
-                bh,
-                FMT,
-            )
+            grp0 += _half_groups(X0, sxk, xil, xih, gm, dec, FMT, BN, G)
             if TWO:
-                grp1 += _half_groups(_x_tile(X1, sxk, xil, gm & live1, BN, G),
-                                     _x_tile(X1, sxk, xih, gm & live1, BN, G), ql, qh, al, bl,
-                                     ah, bh, FMT)  # fmt: skip
+                grp1 += _half_groups(X1, sxk, xil, xih, gm & live1, dec, FMT, BN, G)
     return _total(part0, grp0), _total(part1, grp1)
 
 
@@ -220,10 +209,15 @@ def _total(part, grp):
 
 
 @triton.jit
-def _half_groups(xl, xh, ql, qh, al, bl, ah, bh, FMT: tl.constexpr):
-    """[BN, G, 1, 1]: each half-group's sum of x * value, as a * sum(x q) +- b * sum(x)."""
+def _half_groups(xrow, sxk, xil, xih, xm, dec, FMT: tl.constexpr, BN: tl.constexpr,
+                 G: tl.constexpr):  # fmt: skip
+    """[BN, G, 1, 1]: each half-group's sum of x * value for the x row at xrow (lo values at
+    indices xil, hi at xih), as a * sum(x q) +- b * sum(x) from affine's dec."""
+    ql, qh, al, bl, ah, bh = dec
+    xl = _x_tile(xrow, sxk, xil, xm, BN, G)
+    xh = _x_tile(xrow, sxk, xih, xm, BN, G)
     r = al * _lane_sum(xl * ql) + ah * _lane_sum(xh * qh)
-    if FMT == 5 or FMT == 6:
+    if subtracts_offset(FMT):
         r -= bl * _lane_sum(xl) + bh * _lane_sum(xh)
     elif has_offset(FMT):
         r += bl * _lane_sum(xl) + bh * _lane_sum(xh)

@@ -23,7 +23,7 @@ from pygpukit._gguf_planes import offsets
 
 __all__ = [
     "FORMAT_IDS", "affine", "group_values", "groups_per_row", "has_offset", "part_start",
-    "plane_args", "quarter",
+    "plane_args", "quarter", "subtracts_offset",
 ]  # fmt: skip
 
 FORMAT_IDS = {
@@ -109,8 +109,14 @@ def lo_start(g, FMT: tl.constexpr):
 
 @triton.jit
 def has_offset(FMT: tl.constexpr):
-    """Whether the format's values are a * q + b (q4_1, q5_1, q4_k, q5_k) rather than a * q."""
-    return FMT == 2 or FMT == 4 or FMT == 5 or FMT == 6
+    """Whether the format's values are a * q +- b (q4_1, q5_1, q4_k, q5_k) rather than a * q."""
+    return FMT == 2 or FMT == 4 or subtracts_offset(FMT)
+
+
+@triton.jit
+def subtracts_offset(FMT: tl.constexpr):
+    """Whether the offset is subtracted (q4_k, q5_k: (d * sc) * q - dmin * m)."""
+    return FMT == 5 or FMT == 6
 
 
 @triton.jit
@@ -181,7 +187,7 @@ def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
     """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
     start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see affine)."""
     ql, qh, al, bl, ah, bh = affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT)
-    if FMT == 5 or FMT == 6:
+    if subtracts_offset(FMT):
         return al * ql - bl, ah * qh - bh
     elif has_offset(FMT):
         return al * ql + bl, ah * qh + bh
