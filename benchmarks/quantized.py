@@ -18,7 +18,8 @@ kept quantized against the same file dequantized at load.
    weights) loaded dense and quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy
    decode tok/s at batch 1 from the CUDA graph, and prefill tok/s of a 1024-token prompt.
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
-   gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, 1/16/256 tokens.
+   gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, at --moe-tokens
+   tokens (default 1, 16, 256).
 5. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
    rows of x, on the --formats at 14336x4096 and 2048x8192, printed best first
    (backends/triton_kernels/gguf.py's linear_config comes from it).
@@ -205,7 +206,9 @@ def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
     return res
 
 
-def moe_experts(timer: DeviceTimer, fmt: str, copy_gbs: float) -> list[dict[str, Any]]:
+def moe_experts(
+    timer: DeviceTimer, fmt: str, copy_gbs: float, tokens: list[int]
+) -> list[dict[str, Any]]:
     """One Mixtral-8x7B layer's expert MLP (gated gate/up, then down with the routing weight)
     with the experts in ``fmt`` (random blocks) against the same layer's dense bf16 experts."""
     from pygpukit.models.moe import block_rows
@@ -218,7 +221,7 @@ def moe_experts(timer: DeviceTimer, fmt: str, copy_gbs: float) -> list[dict[str,
     # Dense peers with random values (all-zero weights can run the tensor cores cooler).
     dense = [gp.dequantize_gguf(q, dtype="bfloat16").reshape(e, -1, q.shape[1]) for q in qs]
     out = []
-    for tok in (1, 16, 256):
+    for tok in tokens:
         rng = np.random.default_rng(tok)
         x = gp.from_numpy(rng.standard_normal((tok, h)).astype(np.float32), device="cuda:0")
         x = x.astype("bfloat16")
@@ -231,16 +234,23 @@ def moe_experts(timer: DeviceTimer, fmt: str, copy_gbs: float) -> list[dict[str,
             a = gp.moe_linear(x, w[0], rows, be, k, w_up=w[1])
             return gp.moe_linear(a, w[2], rows, be, 1, row_scale=wts)
 
+        def expanded(x: Any = x) -> Any:  # the experts dequantized for the call, then dense
+            return mlp([gp.dequantize_gguf(q, dtype=x.dtype).reshape(e, -1, q.shape[1])
+                        for q in qs])  # fmt: skip
+
         tq = timer.median_seconds(lambda: mlp(qs), rounds=10)
         td = timer.median_seconds(lambda: mlp(dense), rounds=10)
+        te = timer.median_seconds(expanded, rounds=5)
         hit = len(set(pick.reshape(-1).tolist()))
         qbytes = hit * sum(q.nbytes for q in qs) / e
         row = {"tokens": tok, "quantized_us": tq * 1e6, "dense_bf16_us": td * 1e6,
-               "expert_bytes": qbytes, "bw_frac": qbytes / tq / (copy_gbs * 1e9)}  # fmt: skip
+               "dequantize_then_dense_us": te * 1e6, "expert_bytes": qbytes,
+               "bw_frac": qbytes / tq / (copy_gbs * 1e9)}  # fmt: skip
         out.append(row)
         print(f"mixtral layer {fmt} experts, {tok} tokens: {tq * 1e6:.1f} us "
               f"({100 * row['bw_frac']:.0f}% bw of {qbytes / 2**20:.0f} MiB), dense bf16 "
-              f"{td * 1e6:.1f} us, {td / tq:.2f}x", flush=True)  # fmt: skip
+              f"{td * 1e6:.1f} us, {td / tq:.2f}x; dequantize + dense {te * 1e6:.1f} us",
+              flush=True)  # fmt: skip
     return out
 
 
@@ -254,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--at-load", default=None, help="a benchmarks/_models.py config name")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--moe", default=None, help="time a Mixtral layer's experts in this format")
+    p.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 16, 256])
     p.add_argument("--skip-products", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -273,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.at_load:
         res["at_load"] = at_load(args.at_load, args.layers, args.new)
     if args.moe:
-        res["moe"] = moe_experts(timer, args.moe, copy_gbs)
+        res["moe"] = moe_experts(timer, args.moe, copy_gbs, args.moe_tokens)
     text = json.dumps(res, default=str)
     if args.json:
         Path(args.json).write_text(text)

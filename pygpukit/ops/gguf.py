@@ -12,19 +12,21 @@ in place (Triton kernels, backends/triton_kernels/gguf.py; NumPy twin, backends/
 - ``linear_quantized(x, qw, bias)`` (pygpukit/ops/gemv.py) with a GGUF weight: x [..., K] of
   float16, bfloat16 or float32 times the dequantized W^T plus bias, one rounding to x's dtype.
   Up to STREAM_MAX_ROWS rows stream the blocks once and multiply the float32 values on the CUDA
-  cores. More rows dequantize W into x's dtype (a transient N x K array for the call: 2 bytes a
-  value, e.g. 1 GiB for a 128256 x 4096 head; in a captured step it stays in the graph's
-  pool) and run gp.linear,
-  as a dequantized bf16/fp16 model would; under the deterministic mode every row count takes
-  one kernel instead (the weight tile rounded to x's dtype for the tensor cores with a fixed
-  tile, float32 x on the CUDA cores), so a row's bits do not depend on the batch.
+  cores. Up to TENSOR_CORE_MAX_ROWS rows of float16 / bfloat16 x, when W has enough rows to
+  fill the device (TENSOR_CORE_MIN_COLUMNS_PER_SM), one kernel dequantizes each K tile of W,
+  rounds it to x's dtype and multiplies on the tensor cores (float32 accumulation). Other rows
+  dequantize W into x's dtype (a transient N x K array for the call: 2 bytes a value, e.g.
+  1 GiB for a 128256 x 4096 head; in a captured step it stays in the graph's pool) and run
+  gp.linear, as a dequantized bf16/fp16 model would. Both round W to x's dtype. Under the
+  deterministic mode every row count takes one kernel instead (the tensor-core kernel's fixed
+  tile for half x, float32 x on the CUDA cores), so a row's bits do not depend on the batch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pygpukit import determinism
+from pygpukit import determinism, runtime
 from pygpukit.array import GPUArray
 from pygpukit.dtypes import as_dtype
 from pygpukit.ops import _checks as chk
@@ -32,15 +34,26 @@ from pygpukit.ops.matmul import linear
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
 
-__all__ = ["dequantize_gguf", "linear_gguf", "STREAM_MAX_ROWS"]
+__all__ = [
+    "dequantize_gguf", "linear_gguf", "STREAM_MAX_ROWS", "TENSOR_CORE_MAX_ROWS",
+    "TENSOR_CORE_MIN_COLUMNS_PER_SM",
+]  # fmt: skip
 
-# Rows of x up to which linear_quantized streams the blocks (one pass over W, CUDA cores);
-# beyond, W is dequantized into x's dtype and multiplied densely. Measured on an H100
-# (benchmarks/quantized.py, BENCHMARKS.md, 2026-11-27): at 14336x4096 q4_1, 1 row streams in
-# 27.7 us and 2 rows in 38.5 us (the bf16 product alone: 44 us); 4 rows took 139-223 us with an
-# earlier streaming kernel, against about 95 us for dequantize + cuBLASLt (not re-measured with
-# the kernel that shares the decoded W between two rows).
+# Rows of x up to which linear_quantized streams the blocks (one pass over W, CUDA cores).
+# Measured on an H100 (benchmarks/quantized.py, BENCHMARKS.md, 2026-11-27): at 14336x4096 q4_1,
+# 1 row streams in 27.7 us and 2 rows in 38.5 us (the bf16 product alone: 44 us).
 STREAM_MAX_ROWS = 2
+# Rows of float16 / bfloat16 x up to which the tensor-core kernel multiplies W in place, when W
+# has at least TENSOR_CORE_MIN_COLUMNS_PER_SM * (the stream's SMs) rows (output columns: its
+# tiles of 32 columns then fill the SMs one and a half times, and each runs all of K); else W is
+# dequantized into x's dtype and multiplied densely. On an H200 (132 SMs, 2026-11-27), us, the
+# kernel against dequantize + gp.linear, 4 / 16 rows: 14336x4096 q4_0 47.0 / 51.1 against 82.4
+# / 82.1, q4_k 63.3 / 68.9 against 104.0 / 103.4, q8_0 49.5 / 51.5 against 90.0 / 90.2, q6_k
+# 61.9 / 64.8 against 99.5 / 98.9; 8192x2048 19.0-26.1 against 23.7-65.8; but 4096x14336 (128
+# tiles) 100.4-156.6 against 81.0-104.2. At 64 rows the kernel's best tile lost (14336x4096:
+# q4_k 108.5 against 85.8, q4_0 82.2 against 80.3).
+TENSOR_CORE_MAX_ROWS = 16
+TENSOR_CORE_MIN_COLUMNS_PER_SM = 48
 
 _RESULTS = ("float32", "float16", "bfloat16")
 
@@ -104,8 +117,12 @@ def linear_gguf(
     rows = 1
     for v in x.shape[:-1]:
         rows *= v
-    if rows > STREAM_MAX_ROWS and not determinism.is_deterministic():
-        # More rows than the streaming kernel serves well: expand W once into x's dtype (the
+    n = qw.shape[0]
+    wide = n >= TENSOR_CORE_MIN_COLUMNS_PER_SM * runtime.sm_count(x.device)
+    half = x.dtype.name in ("float16", "bfloat16")
+    limit = TENSOR_CORE_MAX_ROWS if half and wide else STREAM_MAX_ROWS
+    if rows > limit and not determinism.is_deterministic():
+        # More rows than the in-place kernels serve well: expand W once into x's dtype (the
         # value the tensor cores would see) and run the dense product (cuBLASLt on a GPU).
         w = dequantize_gguf(qw, dtype=x.dtype)
         return linear(x, w, bias, out=out)

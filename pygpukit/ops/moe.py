@@ -40,12 +40,27 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from pygpukit import determinism
 from pygpukit.array import GPUArray
 from pygpukit.ops import _checks as chk
+from pygpukit.ops.gguf import dequantize_gguf
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.dispatch import run
 
-__all__ = ["moe_router", "moe_align", "moe_linear", "moe_align_sizes", "MAX_EXPERTS"]
+__all__ = [
+    "moe_router", "moe_align", "moe_linear", "moe_align_sizes", "MAX_EXPERTS",
+    "EXPERTS_DENSE_MIN_BLOCK",
+]  # fmt: skip
+
+# GGUF experts with half x: from this block_m on (moe_align's row tile, which the engine picks
+# from the rows an expert gets on average: 64 from 48), moe_linear dequantizes the experts into
+# x's dtype and runs the dense grouped product, as linear_quantized does beyond 16 rows; below,
+# the tensor-core kernel reads the blocks in place. The transient copy is E x N x K values of x's
+# dtype (a Mixtral-8x7B layer: 0.9 GiB a projection). On an H200 (a Mixtral-8x7B layer's experts,
+# 2026-11-27), us, the kernel against dequantize + dense: 16 tokens (block_m 16) q4_k 1130 /
+# 1610, q4_0 730 / 1580; 256 tokens (block_m 64) q4_k 2540 / 1746, q4_0 1677 / 1716; 1024 tokens
+# (block_m 128) q4_k 7149 / 2670, q4_0 4511 / 2573.
+EXPERTS_DENSE_MIN_BLOCK = 64
 
 # The router and the grouping hold one row of expert scores in a program (Qwen3-MoE: 128,
 # DeepSeek-V3: 256); 1024 leaves room without spilling.
@@ -139,15 +154,25 @@ def moe_linear(
     float32. Up to 16 routed rows (decode; not under the deterministic mode) stream each row's
     expert and multiply the exact float32 values on the CUDA cores, as linear_quantized's
     one-row path; more rows dequantize each tile, round it to x's dtype and use the tensor
-    cores, as dense weights of that dtype would be (the NumPy twin does the latter)."""
+    cores, as dense weights of that dtype would be (the NumPy twin does the latter). From
+    block_m EXPERTS_DENSE_MIN_BLOCK on (half x, not under the deterministic mode) the experts
+    are dequantized into x's dtype for the call and the dense grouped product runs."""
     op = "moe_linear"
     chk.array(op, "x", x)
     chk.floating(op, "x", x)
     if isinstance(w, QuantizedWeight):
         e, n, k_dim = _expert_shape(op, x, w, w_up)
         bm, k = _moe_common(op, x, e, n, top_k, rows, block_expert, row_scale, out)
+        half = x.dtype.name in ("float16", "bfloat16")
+        if half and bm >= EXPERTS_DENSE_MIN_BLOCK and not determinism.is_deterministic():
+            wd = dequantize_gguf(w, dtype=x.dtype).reshape(e, n, k_dim)
+            ud = None
+            if isinstance(w_up, QuantizedWeight):
+                ud = dequantize_gguf(w_up, dtype=x.dtype).reshape(e, n, k_dim)
+            inputs: tuple[Any, ...] = (x, wd, rows, block_expert, ud, row_scale)
+            return run(op, inputs, {"top_k": k, "block_m": bm}, out=out)  # type: ignore[no-any-return]
         up = w_up.data if isinstance(w_up, QuantizedWeight) else None
-        inputs: tuple[Any, ...] = (x, w.data, rows, block_expert, up, row_scale)
+        inputs = (x, w.data, rows, block_expert, up, row_scale)
         params = {"top_k": k, "block_m": bm, "fmt": w.format, "experts": e}
         return run("moe_linear_gguf", inputs, params, out=out)  # type: ignore[no-any-return]
     if isinstance(w_up, QuantizedWeight):

@@ -90,11 +90,39 @@ def test_linear_quantized_gguf(fmt: str, dtype: str, rows: tuple[int, ...]) -> N
     if int(np.prod(rows)) <= STREAM_MAX_ROWS:
         _exact(y, xs, raw, fmt, bs)
         return
-    # More rows: W dequantized into x's dtype, then gp.linear (its own dtype bound).
+    # More rows: W rounded to x's dtype, in the tensor-core kernel (3-16 rows of half x) or
+    # dequantized, then gp.linear (its own dtype bound).
     ref = xs.astype(np.float64) @ reference(raw, fmt).astype(np.float64).T + bs
     assert_close(y, ref, dtype)
     with gp.deterministic():  # the one-kernel path: the product rounded once on the CPU
         _exact(gp.linear_quantized(x, qw, b), xs, raw, fmt, bs)
+
+
+@pytest.mark.skipif(not GPU_HALF, reason="half x needs a GPU")
+@pytest.mark.parametrize("fmt", ["q4_k", "q8_0", "q6_k", "q3_k"])
+@pytest.mark.parametrize("rows", [3, 16, 17])
+def test_linear_quantized_gguf_half_paths(
+    fmt: str, rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3-16 rows of half x on a W wide enough for the device take the tensor-core kernel (W's
+    tiles rounded to x's dtype), narrower W or more rows dequantize W and run gp.linear: each
+    within x's dtype of the float64 product, with a bias and a strided x."""
+    import pygpukit.ops.gguf as og
+
+    qk = GGUF_BLOCKS[fmt][0]
+    k = qk if qk == 256 else 8 * qk
+    qw, raw = _qw(fmt, 75, k, seed=rows)
+    rng = np.random.default_rng(rows)
+    wide = up(rng.standard_normal((rows, 2 * k)).astype(np.float32)).astype("bfloat16")
+    x = wide[:, ::2]
+    b = up(rng.standard_normal(75).astype(np.float32)).astype("bfloat16")
+    ref = (
+        x.astype("float32").to_numpy().astype(np.float64) @ reference(raw, fmt).T.astype(np.float64)
+        + b.astype("float32").to_numpy()
+    )
+    for per_sm in (0, 1 << 30):  # every W wide enough / none
+        monkeypatch.setattr(og, "TENSOR_CORE_MIN_COLUMNS_PER_SM", per_sm)
+        assert_close(gp.linear_quantized(x, qw, b), ref, "bfloat16")
 
 
 @pytest.mark.parametrize("lead", [(1, 2), (2, 3)])
@@ -112,6 +140,41 @@ def test_linear_quantized_gguf_out_column_slice(lead: tuple[int, int]) -> None:
         assert_close(y, ref, "float32")
     o = outer.to_numpy()
     assert (o[..., :2] == 7).all() and (o[..., 8:] == 7).all()
+
+
+@pytest.mark.skipif(not GPU_HALF, reason="half x needs a GPU")
+@pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_0", "q2_k"])
+@pytest.mark.parametrize("dtype", GPU_HALF)
+def test_moe_linear_quantized_experts_each_path(fmt: str, dtype: str) -> None:
+    """Half x through each path of GGUF experts: block_m 16 and 64 (the tensor-core kernel, its
+    tiles), EXPERTS_DENSE_MIN_BLOCK and 128 (the experts dequantized, then the dense grouped
+    product), and the deterministic mode at those block_m (the kernel again): each within x's
+    dtype of the float64 product, gated with the routing weight."""
+    from _moe_ref import moe_linear as ref_moe
+
+    from pygpukit.ops.moe import EXPERTS_DENSE_MIN_BLOCK
+
+    e, n, k, t, top = 4, 40, 512, 37, 2
+    raw = random_blocks(fmt, e * n, k, seed=3, scale=0.002)  # silu(g) * u stays in float16
+    raw_up = random_blocks(fmt, e * n, k, seed=4, scale=0.002)
+    w = gp.QuantizedWeight.from_blocks(fmt, raw, device=DEVICE, experts=e)
+    wu = gp.QuantizedWeight.from_blocks(fmt, raw_up, device=DEVICE, experts=e)
+    rng = np.random.default_rng(7)
+    x = up(rng.standard_normal((t, k)).astype(np.float32)).astype(dtype)
+    ids = rng.integers(0, e, (t, top)).astype(np.int32)
+    scale = rng.uniform(0.5, 1.0, t * top).astype(np.float32)
+    wr = reference(raw, fmt).reshape(e, n, k)
+    ur = reference(raw_up, fmt).reshape(e, n, k)
+    ref = ref_moe(x.astype("float32").to_numpy(), wr, ids, top, ur, scale)
+    assert EXPERTS_DENSE_MIN_BLOCK in (32, 64, 128)
+    for bm in (16, 32, 64, 128):
+        rows, be = gp.moe_align(up(ids), e, bm)
+        y = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
+        assert_close(y, ref, dtype)
+        if bm >= EXPERTS_DENSE_MIN_BLOCK:
+            with gp.deterministic():
+                yd = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
+            assert_close(yd, ref, dtype)
 
 
 def test_blocks_round_trip_and_empty_weights() -> None:

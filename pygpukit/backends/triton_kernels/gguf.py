@@ -3,21 +3,24 @@ planes (pygpukit/_gguf_planes.py: the file's bytes regrouped by field, the same 
 gguf_blocks.py). x, bias and out may be strided views (their strides are kernel arguments).
 
 The contract is pygpukit/ops/gguf.py's; the NumPy twin is backends/cpu/gguf.py. The kernels
-work on tiles of [BN rows, G groups, 16 positions (one axis, or [2, 8])]. The quant bytes of a
-tile are contiguous (vector loads of 8 or 16 bytes a lane when the row's bytes are a multiple
-of 16; narrower loads otherwise); a group's scales and high-bit words are loaded once per group
-and broadcast over its 16 positions. The dequantization kernel compiles with FMA contraction
-off, so its float32 values are the ``gguf`` package's bits.
+work on tiles of rows x groups x 16 positions: [BN, G, 2, 8] in the CUDA-core product,
+[G, BN, 16] in the dequantization and tensor-core kernels (groups lead, so a warp's lanes run
+along a row's groups and its byte loads of their scales touch a few rows, not one row a lane).
+The quant bytes of a tile are contiguous (vector loads of 8 or 16 bytes a lane when the row's
+bytes are a multiple of 16; narrower loads otherwise); a group's scales and high-bit words are
+loaded once per group and broadcast over its 16 positions. The dequantization kernel compiles
+with FMA contraction off, so its float32 values are the ``gguf`` package's bits.
 
 The product: one program per (BN rows of W, BM rows of x), K in tiles of G groups. One or two
-rows (ops/gguf.py sends at most STREAM_MAX_ROWS = 2 here outside the deterministic mode), or
-float32 x, run on the CUDA cores (_rows_dot): a group's 16 positions are a [2, 8] pair of axes
-and x is loaded in W's shape, so nothing is re-laid out through shared memory; each
+rows of x (or float32 x) run on the CUDA cores (_rows_dot): a group's 16 positions are a [2, 8]
+pair of axes and x is loaded in W's shape, so nothing is re-laid out through shared memory; each
 half-group's 16 products of x and the exact quants are summed in the lane and scaled once
-(a * sum(x q) +/- b * sum(x)); a second x row shares the decoded W. Under the deterministic mode
-half inputs take the tensor-core path with a fixed tile (BM = 16: the dequantized tile rounded
-to x's dtype, tl.dot with float32 accumulation), so a row's bits do not depend on the batch (on
-the CUDA-core path a row's sums never depend on the other row).
+(a * sum(x q) +/- b * sum(x)); a second x row shares the decoded W. More rows of half x
+(ops/gguf.py sends 3 to TENSOR_CORE_MAX_ROWS = 16 here outside the deterministic mode, and
+every row count under it, with a fixed tile) take the tensor-core kernel (_linear_kernel): each
+K tile of W dequantized, rounded to x's dtype and multiplied with tl.dot in float32 (a row's
+bits do not depend on the batch; on the CUDA-core path a row's sums never depend on the other
+row).
 
 MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
 backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
@@ -40,31 +43,38 @@ import triton.language as tl
 
 from pygpukit import determinism, precision
 from pygpukit._gguf_planes import BLOCKS
-from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out, next_pow2
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, new_out
 from pygpukit.backends.triton_kernels.activation import sigmoid_c
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.gguf_blocks import (
     FORMAT_IDS,
     affine,
+    fields,
     group_values,
     groups_per_row,
     has_offset,
     part_start,
     plane_args,
     quarter,
+    quarter_fields,
+    quarter_of,
     subtracts_offset,
+    values_of,
 )
 from pygpukit.backends.triton_kernels.moe import block_slots, store_rows
 from pygpukit.creation import empty
 from pygpukit.dtypes import as_dtype
 
-__all__ = ["dequantize_gguf", "linear_gguf", "linear_config", "moe_linear_gguf", "FORMAT_IDS"]
+__all__ = [
+    "dequantize_gguf", "linear_gguf", "linear_config", "experts_config", "moe_linear_gguf",
+    "FORMAT_IDS", "TENSOR_CORE_STAGES",
+]  # fmt: skip
 
 
 @triton.jit
 def _store_part(Y, r, g, t, w, ok, keep, K, s: tl.constexpr, FMT: tl.constexpr):
-    w = tl.where(ok[:, None, None], w, float("nan"))  # an id out of range: NaN, as gp.embedding
-    dst = Y + r.to(tl.int64)[:, None, None] * K + part_start(g, s, FMT) + t
+    w = tl.where(ok[None, :, None], w, float("nan"))  # an id out of range: NaN, as gp.embedding
+    dst = Y + r.to(tl.int64)[None, :, None] * K + part_start(g, s, FMT) + t
     tl.store(dst, w.to(Y.dtype.element_ty), mask=keep)
 
 
@@ -73,8 +83,11 @@ def _dequant_kernel(
     P, IDS, Y, R, N, K, NG, RB, OQH, OD, OM, OS,
     FMT: tl.constexpr, HAS_IDS: tl.constexpr, BR: tl.constexpr, G: tl.constexpr,
 ):  # fmt: skip
+    """Tiles [G groups, BR rows, 16 positions]: groups lead, so a warp's lanes run along a
+    row's groups and each scale load touches a few rows' consecutive bytes (rows leading, a
+    warp's byte loads of a group's scales touched as many rows as lanes)."""
     r = tl.program_id(0) * BR + tl.arange(0, BR)
-    g = (tl.program_id(1) * G + tl.arange(0, G))[None, :, None]
+    g = (tl.program_id(1) * G + tl.arange(0, G))[:, None, None]
     t = tl.arange(0, 16)[None, None, :]
     live = r < R
     if HAS_IDS:
@@ -84,9 +97,9 @@ def _dequant_kernel(
         src = r.to(tl.int64)
         ok = live
     gm = g < NG
-    row = (src * RB)[:, None, None]
-    m = ok[:, None, None] & gm
-    keep = live[:, None, None] & gm
+    row = (src * RB)[None, :, None]
+    m = ok[None, :, None] & gm
+    keep = live[None, :, None] & gm
     if FMT >= 8:
         for s in tl.static_range(4):
             w = quarter(P, row, g, t, m, OQH, OD, OM, OS, s, FMT)
@@ -109,7 +122,10 @@ def dequantize_gguf(
     if rows == 0:
         return y
     flat = None if ids is None else (ids if ids.is_contiguous() else ids.contiguous())
-    br, gs = 8, 8
+    # 2 rows x 64 groups a program: on an H200 (14336x4096 to bfloat16, 2026-11-27) q4_k 42.6
+    # us, q6_k 48.7, q3_k 54.1, q8_0 47.0, q4_0 41.2 (about 80% of the copy rate on the bytes
+    # moved), against 66.1, 61.8, 62.5, 51.2 and 42.9 us with 8 x 8 tiles and rows leading.
+    br, gs = 2, 64
     launch(
         _dequant_kernel, (cdiv(rows, br), cdiv(groups_per_row(fmt, k), gs)),
         data, flat if flat is not None else data, y, rows, n, k, groups_per_row(fmt, k), rb,
@@ -120,13 +136,57 @@ def dequantize_gguf(
     return y
 
 
+# ----- the tensor-core kernels (more rows; MoE experts beyond ROWWISE_MAX_ROWS) -------------
+# A K tile is G groups of BN rows of W as [G, BN, 16] tiles (one a part: lo and hi, or q2_k /
+# q3_k's four quarters). Groups lead, so a warp's lanes run along a row's consecutive groups: its
+# byte loads of the groups' scales touch a few rows' consecutive bytes. With rows leading (the
+# kernels before), each such load touched one row a lane, 32 rows a warp instruction, and the L1
+# was the bottleneck. Each tile's bytes are loaded one K tile ahead (_tile_fields, carried through
+# the loop), and the kernels launch with num_stages=1 (TENSOR_CORE_STAGES): Triton's own
+# pipelining sent those loads through shared memory, whose bank-conflicted reads then bound the
+# loop (ncu on an H200: L1/TEX throughput 82-89%, DRAM 11-19%).
+TENSOR_CORE_STAGES = 1
+
+
 @triton.jit
-def _accumulate(xrow, sxk, xi, xm, w, acc, BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):
-    """acc += x's values at indices xi [1, G, 16] times the tile w [BN, G, 16] rounded to x's
-    dtype, on the tensor cores."""
-    x = tl.load(xrow + xi * sxk, mask=xm, other=0.0)  # [BM, G, 16]
-    wt = tl.reshape(w.to(x.dtype), (BN, G * 16))
-    return tl.dot(tl.reshape(x, (BM, G * 16)), tl.trans(wt), acc)
+def _tile_fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """The bytes of a K tile's parts (_tile_parts), loads only, so a kernel issues the next
+    tile's before it decodes this one's."""
+    if FMT >= 8:
+        return (quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, 0, FMT),
+                quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, 1, FMT),
+                quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, 2, FMT),
+                quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, 3, FMT))  # fmt: skip
+    else:
+        return fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT)
+
+
+@triton.jit
+def _tile_parts(f, g, t, FMT: tl.constexpr):
+    """The float32 values [G, BN, 16] of a K tile's parts (part s starts at part_start(g, s)):
+    lo and hi, or q2_k / q3_k's four quarters, from _tile_fields."""
+    if FMT >= 8:
+        return (quarter_of(f[0], g, 0, FMT), quarter_of(f[1], g, 1, FMT),
+                quarter_of(f[2], g, 2, FMT), quarter_of(f[3], g, 3, FMT))  # fmt: skip
+    else:
+        return values_of(f, g, t, FMT)
+
+
+@triton.jit
+def _x_part(xrow, sxk, xm, gx, t, s: tl.constexpr, FMT: tl.constexpr, BM: tl.constexpr,
+            G: tl.constexpr):  # fmt: skip
+    """x's values [BM, G * 16] at part s of groups gx [1, G, 1] (rows xrow [BM, 1, 1], mask
+    xm)."""
+    xi = (part_start(gx, s, FMT) + t).to(tl.int64)  # x may be a wide strided view
+    return tl.reshape(tl.load(xrow + xi * sxk, mask=xm, other=0.0), (BM, G * 16))
+
+
+@triton.jit
+def _dot_part(x, w, acc, PREC: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):
+    """acc [BM, BN] += x (_x_part) times a part's values w [G, BN, 16] rounded to x's dtype,
+    on the tensor cores."""
+    wt = tl.reshape(tl.permute(w.to(x.dtype), (0, 2, 1)), (G * 16, BN))
+    return tl.dot(x, wt, acc, input_precision=PREC)
 
 
 @triton.jit
@@ -135,29 +195,28 @@ def _linear_kernel(
     FMT: tl.constexpr, HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     G: tl.constexpr,
 ):  # fmt: skip
-    """The tensor-core product: each K tile of W dequantized, rounded to x's dtype, tl.dot."""
+    """The tensor-core product: one program per (BM rows of x, BN rows of W); each K tile of W
+    dequantized, rounded to x's dtype, tl.dot."""
     rm = tl.program_id(1) * BM + tl.arange(0, BM)
     rn = tl.program_id(0) * BN + tl.arange(0, BN)
-    nm = (rn < N)[:, None, None]
-    mm = (rm < M)[:, None, None]
-    row = rn.to(tl.int64)[:, None, None] * RB
+    nm = (rn < N)[None, :, None]
+    row = rn.to(tl.int64)[None, :, None] * RB
     xrow = X + rm.to(tl.int64)[:, None, None] * sxm
+    xm = (rm < M)[:, None, None]
     t = tl.arange(0, 16)[None, None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
+    g = tl.arange(0, G)[:, None, None]
+    f = _tile_fields(P, row, g, t, nm & (g < NG), OQH, OD, OM, OS, FMT)
     for g0 in range(0, NG, G):
-        g = g0 + tl.arange(0, G)[None, :, None]
-        gm = g < NG
-        if FMT >= 8:
-            for s in tl.static_range(4):
-                w = quarter(P, row, g, t, nm & gm, OQH, OD, OM, OS, s, FMT)
-                xi = (part_start(g, s, FMT) + t).to(tl.int64)  # x may be a wide strided view
-                acc = _accumulate(xrow, sxk, xi, mm & gm, w, acc, BM, BN, G)
-        else:
-            lo, hi = group_values(P, row, g, t, nm & gm, OQH, OD, OM, OS, FMT)  # [BN, G, 16]
-            xi = (part_start(g, 0, FMT) + t).to(tl.int64)
-            acc = _accumulate(xrow, sxk, xi, mm & gm, lo, acc, BM, BN, G)
-            xi = (part_start(g, 1, FMT) + t).to(tl.int64)
-            acc = _accumulate(xrow, sxk, xi, mm & gm, hi, acc, BM, BN, G)
+        g = g0 + tl.arange(0, G)[:, None, None]
+        gn = g + G
+        fn = _tile_fields(P, row, gn, t, nm & (gn < NG), OQH, OD, OM, OS, FMT)
+        gx = g0 + tl.arange(0, G)[None, :, None]
+        parts = _tile_parts(f, g, t, FMT)
+        for s in tl.static_range(2 + 2 * (FMT >= 8)):
+            x = _x_part(xrow, sxk, xm & (gx < NG), gx, t, s, FMT, BM, G)
+            acc = _dot_part(x, parts[s], acc, "tf32", BN, G)  # half x: the precision is x's
+        f = fn
     if HAS_BIAS:
         acc += tl.load(BIAS + rn.to(tl.int64) * sb, mask=rn < N, other=0.0).to(tl.float32)[None, :]
     ptr = Y + rm.to(tl.int64)[:, None] * sym + rn.to(tl.int64)[None, :] * syn
@@ -272,17 +331,20 @@ def linear_config(m: int, half: bool) -> tuple[bool, int, int, int, int]:
     """(tensor cores, BM, BN, G groups of 32 values a K tile, warps) for m rows of x: a
     function of m and the dtype only, pinned under the deterministic mode (half x: the
     tensor-core tile; float32 x: two rows a program at every m, so a row alone runs the same
-    compiled kernel as in a batch, with the second row masked off). The CUDA-core kernel (BM 1
-    or 2 rows of x a program, each row's sums independent of the other) takes BN 2, G 64, two
-    warps, from an H100 sweep (python benchmarks/quantized.py --sweep: BN 1-4, G 16-64, 1-2
-    warps; q4_0, q4_k, q6_k at one and two rows): best or within 2% of it on the 2048x8192
-    products, where BN 2, G 32, one warp took 1.1-1.4x as long, and within 5% of the best at
-    14336x4096."""
+    compiled kernel as in a batch, with the second row masked off).
+
+    The CUDA-core kernel (BM 1 or 2 rows of x a program, each row's sums independent of the
+    other) takes BN 2, G 64, two warps, from an H100 sweep (python benchmarks/quantized.py
+    --sweep: BN 1-4, G 16-64, 1-2 warps; q4_0, q4_k, q6_k at one and two rows): best or within
+    2% of it on the 2048x8192 products, where BN 2, G 32, one warp took 1.1-1.4x as long, and
+    within 5% of the best at 14336x4096. The tensor-core tiles, from an H200 sweep at 14336x4096
+    (q4_k, q4_0, q8_0, q6_k; 2026-11-27): BN 32, G 4, four warps was best at 4 and 16 rows of x
+    and at 64 (BM 64; BN 64 was within 6%); BN 64, G 2 was best at 256."""
     det = determinism.is_deterministic()
-    if half and det:
-        return True, 16, 64, 4, 4
-    if half and m > 4:  # direct calls only: ops/gguf.py sends more than 2 rows to gp.linear
-        return True, min(64, max(16, next_pow2(m))), 64, 4, 4
+    if half and (det or 2 < m <= 16):  # ops/gguf.py sends 3-16 rows here; more: direct calls
+        return True, 16, 32, 4, 4
+    if half and m > 16:
+        return (True, 64, 32, 4, 4) if m <= 64 else (True, 64, 64, 2, 4)
     return False, 1 if m == 1 and not det else 2, 2, 64, 2
 
 
@@ -313,7 +375,8 @@ def linear_gguf(
         grid = (cdiv(n, bn), cdiv(r1 - r0, bm))
         if dot:
             launch(_linear_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
-                   BM=bm, BN=bn, G=gs, num_warps=warps)  # fmt: skip
+                   BM=bm, BN=bn, G=gs, num_warps=warps,
+                   num_stages=TENSOR_CORE_STAGES)  # fmt: skip
         else:
             launch(_gemv_kernel, grid, *args, FMT=FORMAT_IDS[fmt], HAS_BIAS=bias is not None,
                    TWO=bm == 2, BN=bn, G=gs, num_warps=warps)  # fmt: skip
@@ -322,20 +385,6 @@ def linear_gguf(
 
 # ----- MoE experts in a GGUF format ----------------------------------------------------------
 @triton.jit
-def _expert_dot(xrow, sxk, xi, xm, w, wu, acc, accu, GATED: tl.constexpr, PREC: tl.constexpr,
-                BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
-    """acc (and accu) += x's values at indices xi times the tiles w (and wu) [BN, G, 16],
-    rounded to x's dtype, on the tensor cores."""
-    x = tl.load(xrow + xi.to(tl.int64) * sxk, mask=xm, other=0.0)  # [BM, G, 16]
-    a = tl.reshape(x, (BM, G * 16))
-    acc = tl.dot(a, tl.trans(tl.reshape(w.to(x.dtype), (BN, G * 16))), acc, input_precision=PREC)
-    if GATED:
-        wt = tl.trans(tl.reshape(wu.to(x.dtype), (BN, G * 16)))
-        accu = tl.dot(a, wt, accu, input_precision=PREC)
-    return acc, accu
-
-
-@triton.jit
 def _grouped_kernel(
     X, P, PU, ROWS, BEXP, SCALE, Y, R, N, NG, E, TOP_K, RB, OQH, OD, OM, OS, sxm, sxk, syr,
     FMT: tl.constexpr, GATED: tl.constexpr, SCALED: tl.constexpr, PREC: tl.constexpr,
@@ -343,41 +392,44 @@ def _grouped_kernel(
 ):  # fmt: skip
     """backends/triton_kernels/moe.py's grouped product with the expert's rows read from GGUF
     planes: one program per (block of BM slots of one expert, BN output columns); the slots' x
-    rows gathered, each K tile's values dequantized and rounded to x's dtype for tl.dot."""
+    rows gathered, each K tile's values dequantized and rounded to x's dtype for tl.dot (the
+    tiles and loads of _linear_kernel)."""
     pid_b = tl.program_id(0)
     pid_n = tl.program_id(1)
     slots, ok, xr, ec, has = block_slots(ROWS, BEXP, pid_b, R, E, TOP_K, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     g_end = tl.where(has, NG, 0)
-    row = ((ec * N + rn.to(tl.int64)) * RB)[:, None, None]
-    nm = (rn < N)[:, None, None]
+    row = ((ec * N + rn.to(tl.int64)) * RB)[None, :, None]
+    nm = (rn < N)[None, :, None]
     xrow = X + xr[:, None, None] * sxm
     xm = ok[:, None, None]
     t = tl.arange(0, 16)[None, None, :]
     acc = tl.zeros([BM, BN], tl.float32)
     accu = tl.zeros([BM, BN], tl.float32)
+    g = tl.arange(0, G)[:, None, None]
+    f = _tile_fields(P, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
+    fu = f
+    if GATED:
+        fu = _tile_fields(PU, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
     for g0 in range(0, g_end, G):
-        g = g0 + tl.arange(0, G)[None, :, None]
-        gm = g < NG
-        wm = nm & gm
-        if FMT >= 8:
-            for s in tl.static_range(4):
-                w = quarter(P, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
-                wu = w
-                if GATED:
-                    wu = quarter(PU, row, g, t, wm, OQH, OD, OM, OS, s, FMT)
-                acc, accu = _expert_dot(xrow, sxk, part_start(g, s, FMT) + t, xm & gm, w, wu,
-                                        acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
-        else:
-            lo, hi = group_values(P, row, g, t, wm, OQH, OD, OM, OS, FMT)
-            ulo = lo
-            uhi = hi
+        g = g0 + tl.arange(0, G)[:, None, None]
+        gn = g + G
+        fn = _tile_fields(P, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
+        fun = fn
+        if GATED:
+            fun = _tile_fields(PU, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
+        gx = g0 + tl.arange(0, G)[None, :, None]
+        parts = _tile_parts(f, g, t, FMT)
+        uparts = parts
+        if GATED:
+            uparts = _tile_parts(fu, g, t, FMT)
+        for s in tl.static_range(2 + 2 * (FMT >= 8)):
+            x = _x_part(xrow, sxk, xm & (gx < NG), gx, t, s, FMT, BM, G)
+            acc = _dot_part(x, parts[s], acc, PREC, BN, G)
             if GATED:
-                ulo, uhi = group_values(PU, row, g, t, wm, OQH, OD, OM, OS, FMT)
-            acc, accu = _expert_dot(xrow, sxk, part_start(g, 0, FMT) + t, xm & gm, lo, ulo,
-                                    acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
-            acc, accu = _expert_dot(xrow, sxk, part_start(g, 1, FMT) + t, xm & gm, hi, uhi,
-                                    acc, accu, GATED, PREC, BM, BN, G)  # fmt: skip
+                accu = _dot_part(x, uparts[s], accu, PREC, BN, G)
+        f = fn
+        fu = fun
     store_rows(Y, acc, accu, SCALE, slots, ok, rn, N, syr, GATED, SCALED)
 
 
@@ -423,6 +475,19 @@ def _grouped_rows_kernel(
 ROWWISE_MAX_ROWS = 16
 
 
+def experts_config(block_m: int, fmt: str) -> tuple[int, int, int]:
+    """(BN columns, G groups of 32 values a K tile, warps) of the tensor-core experts' kernel
+    for blocks of block_m slots: a function of block_m and the format alone (batch invariance
+    under the deterministic mode, whose block_m is fixed). From an H200 sweep of a Mixtral-8x7B
+    layer (q4_k, q4_0, q6_k, q8_0 at 16, 64, 256 and 1024 tokens; 2026-11-27): BN 32, G 4 was
+    best at block_m 16 for every format and at 64 for the k-quants (whose groups carry more
+    scale bytes); BN 64, G 2 at 64 for the others (q4_0 1715 against 2059 us) and at 128 for
+    all (q4_k tied)."""
+    if block_m <= 32 or (block_m <= 64 and FORMAT_IDS[fmt] >= FORMAT_IDS["q4_k"]):
+        return 32, 4, 4
+    return 64, 2, 4
+
+
 def moe_linear_gguf(
     x: GPUArray,
     data: GPUArray,
@@ -460,13 +525,13 @@ def moe_linear_gguf(
             BM=block_m, BN=2, G=16, num_warps=1,
         )  # fmt: skip
         return y
-    bn = 64 if block_m <= 64 else 32
+    bn, gs, warps = experts_config(block_m, fmt)
     launch(
         _grouped_kernel, (be.shape[0], cdiv(n, bn)),
         x, data, data_up if data_up is not None else data, ru, be, scale, y, r, n,
         groups_per_row(fmt, k), experts, top_k, rb, *plane_args(fmt, k), *x.element_strides,
         y.element_strides[0],
         FMT=FORMAT_IDS[fmt], GATED=data_up is not None, SCALED=row_scale is not None, PREC=prec,
-        BM=block_m, BN=bn, G=2, num_warps=4,
+        BM=block_m, BN=bn, G=gs, num_warps=warps, num_stages=TENSOR_CORE_STAGES,
     )  # fmt: skip
     return y

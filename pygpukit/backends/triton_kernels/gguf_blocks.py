@@ -41,35 +41,67 @@ FORMAT_IDS = {
 
 
 @triton.jit
-def _byte(P, off, mask):
-    return tl.load(P + off, mask=mask, other=0).to(tl.int32)
+def _ld(P, off, mask):
+    """Bytes at offsets off (uint8; zero where masked off), not yet widened: the fields
+    functions only load, so a kernel can issue a tile's loads a step before decoding it."""
+    return tl.load(P + off, mask=mask, other=0)
 
 
 @triton.jit
-def _half(P, off, mask):
-    """The little-endian float16 at byte offset off, as float32 (two byte loads: block fields
-    are only 2-byte aligned, and the interpreter takes no pointer casts)."""
-    bits = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
+def _i32(b):
+    return b.to(tl.int32)
+
+
+@triton.jit
+def _pair(P, off, mask):
+    """The two bytes of a little-endian 16-bit field (block fields are only 2-byte aligned,
+    and the interpreter takes no pointer casts, so fields load byte by byte)."""
+    return _ld(P, off, mask), _ld(P, off + 1, mask)
+
+
+@triton.jit
+def _quad(P, off, mask):
+    """The four bytes of a little-endian 32-bit word."""
+    return _ld(P, off, mask), _ld(P, off + 1, mask), _ld(P, off + 2, mask), _ld(P, off + 3, mask)
+
+
+@triton.jit
+def _half_of(pair):
+    """A _pair's float16 as float32."""
+    bits = _i32(pair[0]) | (_i32(pair[1]) << 8)
     return bits.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
 
 
 @triton.jit
-def _u32(P, off, mask):
-    """A little-endian 32-bit word at byte offset off (int32 bits)."""
-    w = _byte(P, off, mask) | (_byte(P, off + 1, mask) << 8)
-    return w | (_byte(P, off + 2, mask) << 16) | (_byte(P, off + 3, mask) << 24)
+def _u32_of(quad):
+    """A _quad's word (int32 bits)."""
+    w = _i32(quad[0]) | (_i32(quad[1]) << 8)
+    return w | (_i32(quad[2]) << 16) | (_i32(quad[3]) << 24)
 
 
 @triton.jit
-def _scale_min(P, base, j, mask):
-    """q4_k/q5_k's 6-bit (scale, min) of sub-block j from the 12 bytes at base
-    (get_scale_min: j < 4 reads bytes j and j + 4; j >= 4 packs their top bits in)."""
-    lo = _byte(P, base + j % 4, mask)
-    hi = _byte(P, base + j + 4, mask)
-    mid = _byte(P, base + j, mask)
+def _scale_min_bytes(P, base, j, mask):
+    """The three bytes q4_k/q5_k's get_scale_min reads for sub-block j of the 12 at base."""
+    return _ld(P, base + j % 4, mask), _ld(P, base + j + 4, mask), _ld(P, base + j, mask)
+
+
+@triton.jit
+def _scale_min_of(b, j):
+    """(scale, min) of sub-block j from its _scale_min_bytes (j < 4 reads bytes j and j + 4;
+    j >= 4 packs their top bits in)."""
+    lo = _i32(b[0])
+    hi = _i32(b[1])
+    mid = _i32(b[2])
     sc = tl.where(j < 4, lo & 63, (hi & 15) | ((lo >> 2) & 48))
     mn = tl.where(j < 4, hi & 63, (hi >> 4) | ((mid >> 2) & 48))
     return sc.to(tl.float32), mn.to(tl.float32)
+
+
+@triton.jit
+def _nibbles(b):
+    """The low and high nibbles of quant bytes b (int32)."""
+    v = _i32(b)
+    return v & 15, v >> 4
 
 
 @triton.jit
@@ -120,57 +152,86 @@ def subtracts_offset(FMT: tl.constexpr):
 
 
 @triton.jit
-def affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """Groups g [1, G, 1...] of the rows whose planes start at byte offsets row [BN, 1, 1...]
-    (t: the positions in a half-group, [1, 1, 16] or [1, 1, 2, 8]; mask as g and row) as
-    (q_lo, q_hi, a_lo, b_lo, a_hi, b_hi): the value at lo position t is a_lo * q_lo + b_lo
-    (q4_1, q5_1), a_lo * q_lo - b_lo (q4_k, q5_k: (d * sc) * q - dmin * m; subtracted, not
-    added negated, since Triton negates as 0 - x and -0 would become +0) or a_lo * q_lo,
-    gguf.quants' operations in its order. q is the quant less the format's bias, an exact
-    float32; a and b are per half-group ([BN, G, 1...]); b is 0 where not has_offset(FMT)."""
+def fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """The bytes affine decodes for groups g [1, G, 1...] of the rows whose planes start at
+    byte offsets row [BN, 1, 1...] (t: the positions in a half-group; mask as g and row), as a
+    tuple of uint8 tensors: loads only, so a kernel can load the next tile's fields before it
+    decodes this one's (affine_of). Formats 0-7 (q2_k / q3_k: quarter_fields)."""
     if FMT == 0:  # q8_0: int8 quants, w = q * d
-        ql = _exact_f32(_byte(P, row + 32 * g + t, mask) ^ 128, 128)  # the byte is q + 128
-        qh = _exact_f32(_byte(P, row + 32 * g + 16 + t, mask) ^ 128, 128)
-        d = _half(P, row + OD + 2 * g, mask)
+        return (_ld(P, row + 32 * g + t, mask), _ld(P, row + 32 * g + 16 + t, mask),
+                _pair(P, row + OD + 2 * g, mask))  # fmt: skip
+    elif FMT <= 4:  # q4_0, q4_1, q5_0, q5_1: one block a group
+        b = _ld(P, row + 16 * g + t, mask)
+        d = _pair(P, row + OD + 2 * g, mask)
+        # b stands in for the fields a format lacks (no load).
+        w = _quad(P, row + OQH + 4 * g, mask) if FMT >= 3 else b
+        m = _pair(P, row + OM + 2 * g, mask) if FMT == 2 or FMT == 4 else b
+        return b, w, d, m
+    elif FMT <= 6:  # q4_k, q5_k: lo in sub-block j, hi in j + 1 of super-block g // 8
+        b = _ld(P, row + 16 * g + t, mask)
+        sb = g // 8
+        j = 2 * ((g // 2) % 4)
+        w = _quad(P, row + OQH + 4 * g, mask) if FMT == 6 else b
+        return (b, w, _scale_min_bytes(P, row + OS + 12 * sb, j, mask),
+                _scale_min_bytes(P, row + OS + 12 * sb, j + 1, mask),
+                _pair(P, row + OD + 2 * sb, mask), _pair(P, row + OM + 2 * sb, mask))  # fmt: skip
+    else:  # q6_k: 2 high bits a value, int8 scales per 16 values
+        u = g // 4
+        r = g % 4
+        return (_ld(P, row + 16 * g + t, mask), _quad(P, row + OQH + 8 * g, mask),
+                _quad(P, row + OQH + 8 * g + 4, mask), _ld(P, row + OS + 8 * u + r, mask),
+                _ld(P, row + OS + 8 * u + 4 + r, mask),
+                _pair(P, row + OD + 2 * (g // 8), mask))  # fmt: skip
+
+
+@triton.jit
+def affine_of(f, g, t, FMT: tl.constexpr):
+    """Groups g as (q_lo, q_hi, a_lo, b_lo, a_hi, b_hi) from their fields f: the value at lo
+    position t is a_lo * q_lo + b_lo (q4_1, q5_1), a_lo * q_lo - b_lo (q4_k, q5_k: (d * sc) * q
+    - dmin * m; subtracted, not added negated, since Triton negates as 0 - x and -0 would
+    become +0) or a_lo * q_lo, gguf.quants' operations in its order. q is the quant less the
+    format's bias, an exact float32; a and b are per half-group ([BN, G, 1...]); b is 0 where
+    not has_offset(FMT)."""
+    if FMT == 0:
+        ql = _exact_f32(_i32(f[0]) ^ 128, 128)  # the byte is q + 128
+        qh = _exact_f32(_i32(f[1]) ^ 128, 128)
+        d = _half_of(f[2])
         return ql, qh, d, tl.zeros_like(d), d, tl.zeros_like(d)
-    b = _byte(P, row + 16 * g + t, mask)
-    ql = b & 15
-    qh = b >> 4
-    if FMT <= 4:  # q4_0, q4_1, q5_0, q5_1: one block a group
+    elif FMT <= 4:
+        ql, qh = _nibbles(f[0])
         if FMT >= 3:
-            w = _u32(P, row + OQH + 4 * g, mask)
+            w = _u32_of(f[1])
             ql = ql | (((w >> t) & 1) << 4)
             qh = qh | (((w >> (t + 16)) & 1) << 4)
-        d = _half(P, row + OD + 2 * g, mask)
+        d = _half_of(f[2])
         if FMT == 1:
             return _exact_f32(ql, 8), _exact_f32(qh, 8), d, tl.zeros_like(d), d, tl.zeros_like(d)
         elif FMT == 3:
             return _exact_f32(ql, 16), _exact_f32(qh, 16), d, tl.zeros_like(d), d, tl.zeros_like(d)
         else:
-            m = _half(P, row + OM + 2 * g, mask)
+            m = _half_of(f[3])
             return _exact_f32(ql, 0), _exact_f32(qh, 0), d, m, d, m
-    elif FMT <= 6:  # q4_k, q5_k: lo in sub-block j, hi in j + 1 of super-block g // 8
+    elif FMT <= 6:
+        ql, qh = _nibbles(f[0])
         if FMT == 6:
-            w = _u32(P, row + OQH + 4 * g, mask)
+            w = _u32_of(f[1])
             ql = ql | (((w >> t) & 1) << 4)
             qh = qh | (((w >> (t + 16)) & 1) << 4)
-        sb = g // 8
         j = 2 * ((g // 2) % 4)
-        sc_l, mn_l = _scale_min(P, row + OS + 12 * sb, j, mask)
-        sc_h, mn_h = _scale_min(P, row + OS + 12 * sb, j + 1, mask)
-        d = _half(P, row + OD + 2 * sb, mask)
-        dmin = _half(P, row + OM + 2 * sb, mask)
+        sc_l, mn_l = _scale_min_of(f[2], j)
+        sc_h, mn_h = _scale_min_of(f[3], j + 1)
+        d = _half_of(f[4])
+        dmin = _half_of(f[5])
         return _exact_f32(ql, 0), _exact_f32(qh, 0), d * sc_l, dmin * mn_l, d * sc_h, dmin * mn_h
-    else:  # q6_k: 2 high bits a value, int8 scales per 16 values
-        wl = _u32(P, row + OQH + 8 * g, mask)
-        wh = _u32(P, row + OQH + 8 * g + 4, mask)
+    else:
+        ql, qh = _nibbles(f[0])
+        wl = _u32_of(f[1])
+        wh = _u32_of(f[2])
         ql = ql | (((wl >> (2 * t)) & 3) << 4)
         qh = qh | (((wh >> (2 * t)) & 3) << 4)
-        u = g // 4
-        r = g % 4
-        sc_l = _signed8(_byte(P, row + OS + 8 * u + r, mask)).to(tl.float32)
-        sc_h = _signed8(_byte(P, row + OS + 8 * u + 4 + r, mask)).to(tl.float32)
-        d = _half(P, row + OD + 2 * (g // 8), mask)
+        sc_l = _signed8(_i32(f[3])).to(tl.float32)
+        sc_h = _signed8(_i32(f[4])).to(tl.float32)
+        d = _half_of(f[5])
         al = d * sc_l
         return (
             _exact_f32(ql, 32),
@@ -183,10 +244,16 @@ def affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
 
 
 @triton.jit
-def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
-    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see affine)."""
-    ql, qh, al, bl, ah, bh = affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT)
+def affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """affine_of(fields(...)): groups g of the rows at row as exact quants and per half-group
+    scales and offsets (see affine_of)."""
+    return affine_of(fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT), g, t, FMT)
+
+
+@triton.jit
+def values_of(f, g, t, FMT: tl.constexpr):
+    """(lo, hi) float32 [BN, G, 16]: the values of groups g from their fields f."""
+    ql, qh, al, bl, ah, bh = affine_of(f, g, t, FMT)
     if subtracts_offset(FMT):
         return al * ql - bl, ah * qh - bh
     elif has_offset(FMT):
@@ -196,25 +263,53 @@ def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
 
 
 @triton.jit
-def quarter(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
-    """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
-    group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row."""
-    q = (_byte(P, row + 16 * g + t, mask) >> (2 * s)) & 3
-    h = (g % 4) // 2  # the half of the super-block
-    i = 8 * h + 2 * s + g % 2  # the 16-value sub-block: its scale byte / 6-bit scale
+def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
+    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
+    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see affine_of)."""
+    return values_of(fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT), g, t, FMT)
+
+
+@triton.jit
+def quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
+    """The bytes quarter_of decodes for part s of groups g (q2_k, q3_k; see fields)."""
     sb = g // 4
+    i = 8 * ((g % 4) // 2) + 2 * s + g % 2  # the 16-value sub-block: its scale byte / 6-bit scale
+    q = _ld(P, row + 16 * g + t, mask)
+    d = _pair(P, row + OD + 2 * sb, mask)
+    if FMT == 8:
+        return q, _ld(P, row + OS + 16 * sb + i, mask), d, _pair(P, row + OM + 2 * sb, mask)
+    else:
+        return (q, _ld(P, row + OQH + 32 * sb + 16 * (g % 2) + t, mask),
+                _ld(P, row + OS + 12 * sb + i % 8, mask),
+                _ld(P, row + OS + 12 * sb + 8 + i % 4, mask), d)  # fmt: skip
+
+
+@triton.jit
+def quarter_of(f, g, s: tl.constexpr, FMT: tl.constexpr):
+    """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
+    group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row, from its
+    quarter_fields f."""
+    q = (_i32(f[0]) >> (2 * s)) & 3
+    h = (g % 4) // 2  # the half of the super-block
+    i = 8 * h + 2 * s + g % 2
     if FMT == 8:  # q2_k: w = (d * sc) * q - dmin * m, sc/m the nibbles of scale byte i
-        b = _byte(P, row + OS + 16 * sb + i, mask)
-        d = _half(P, row + OD + 2 * sb, mask)
-        dmin = _half(P, row + OM + 2 * sb, mask)
+        b = _i32(f[1])
+        d = _half_of(f[2])
+        dmin = _half_of(f[3])
         return (d * (b & 15).to(tl.float32)) * q.to(tl.float32) - dmin * (b >> 4).to(tl.float32)
     else:  # q3_k: w = (d * (sc - 32)) * (q - 4 (1 - hbit)), hmask bit 4h + s of byte 16 (g%2) + t
-        hb = (_byte(P, row + OQH + 32 * sb + 16 * (g % 2) + t, mask) >> (4 * h + s)) & 1
-        lo4 = (_byte(P, row + OS + 12 * sb + i % 8, mask) >> (4 * (i // 8))) & 15
-        hi2 = (_byte(P, row + OS + 12 * sb + 8 + i % 4, mask) >> (2 * (i // 4))) & 3
+        hb = (_i32(f[1]) >> (4 * h + s)) & 1
+        lo4 = (_i32(f[2]) >> (4 * (i // 8))) & 15
+        hi2 = (_i32(f[3]) >> (2 * (i // 4))) & 3
         sc = (lo4 | (hi2 << 4)) - 32
-        d = _half(P, row + OD + 2 * sb, mask)
+        d = _half_of(f[4])
         return (d * sc.to(tl.float32)) * (q - 4 * (1 - hb)).to(tl.float32)
+
+
+@triton.jit
+def quarter(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl.constexpr):
+    """quarter_of(quarter_fields(...)): part s of groups g as float32 values."""
+    return quarter_of(quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, s, FMT), g, s, FMT)
 
 
 @triton.jit
