@@ -22,7 +22,9 @@ kept quantized against the same file dequantized at load.
    tokens (default 1, 16, 256).
 5. --sweep: the CUDA-core configurations (BN, groups of 32 values a K tile, warps) for 1 and 2
    rows of x, on the --formats at 14336x4096 and 2048x8192, printed best first
-   (backends/triton_kernels/gguf.py's linear_config comes from it).
+   (backends/triton_kernels/gguf.py's linear_config takes its CUDA-core tile from it; the
+   tensor-core tiles there and in experts_config come from a sweep of those functions' tiles
+   recorded in BENCHMARKS.md, "GGUF with more rows").
 The last line of output is one JSON object.
 """
 

@@ -95,6 +95,18 @@ def dequantize_gguf(
     return run(op, (qw.data, ids), params, out=out)  # type: ignore[no-any-return]
 
 
+def _tensor_cores_fit(x: GPUArray, n: int, rows: int) -> bool:
+    """Whether rows of x take the tensor-core kernel in place of dequantize + gp.linear: half x
+    on a GPU, at most TENSOR_CORE_MAX_ROWS rows, W wide enough to fill the stream's SMs. (On the
+    CPU the NumPy twin multiplies exact values, so it keeps the dense path's rounding of W.)"""
+    return (
+        x.device.type == "cuda"
+        and x.dtype.name in ("float16", "bfloat16")
+        and rows <= TENSOR_CORE_MAX_ROWS
+        and n >= TENSOR_CORE_MIN_COLUMNS_PER_SM * runtime.sm_count(x.device)
+    )
+
+
 def linear_gguf(
     x: GPUArray, qw: QuantizedWeight, bias: GPUArray | None, out: GPUArray | None
 ) -> GPUArray:
@@ -117,11 +129,11 @@ def linear_gguf(
     rows = 1
     for v in x.shape[:-1]:
         rows *= v
-    n = qw.shape[0]
-    wide = n >= TENSOR_CORE_MIN_COLUMNS_PER_SM * runtime.sm_count(x.device)
-    half = x.dtype.name in ("float16", "bfloat16")
-    limit = TENSOR_CORE_MAX_ROWS if half and wide else STREAM_MAX_ROWS
-    if rows > limit and not determinism.is_deterministic():
+    if (
+        rows > STREAM_MAX_ROWS
+        and not determinism.is_deterministic()
+        and not _tensor_cores_fit(x, qw.shape[0], rows)
+    ):
         # More rows than the in-place kernels serve well: expand W once into x's dtype (the
         # value the tensor cores would see) and run the dense product (cuBLASLt on a GPU).
         w = dequantize_gguf(qw, dtype=x.dtype)

@@ -49,18 +49,22 @@ from pygpukit.routing.dispatch import run
 
 __all__ = [
     "moe_router", "moe_align", "moe_linear", "moe_align_sizes", "MAX_EXPERTS",
-    "EXPERTS_DENSE_MIN_BLOCK",
+    "EXPERTS_DENSE_MIN_ROWS", "EXPERTS_DENSE_MAX_BYTES",
 ]  # fmt: skip
 
-# GGUF experts with half x: from this block_m on (moe_align's row tile, which the engine picks
-# from the rows an expert gets on average: 64 from 48), moe_linear dequantizes the experts into
-# x's dtype and runs the dense grouped product, as linear_quantized does beyond 16 rows; below,
-# the tensor-core kernel reads the blocks in place. The transient copy is E x N x K values of x's
-# dtype (a Mixtral-8x7B layer: 0.9 GiB a projection). On an H200 (a Mixtral-8x7B layer's experts,
-# 2026-11-27), us, the kernel against dequantize + dense: 16 tokens (block_m 16) q4_k 1130 /
-# 1610, q4_0 730 / 1580; 256 tokens (block_m 64) q4_k 2540 / 1746, q4_0 1677 / 1716; 1024 tokens
-# (block_m 128) q4_k 7149 / 2670, q4_0 4511 / 2573.
-EXPERTS_DENSE_MIN_BLOCK = 64
+# GGUF experts with half x on a GPU: from this many routed rows an expert on average (48: where
+# the engine's block_rows picks block_m 64), moe_linear dequantizes the experts into x's dtype
+# and runs the dense grouped product; below, the tensor-core kernel (or, up to 16 routed rows,
+# the row-streaming kernel) reads the blocks in place. On an H200 (a Mixtral-8x7B layer's
+# experts, 2026-11-27), us, the kernel against dequantize + dense: 4 rows an expert (16 tokens)
+# q4_k 1170 / 1632, q4_0 750 / 1578; 16 rows (64 tokens) q4_k 1649 / 1698, q4_0 1072 / 1681;
+# 64 rows (256 tokens) q4_k 2540 / 1746, q4_0 1677 / 1716; 256 rows (1024 tokens) q4_k 7149 /
+# 2670, q4_0 4511 / 2573.
+EXPERTS_DENSE_MIN_ROWS = 48
+# ... unless the transient dense copy (w, and w_up alongside it) would pass this many bytes: a
+# Mixtral-8x7B layer's gated projection takes 1.75 GiB in bfloat16 (2 x 8 x 14336 x 4096 x 2
+# bytes); larger layers stay on the kernel and keep the memory quantize="stored" saves.
+EXPERTS_DENSE_MAX_BYTES = 2 << 30
 
 # The router and the grouping hold one row of expert scores in a program (Qwen3-MoE: 128,
 # DeepSeek-V3: 256); 1024 leaves room without spilling.
@@ -154,17 +158,17 @@ def moe_linear(
     float32. Up to 16 routed rows (decode; not under the deterministic mode) stream each row's
     expert and multiply the exact float32 values on the CUDA cores, as linear_quantized's
     one-row path; more rows dequantize each tile, round it to x's dtype and use the tensor
-    cores, as dense weights of that dtype would be (the NumPy twin does the latter). From
-    block_m EXPERTS_DENSE_MIN_BLOCK on (half x, not under the deterministic mode) the experts
-    are dequantized into x's dtype for the call and the dense grouped product runs."""
+    cores, as dense weights of that dtype would be (the NumPy twin does the latter). With
+    EXPERTS_DENSE_MIN_ROWS routed rows an expert or more (half x on a GPU, not under the
+    deterministic mode, a copy within EXPERTS_DENSE_MAX_BYTES), the experts are dequantized into
+    x's dtype for the call and the dense grouped product runs."""
     op = "moe_linear"
     chk.array(op, "x", x)
     chk.floating(op, "x", x)
     if isinstance(w, QuantizedWeight):
         e, n, k_dim = _expert_shape(op, x, w, w_up)
         bm, k = _moe_common(op, x, e, n, top_k, rows, block_expert, row_scale, out)
-        half = x.dtype.name in ("float16", "bfloat16")
-        if half and bm >= EXPERTS_DENSE_MIN_BLOCK and not determinism.is_deterministic():
+        if _experts_dense(x, w, w_up, k):
             wd = dequantize_gguf(w, dtype=x.dtype).reshape(e, n, k_dim)
             ud = None
             if isinstance(w_up, QuantizedWeight):
@@ -193,6 +197,21 @@ def moe_linear(
     bm, k = _moe_common(op, x, e, n, top_k, rows, block_expert, row_scale, out)
     inputs = (x, w, rows, block_expert, w_up, row_scale)
     return run(op, inputs, {"top_k": k, "block_m": bm}, out=out)  # type: ignore[no-any-return]
+
+
+def _experts_dense(x: GPUArray, w: QuantizedWeight, w_up: Any, top_k: int) -> bool:
+    """Whether GGUF experts are dequantized for the call (EXPERTS_DENSE_MIN_ROWS): half x on a
+    GPU, not under the deterministic mode, enough routed rows an expert, a transient copy
+    within EXPERTS_DENSE_MAX_BYTES."""
+    if x.device.type != "cuda" or x.dtype.name not in ("float16", "bfloat16"):
+        return False
+    if determinism.is_deterministic():
+        return False
+    if x.shape[0] * top_k < EXPERTS_DENSE_MIN_ROWS * w.experts:
+        return False
+    n, k = w.shape
+    copies = 2 if isinstance(w_up, QuantizedWeight) else 1
+    return copies * n * k * x.dtype.itemsize <= EXPERTS_DENSE_MAX_BYTES
 
 
 def _moe_common(

@@ -105,8 +105,9 @@ def test_linear_quantized_gguf_half_paths(
     fmt: str, rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """3-16 rows of half x on a W wide enough for the device take the tensor-core kernel (W's
-    tiles rounded to x's dtype), narrower W or more rows dequantize W and run gp.linear: each
-    within x's dtype of the float64 product, with a bias and a strided x."""
+    tiles rounded to x's dtype), narrower W or more rows dequantize W and run gp.linear (seen
+    by counting the dequantizations): each within x's dtype of the float64 product, with a bias
+    and a strided x."""
     import pygpukit.ops.gguf as og
 
     qk = GGUF_BLOCKS[fmt][0]
@@ -120,9 +121,14 @@ def test_linear_quantized_gguf_half_paths(
         x.astype("float32").to_numpy().astype(np.float64) @ reference(raw, fmt).T.astype(np.float64)
         + b.astype("float32").to_numpy()
     )
+    calls: list[int] = []
+    real = og.dequantize_gguf
+    monkeypatch.setattr(og, "dequantize_gguf", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     for per_sm in (0, 1 << 30):  # every W wide enough / none
         monkeypatch.setattr(og, "TENSOR_CORE_MIN_COLUMNS_PER_SM", per_sm)
+        calls.clear()
         assert_close(gp.linear_quantized(x, qw, b), ref, "bfloat16")
+        assert len(calls) == (0 if per_sm == 0 and rows <= og.TENSOR_CORE_MAX_ROWS else 1)
 
 
 @pytest.mark.parametrize("lead", [(1, 2), (2, 3)])
@@ -145,36 +151,50 @@ def test_linear_quantized_gguf_out_column_slice(lead: tuple[int, int]) -> None:
 @pytest.mark.skipif(not GPU_HALF, reason="half x needs a GPU")
 @pytest.mark.parametrize("fmt", ["q4_k", "q6_k", "q4_0", "q2_k"])
 @pytest.mark.parametrize("dtype", GPU_HALF)
-def test_moe_linear_quantized_experts_each_path(fmt: str, dtype: str) -> None:
-    """Half x through each path of GGUF experts: block_m 16 and 64 (the tensor-core kernel, its
-    tiles), EXPERTS_DENSE_MIN_BLOCK and 128 (the experts dequantized, then the dense grouped
-    product), and the deterministic mode at those block_m (the kernel again): each within x's
-    dtype of the float64 product, gated with the routing weight."""
+def test_moe_linear_quantized_experts_each_path(
+    fmt: str, dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half x through each path of GGUF experts, gated with the routing weight, each within x's
+    dtype of the float64 product: few rows an expert (the tensor-core kernel, block_m 16 and
+    64), EXPERTS_DENSE_MIN_ROWS or more (the experts dequantized, then the dense grouped
+    product), the same with a copy over EXPERTS_DENSE_MAX_BYTES or under the deterministic mode
+    (the kernel again). Which path ran is seen by counting the dequantizations."""
+    from contextlib import nullcontext
+
     from _moe_ref import moe_linear as ref_moe
 
-    from pygpukit.ops.moe import EXPERTS_DENSE_MIN_BLOCK
+    import pygpukit.ops.moe as om
 
-    e, n, k, t, top = 4, 40, 512, 37, 2
+    calls: list[int] = []
+    real = om.dequantize_gguf
+    monkeypatch.setattr(om, "dequantize_gguf", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    e, n, k, top = 4, 40, 512, 2
     raw = random_blocks(fmt, e * n, k, seed=3, scale=0.002)  # silu(g) * u stays in float16
     raw_up = random_blocks(fmt, e * n, k, seed=4, scale=0.002)
     w = gp.QuantizedWeight.from_blocks(fmt, raw, device=DEVICE, experts=e)
     wu = gp.QuantizedWeight.from_blocks(fmt, raw_up, device=DEVICE, experts=e)
-    rng = np.random.default_rng(7)
-    x = up(rng.standard_normal((t, k)).astype(np.float32)).astype(dtype)
-    ids = rng.integers(0, e, (t, top)).astype(np.int32)
-    scale = rng.uniform(0.5, 1.0, t * top).astype(np.float32)
-    wr = reference(raw, fmt).reshape(e, n, k)
-    ur = reference(raw_up, fmt).reshape(e, n, k)
-    ref = ref_moe(x.astype("float32").to_numpy(), wr, ids, top, ur, scale)
-    assert EXPERTS_DENSE_MIN_BLOCK in (32, 64, 128)
-    for bm in (16, 32, 64, 128):
+    wr, ur = reference(raw, fmt).reshape(e, n, k), reference(raw_up, fmt).reshape(e, n, k)
+    many = -(-om.EXPERTS_DENSE_MIN_ROWS * e // top)  # tokens for the dense path
+    cases = [  # (tokens, block_m, byte cap, deterministic, dense)
+        (37, 16, om.EXPERTS_DENSE_MAX_BYTES, False, False),
+        (37, 64, om.EXPERTS_DENSE_MAX_BYTES, False, False),
+        (many, 64, om.EXPERTS_DENSE_MAX_BYTES, False, True),
+        (many, 128, 0, False, False),
+        (many, 16, om.EXPERTS_DENSE_MAX_BYTES, True, False),
+    ]
+    for t, bm, cap, det, dense in cases:
+        monkeypatch.setattr(om, "EXPERTS_DENSE_MAX_BYTES", cap)
+        rng = np.random.default_rng(t)
+        x = up(rng.standard_normal((t, k)).astype(np.float32)).astype(dtype)
+        ids = rng.integers(0, e, (t, top)).astype(np.int32)
+        scale = rng.uniform(0.5, 1.0, t * top).astype(np.float32)
+        ref = ref_moe(x.astype("float32").to_numpy(), wr, ids, top, ur, scale)
         rows, be = gp.moe_align(up(ids), e, bm)
-        y = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
+        calls.clear()
+        with gp.deterministic() if det else nullcontext():
+            y = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
         assert_close(y, ref, dtype)
-        if bm >= EXPERTS_DENSE_MIN_BLOCK:
-            with gp.deterministic():
-                yd = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
-            assert_close(yd, ref, dtype)
+        assert len(calls) == (2 if dense else 0), (t, bm, cap, det)
 
 
 def test_blocks_round_trip_and_empty_weights() -> None:

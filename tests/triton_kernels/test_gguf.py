@@ -145,18 +145,23 @@ def test_deterministic_rows_do_not_depend_on_the_batch(device: str, fmt: str) ->
             assert one.tobytes() == many[5:6].tobytes(), dt
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "q6_k", "q3_k", "q2_k"])
+@pytest.mark.parametrize(
+    ("fmt", "k"),
+    [("q8_0", 768), ("q8_0", 160), ("q4_k", 768), ("q6_k", 768), ("q3_k", 768), ("q2_k", 768)],
+)
 @pytest.mark.parametrize("dtype", ["float32", *HALF])
 @pytest.mark.parametrize("t", [3, 9])
-def test_grouped_experts(device: str, fmt: str, dtype: str, t: int) -> None:
+def test_grouped_experts(device: str, fmt: str, k: int, dtype: str, t: int) -> None:
     """The grouped expert product reading GGUF planes (gated with silu, and with the routing
     weight) against the float64 product of the same experts' values; one out-of-range id.
-    3 tokens (6 routed rows) take the row-streaming kernel, 9 the tensor-core one."""
+    3 tokens (6 routed rows) take the row-streaming kernel, 9 the tensor-core one. K 768 is 24
+    groups (q2_k / q3_k: 12), whole K tiles of the tensor-core kernel (4 groups) and one and a
+    half of the row kernel's (16); K 160 (5 groups) ends in a partial tile in both."""
     from _moe_ref import moe_linear as ref_moe
 
     from pygpukit.backends.cpu import moe as cm
 
-    e, n, k, top = 3, 24, 768, 2  # 24 groups: two K tiles of 16 (q2_k / q3_k: 12, one)
+    e, n, top = 3, 24, 2
     assert (t * top <= tg.ROWWISE_MAX_ROWS) == (t == 3)
     raw = random_blocks(fmt, e * n, k, seed=11, scale=0.002)
     raw_up = random_blocks(fmt, e * n, k, seed=12, scale=0.002)

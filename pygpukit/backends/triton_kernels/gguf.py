@@ -16,8 +16,9 @@ rows of x (or float32 x) run on the CUDA cores (_rows_dot): a group's 16 positio
 pair of axes and x is loaded in W's shape, so nothing is re-laid out through shared memory; each
 half-group's 16 products of x and the exact quants are summed in the lane and scaled once
 (a * sum(x q) +/- b * sum(x)); a second x row shares the decoded W. More rows of half x
-(ops/gguf.py sends 3 to TENSOR_CORE_MAX_ROWS = 16 here outside the deterministic mode, and
-every row count under it, with a fixed tile) take the tensor-core kernel (_linear_kernel): each
+(ops/gguf.py sends 3 to TENSOR_CORE_MAX_ROWS = 16 here, on a W wide enough to fill the SMs,
+outside the deterministic mode, and every row count under it, with a fixed tile) take the
+tensor-core kernel (_linear_kernel): each
 K tile of W dequantized, rounded to x's dtype and multiplied with tl.dot in float32 (a row's
 bits do not depend on the batch; on the CUDA-core path a row's sums never depend on the other
 row).
@@ -27,7 +28,8 @@ backends/triton_kernels/moe.py with each expert's rows read from the stacked pla
 ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (block of slots, 2
 columns) streams the expert's rows against each live slot's x row on the CUDA cores (_rows_dot);
 otherwise one program per (block of slots, BN columns) dequantizes each K tile, rounds it to x's
-dtype and uses tl.dot.
+dtype and uses tl.dot. (With many routed rows an expert, ops/moe.py dequantizes the experts and
+runs the dense grouped product instead: EXPERTS_DENSE_MIN_ROWS.)
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
@@ -485,7 +487,9 @@ def experts_config(block_m: int, fmt: str) -> tuple[int, int, int]:
     all (q4_k tied)."""
     if block_m <= 32 or (block_m <= 64 and FORMAT_IDS[fmt] >= FORMAT_IDS["q4_k"]):
         return 32, 4, 4
-    return 64, 2, 4
+    # 256 slots (direct calls only: the engine's block_rows stops at 128): BN 32 keeps the two
+    # float32 accumulators at 128 registers a thread (not timed).
+    return (64, 2, 4) if block_m <= 128 else (32, 2, 4)
 
 
 def moe_linear_gguf(

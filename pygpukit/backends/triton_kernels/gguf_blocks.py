@@ -4,7 +4,12 @@ file's bytes regrouped by field, the same size), shared by the kernels of gguf.p
 A group is 32 values, the low and high nibbles of 16 quant bytes ("lo" and "hi", 16 positions
 each; q2_k / q3_k: four parts of 16). ``affine`` returns a group as exact quants and per
 half-group scales and offsets, ``group_values`` as float32 values, ``quarter`` a q2_k / q3_k
-part. Each format's arithmetic follows gguf.quants' dequantize_blocks operation by operation
+part. Each is a load step and a decode step: ``fields`` / ``quarter_fields`` only load a tile's
+bytes (a tuple of uint8 tensors), ``affine_of`` / ``values_of`` / ``quarter_of`` decode them, so a
+kernel can load the next K tile while it decodes this one. Shapes broadcast: rows, groups and
+positions may come in any axis order ([BN, G, 16], [G, BN, 16], [BN, G, 2, 8]).
+
+Each format's arithmetic follows gguf.quants' dequantize_blocks operation by operation
 (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), so a kernel compiled with FMA
 contraction off gives the ``gguf`` package's bits. Quants become floats through 2^23's exponent
 bits (``_exact_f32``: a LOP3 and an FADD, exact), not int-to-float conversions, which run at a
@@ -22,8 +27,9 @@ import triton.language as tl
 from pygpukit._gguf_planes import offsets
 
 __all__ = [
-    "FORMAT_IDS", "affine", "group_values", "groups_per_row", "has_offset", "part_start",
-    "plane_args", "quarter", "subtracts_offset",
+    "FORMAT_IDS", "affine", "affine_of", "fields", "group_values", "groups_per_row",
+    "has_offset", "part_start", "plane_args", "quarter", "quarter_fields", "quarter_of",
+    "subtracts_offset", "values_of",
 ]  # fmt: skip
 
 FORMAT_IDS = {
@@ -153,10 +159,11 @@ def subtracts_offset(FMT: tl.constexpr):
 
 @triton.jit
 def fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """The bytes affine decodes for groups g [1, G, 1...] of the rows whose planes start at
-    byte offsets row [BN, 1, 1...] (t: the positions in a half-group; mask as g and row), as a
-    tuple of uint8 tensors: loads only, so a kernel can load the next tile's fields before it
-    decodes this one's (affine_of). Formats 0-7 (q2_k / q3_k: quarter_fields)."""
+    """The bytes affine decodes for groups g of the rows whose planes start at byte offsets row
+    (t: the positions in a half-group; g, row and t broadcast, e.g. [1, G, 1], [BN, 1, 1] and
+    [1, 1, 16]; mask as g and row), as a tuple of uint8 tensors: loads only, so a kernel can
+    load the next tile's fields before it decodes this one's (affine_of). Formats 0-7 (q2_k /
+    q3_k: quarter_fields)."""
     if FMT == 0:  # q8_0: int8 quants, w = q * d
         return (_ld(P, row + 32 * g + t, mask), _ld(P, row + 32 * g + 16 + t, mask),
                 _pair(P, row + OD + 2 * g, mask))  # fmt: skip
@@ -190,8 +197,8 @@ def affine_of(f, g, t, FMT: tl.constexpr):
     position t is a_lo * q_lo + b_lo (q4_1, q5_1), a_lo * q_lo - b_lo (q4_k, q5_k: (d * sc) * q
     - dmin * m; subtracted, not added negated, since Triton negates as 0 - x and -0 would
     become +0) or a_lo * q_lo, gguf.quants' operations in its order. q is the quant less the
-    format's bias, an exact float32; a and b are per half-group ([BN, G, 1...]); b is 0 where
-    not has_offset(FMT)."""
+    format's bias, an exact float32; a and b are per half-group (position axes of size 1); b is
+    0 where not has_offset(FMT)."""
     if FMT == 0:
         ql = _exact_f32(_i32(f[0]) ^ 128, 128)  # the byte is q + 128
         qh = _exact_f32(_i32(f[1]) ^ 128, 128)
@@ -252,7 +259,8 @@ def affine(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
 
 @triton.jit
 def values_of(f, g, t, FMT: tl.constexpr):
-    """(lo, hi) float32 [BN, G, 16]: the values of groups g from their fields f."""
+    """(lo, hi) float32 (g, row and t's broadcast shape): the values of groups g from their
+    fields f."""
     ql, qh, al, bl, ah, bh = affine_of(f, g, t, FMT)
     if subtracts_offset(FMT):
         return al * ql - bl, ah * qh - bh
@@ -264,8 +272,8 @@ def values_of(f, g, t, FMT: tl.constexpr):
 
 @triton.jit
 def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """(lo, hi) float32 [BN, G, 16]: the values of groups g [1, G, 1] of the rows whose planes
-    start at byte offsets row [BN, 1, 1]; mask [BN, G, 1] (see affine_of)."""
+    """(lo, hi) float32: the values of groups g of the rows whose planes start at byte offsets
+    row (shapes as in fields; see affine_of)."""
     return values_of(fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT), g, t, FMT)
 
 
@@ -286,9 +294,9 @@ def quarter_fields(P, row, g, t, mask, OQH, OD, OM, OS, s: tl.constexpr, FMT: tl
 
 @triton.jit
 def quarter_of(f, g, s: tl.constexpr, FMT: tl.constexpr):
-    """q2_k (FMT 8) / q3_k (FMT 9): float32 [BN, G, 16] values of part s (bits 2s..2s+1 of the
-    group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row, from its
-    quarter_fields f."""
+    """q2_k (FMT 8) / q3_k (FMT 9): float32 values (shapes as in fields) of part s (bits
+    2s..2s+1 of the group's 16 quant bytes), value 128 (g//2) + 32 s + 16 (g%2) + t of the row,
+    from its quarter_fields f."""
     q = (_i32(f[0]) >> (2 * s)) & 3
     h = (g % 4) // 2  # the half of the super-block
     i = 8 * h + 2 * s + g % 2
