@@ -54,12 +54,12 @@ __all__ = [
 
 # GGUF experts with half x on a GPU: from this many routed rows an expert on average (48: where
 # the engine's block_rows picks block_m 64), moe_linear dequantizes the experts into x's dtype
-# and runs the dense grouped product; below, the tensor-core kernel (or, up to 16 routed rows,
-# the row-streaming kernel) reads the blocks in place. On an H200 (a Mixtral-8x7B layer's
-# experts, 2026-11-27), us, the kernel against dequantize + dense: 4 rows an expert (16 tokens)
-# q4_k 1170 / 1632, q4_0 750 / 1578; 16 rows (64 tokens) q4_k 1649 / 1698, q4_0 1072 / 1681;
-# 64 rows (256 tokens) q4_k 2540 / 1746, q4_0 1677 / 1716; 256 rows (1024 tokens) q4_k 7149 /
-# 2670, q4_0 4511 / 2573.
+# and runs the dense grouped product; below, the tensor-core kernel (or, up to 16 routed rows
+# and fewer than two an expert, the row-streaming kernel) reads the blocks in place. On an
+# H200 (a Mixtral-8x7B layer's experts, 2026-11-27), us, the kernel against dequantize + dense:
+# 4 rows an expert (16 tokens) q4_k 1170 / 1632, q4_0 750 / 1578; 16 rows (64 tokens) q4_k
+# 1649 / 1698, q4_0 1072 / 1681; 64 rows (256 tokens) q4_k 2540 / 1746, q4_0 1677 / 1716; 256
+# rows (1024 tokens) q4_k 7149 / 2670, q4_0 4511 / 2573.
 EXPERTS_DENSE_MIN_ROWS = 48
 # ... unless the transient dense copy (w, and w_up alongside it) would pass this many bytes: a
 # Mixtral-8x7B layer's gated projection takes 1.75 GiB in bfloat16 (2 x 8 x 14336 x 4096 x 2
@@ -155,13 +155,13 @@ def moe_linear(
 
     w (and w_up) may also be GGUF-quantized experts, a QuantizedWeight of E stacked [N, K]
     matrices (``QuantizedWeight.from_blocks(fmt, rows, experts=E)``), x float16, bfloat16 or
-    float32. Up to 16 routed rows (decode; not under the deterministic mode) stream each row's
-    expert and multiply the exact float32 values on the CUDA cores, as linear_quantized's
-    one-row path; more rows dequantize each tile, round it to x's dtype and use the tensor
-    cores, as dense weights of that dtype would be (the NumPy twin does the latter). With
-    EXPERTS_DENSE_MIN_ROWS routed rows an expert or more (half x on a GPU, not under the
-    deterministic mode, a copy within EXPERTS_DENSE_MAX_BYTES), the experts are dequantized into
-    x's dtype for the call and the dense grouped product runs."""
+    float32. Up to 16 routed rows, fewer than two an expert (decode; not under the deterministic
+    mode), stream each row's expert and multiply the exact float32 values on the CUDA cores, as
+    linear_quantized's one-row path; more rows dequantize each tile, round it to x's dtype and
+    use the tensor cores, as dense weights of that dtype would be (the NumPy twin does the
+    latter). With EXPERTS_DENSE_MIN_ROWS routed rows an expert or more (half x on a GPU, not
+    under the deterministic mode, a copy within EXPERTS_DENSE_MAX_BYTES), the experts are
+    dequantized into x's dtype for the call and the dense grouped product runs."""
     op = "moe_linear"
     chk.array(op, "x", x)
     chk.floating(op, "x", x)

@@ -25,11 +25,12 @@ row).
 
 MoE experts (moe_linear_gguf, gp.moe_linear over QuantizedWeight experts): the grouped product of
 backends/triton_kernels/moe.py with each expert's rows read from the stacked planes. Up to
-ROWWISE_MAX_ROWS routed rows, outside the deterministic mode, one program per (block of slots, 2
-columns) streams the expert's rows against each live slot's x row on the CUDA cores (_rows_dot);
-otherwise one program per (block of slots, BN columns) dequantizes each K tile, rounds it to x's
-dtype and uses tl.dot. (With many routed rows an expert, ops/moe.py dequantizes the experts and
-runs the dense grouped product instead: EXPERTS_DENSE_MIN_ROWS.)
+ROWWISE_MAX_ROWS routed rows, fewer than two an expert (streams_rows), outside the deterministic
+mode, one program per (block of slots, 2 columns) streams the expert's rows against each live
+slot's x row on the CUDA cores (_rows_dot); otherwise one program per (block of slots, BN
+columns) dequantizes each K tile, rounds it to x's dtype and uses tl.dot. (With many routed rows
+an expert, ops/moe.py dequantizes the experts and runs the dense grouped product instead:
+EXPERTS_DENSE_MIN_ROWS.)
 """
 
 # Triton kernel and @triton.jit helper bodies take tl tensors/constexprs: left unannotated.
@@ -69,7 +70,7 @@ from pygpukit.dtypes import as_dtype
 
 __all__ = [
     "dequantize_gguf", "linear_gguf", "linear_config", "experts_config", "moe_linear_gguf",
-    "FORMAT_IDS", "TENSOR_CORE_STAGES",
+    "streams_rows", "FORMAT_IDS", "TENSOR_CORE_STAGES",
 ]  # fmt: skip
 
 
@@ -471,10 +472,21 @@ def _grouped_rows_kernel(
                 tl.store(Y + slot.to(tl.int64) * syr + rn, y.to(Y.dtype.element_ty), mask=rn < N)
 
 
-# Routed rows up to which moe_linear_gguf streams each row on the CUDA cores (decode); beyond,
-# the tensor-core grouped kernel. On an H100 (Mixtral-8x7B layer, 2026-11-27), streaming 32
-# rows (16 tokens) instead took q4_k experts from 3488 to 3284 us but q4_0 from 1473 to 1994 us.
+# Routed rows up to which moe_linear_gguf streams each row on the CUDA cores (decode), while the
+# rows are fewer than two an expert (streams_rows); else the tensor-core grouped kernel, which
+# decodes each expert's tiles once for all its rows. On an H100 (2026-11-27), a Mixtral-8x7B
+# layer (8 experts, top-2), us, streaming against the tensor-core kernel: 2 rows q4_k 231.5 /
+# 353.7; 8 rows (one an expert) q4_k 878.4 / 862.1, q4_0 533.3 / 580.2, q6_k 882.3 / 779.1; 16
+# rows (two an expert) q4_k 1644.9 / 1106.3, q4_0 978.8 / 709.6, q6_k 1640.8 / 1028.9; a
+# Qwen3-30B-A3B layer (128 experts, top-8) at 16 rows: q4_k 63.7 / 82.8, q4_0 47.8 / 58.2.
 ROWWISE_MAX_ROWS = 16
+
+
+def streams_rows(rows: int, experts: int) -> bool:
+    """Whether moe_linear_gguf streams its rows (the row kernel) rather than the tensor-core
+    grouped kernel: up to ROWWISE_MAX_ROWS routed rows, fewer than two an expert, outside the
+    deterministic mode (whose one kernel keeps a row's bits independent of the batch)."""
+    return rows <= ROWWISE_MAX_ROWS and rows < 2 * experts and not determinism.is_deterministic()
 
 
 def experts_config(block_m: int, fmt: str) -> tuple[int, int, int]:
@@ -520,7 +532,7 @@ def moe_linear_gguf(
     be = block_expert if block_expert.is_contiguous() else block_expert.contiguous()
     scale = y if row_scale is None else row_scale.contiguous()
     plan = (ru, be, scale, y, r, n, groups_per_row(fmt, k), experts, top_k, rb, *plane_args(fmt, k))
-    if r <= ROWWISE_MAX_ROWS and not determinism.is_deterministic():
+    if streams_rows(r, experts):
         launch(
             _grouped_rows_kernel, (be.shape[0], cdiv(n, 2)),
             x, data, data_up if data_up is not None else data, *plan, *x.element_strides,
