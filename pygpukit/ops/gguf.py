@@ -46,8 +46,9 @@ STREAM_MAX_ROWS = 2
 # Rows of float16 / bfloat16 x up to which the tensor-core kernel multiplies W in place, when W
 # has at least TENSOR_CORE_MIN_COLUMNS_PER_SM * (the stream's SMs) rows (output columns: its
 # tiles of 32 columns then fill the SMs one and a half times, and each runs all of K); else W is
-# dequantized into x's dtype and multiplied densely. On an H200 (132 SMs, 2026-11-27), us, the
-# kernel against dequantize + gp.linear, 4 / 16 rows: 14336x4096 q4_0 47.0 / 51.1 against 82.4
+# dequantized into x's dtype and multiplied densely. On an H200 (132 SMs, 2026-11-27; one call
+# of the sweep, the table in BENCHMARKS.md is another), us, the kernel against the earlier
+# dequantize + gp.linear, 4 / 16 rows: 14336x4096 q4_0 47.0 / 51.1 against 82.4
 # / 82.1, q4_k 63.3 / 68.9 against 104.0 / 103.4, q8_0 49.5 / 51.5 against 90.0 / 90.2, q6_k
 # 61.9 / 64.8 against 99.5 / 98.9; 8192x2048 19.0-26.1 against 23.7-65.8; but 4096x14336 (128
 # tiles) 100.4-156.6 against 81.0-104.2. At 64 rows the kernel's best tile lost (14336x4096:

@@ -154,11 +154,12 @@ def test_linear_quantized_gguf_out_column_slice(lead: tuple[int, int]) -> None:
 def test_moe_linear_quantized_experts_each_path(
     fmt: str, dtype: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Half x through each path of GGUF experts, gated with the routing weight, each within x's
-    dtype of the float64 product: few rows an expert (the tensor-core kernel, block_m 16 and
-    64), EXPERTS_DENSE_MIN_ROWS or more (the experts dequantized, then the dense grouped
-    product), the same with a copy over EXPERTS_DENSE_MAX_BYTES or under the deterministic mode
-    (the kernel again). Which path ran is seen by counting the dequantizations."""
+    """Half x through each path of GGUF experts, with the routing weight, each within x's dtype
+    of the float64 product: few rows an expert (the tensor-core kernel, block_m 16 and 64, and
+    one token under EXPERTS_DENSE_MIN_ROWS), that many or more (the experts dequantized, then
+    the dense grouped product; w alone when its copy fits EXPERTS_DENSE_MAX_BYTES but w with
+    w_up does not), a copy over the cap or the deterministic mode (the kernel again). Which path
+    ran is seen by counting the dequantizations."""
     from contextlib import nullcontext
 
     from _moe_ref import moe_linear as ref_moe
@@ -175,26 +176,31 @@ def test_moe_linear_quantized_experts_each_path(
     wu = gp.QuantizedWeight.from_blocks(fmt, raw_up, device=DEVICE, experts=e)
     wr, ur = reference(raw, fmt).reshape(e, n, k), reference(raw_up, fmt).reshape(e, n, k)
     many = -(-om.EXPERTS_DENSE_MIN_ROWS * e // top)  # tokens for the dense path
-    cases = [  # (tokens, block_m, byte cap, deterministic, dense)
-        (37, 16, om.EXPERTS_DENSE_MAX_BYTES, False, False),
-        (37, 64, om.EXPERTS_DENSE_MAX_BYTES, False, False),
-        (many, 64, om.EXPERTS_DENSE_MAX_BYTES, False, True),
-        (many, 128, 0, False, False),
-        (many, 16, om.EXPERTS_DENSE_MAX_BYTES, True, False),
+    cap = om.EXPERTS_DENSE_MAX_BYTES
+    one_copy = e * n * k * 2  # w alone in x's dtype: within it, w with w_up beside it is not
+    cases = [  # (tokens, block_m, byte cap, deterministic, gated, dequantizations)
+        (37, 16, cap, False, True, 0),
+        (37, 64, cap, False, True, 0),
+        (many - 1, 64, cap, False, True, 0),  # just under EXPERTS_DENSE_MIN_ROWS an expert
+        (many, 64, cap, False, True, 2),
+        (many, 64, one_copy, False, True, 0),
+        (many, 64, one_copy, False, False, 1),
+        (many, 128, 0, False, True, 0),
+        (many, 16, cap, True, True, 0),
     ]
-    for t, bm, cap, det, dense in cases:
-        monkeypatch.setattr(om, "EXPERTS_DENSE_MAX_BYTES", cap)
+    for t, bm, cap_bytes, det, gated, dequantized in cases:
+        monkeypatch.setattr(om, "EXPERTS_DENSE_MAX_BYTES", cap_bytes)
         rng = np.random.default_rng(t)
         x = up(rng.standard_normal((t, k)).astype(np.float32)).astype(dtype)
         ids = rng.integers(0, e, (t, top)).astype(np.int32)
         scale = rng.uniform(0.5, 1.0, t * top).astype(np.float32)
-        ref = ref_moe(x.astype("float32").to_numpy(), wr, ids, top, ur, scale)
+        ref = ref_moe(x.astype("float32").to_numpy(), wr, ids, top, ur if gated else None, scale)
         rows, be = gp.moe_align(up(ids), e, bm)
         calls.clear()
         with gp.deterministic() if det else nullcontext():
-            y = gp.moe_linear(x, w, rows, be, top, w_up=wu, row_scale=up(scale))
+            y = gp.moe_linear(x, w, rows, be, top, w_up=wu if gated else None, row_scale=up(scale))
         assert_close(y, ref, dtype)
-        assert len(calls) == (2 if dense else 0), (t, bm, cap, det)
+        assert len(calls) == dequantized, (t, bm, cap_bytes, det, gated)
 
 
 def test_blocks_round_trip_and_empty_weights() -> None:

@@ -150,19 +150,23 @@ def test_deterministic_rows_do_not_depend_on_the_batch(device: str, fmt: str) ->
     [("q8_0", 768), ("q8_0", 160), ("q4_k", 768), ("q6_k", 768), ("q3_k", 768), ("q2_k", 768)],
 )
 @pytest.mark.parametrize("dtype", ["float32", *HALF])
-@pytest.mark.parametrize("t", [3, 9])
+@pytest.mark.parametrize("t", [3, 4, 9])
 def test_grouped_experts(device: str, fmt: str, k: int, dtype: str, t: int) -> None:
     """The grouped expert product reading GGUF planes (gated with silu, and with the routing
     weight) against the float64 product of the same experts' values; one out-of-range id.
-    3 tokens (6 routed rows) take the row-streaming kernel, 9 the tensor-core one. K 768 is 24
-    groups (q2_k / q3_k: 12), whole K tiles of the tensor-core kernel (4 groups) and one and a
-    half of the row kernel's (16); K 160 (5 groups) ends in a partial tile in both."""
+    3 tokens (6 routed rows, fewer than two an expert) take the row-streaming kernel; 4 (8 rows:
+    two an expert) the tensor-core one for half x and the row kernel for float32 x (streams_rows);
+    9 (18 rows) the tensor-core one. K 768 is 24 groups (q2_k / q3_k: 12), whole K tiles of the
+    tensor-core kernel (4 groups), one and a half of the row kernel's (16; q2_k / q3_k: three
+    quarters of one); K 160 (5 groups) ends in a partial tile in both."""
     from _moe_ref import moe_linear as ref_moe
 
     from pygpukit.backends.cpu import moe as cm
 
     e, n, top = 4, 24, 2
-    assert tg.streams_rows(t * top, e) == (t == 3)
+    assert tg.streams_rows(t * top, e, dtype != "float32") == (
+        t == 3 or (t == 4 and dtype == "float32")
+    )
     raw = random_blocks(fmt, e * n, k, seed=11, scale=0.002)
     raw_up = random_blocks(fmt, e * n, k, seed=12, scale=0.002)
     w = reference(raw, fmt).reshape(e, n, k)
@@ -182,3 +186,25 @@ def test_grouped_experts(device: str, fmt: str, k: int, dtype: str, t: int) -> N
     y2 = tg.moe_linear_gguf(xd, p, *args, None, up(scale, device), top_k=top, block_m=16,
                             fmt=fmt, experts=e)  # fmt: skip
     assert_close(y2, ref_moe(x64, w, experts, top, None, scale), dtype)
+
+
+def test_grouped_experts_widest_block(device: str) -> None:
+    """block_m 256 (direct calls only: the engine stops at 128) takes experts_config's narrowest
+    tile; q8_0 with K 160 (a partial K tile), against the float64 product."""
+    from _moe_ref import moe_linear as ref_moe
+
+    from pygpukit.backends.cpu import moe as cm
+
+    e, n, k, t, top, fmt = 3, 40, 160, 20, 2, "q8_0"
+    assert tg.experts_config(256, fmt) == (32, 2, 4)
+    raw = random_blocks(fmt, e * n, k, seed=13, scale=0.002)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((t, k)).astype(np.float32)
+    experts = rng.integers(0, e, (t, top)).astype(np.int32)
+    rows, be = cm.moe_align(experts, num_experts=e, block_m=256)
+    xd = up(x, device)
+    p = up(to_planes(fmt, raw), device)
+    y = tg.moe_linear_gguf(xd, p, up(rows, device), up(be, device), None, None, top_k=top,
+                           block_m=256, fmt=fmt, experts=e)  # fmt: skip
+    w = reference(raw, fmt).reshape(e, n, k)
+    assert_close(y, ref_moe(x, w, experts, top), "float32")

@@ -139,7 +139,7 @@ def dequantize_gguf(
     return y
 
 
-# ----- the tensor-core kernels (more rows; MoE experts beyond ROWWISE_MAX_ROWS) -------------
+# ----- the tensor-core kernels (more rows; MoE experts that do not stream: streams_rows) -----
 # A K tile is G groups of BN rows of W as [G, BN, 16] tiles (one a part: lo and hi, or q2_k /
 # q3_k's four quarters). Groups lead, so a warp's lanes run along a row's consecutive groups: its
 # byte loads of the groups' scales touch a few rows' consecutive bytes. With rows leading (the
@@ -482,11 +482,14 @@ def _grouped_rows_kernel(
 ROWWISE_MAX_ROWS = 16
 
 
-def streams_rows(rows: int, experts: int) -> bool:
+def streams_rows(rows: int, experts: int, half: bool) -> bool:
     """Whether moe_linear_gguf streams its rows (the row kernel) rather than the tensor-core
-    grouped kernel: up to ROWWISE_MAX_ROWS routed rows, fewer than two an expert, outside the
-    deterministic mode (whose one kernel keeps a row's bits independent of the batch)."""
-    return rows <= ROWWISE_MAX_ROWS and rows < 2 * experts and not determinism.is_deterministic()
+    grouped kernel: up to ROWWISE_MAX_ROWS routed rows, outside the deterministic mode (whose
+    one kernel keeps a row's bits independent of the batch), and for half x fewer than two an
+    expert (timed with bfloat16 x; float32 x keeps streaming all 16)."""
+    if rows > ROWWISE_MAX_ROWS or determinism.is_deterministic():
+        return False
+    return rows < 2 * experts or not half
 
 
 def experts_config(block_m: int, fmt: str) -> tuple[int, int, int]:
@@ -532,7 +535,7 @@ def moe_linear_gguf(
     be = block_expert if block_expert.is_contiguous() else block_expert.contiguous()
     scale = y if row_scale is None else row_scale.contiguous()
     plan = (ru, be, scale, y, r, n, groups_per_row(fmt, k), experts, top_k, rb, *plane_args(fmt, k))
-    if streams_rows(r, experts):
+    if streams_rows(r, experts, half):
         launch(
             _grouped_rows_kernel, (be.shape[0], cdiv(n, 2)),
             x, data, data_up if data_up is not None else data, *plan, *x.element_strides,
