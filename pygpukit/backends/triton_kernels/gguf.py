@@ -53,7 +53,6 @@ from pygpukit.backends.triton_kernels.gguf_blocks import (
     FORMAT_IDS,
     affine,
     fields,
-    group_values,
     groups_per_row,
     has_offset,
     part_start,
@@ -103,14 +102,9 @@ def _dequant_kernel(
     row = (src * RB)[None, :, None]
     m = ok[None, :, None] & gm
     keep = live[None, :, None] & gm
-    if FMT >= 8:
-        for s in tl.static_range(4):
-            w = quarter(P, row, g, t, m, OQH, OD, OM, OS, s, FMT)
-            _store_part(Y, r, g, t, w, ok, keep, K, s, FMT)
-    else:
-        lo, hi = group_values(P, row, g, t, m, OQH, OD, OM, OS, FMT)
-        _store_part(Y, r, g, t, lo, ok, keep, K, 0, FMT)
-        _store_part(Y, r, g, t, hi, ok, keep, K, 1, FMT)
+    parts = _tile_parts(_tile_fields(P, row, g, t, m, OQH, OD, OM, OS, FMT), g, t, FMT)
+    for s in tl.static_range(2 + 2 * (FMT >= 8)):
+        _store_part(Y, r, g, t, parts[s], ok, keep, K, s, FMT)
 
 
 def dequantize_gguf(
@@ -193,6 +187,44 @@ def _dot_part(x, w, acc, PREC: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):
 
 
 @triton.jit
+def _tile_products(P, PU, row, nm, xrow, xm, sxk, g_end, NG, OQH, OD, OM, OS,
+                   FMT: tl.constexpr, GATED: tl.constexpr, PREC: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr, G: tl.constexpr):  # fmt: skip
+    """(acc, accu) float32 [BM, BN]: the x rows at xrow [BM, 1, 1] (mask xm) times the W rows
+    whose planes start at row [1, BN, 1] of P (mask nm), and of PU when GATED (accu; else
+    zeros), over groups [0, g_end) in K tiles of G groups: each tile's bytes loaded one tile
+    ahead (_tile_fields carried through the loop), decoded, rounded to x's dtype, tl.dot."""
+    t = tl.arange(0, 16)[None, None, :]
+    acc = tl.zeros([BM, BN], tl.float32)
+    accu = tl.zeros([BM, BN], tl.float32)
+    g = tl.arange(0, G)[:, None, None]
+    f = _tile_fields(P, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
+    fu = f
+    if GATED:
+        fu = _tile_fields(PU, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
+    for g0 in range(0, g_end, G):
+        g = g0 + tl.arange(0, G)[:, None, None]
+        gn = g + G
+        fn = _tile_fields(P, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
+        fun = fn
+        if GATED:
+            fun = _tile_fields(PU, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
+        gx = g0 + tl.arange(0, G)[None, :, None]
+        parts = _tile_parts(f, g, t, FMT)
+        uparts = parts
+        if GATED:
+            uparts = _tile_parts(fu, g, t, FMT)
+        for s in tl.static_range(2 + 2 * (FMT >= 8)):
+            x = _x_part(xrow, sxk, xm & (gx < NG), gx, t, s, FMT, BM, G)
+            acc = _dot_part(x, parts[s], acc, PREC, BN, G)
+            if GATED:
+                accu = _dot_part(x, uparts[s], accu, PREC, BN, G)
+        f = fn
+        fu = fun
+    return acc, accu
+
+
+@triton.jit
 def _linear_kernel(
     X, P, BIAS, Y, M, N, NG, RB, OQH, OD, OM, OS, sxm, sxk, sym, syn, sb,
     FMT: tl.constexpr, HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -206,20 +238,9 @@ def _linear_kernel(
     row = rn.to(tl.int64)[None, :, None] * RB
     xrow = X + rm.to(tl.int64)[:, None, None] * sxm
     xm = (rm < M)[:, None, None]
-    t = tl.arange(0, 16)[None, None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    g = tl.arange(0, G)[:, None, None]
-    f = _tile_fields(P, row, g, t, nm & (g < NG), OQH, OD, OM, OS, FMT)
-    for g0 in range(0, NG, G):
-        g = g0 + tl.arange(0, G)[:, None, None]
-        gn = g + G
-        fn = _tile_fields(P, row, gn, t, nm & (gn < NG), OQH, OD, OM, OS, FMT)
-        gx = g0 + tl.arange(0, G)[None, :, None]
-        parts = _tile_parts(f, g, t, FMT)
-        for s in tl.static_range(2 + 2 * (FMT >= 8)):
-            x = _x_part(xrow, sxk, xm & (gx < NG), gx, t, s, FMT, BM, G)
-            acc = _dot_part(x, parts[s], acc, "tf32", BN, G)  # half x: the precision is x's
-        f = fn
+    # half x only (linear_config), whose tl.dot precision is x's own: PREC is moot
+    acc, _ = _tile_products(P, P, row, nm, xrow, xm, sxk, NG, NG, OQH, OD, OM, OS, FMT, False,
+                            "tf32", BM, BN, G)  # fmt: skip
     if HAS_BIAS:
         acc += tl.load(BIAS + rn.to(tl.int64) * sb, mask=rn < N, other=0.0).to(tl.float32)[None, :]
     ptr = Y + rm.to(tl.int64)[:, None] * sym + rn.to(tl.int64)[None, :] * syn
@@ -396,7 +417,7 @@ def _grouped_kernel(
     """backends/triton_kernels/moe.py's grouped product with the expert's rows read from GGUF
     planes: one program per (block of BM slots of one expert, BN output columns); the slots' x
     rows gathered, each K tile's values dequantized and rounded to x's dtype for tl.dot (the
-    tiles and loads of _linear_kernel)."""
+    K loop of _linear_kernel: _tile_products)."""
     pid_b = tl.program_id(0)
     pid_n = tl.program_id(1)
     slots, ok, xr, ec, has = block_slots(ROWS, BEXP, pid_b, R, E, TOP_K, BM)
@@ -405,34 +426,8 @@ def _grouped_kernel(
     row = ((ec * N + rn.to(tl.int64)) * RB)[None, :, None]
     nm = (rn < N)[None, :, None]
     xrow = X + xr[:, None, None] * sxm
-    xm = ok[:, None, None]
-    t = tl.arange(0, 16)[None, None, :]
-    acc = tl.zeros([BM, BN], tl.float32)
-    accu = tl.zeros([BM, BN], tl.float32)
-    g = tl.arange(0, G)[:, None, None]
-    f = _tile_fields(P, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
-    fu = f
-    if GATED:
-        fu = _tile_fields(PU, row, g, t, nm & (g < g_end), OQH, OD, OM, OS, FMT)
-    for g0 in range(0, g_end, G):
-        g = g0 + tl.arange(0, G)[:, None, None]
-        gn = g + G
-        fn = _tile_fields(P, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
-        fun = fn
-        if GATED:
-            fun = _tile_fields(PU, row, gn, t, nm & (gn < g_end), OQH, OD, OM, OS, FMT)
-        gx = g0 + tl.arange(0, G)[None, :, None]
-        parts = _tile_parts(f, g, t, FMT)
-        uparts = parts
-        if GATED:
-            uparts = _tile_parts(fu, g, t, FMT)
-        for s in tl.static_range(2 + 2 * (FMT >= 8)):
-            x = _x_part(xrow, sxk, xm & (gx < NG), gx, t, s, FMT, BM, G)
-            acc = _dot_part(x, parts[s], acc, PREC, BN, G)
-            if GATED:
-                accu = _dot_part(x, uparts[s], accu, PREC, BN, G)
-        f = fn
-        fu = fun
+    acc, accu = _tile_products(P, PU, row, nm, xrow, ok[:, None, None], sxk, g_end, NG, OQH, OD,
+                               OM, OS, FMT, GATED, PREC, BM, BN, G)  # fmt: skip
     store_rows(Y, acc, accu, SCALE, slots, ok, rn, N, syr, GATED, SCALED)
 
 

@@ -3,11 +3,12 @@ file's bytes regrouped by field, the same size), shared by the kernels of gguf.p
 
 A group is 32 values, the low and high nibbles of 16 quant bytes ("lo" and "hi", 16 positions
 each; q2_k / q3_k: four parts of 16). ``affine`` returns a group as exact quants and per
-half-group scales and offsets, ``group_values`` as float32 values, ``quarter`` a q2_k / q3_k
-part. Each is a load step and a decode step: ``fields`` / ``quarter_fields`` only load a tile's
-bytes (a tuple of uint8 tensors), ``affine_of`` / ``values_of`` / ``quarter_of`` decode them, so a
-kernel can load the next K tile while it decodes this one. Shapes broadcast: rows, groups and
-positions may come in any axis order ([BN, G, 16], [G, BN, 16], [BN, G, 2, 8]).
+half-group scales and offsets, ``quarter`` a q2_k / q3_k part as float32 values. Each is a load
+step and a decode step: ``fields`` / ``quarter_fields`` only load a tile's bytes (a tuple of
+uint8 tensors), ``affine_of`` / ``values_of`` (a group's lo and hi values) / ``quarter_of``
+decode them, so a kernel can load the next K tile while it decodes this one. Shapes
+broadcast: rows, groups and positions may come in any axis order ([BN, G, 16], [G, BN, 16],
+[BN, G, 2, 8]).
 
 Each format's arithmetic follows gguf.quants' dequantize_blocks operation by operation
 (q4_1: d * q + m as two roundings; q4_k: (d * sc) * q - dmin * m), so a kernel compiled with FMA
@@ -27,9 +28,8 @@ import triton.language as tl
 from pygpukit._gguf_planes import offsets
 
 __all__ = [
-    "FORMAT_IDS", "affine", "affine_of", "fields", "group_values", "groups_per_row",
-    "has_offset", "part_start", "plane_args", "quarter", "quarter_fields", "quarter_of",
-    "subtracts_offset", "values_of",
+    "FORMAT_IDS", "affine", "affine_of", "fields", "groups_per_row", "has_offset", "part_start",
+    "plane_args", "quarter", "quarter_fields", "quarter_of", "subtracts_offset", "values_of",
 ]  # fmt: skip
 
 FORMAT_IDS = {
@@ -268,13 +268,6 @@ def values_of(f, g, t, FMT: tl.constexpr):
         return al * ql + bl, ah * qh + bh
     else:
         return al * ql, ah * qh
-
-
-@triton.jit
-def group_values(P, row, g, t, mask, OQH, OD, OM, OS, FMT: tl.constexpr):
-    """(lo, hi) float32: the values of groups g of the rows whose planes start at byte offsets
-    row (shapes as in fields; see affine_of)."""
-    return values_of(fields(P, row, g, t, mask, OQH, OD, OM, OS, FMT), g, t, FMT)
 
 
 @triton.jit
