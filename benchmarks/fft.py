@@ -7,8 +7,8 @@
 
 --dtype float64 times float64 / complex128 inputs against torch.fft in double precision
 (cuFFT's Z2Z / D2Z); the fp32 knobs below (--dot, --paths, --points, ...) do not apply there:
-float64 runs the Stockham passes and Bluestein only, on Triton, or the native kernel at its
-powers of two.
+float64 runs the Stockham passes and Bluestein only, on Triton, or the native kernels at their
+lengths.
 
 Cases: batched real frames as in speech features (32 x 3000 frames of n = 400, 512 and 2048,
 and of 1000 and 4096, the other lengths with a factor padded to 64; rfft and fft), a batched
@@ -32,9 +32,9 @@ default its value); --warps, the fused kernel's warps a program (fft_fused.FUSED
 default its table); --pairs, rfft of the even lengths fft_plan.real_pairs picks as a complex
 half-length transform plus an untangling step (1, the default) or as a real transform (0)
 (fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS); --backend, the backend the FFT ops are routed to
-("triton" or "native", the power-of-two kernel of native/src/fft: other lengths are skipped
-for it; default: the routing table's choice, which sends powers of two to native, so tune the
-Triton knobs above on those lengths with --backend triton). Each case's input, torch time and
+("triton" or "native", the kernels of native/src/fft: lengths with a prime factor above 7
+are skipped for it; default: the routing table's choice, which sends those lengths to native,
+so tune the Triton knobs above on them with --backend triton). Each case's input, torch time and
 copy rate are shared by all variants.
 """
 
@@ -123,11 +123,16 @@ class Variant:
         return f"dot={self.dot} path={self.path}{pts}{ch}{wp}{pr}{be}"
 
     def serves(self, c: Case) -> bool:
-        """False for a length the forced backend does not serve (native: powers of two)."""
+        """False for a length the forced backend does not serve (native: 7-smooth lengths,
+        even for rfft, up to its tops)."""
         if self.backend != "native":
             return True
+        from pygpukit.backends.native.fft import mixed_radices
+
         most = (4096 if c.op == "fft" else 8192) // (2 if c.double else 1)
-        return c.n <= most and c.n & (c.n - 1) == 0
+        points = c.n if c.op == "fft" else c.n // 2
+        smooth = points & (points - 1) == 0 or mixed_radices(points) is not None
+        return c.n <= most and smooth and (c.op == "fft" or c.n % 2 == 0)
 
     def apply(self) -> None:
         from pygpukit.backends.triton_kernels import fft_fused

@@ -68,6 +68,16 @@ def _route(op: str) -> OpRoute:
         raise RouteError(f"no routing entry for op {op!r}") from None
 
 
+def _smooth(n: int, primes: tuple[int, ...]) -> bool:
+    """Whether n >= 1 has no prime factor outside primes."""
+    if n < 1:
+        return False
+    for p in primes:
+        while n % p == 0:
+            n //= p
+    return n == 1
+
+
 def _reasons(
     cand: Candidate,
     route: OpRoute,
@@ -110,12 +120,14 @@ def _reasons(
     if cand.max_last_dim is not None and arrays and arrays[0].ndim:
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
-    if cand.pow2 is not None:
-        name, lo, hi = cand.pow2
+    if cand.smooth is not None:
+        name, lo, hi, step, primes = cand.smooth
         got = params.get(name)
-        if not (isinstance(got, int) and lo <= got <= hi and got & (got - 1) == 0):
-            why.append(f"needs the transform length {name} a power of two in [{lo}, {hi}], "
-                       f"got {got!r}")  # fmt: skip
+        if not (isinstance(got, int) and lo <= got <= hi and got % step == 0
+                and _smooth(got, primes)):  # fmt: skip
+            what = "even " if step == 2 else f"a multiple of {step} " if step > 1 else ""
+            why.append(f"needs the transform length {name} {what}in [{lo}, {hi}] with prime "
+                       f"factors in {primes}, got {got!r}")  # fmt: skip
     if det is None:
         det = determinism._on[0]
     if det:

@@ -28,8 +28,8 @@ class Candidate:
     min_capability / max_capability: CUDA compute capability range (max: code built for one
     architecture only, e.g. sm_90a's wgmma); params: exact values a call's parameter must have
     (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim;
-    pow2: (param, lo, hi): that parameter must be a power of two in [lo, hi] (the native FFT's
-    transform lengths).
+    smooth: (param, lo, hi, step, primes): that parameter must be a multiple of step in [lo, hi]
+    with no prime factor outside primes (the native FFT's transform lengths).
     Per-input constraints name an input by its position in the op's inputs tuple (an absent
     optional input keeps its place): input_dtypes ((i, dtypes), ...): input i's dtype must be
     one of these (where ``dtypes`` admits more for the other inputs); multiple_of
@@ -47,7 +47,7 @@ class Candidate:
     max_capability: tuple[int, int] | None = None
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
-    pow2: tuple[str, int, int] | None = None
+    smooth: tuple[str, int, int, int, tuple[int, ...]] | None = None
     input_dtypes: tuple[tuple[int, frozenset[str]], ...] = ()
     multiple_of: tuple[tuple[int, int, int], ...] = ()
     invariant: frozenset[str] | None = None
@@ -125,8 +125,9 @@ W8A8_MAX_ROWS = 0
 # Triton converts e4m3 (fp8 codes, nvfp4 block scales) in hardware from sm_89 on.
 QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 
-# The native FFT (native/src/fft/fft.h): its input dtypes and power-of-two lengths n by op (a
-# complex transform of up to 4096 points in shared memory; the real ones through pairs).
+# The native FFT (native/src/fft/fft.h): its input dtypes and lengths n by op: 7-smooth (prime
+# factors 2, 3, 5, 7), a complex transform of up to 4096 points in shared memory; the real ones
+# through pairs (even n, n / 2 complex points).
 _FFT_REAL_IN = frozenset({"float32", "float16", "bfloat16"})
 _FFT_NATIVE_IO = {
     "fft": _FFT_REAL_IN | {"complex64"},
@@ -136,7 +137,11 @@ _FFT_NATIVE_IO = {
     "rfft_windowed": _FFT_REAL_IN,
     "rfft_frames": _FFT_REAL_IN,
 }
-_FFT_NATIVE_N = {op: (2, 8192) for op in _FFT_NATIVE_IO} | {"fft": (1, 4096), "ifft": (1, 4096)}
+_FFT_NATIVE_N = {op: (2, 8192, 2) for op in _FFT_NATIVE_IO} | {
+    "fft": (1, 4096, 1),
+    "ifft": (1, 4096, 1),
+}
+_FFT_PRIMES = (2, 3, 5, 7)
 # ... and in float64 (complex128): half the points (a row's float64 planes fill the same
 # shared memory); the Triton kernels serve float64 at every other length.
 _FFT_F64_IN = frozenset({"float64", "complex128"})
@@ -148,7 +153,7 @@ _FFT_NATIVE_IO64 = {
     "rfft_windowed": frozenset({"float64"}),
     "rfft_frames": frozenset({"float64"}),
 }
-_FFT_NATIVE_N64 = {op: (lo, hi // 2) for op, (lo, hi) in _FFT_NATIVE_N.items()}
+_FFT_NATIVE_N64 = {op: (lo, hi // 2, step) for op, (lo, hi, step) in _FFT_NATIVE_N.items()}
 
 _ROUTES: list[OpRoute] = [
     *(
@@ -376,8 +381,14 @@ _ROUTES: list[OpRoute] = [
         _entry(
             op,
             "fft",
-            Candidate("native", dtypes=_FFT_NATIVE_IO[op], pow2=("n", *_FFT_NATIVE_N[op])),
-            Candidate("native", dtypes=_FFT_NATIVE_IO64[op], pow2=("n", *_FFT_NATIVE_N64[op])),
+            Candidate(
+                "native", dtypes=_FFT_NATIVE_IO[op], smooth=("n", *_FFT_NATIVE_N[op], _FFT_PRIMES)
+            ),
+            Candidate(
+                "native",
+                dtypes=_FFT_NATIVE_IO64[op],
+                smooth=("n", *_FFT_NATIVE_N64[op], _FFT_PRIMES),
+            ),
             Candidate("triton", dtypes=FLOATS | COMPLEX),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),
             route_params=("n",),

@@ -74,14 +74,14 @@ def test_model_matches_numpy(log2n: int) -> None:
     rng = np.random.default_rng(log2n)
     z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     for untangle in (False, True):
-        table = twiddle_table(log2n, untangle)
+        table = twiddle_table(radices(log2n), untangle)
         assert table.size >= 1
         np.testing.assert_allclose(model(z, log2n, False, table), np.fft.fft(z), atol=1e-9 * n)
         np.testing.assert_allclose(model(z, log2n, True, table), np.fft.ifft(z) * n,
                                    atol=1e-9 * n)  # fmt: skip
     if n >= 2:  # the untangling twiddles follow the passes' (real pairs: X from Z)
         x = rng.standard_normal(2 * n)
-        table = twiddle_table(log2n, True)
+        table = twiddle_table(radices(log2n), True)
         zz = model(x[0::2] + 1j * x[1::2], log2n, False, table)
         w = table[-(n + 1) :]
         k = np.arange(n + 1)

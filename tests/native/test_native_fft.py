@@ -1,5 +1,6 @@
 """Native twin of the FFT ops (native/src/fft/fft.cu) on the GPU: the public ops with the route
-forced to native, against numpy.fft in float64, at every power-of-two length the kernel serves,
+forced to native, against numpy.fft in float64, at every power-of-two length the kernel serves
+(test_native_fft_mixed.py: the other lengths),
 with strided and truncated/padded inputs, half inputs, windows, powers, STFT frames in every
 pad mode, strided out=, zero rows, determinism and graph capture; and the routing of lengths it
 does not serve."""
@@ -200,9 +201,9 @@ def test_zero_rows_and_bad_lengths() -> None:
     frames = ops_fft.rfft_frames(gp.empty((0, 4096), gp.float32, DEV),
                                  up(np.ones(512, np.float32)), hop=128, power=2.0)  # fmt: skip
     assert frames.shape == (0, 29, 257)
-    for op, n in (("fft", 400), ("rfft", 1000), ("fft", 8192), ("irfft", 1)):
+    for op, n in (("fft", 401), ("rfft", 1001), ("fft", 8192), ("irfft", 1)):
         xx = up(np.ones((2, 10), np.complex64 if op == "irfft" else np.float32))
-        with pytest.raises(RouteError, match="power of two"):
+        with pytest.raises(RouteError, match="prime factors in"):
             getattr(gp.fft, op)(xx, n=n)
     # The runtime stays usable after a refusal.
     got = gp.fft.fft(up(np.ones((1, 8), np.float32)))
@@ -271,7 +272,7 @@ def test_float64_real(k: int) -> None:
 def test_float64_refusals() -> None:
     """float64 past the native kernel's float64 lengths is refused by the forced native route
     (this module's fixture), naming the constraint (the table's default sends them to Triton)."""
-    with pytest.raises(RouteError, match="power of two"):
+    with pytest.raises(RouteError, match="prime factors in"):
         gp.fft.fft(up(np.ones((2, 4096), np.complex128)))
-    with pytest.raises(RouteError, match="power of two"):
+    with pytest.raises(RouteError, match="prime factors in"):
         gp.fft.rfft(up(np.ones((2, 8192), np.float64)))

@@ -164,18 +164,20 @@ def test_namespace() -> None:
 
 @pytest.mark.parametrize("op", ["fft", "rfft"])
 def test_table_serves_float64_at_every_length(op: str) -> None:
-    """float64 on the GPU: the native kernel at its powers of two, Triton at every length. (On
-    a CPU array the GPU candidates fail for the device alone, never for the dtype.)"""
+    """float64 on the GPU: the native kernels at their 7-smooth lengths, Triton at every
+    length. (On a CPU array the GPU candidates fail for the device alone, never for the
+    dtype.)"""
     x = up(np.ones((2, 50)))
-    cands = gp.routing.explain(op, x, n=50).candidates
+    cands = gp.routing.explain(op, x, n=102).candidates  # 2 x 3 x 17
     triton = [w for b, w in cands if b == "triton"]
     native64 = [w for b, w in cands if b == "native"][1]
     assert triton and not any("dtype" in r for r in triton[0]), cands
     assert not any("dtype" in r for r in native64), cands
-    assert any("power of two" in r for r in native64), cands
-    assert gp.routing.explain(op, x, n=64).candidates[1][1] == [
-        r for r in native64 if "power of two" not in r
-    ]
+    assert any("prime factors in" in r for r in native64), cands
+    for n in (64, 50):
+        assert gp.routing.explain(op, x, n=n).candidates[1][1] == [
+            r for r in native64 if "prime factors in" not in r
+        ]
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-// Power-of-two row FFTs (fft.h): the entry point and its checks; the kernel is fft_kernel.cuh's,
-// one row of N = 2^log2n complex points per N / 8 threads, held in shared memory between passes.
+// Row FFTs (fft.h): the entry point and its checks. Powers of two run fft_kernel.cuh's kernel,
+// one row of N = 2^log2n complex points per N / 8 threads, held in shared memory between passes;
+// other lengths run fft_mixed.cu's, the same algorithm with run-time radices.
 //
 // Algorithm: Stockham autosort (Van Loan 1.7; the GPU form of Govindaraju et al., SC 2008).
 // After the passes so far, shared memory holds N / Ns sub-transforms of Ns points each
@@ -41,8 +42,30 @@
 namespace pgk {
 
 void fft_rows(const FftArgs& a) {
-  PGK_REQUIRE(a.log2n >= 0 && a.log2n <= 12,
-              "log2n must be in 0..12 (2^log2n complex points), got " + std::to_string(a.log2n));
+  const bool mixed = a.log2n == -1;
+  PGK_REQUIRE(mixed || (a.log2n >= 0 && a.log2n <= 12),
+              "log2n must be in 0..12 (2^log2n complex points) or -1 (mixed radices), got " +
+                  std::to_string(a.log2n));
+  if (mixed) {
+    const int top = a.f64 ? 1 << fftk::kMaxLog2F64 : 4096;
+    PGK_REQUIRE(a.points >= 2 && a.points <= top,
+                "mixed-radix transforms take 2.." + std::to_string(top) + " points, got " +
+                    std::to_string(a.points));
+    PGK_REQUIRE(a.npass >= 1 && a.npass <= kMaxPasses,
+                "mixed-radix transforms take 1.." + std::to_string(kMaxPasses) +
+                    " passes, got " + std::to_string(a.npass));
+    std::int64_t product = 1;
+    for (int p = 0; p < a.npass; ++p) {
+      const int r = a.radix[p];
+      PGK_REQUIRE(fft_radix_slot(r) < 6,
+                  "radix " + std::to_string(r) + " is not one of 7, 5, 3, 8, 4, 2");
+      PGK_REQUIRE(p == 0 || fft_radix_slot(a.radix[p - 1]) <= fft_radix_slot(r),
+                  "the radices must come in the order 7, 5, 3, 8, 4, 2");
+      product *= r;
+    }
+    PGK_REQUIRE(product == a.points, "the radices' product " + std::to_string(product) +
+                                         " is not the points " + std::to_string(a.points));
+  }
   PGK_REQUIRE(a.load >= kComplex && a.load <= kHermitian, "unknown load");
   PGK_REQUIRE(!(a.load == kRealPairs && a.inverse) && !(a.load == kHermitian && !a.inverse),
               "real pairs are forward (rfft), Hermitian loads inverse (irfft)");
@@ -53,13 +76,14 @@ void fft_rows(const FftArgs& a) {
   PGK_REQUIRE(a.f64 ? a.x_dtype == DType::f64 : (a.x_dtype == DType::f32 || half_ok),
               std::string("x dtype ") + dtype_name(a.x_dtype) + " does not fit the load" +
                   (a.f64 ? " (float64 transforms read float64)" : ""));
-  PGK_REQUIRE(!a.f64 || a.log2n <= fftk::kMaxLog2F64,
+  PGK_REQUIRE(!a.f64 || mixed || a.log2n <= fftk::kMaxLog2F64,
               "float64 transforms take at most 2^" + std::to_string(fftk::kMaxLog2F64) +
                   " complex points, got 2^" + std::to_string(a.log2n));
   PGK_REQUIRE(a.rows >= 0 && a.d1 >= 1 && a.d2 >= 1, "bad row counts");
   PGK_REQUIRE(a.twiddles != 0, "no twiddle table");
   if (a.rows == 0) return;
   use_device(a.device);
+  if (mixed) return fft_rows_mixed(a);
   switch (a.load) {
     case kComplex:
       return fft_rows_complex(a);

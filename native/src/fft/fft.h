@@ -1,9 +1,13 @@
-// Power-of-two FFTs of rows in fp32 or fp64: the native twin of pygpukit/backends/triton_kernels/fft.py
-// for n = 2^k (fft/ifft n <= 4096, rfft/irfft and the STFT frames n <= 8192), same semantics
-// (numpy.fft's; pygpukit/backends/cpu/fft.py is the reference).
+// FFTs of rows in fp32 or fp64: the native twin of pygpukit/backends/triton_kernels/fft.py for
+// lengths whose prime factors are 2, 3, 5 and 7 (fft/ifft n <= 4096, rfft/irfft and the STFT
+// frames even n <= 8192; half those in fp64), same semantics (numpy.fft's;
+// pygpukit/backends/cpu/fft.py is the reference).
 //
-// A row is the N = 2^log2n point complex transform of z, held in shared memory by N / 8
-// threads (radix-8 Stockham passes, a radix-2 or -4 pass last). What z is comes from `load`:
+// A row is the N-point complex transform of z, held in shared memory by ceil(N / 8) threads
+// in Stockham passes. N = 2^log2n runs fft_kernel.cuh's kernel (radix-8 passes, a radix-2 or -4
+// pass last, everything compile-time); any other N runs fft_mixed.cu's (log2n = -1, the
+// radices 2, 3, 4, 5, 7, 8 listed in `radix`, passes looped at run time). What z is comes from
+// `load`:
 //   kComplex       z[j] = x[j] (complex64 read as float32 pairs);
 //   kReal          z[j] = x[j] + 0i;
 //   kRealPairs     z[j] = x[2j] + i x[2j+1]: an rfft of 2N real values, untangled after the
@@ -26,10 +30,22 @@ namespace pgk {
 enum FftLoad : int { kComplex = 0, kReal = 1, kRealPairs = 2, kHermitian = 3 };
 enum FftStore : int { kStoreComplex = 0, kStoreAbs = 1, kStorePower = 2, kStoreReal = 3 };
 
+// Passes of the mixed-radix kernel: 3^7 = 2187 points take 7, 2 * 3^7 is past 4096.
+constexpr int kMaxPasses = 12;
+// The mixed-radix kernel runs its passes in the order 7, 5, 3, 8, 4, 2 (the odd radices first:
+// the first pass writes at a stride of its radix, free of bank conflicts when odd); `radix`
+// lists them so. A radix's place in that order, 6 for one the kernel does not have:
+constexpr int fft_radix_slot(int r) {
+  return r == 7 ? 0 : r == 5 ? 1 : r == 3 ? 2 : r == 8 ? 3 : r == 4 ? 4 : r == 2 ? 5 : 6;
+}
+
 struct FftArgs {
   int device;
   std::uintptr_t stream;
-  int log2n;  // the complex transform's points N = 2^log2n, 0..12 (0..11 with f64)
+  int log2n;  // the complex transform's points N = 2^log2n, 0..12 (0..11 with f64); -1: mixed
+  int points;                // mixed: N, 2..4096 (2..2048 with f64)
+  int npass;                 // mixed: the passes' radices, their product N
+  int radix[kMaxPasses];
   bool inverse;
   bool f64;        // float64 values (x, window, y, twiddles) and arithmetic; else float32
   int load;        // FftLoad
@@ -48,10 +64,14 @@ struct FftArgs {
   int store;  // FftStore
   double scale;
   // float2 twiddles (fft.cu): each pass after the first, w_(Ns R)^(t k) at [t - 1][k]; then,
-  // for the pair loads, w_2N^k for k <= N (pygpukit/backends/native/fft.py's twiddle_table).
+  // for the pair loads, w_2N^k for k <= N (pygpukit/backends/native/fft.py's twiddle_table,
+  // for either kernel's radices).
   std::uintptr_t twiddles;
 };
 
 void fft_rows(const FftArgs& a);
+
+// The mixed-radix launch (fft_mixed.cu), called by fft_rows once the arguments are checked.
+void fft_rows_mixed(const FftArgs& a);
 
 }  // namespace pgk

@@ -71,10 +71,68 @@ __device__ __forceinline__ V rot83(V a) {
   return INV ? mk(-c * (a.x + a.y), c * (a.x - a.y)) : mk(c * (a.y - a.x), -c * (a.x + a.y));
 }
 
-// v[0..R) <- its R-point DFT, natural order (radix-2 decimation in time, unrolled).
+// cos and sin of 2 pi m / R for the odd radices 3, 5, 7 (m < R), to 21 digits: literals, so
+// that an unrolled odd DFT folds them into its multiplies.
+__host__ __device__ constexpr double root_cos(int r, int m) {
+  const int h = m <= r / 2 ? m : r - m;  // cos(2 pi (R - m) / R) = cos(2 pi m / R)
+  if (h == 0) return 1.0;
+  if (r == 3) return -0.5;
+  if (r == 5) return h == 1 ? 0.309016994374947424102 : -0.809016994374947424102;
+  return h == 1 ? 0.623489801858733530525 : h == 2 ? -0.222520933956314404289
+                                                   : -0.900968867902419126236;
+}
+__host__ __device__ constexpr double root_sin(int r, int m) {
+  const int h = m <= r / 2 ? m : r - m;  // sin(2 pi (R - m) / R) = -sin(2 pi m / R)
+  const double s = h == 0   ? 0.0
+                   : r == 3 ? 0.866025403784438646764
+                   : r == 5 ? (h == 1 ? 0.951056516295153572116 : 0.587785252292473129169)
+                            : (h == 1   ? 0.781831482468029808708
+                               : h == 2 ? 0.974927912181823607018
+                                        : 0.433883739117558120476);
+  return m <= r / 2 ? s : -s;
+}
+
+// The R-point DFT of odd R from the sums and differences of the pairs (t, R - t):
+// X[k] = x0 + sum_t cos(2 pi t k / R) (x_t + x_(R-t)) -+ i sum_t sin(2 pi t k / R) (x_t - x_(R-t)),
+// the sign - for X[k] and + for X[R - k] (forward; the inverse swaps them): (R - 1)^2 / 2 real
+// multiply-adds a component instead of (R - 1)^2.
+template <int R, bool INV, typename V>
+__device__ __forceinline__ void dft_odd(V* v) {
+  using Real = decltype(v[0].x);
+  constexpr int H = (R - 1) / 2;
+  V s[H], d[H];
+#pragma unroll
+  for (int t = 1; t <= H; ++t) {
+    s[t - 1] = cadd(v[t], v[R - t]);
+    d[t - 1] = csub(v[t], v[R - t]);
+  }
+  const V x0 = v[0];
+  V sum = x0;
+#pragma unroll
+  for (int t = 0; t < H; ++t) sum = cadd(sum, s[t]);
+  v[0] = sum;
+#pragma unroll
+  for (int k = 1; k <= H; ++k) {
+    V c = x0, b = mk(Real(0), Real(0));
+#pragma unroll
+    for (int t = 1; t <= H; ++t) {
+      const Real cs = Real(root_cos(R, (t * k) % R)), sn = Real(root_sin(R, (t * k) % R));
+      c = mk(c.x + cs * s[t - 1].x, c.y + cs * s[t - 1].y);
+      b = mk(b.x + sn * d[t - 1].x, b.y + sn * d[t - 1].y);
+    }
+    const V ib = mk(-b.y, b.x);  // i b
+    v[k] = INV ? cadd(c, ib) : csub(c, ib);
+    v[R - k] = INV ? csub(c, ib) : cadd(c, ib);
+  }
+}
+
+// v[0..R) <- its R-point DFT, natural order (radix-2 decimation in time, unrolled; the odd
+// radices as dft_odd).
 template <int R, bool INV, typename V>
 __device__ __forceinline__ void dft(V* v) {
-  if constexpr (R == 2) {
+  if constexpr (R % 2 == 1) {
+    if constexpr (R > 1) dft_odd<R, INV>(v);
+  } else if constexpr (R == 2) {
     const V a = v[0], b = v[1];
     v[0] = cadd(a, b);
     v[1] = csub(a, b);
@@ -273,6 +331,33 @@ __device__ __forceinline__ typename Cx<Real>::T complex_value(const FftArgs& a, 
   return pair ? *reinterpret_cast<const V*>(x) : mk(x[0], x[1]);
 }
 
+// Point e < N of an irfft's half-length transform (the Hermitian load): X[k] with k = 0 and
+// k = N real (numpy ignores their imaginary parts), then
+// Z'[e] = (X[e] + conj(X[N - e])) + i w_2N^-e (X[e] - conj(X[N - e])) = 2 Z[e].
+template <typename Real>
+__device__ __forceinline__ typename Cx<Real>::T hermitian_z(const FftArgs& a, const Row& row,
+                                                            int e, int n,
+                                                            const typename Cx<Real>::T* wu) {
+  using V = typename Cx<Real>::T;
+  V xa = complex_value<Real>(a, row, e), xb = complex_value<Real>(a, row, n - e);
+  if (e == 0) xa.y = xb.y = Real(0);
+  const V s = cadd(xa, conj(xb)), d = csub(xa, conj(xb));
+  const V od = cmul(d, conj(__ldg(wu + e)));
+  return mk(s.x - od.y, s.y + od.x);
+}
+
+// An rfft's term X[k] from the half-length transform's Z[k] (za) and conj(Z[N - k]) (zb):
+// X[k] = (Z[k] + conj(Z[N - k])) / 2 - i w_2N^k (Z[k] - conj(Z[N - k])) / 2.
+template <typename V>
+__device__ __forceinline__ V untangle_x(V za, V zb, V w) {
+  using Real = decltype(za.x);
+  constexpr Real half = Real(0.5);
+  const V e = mk(half * (za.x + zb.x), half * (za.y + zb.y));
+  const V d = mk(half * (za.x - zb.x), half * (za.y - zb.y));
+  const V o = mk(d.y, -d.x);  // d / i
+  return cadd(e, cmul(w, o));
+}
+
 // v[t] = z[tid + t T], the transform's input (fft.h's loads); wu: the untangling twiddles.
 template <typename Real, int LOAD, int LOG2N, int T, int RMAX>
 __device__ __forceinline__ void load_row(const FftArgs& a, const Row& row, int tid,
@@ -295,16 +380,7 @@ __device__ __forceinline__ void load_row(const FftArgs& a, const Row& row, int t
     }
   } else if constexpr (LOAD == kHermitian) {
 #pragma unroll
-    for (int t = 0; t < RMAX; ++t) {
-      // X[k] with k = 0 and k = N real (numpy ignores their imaginary parts), then
-      // Z'[e] = (X[e] + conj(X[N - e])) + i w_2N^-e (X[e] - conj(X[N - e])) = 2 Z[e].
-      const int e = tid + t * T;
-      V xa = complex_value<Real>(a, row, e), xb = complex_value<Real>(a, row, N - e);
-      if (e == 0) xa.y = xb.y = Real(0);
-      const V s = cadd(xa, conj(xb)), d = csub(xa, conj(xb));
-      const V od = cmul(d, conj(__ldg(wu + e)));
-      v[t] = mk(s.x - od.y, s.y + od.x);
-    }
+    for (int t = 0; t < RMAX; ++t) v[t] = hermitian_z<Real>(a, row, tid + t * T, N, wu);
   } else {
 #pragma unroll
     for (int t = 0; t < RMAX; ++t) v[t] = complex_value<Real>(a, row, tid + t * T);
@@ -443,8 +519,7 @@ __global__ void __launch_bounds__(Shape<LOG2N>::THREADS) fft_kernel(const FftArg
       for (int t = 0; t < RL; ++t) store_x(a, y, tid + g * T + t * NSL, v[g * RL + t]);
     }
   } else {
-    // Real pairs: Z in natural order into shared memory, then
-    // X[k] = (Z[k] + conj(Z[N - k])) / 2 - i w_2N^k (Z[k] - conj(Z[N - k])) / 2, k = 0..N.
+    // Real pairs: Z in natural order into shared memory, then X[k], k = 0..N (untangle_x).
 #pragma unroll
     for (int g = 0; g < RMAX / RL; ++g) {
 #pragma unroll
@@ -456,17 +531,13 @@ __global__ void __launch_bounds__(Shape<LOG2N>::THREADS) fft_kernel(const FftArg
     }
     __syncthreads();
     if (!live) return;
-    constexpr Real half = Real(0.5);
 #pragma unroll
     for (int g = 0; g <= N / T; ++g) {
       const int k = tid + g * T;
       if (g == N / T && k > N) break;  // the last round: k = N only
       const int ia = swz(rb + (k & (N - 1))), ib = swz(rb + ((N - k) & (N - 1)));
       const V za = mk(re[ia], im[ia]), zb = mk(re[ib], -im[ib]);
-      const V e = mk(half * (za.x + zb.x), half * (za.y + zb.y));
-      const V d = mk(half * (za.x - zb.x), half * (za.y - zb.y));
-      const V o = mk(d.y, -d.x);  // d / i
-      store_x(a, y, k, cadd(e, cmul(__ldg(tw + S::UNTANGLE + k), o)));
+      store_x(a, y, k, untangle_x(za, zb, __ldg(tw + S::UNTANGLE + k)));
     }
   }
 }

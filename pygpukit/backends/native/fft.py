@@ -1,15 +1,17 @@
-"""FFTs of power-of-two length on the native backend (native/src/fft/fft.cu): the twin of
-triton_kernels/fft.py with the same functions, signatures and numerics (numpy.fft's semantics,
-fp32 arithmetic with float64-rounded twiddles), and float64 (complex128): float64 values,
-twiddles and arithmetic (the Triton kernels serve float64 at the other lengths).
+"""FFTs on the native backend (native/src/fft): the twin of triton_kernels/fft.py with the same
+functions, signatures and numerics (numpy.fft's semantics, fp32 arithmetic with
+float64-rounded twiddles), and float64 (complex128): float64 values, twiddles and arithmetic
+(the Triton kernels serve float64 at the other lengths).
 
-Lengths served (the routing table's ``pow2`` constraint; others go to the Triton kernels):
-fft and ifft n = 2^k <= 4096; rfft, irfft, rfft_windowed and rfft_frames even n = 2^k <= 8192,
-half those in float64 (2048 and 4096: a row's two float64 planes fill the same shared memory),
-as the n / 2-point complex transform of x[2j] + i x[2j+1] and an untangling step in the same
-kernel (irfft: its inverse). One launch a call: a row is read once (the window and an STFT
-frame's padding applied as it loads) and written once (|X| or |X|^2 taken as it stores, into
-a compact result), with the transform in shared memory.
+Lengths served (the routing table's ``smooth`` constraint; others go to the Triton kernels):
+those whose prime factors are 2, 3, 5 and 7 (7-smooth), fft and ifft n <= 4096; rfft, irfft,
+rfft_windowed and rfft_frames even n <= 8192, half those in float64 (2048 and 4096: a row's two
+float64 planes fill the same shared memory), as the n / 2-point complex transform of
+x[2j] + i x[2j+1] and an untangling step in the same kernel (irfft: its inverse). Powers of two
+run the compile-time radix-8 kernel (fft_kernel.cuh), the other lengths the mixed-radix kernel
+(fft_mixed.cu: radices 7, 5, 3, 8, 4, 2, ``mixed_radices``). One launch a call: a row is read
+once (the window and an STFT frame's padding applied as it loads) and written once (|X| or
+|X|^2 taken as it stores, into a compact result), with the transform in shared memory.
 
 Rows are addressed as the Triton twin addresses them (_support.fft.plan_transform_rows: up to
 three collapsed lead dims with their own strides; more are copied first), the last dim with any
@@ -42,9 +44,11 @@ from pygpukit.dtypes import complex64, complex128, float32, float64
 __all__ = [
     "MAX_COMPLEX",
     "MAX_COMPLEX_F64",
+    "MIXED_RADICES",
     "fft",
     "ifft",
     "irfft",
+    "mixed_radices",
     "radices",
     "rfft",
     "rfft_frames",
@@ -54,68 +58,100 @@ __all__ = [
 
 MAX_COMPLEX = 4096  # points of the kernel's complex transform (a row in shared memory)
 MAX_COMPLEX_F64 = 2048  # the same in float64 (native/src/fft/fft_kernel.cuh kMaxLog2F64)
+# The mixed-radix kernel's radices in the order it runs them (native/src/fft/fft.h
+# fft_radix_slot: the odd ones first, whose first-pass writes are free of bank conflicts).
+MIXED_RADICES = (7, 5, 3, 8, 4, 2)
 # What the kernel loads and stores (native/src/fft/fft.h).
 _COMPLEX, _REAL, _PAIRS, _HERMITIAN = 0, 1, 2, 3
 _STORE_COMPLEX, _STORE_REAL = 0, 3
 
 _lock = threading.Lock()
-_tables: dict[tuple[int, bool, bool, Any], GPUArray] = {}
+_tables: dict[tuple[tuple[int, ...], bool, bool, Any], GPUArray] = {}
 
 
 def radices(log2n: int) -> list[int]:
-    """The kernel's passes for 2^log2n points (fft_kernel.cuh's Shape): radix 8, the last 2 or
-    4 when log2n is not a multiple of 3; one pass of all the points below 8."""
+    """The power-of-two kernel's passes for 2^log2n points (fft_kernel.cuh's Shape): radix 8,
+    the last 2 or 4 when log2n is not a multiple of 3; one pass of all the points below 8."""
     n = 1 << log2n
     if n < 8:
         return [n] if n > 1 else []
     return [8] * (log2n // 3) + ([1 << (log2n % 3)] if log2n % 3 else [])
 
 
-def twiddle_table(log2n: int, untangle: bool) -> np.ndarray:
-    """The kernel's twiddles (fft.cu): for each pass p after the first (sub-transforms of
-    Ns points, radix R) w_(Ns R)^(t k) at [t - 1][k], t < R, k < Ns; then, for the pair loads,
-    w_2N^k for k <= N. complex128; exponents reduced mod the root's order in integers, so every
-    angle is exact to float64 rounding."""
+def mixed_radices(n: int) -> list[int] | None:
+    """The mixed-radix kernel's passes for n points (n >= 2), in MIXED_RADICES' order: n = 2^a
+    3^b 5^c 7^d as d 7s, c 5s, b 3s, a // 3 8s and a 4 or a 2 for the rest of a; None when n
+    has another prime factor."""
+    if n < 2:
+        return None
+    counts = {}
+    for p in (7, 5, 3, 2):
+        counts[p] = 0
+        while n % p == 0:
+            n //= p
+            counts[p] += 1
+    if n != 1:
+        return None
+    a = counts[2]
+    tail = [4] if a % 3 == 2 else [2] if a % 3 == 1 else []
+    return [7] * counts[7] + [5] * counts[5] + [3] * counts[3] + [8] * (a // 3) + tail
+
+
+def twiddle_table(passes: list[int], untangle: bool) -> np.ndarray:
+    """The kernel's twiddles (fft.cu) for the passes' radices (``radices`` or
+    ``mixed_radices``): for each pass p after the first (sub-transforms of Ns points, radix R)
+    w_(Ns R)^(t k) at [t - 1][k], t < R, k < Ns; then, for the pair loads, w_2N^k for k <= N
+    (N: the radices' product). complex128; exponents reduced mod the root's order in integers,
+    so every angle is exact to float64 rounding."""
     parts = []
     ns = 1
-    for r in radices(log2n):
+    for r in passes:
         if ns > 1:
             t = np.arange(1, r, dtype=np.int64)[:, None]
             k = np.arange(ns, dtype=np.int64)[None, :]
             parts.append(np.exp(-2j * np.pi * ((t * k) % (ns * r)) / (ns * r)).ravel())
         ns *= r
     if untangle:
-        n = 1 << log2n
-        parts.append(np.exp(-2j * np.pi * np.arange(n + 1, dtype=np.int64) / (2 * n)))
+        parts.append(np.exp(-2j * np.pi * np.arange(ns + 1, dtype=np.int64) / (2 * ns)))
     return np.concatenate(parts) if parts else np.ones(1, np.complex128)
 
 
-def _twiddles(log2n: int, untangle: bool, f64: bool, dev: Any) -> GPUArray:
+def _twiddles(passes: tuple[int, ...], untangle: bool, f64: bool, dev: Any) -> GPUArray:
     """twiddle_table as float32 (float64) pairs on dev, uploaded on the length's first call
     (cached)."""
-    key = (log2n, untangle, f64, dev)
+    key = (passes, untangle, f64, dev)
     got = _tables.get(key)
     if got is None:
         with _lock:
             got = _tables.get(key)
             if got is None:
                 dt = np.float64 if f64 else np.float32
-                table = interleaved(twiddle_table(log2n, untangle), dt)
+                table = interleaved(twiddle_table(list(passes), untangle), dt)
                 got = _tables[key] = device_f32(table, dev, dt)
     return got
 
 
-def _log2(op: str, n: int, pairs: bool, f64: bool = False) -> int:
-    """log2 of the kernel's complex points for an n-point transform (n // 2 through pairs)."""
+def _plan(op: str, n: int, pairs: bool, f64: bool = False) -> tuple[int, tuple[int, ...]]:
+    """(log2n, ()) of the power-of-two kernel or (-1, radices) of the mixed-radix kernel for an
+    n-point transform (n // 2 complex points through pairs)."""
     points = n // 2 if pairs else n
     top = MAX_COMPLEX_F64 if f64 else MAX_COMPLEX
-    if n < (2 if pairs else 1) or n & (n - 1) or points > top:
-        most = 2 * top if pairs else top
+    most = 2 * top if pairs else top
+    mixed = mixed_radices(points)
+    if n < (2 if pairs else 1) or (pairs and n % 2) or points > top:
         raise ValueError(
-            f"{op}: the native FFT serves power-of-two lengths {2 if pairs else 1}..{most}, "
-            f"got n={n} (the Triton twin serves every length)"
+            f"{op}: the native FFT serves {'even ' if pairs else ''}lengths "
+            f"{2 if pairs else 1}..{most} whose prime factors are 2, 3, 5 and 7, got n={n} "
+            f"(the Triton twin serves every length)"
         )
-    return points.bit_length() - 1
+    if points & (points - 1) == 0:
+        return points.bit_length() - 1, ()
+    if mixed is None:
+        raise ValueError(
+            f"{op}: the native FFT serves lengths whose prime factors are 2, 3, 5 and 7, got "
+            f"n={n} (the Triton twin serves every length)"
+        )
+    return -1, tuple(mixed)
 
 
 def _result(store: int, f64: bool) -> Any:
@@ -139,7 +175,7 @@ def _launch(
     rows: int,
     d: tuple[int, int],
     *,
-    log2n: int,
+    plan: tuple[int, tuple[int, ...]],
     inverse: bool,
     load: int,
     n_in: int,
@@ -151,13 +187,15 @@ def _launch(
     frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
     f64 = dtype == "float64"
-    tw = _twiddles(log2n, load in (_PAIRS, _HERMITIAN), f64, x._device)
+    log2n, mixed = plan
+    passes = mixed or tuple(radices(log2n))
+    tw = _twiddles(passes, load in (_PAIRS, _HERMITIAN), f64, x._device)
     hop, pad, sig_len, mode = frames
     # fmt: off
     extension().fft_rows(
         x._device.index, stream_of(x), log2n, inverse, f64, load, dtype, x.data_ptr(), rows, d[0],
         d[1], *xs, xe, n_in, 0 if win is None else win.data_ptr(), hop, pad, sig_len, mode,
-        y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(),
+        y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(), list(mixed),
     )
     # fmt: on
 
@@ -176,7 +214,7 @@ def _transform(
     win: GPUArray | None = None,
 ) -> GPUArray:
     f64 = x.dtype in (float64, complex128)
-    log2n = _log2(op, n, load in (_PAIRS, _HERMITIAN), f64)
+    plan = _plan(op, n, load in (_PAIRS, _HERMITIAN), f64)
     lead = x.shape[:-1]
     shape = (*lead, n_out)
     y = out if out is not None else empty(shape, _result(store, f64), x._device)
@@ -188,7 +226,7 @@ def _transform(
     r = plan_transform_rows(x, y, out)
     dtype = ("float64" if f64 else "float32") if x.dtype.is_complex else x.dtype.name
     _launch(
-        r.xf, r.xs, r.xe, r.yf, r.ys, r.ye, rows, r.d, log2n=log2n, inverse=inverse, load=load,
+        r.xf, r.xs, r.xe, r.yf, r.ys, r.ye, rows, r.d, plan=plan, inverse=inverse, load=load,
         n_in=min(x.shape[-1], n // 2 + 1 if load == _HERMITIAN else n), n_out=n_out,
         store=store, scale=norm_scale(n, norm, inverse), dtype=dtype, win=win,
     )  # fmt: skip
@@ -263,7 +301,7 @@ def rfft_frames(
     padding and the window applied as it loads."""
     mode = frame_mode(n, window, pad, pad_mode)
     f64 = y.dtype is float64
-    log2n = _log2("rfft_frames", n, True, f64)
+    plan = _plan("rfft_frames", n, True, f64)
     b, samples = y.shape
     nb = n // 2 + 1
     store = _store_of(power)
@@ -274,7 +312,7 @@ def rfft_frames(
     win = window.contiguous()
     _launch(
         y, (0, y.element_strides[0], 0), y.element_strides[1], rf, (0, rs[0], rs[1]), re,
-        b * n_frames, (b, n_frames), log2n=log2n, inverse=False, load=_PAIRS, n_in=n,
+        b * n_frames, (b, n_frames), plan=plan, inverse=False, load=_PAIRS, n_in=n,
         n_out=nb, store=store, scale=norm_scale(n, norm, False), dtype=y.dtype.name, win=win,
         frames=(hop, pad, samples, mode),
     )  # fmt: skip

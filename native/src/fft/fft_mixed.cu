@@ -1,0 +1,271 @@
+// Row FFTs of any length whose prime factors are 2, 3, 5 and 7 but not a power of two (fft.h,
+// log2n = -1): Whisper's 400-point frames (an rfft through 200 = 5 x 5 x 8 complex points),
+// 1000, 480, 1200 ... The same Stockham autosort as fft.cu (its comment has the algorithm) with
+// the length's radices (pygpukit/backends/native/fft.py's mixed_radices, in fft.h's order: the
+// odd ones first, then 8s, then a 4 or 2) given at run time, and the same loads and stores
+// (fft_kernel.cuh's helpers), so the two kernels give one op the same semantics.
+//
+// Why a second kernel and not more instances of the first: the power-of-two kernel is
+// compile-time in its length (its passes, indices and loads unrolled; 1.25x faster than a
+// run-time version on the STFT's rfft 2048), which suits 13 lengths, not the hundreds of
+// 7-smooth ones up to 4096. Here a length is data: ceil(N / 8) threads a row, so a radix-R pass
+// has each thread take ceil(8 / R) butterflies (compile-time per radix: each radix's passes are
+// a loop of one unrolled pass), and the row's N points sit in shared memory between passes (one
+// plane each for the real and imaginary parts, indexed plainly: a pass reads runs of
+// consecutive points; its writes stride by the radix in the first pass, odd for the odd
+// radices, which go first for that reason).
+//
+// The row is loaded into shared memory first (global reads coalesced across threads), every
+// pass reads, waits, computes and writes, and the result leaves from shared memory in natural
+// order (the real pairs' untangling reads Z[k] and Z[N - k] there).
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "fft/fft.h"
+#include "fft/fft_kernel.cuh"
+#include "pygpukit_native/check.h"
+
+namespace pgk {
+namespace fftk {
+namespace {
+
+// z[e] of a row (fft.h's loads), e < n: the general path of each load (no vector loads).
+template <typename Real, typename E, int LOAD>
+__device__ __forceinline__ typename Cx<Real>::T mixed_z(const FftArgs& a, const Row& row, int e,
+                                                        int n, const typename Cx<Real>::T* wu) {
+  if constexpr (LOAD == kReal) {
+    return mk(real_value<Real, E>(a, row, e), Real(0));
+  } else if constexpr (LOAD == kRealPairs) {
+    return mk(real_value<Real, E>(a, row, 2 * e), real_value<Real, E>(a, row, 2 * e + 1));
+  } else if constexpr (LOAD == kHermitian) {
+    return hermitian_z<Real>(a, row, e, n, wu);
+  } else {
+    return complex_value<Real>(a, row, e);
+  }
+}
+
+// One radix-R pass over a row of n points, combining sub-transforms of ns points: butterfly
+// j = q ns + k reads src[j + t n / R], multiplies by w_(ns R)^(t k) (tw: the pass's table,
+// [t - 1][k]), takes the R-point DFT and writes output t to dst[q ns R + k + t ns]; then the
+// block waits. A thread's butterflies are j = tid + g t_row (t_row = ceil(n / 8)), one at a
+// time: reading one buffer and writing the other keeps only R values live (in place, a thread
+// held all its butterflies across a barrier between the reads and the writes: 101 registers a
+// thread and two barriers a pass). q = j / ns in float arithmetic: (j + 1/2) / ns sits at least
+// 1 / (2 ns) from an integer and is below n / ns, so two roundings (n 2^-23 / ns) cannot cross
+// one (an integer division by a run-time divisor costs about 20 instructions).
+template <int R, bool INV, typename Real>
+__device__ __forceinline__ void mixed_pass(const Real* src, Real* dst, int n, int stride, int ns,
+                                           int tid, int t_row, const typename Cx<Real>::T* tw) {
+  using V = typename Cx<Real>::T;
+  const int m = n / R;
+  const float inv_ns = 1.0f / float(ns);
+  for (int j = tid; j < m; j += t_row) {
+    V u[R];
+#pragma unroll
+    for (int t = 0; t < R; ++t) u[t] = mk(src[j + t * m], src[stride + j + t * m]);
+    const int q = int((float(j) + 0.5f) * inv_ns), k = j - q * ns;
+    if (ns > 1) {
+#pragma unroll
+      for (int t = 1; t < R; ++t) {
+        const V f = __ldg(tw + (t - 1) * ns + k);
+        u[t] = cmul(u[t], INV ? conj(f) : f);
+      }
+    }
+    dft<R, INV>(u);
+    Real* out = dst + q * ns * R + k;
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      out[t * ns] = u[t].x;
+      out[stride + t * ns] = u[t].y;
+    }
+  }
+  __syncthreads();
+}
+
+// Most threads a block: ceil(4096 / 8) float rows, ceil(2048 / 8) float64 rows.
+template <typename Real>
+constexpr int kMixedMaxThreads = std::is_same_v<Real, double> ? 256 : 512;
+
+// A row's two buffers (real plane, then imaginary at +stride), swapped after every pass.
+template <typename Real>
+struct PingPong {
+  Real* src;
+  Real* dst;
+  __device__ __forceinline__ void swap() {
+    Real* t = src;
+    src = dst;
+    dst = t;
+  }
+};
+
+// `count` passes of radix R, advancing ns (points of the sub-transforms so far) and off (the
+// twiddle table's next pass).
+template <int R, bool INV, typename Real>
+__device__ __forceinline__ void pass_run(PingPong<Real>& buf, int n, int stride, int& ns,
+                                         int& off, int tid, int t_row,
+                                         const typename Cx<Real>::T* tw, int count) {
+  for (int i = 0; i < count; ++i) {
+    mixed_pass<R, INV, Real>(buf.src, buf.dst, n, stride, ns, tid, t_row, tw + off);
+    buf.swap();
+    if (ns > 1) off += ns * (R - 1);
+    ns *= R;
+  }
+}
+
+// The passes of each radix, 4 bits each in codes in fft_radix_slot's order (a kernel argument:
+// a kernel reading a.radix[p] with a run-time p would copy the parameter struct to local memory).
+__device__ __forceinline__ int radix_of_slot(int i) {
+  return i == 0 ? 7 : i == 1 ? 5 : i == 2 ? 3 : i == 3 ? 8 : i == 4 ? 4 : 2;
+}
+__device__ __forceinline__ int count_of(std::uint64_t codes, int r) {
+  return int(codes >> (4 * fft_radix_slot(r))) & 15;
+}
+
+// Shared memory: for each of the block's rows two buffers of its n points, each a real plane
+// and an imaginary plane (stride n apart), rows back to back.
+template <bool INV, int LOAD, typename Real, typename E>
+__global__ void __launch_bounds__(kMixedMaxThreads<Real>)
+    fft_mixed_kernel(const FftArgs a, std::uint64_t codes, int t_row, int rows) {
+  using V = typename Cx<Real>::T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int n = a.points;
+  const int lr = threadIdx.x / t_row, tid = threadIdx.x % t_row;
+  Real* base = reinterpret_cast<Real*>(smem_raw) + std::int64_t(lr) * 4 * n;
+  PingPong<Real> buf{base, base + 2 * n};
+  const std::int64_t r = std::int64_t(blockIdx.x) * rows + lr;
+  const bool live = r < a.rows;  // the last block's spare rows only join the barriers
+  const V* tw = reinterpret_cast<const V*>(a.twiddles);
+  // The untangling twiddles follow every pass's (passes with ns > 1 store ns (R - 1)).
+  int untangle = 0;
+  for (int i = 0, ns = 1; i < 6; ++i) {
+    const int rd = radix_of_slot(i);
+    for (int c = int(codes >> (4 * i)) & 15; c > 0; --c) {
+      if (ns > 1) untangle += ns * (rd - 1);
+      ns *= rd;
+    }
+  }
+  const V* wu = tw + untangle;
+  Row row{0, 0, 0};
+  if (live) {
+    const std::int64_t i2 = r % a.d2, t = r / a.d2, i1 = t % a.d1, i0 = t / a.d1;
+    row.x = i0 * a.sx0 + i1 * a.sx1 + i2 * a.sx2;
+    row.y = i0 * a.sy0 + i1 * a.sy1 + i2 * a.sy2;
+    row.frame = i2 * a.hop - a.pad;
+    for (int e = tid; e < n; e += t_row) {  // coalesced across the row's threads
+      const V z = mixed_z<Real, E, LOAD>(a, row, e, n, wu);
+      buf.src[e] = z.x;
+      buf.src[n + e] = z.y;
+    }
+  }
+  __syncthreads();
+  // The passes in fft.h's order (fft_radix_slot), each radix a loop of one inlined pass
+  // (one switch over the radix in a single loop made ptxas keep every case's registers live).
+  int off = 0, ns = 1;
+  pass_run<7, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 7));
+  pass_run<5, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 5));
+  pass_run<3, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 3));
+  pass_run<8, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 8));
+  pass_run<4, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 4));
+  pass_run<2, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 2));
+  if (!live) return;
+  Real* y = reinterpret_cast<Real*>(a.y) + row.y;
+  const Real* re = buf.src;  // the result, natural order
+  const Real* im = buf.src + n;
+  if constexpr (LOAD == kRealPairs) {
+    // X[k] = untangle_x(Z[k], conj(Z[N - k])), k = 0..N.
+    for (int k = tid; k <= n; k += t_row) {
+      const int ia = k == n ? 0 : k, ib = k == 0 ? 0 : n - k;
+      const V za = mk(re[ia], im[ia]), zb = mk(re[ib], -im[ib]);
+      store_x(a, y, k, untangle_x(za, zb, __ldg(wu + k)));
+    }
+  } else {
+    for (int k = tid; k < n; k += t_row) store_x(a, y, k, mk(re[k], im[k]));
+  }
+}
+
+// Dynamic shared memory a block may take: a 4096-point float row (or a 2048-point float64 row)
+// needs 64 KiB; 96 KiB is within every targeted architecture's limit (sm_86 / sm_89: 99 KiB).
+constexpr int kMixedSmemMax = 96 << 10;
+
+// Rows a block for t_row threads a row: the count whose blocks keep the most threads of rows
+// busy on an SM (the occupancy calculator's blocks an SM times the block's row threads), the
+// fewest rows among equals; a block's threads rarely fill whole warps (Whisper's 400 points:
+// 50 threads a row). Cached by (device, t_row, bytes a row) for each kernel, whose shared
+// memory limit is raised on the device the first time.
+template <bool INV, int LOAD, typename Real, typename E>
+int rows_per_block(int device, int t_row, int row_bytes) {
+  static std::mutex lock;
+  static std::map<std::tuple<int, int, int>, int> cache;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key = std::make_tuple(device, t_row, row_bytes);
+  const auto hit = cache.find(key);
+  if (hit != cache.end()) return hit->second;
+  const auto kernel = fft_mixed_kernel<INV, LOAD, Real, E>;
+  PGK_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 kMixedSmemMax));
+  const int top = std::max(1, std::min(kMixedMaxThreads<Real> / t_row, kMixedSmemMax / row_bytes));
+  int best = 1, best_busy = -1;
+  for (int rows = 1; rows <= top; ++rows) {
+    int blocks = 0;
+    PGK_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, rows * t_row,
+                                                            std::size_t(rows) * row_bytes));
+    const int busy = blocks * rows * t_row;
+    if (busy > best_busy) {
+      best = rows;
+      best_busy = busy;
+    }
+  }
+  cache.emplace(key, best);
+  return best;
+}
+
+template <bool INV, int LOAD, typename Real, typename E>
+void launch_mixed(const FftArgs& a) {
+  const int t_row = (a.points + 7) / 8;
+  const int row_bytes = 4 * a.points * int(sizeof(Real));  // two buffers of two planes
+  const int rows = rows_per_block<INV, LOAD, Real, E>(a.device, t_row, row_bytes);
+  const std::int64_t blocks = (a.rows + rows - 1) / rows;
+  PGK_REQUIRE_AS("fft_rows", blocks <= 0x7fffffff,
+                 std::to_string(a.rows) + " rows are more than one launch takes");
+  std::uint64_t codes = 0;  // fft_rows checked that the radices come in the kernel's order
+  for (int p = 0; p < a.npass; ++p) codes += std::uint64_t(1) << (4 * fft_radix_slot(a.radix[p]));
+  fft_mixed_kernel<INV, LOAD, Real, E>
+      <<<unsigned(blocks), unsigned(rows * t_row), std::size_t(rows) * row_bytes,
+         as_stream(a.stream)>>>(a, codes, t_row, rows);
+  PGK_CHECK_LAUNCH("fft_rows");
+}
+
+// Both precisions of one load kind and direction; the real loads by input dtype.
+template <bool INV, int LOAD>
+void launch_mixed_any(const FftArgs& a) {
+  if (a.f64) return launch_mixed<INV, LOAD, double, double>(a);
+  if constexpr (LOAD == kReal || LOAD == kRealPairs) {
+    if (a.x_dtype == DType::f16) return launch_mixed<INV, LOAD, float, __half>(a);
+    if (a.x_dtype == DType::bf16) return launch_mixed<INV, LOAD, float, __nv_bfloat16>(a);
+  }
+  launch_mixed<INV, LOAD, float, float>(a);
+}
+
+}  // namespace
+}  // namespace fftk
+
+void fft_rows_mixed(const FftArgs& a) {
+  switch (a.load) {
+    case kComplex:
+      if (a.inverse) return fftk::launch_mixed_any<true, kComplex>(a);
+      return fftk::launch_mixed_any<false, kComplex>(a);
+    case kReal:
+      if (a.inverse) return fftk::launch_mixed_any<true, kReal>(a);
+      return fftk::launch_mixed_any<false, kReal>(a);
+    case kRealPairs:
+      return fftk::launch_mixed_any<false, kRealPairs>(a);
+    default:
+      return fftk::launch_mixed_any<true, kHermitian>(a);
+  }
+}
+
+}  // namespace pgk
