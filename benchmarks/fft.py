@@ -32,9 +32,9 @@ default its value); --warps, the fused kernel's warps a program (fft_fused.FUSED
 default its table); --pairs, rfft of the even lengths fft_plan.real_pairs picks as a complex
 half-length transform plus an untangling step (1, the default) or as a real transform (0)
 (fft_fused.PAIRS, env PYGPUKIT_FFT_PAIRS); --backend, the backend the FFT ops are routed to
-("triton" or "native", the kernels of native/src/fft: lengths with a prime factor above 7
-are skipped for it; default: the routing table's choice, which sends those lengths to native,
-so tune the Triton knobs above on them with --backend triton). Each case's input, torch time and
+("triton" or "native", the kernels of native/src/fft: lengths they do not serve are skipped
+for it; default: the routing table's choice, which sends the lengths native serves there, so
+tune the Triton knobs above on them with --backend triton). Each case's input, torch time and
 copy rate are shared by all variants.
 """
 
@@ -123,16 +123,17 @@ class Variant:
         return f"dot={self.dot} path={self.path}{pts}{ch}{wp}{pr}{be}"
 
     def serves(self, c: Case) -> bool:
-        """False for a length the forced backend does not serve (native: 7-smooth lengths,
-        even for rfft, up to its tops)."""
+        """False for a length the forced backend does not serve (native: 7-smooth lengths up to
+        its tops, any to half of them, even for rfft)."""
         if self.backend != "native":
             return True
-        from pygpukit.backends.native.fft import mixed_radices
+        from pygpukit.backends.native import fft as native_fft
 
-        most = (4096 if c.op == "fft" else 8192) // (2 if c.double else 1)
-        points = c.n if c.op == "fft" else c.n // 2
-        smooth = points & (points - 1) == 0 or mixed_radices(points) is not None
-        return c.n <= most and smooth and (c.op == "fft" or c.n % 2 == 0)
+        try:
+            native_fft._plan(c.op, c.n, c.op != "fft", c.double)
+        except ValueError:
+            return False
+        return True
 
     def apply(self) -> None:
         from pygpukit.backends.triton_kernels import fft_fused

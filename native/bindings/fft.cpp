@@ -21,19 +21,21 @@ PGK_FAMILY(fft) {
          std::int64_t pad, std::int64_t sig_len, int pad_mode, std::uintptr_t y,
          std::int64_t sy0, std::int64_t sy1, std::int64_t sy2, std::int64_t sye,
          std::int64_t n_out, int store, double scale, std::uintptr_t twiddles,
-         const std::vector<int>& radices) {
+         const std::vector<int>& radices, int points, bool bluestein) {
         pgk::FftArgs a{};
         if (radices.size() > std::size_t(pgk::kMaxPasses)) {
           throw py::value_error("fft_rows: at most " + std::to_string(pgk::kMaxPasses) +
                                 " radices, got " + std::to_string(radices.size()));
         }
         a.npass = int(radices.size());
-        std::int64_t points = 1;  // checked against the radices by fft_rows
+        std::int64_t product = 1;  // checked against the radices by fft_rows
         for (std::size_t i = 0; i < radices.size(); ++i) {
           a.radix[i] = radices[i];
-          points = points > 0 && radices[i] >= 1 && points <= (1 << 20) ? points * radices[i] : -1;
+          product =
+              product > 0 && radices[i] >= 1 && product <= (1 << 20) ? product * radices[i] : -1;
         }
-        a.points = int(points);
+        a.points = points ? points : int(product);
+        a.bluestein = bluestein;
         a.device = device;
         a.stream = stream;
         a.log2n = log2n;
@@ -72,8 +74,10 @@ PGK_FAMILY(fft) {
       py::arg("n_in"), py::arg("win"), py::arg("hop"), py::arg("pad"), py::arg("sig_len"),
       py::arg("pad_mode"), py::arg("y"), py::arg("sy0"), py::arg("sy1"), py::arg("sy2"),
       py::arg("sye"), py::arg("n_out"), py::arg("store"), py::arg("scale"),
-      py::arg("twiddles"), py::arg("radices") = std::vector<int>{}, PGK_NOGIL,
+      py::arg("twiddles"), py::arg("radices") = std::vector<int>{}, py::arg("points") = 0,
+      py::arg("bluestein") = false, PGK_NOGIL,
       "FFTs of rows (native/src/fft/fft.h): log2n for 2^log2n points, or -1 and the radices "
-      "(2, 3, 4, 5, 7, 8) of a mixed-radix length; load 0 complex, 1 real, 2 real pairs, "
+      "(7, 5, 3, 8, 4, 2) of a mixed-radix length (points: their product), or of Bluestein's "
+      "convolution length for `points` (bluestein); load 0 complex, 1 real, 2 real pairs, "
       "3 Hermitian; store 0 complex, 1 |X|, 2 |X|^2, 3 real samples");
 }

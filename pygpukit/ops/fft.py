@@ -15,10 +15,11 @@ Reached as ``gp.fft.fft`` ... (pygpukit/fft.py re-exports them; ``gp.fft`` is th
   irfft complex input only (its result is float32 / float64).
 - ``out``: an optional result buffer of the result's shape and dtype (any layout).
 
-Routing (pygpukit/routing/table.py): power-of-two lengths (fft/ifft up to 4096, the real
-transforms up to 8192) to the native kernel, every other length to the Triton kernels (both
-fp32), NumPy on the CPU. float64/complex128 on the GPU: the native kernel in float64 at powers
-of two up to half those lengths, the Triton kernels in float64 at every other length.
+Routing (pygpukit/routing/table.py): to the native kernels the lengths whose prime factors are
+2, 3, 5 and 7 (fft/ifft up to 4096, the real transforms, even n, up to 8192) and any other
+length up to half those (Bluestein), every longer one to the Triton kernels (both fp32), NumPy
+on the CPU. float64/complex128 on the GPU: the native kernels in float64 at half those lengths,
+the Triton kernels in float64 past them.
 """
 
 from __future__ import annotations
@@ -225,8 +226,8 @@ def rfft_frames(
 
     Both GPU backends read each frame's samples from y in one kernel launch, the padding, the
     window and the power applied as they load and store (no padded, windowed or complex copy):
-    the native kernel for power-of-two n, the Triton kernel for the lengths its one-kernel FFT
-    serves (other lengths take a padded copy there). A Triton power result may be a strided
+    the native kernels for the lengths they serve (module docstring), the Triton kernel for
+    the lengths its one-kernel FFT serves (other lengths take a padded copy there). A Triton power result may be a strided
     view (see rfft_windowed)."""
     op = "rfft_frames"
     chk.array(op, "y", y)

@@ -121,13 +121,13 @@ def _reasons(
         if arrays[0].shape[-1] > cand.max_last_dim:
             why.append(f"last dim {arrays[0].shape[-1]} exceeds {cand.max_last_dim}")
     if cand.smooth is not None:
-        name, lo, hi, step, primes = cand.smooth
+        name, lo, hi, step, primes, any_hi = cand.smooth
         got = params.get(name)
         if not (isinstance(got, int) and lo <= got <= hi and got % step == 0
-                and _smooth(got, primes)):  # fmt: skip
+                and (got <= any_hi or _smooth(got, primes))):  # fmt: skip
             what = "even " if step == 2 else f"a multiple of {step} " if step > 1 else ""
             why.append(f"needs the transform length {name} {what}in [{lo}, {hi}] with prime "
-                       f"factors in {primes}, got {got!r}")  # fmt: skip
+                       f"factors in {primes} (any up to {any_hi}), got {got!r}")  # fmt: skip
     if det is None:
         det = determinism._on[0]
     if det:

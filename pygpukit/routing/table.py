@@ -28,8 +28,9 @@ class Candidate:
     min_capability / max_capability: CUDA compute capability range (max: code built for one
     architecture only, e.g. sm_90a's wgmma); params: exact values a call's parameter must have
     (e.g. softmax only on the last axis); max_last_dim: largest size of the first input's last dim;
-    smooth: (param, lo, hi, step, primes): that parameter must be a multiple of step in [lo, hi]
-    with no prime factor outside primes (the native FFT's transform lengths).
+    smooth: (param, lo, hi, step, primes, any_hi): that parameter must be a multiple of step in
+    [lo, hi], and either at most any_hi or free of prime factors outside primes (the native
+    FFT's transform lengths: 7-smooth ones to the top, any to half of it by Bluestein).
     Per-input constraints name an input by its position in the op's inputs tuple (an absent
     optional input keeps its place): input_dtypes ((i, dtypes), ...): input i's dtype must be
     one of these (where ``dtypes`` admits more for the other inputs); multiple_of
@@ -47,7 +48,7 @@ class Candidate:
     max_capability: tuple[int, int] | None = None
     params: tuple[tuple[str, Any], ...] = ()
     max_last_dim: int | None = None
-    smooth: tuple[str, int, int, int, tuple[int, ...]] | None = None
+    smooth: tuple[str, int, int, int, tuple[int, ...], int] | None = None
     input_dtypes: tuple[tuple[int, frozenset[str]], ...] = ()
     multiple_of: tuple[tuple[int, int, int], ...] = ()
     invariant: frozenset[str] | None = None
@@ -126,8 +127,8 @@ W8A8_MAX_ROWS = 0
 QUANT_CAPABILITY = {"fp8": (8, 9), "int4": (8, 0), "nvfp4": (8, 9)}
 
 # The native FFT (native/src/fft/fft.h): its input dtypes and lengths n by op: 7-smooth (prime
-# factors 2, 3, 5, 7), a complex transform of up to 4096 points in shared memory; the real ones
-# through pairs (even n, n / 2 complex points).
+# factors 2, 3, 5, 7), a complex transform of up to 4096 points in shared memory, any length up
+# to 2048 points by Bluestein; the real ones through pairs (even n, n / 2 complex points).
 _FFT_REAL_IN = frozenset({"float32", "float16", "bfloat16"})
 _FFT_NATIVE_IO = {
     "fft": _FFT_REAL_IN | {"complex64"},
@@ -142,6 +143,12 @@ _FFT_NATIVE_N = {op: (2, 8192, 2) for op in _FFT_NATIVE_IO} | {
     "ifft": (1, 4096, 1),
 }
 _FFT_PRIMES = (2, 3, 5, 7)
+
+
+def _fft_lengths(lo: int, hi: int, step: int) -> tuple[str, int, int, int, tuple[int, ...], int]:
+    return ("n", lo, hi, step, _FFT_PRIMES, hi // 2)
+
+
 # ... and in float64 (complex128): half the points (a row's float64 planes fill the same
 # shared memory); the Triton kernels serve float64 at every other length.
 _FFT_F64_IN = frozenset({"float64", "complex128"})
@@ -367,27 +374,24 @@ _ROUTES: list[OpRoute] = [
         Candidate("native", dtypes=_FP8_IO),
         CPU,
     ),
-    # FFT (numpy.fft semantics, ops/fft.py): the native radix-8 kernel for power-of-two lengths
-    # (backends/native/fft.py; no cuFFT: driver-only at run time), the Triton mixed-radix /
-    # Bluestein kernels for every length (backends/triton_kernels/fft.py), both fp32
-    # (float32/16/bf16 in, complex64 out), then NumPy's pocketfft in float64 on the CPU. Native
-    # first where it serves: faster at every power of two timed, 16 to 4096 (H100, 96000 rows,
-    # one run: rfft 2048 670 vs 1518 us, fft 4096 2390 vs 11368 us, fft 16 24 vs 68 us; the STFT
-    # 2048/512 0.43 vs 1.13 ms; BENCHMARKS.md "FFT and audio"). float64 and complex128: the
-    # native kernel at powers of two up to half those lengths (its second candidate), the
-    # Triton passes and Bluestein in float64 at every other length. The length n enters the
-    # decision (route_params).
+    # FFT (numpy.fft semantics, ops/fft.py): the native kernels (backends/native/fft.py; no
+    # cuFFT: driver-only at run time) for powers of two (radix 8), 7-smooth lengths (radices 7,
+    # 5, 3, 8, 4, 2) and any other length up to half the top (Bluestein in the same kernel), the
+    # Triton mixed-radix / Bluestein kernels for every length (backends/triton_kernels/fft.py),
+    # both fp32 (float32/16/bf16 in, complex64 out), then NumPy's pocketfft in float64 on the
+    # CPU. Native first where it serves: faster at every length timed (H100, 96000 rows, one
+    # run each: rfft 2048 670 vs 1518 us, fft 4096 2390 vs 11368, fft 16 24 vs 68; rfft 400 233
+    # vs 282, fft 1000 923 vs 3281; BENCHMARKS.md "FFT and audio"). float64 and complex128: the
+    # native kernels at half those lengths (the second candidate; fft 1000 1602 vs 6430 us),
+    # the Triton passes and Bluestein in float64 past them. The length n enters the decision
+    # (route_params).
     *(
         _entry(
             op,
             "fft",
+            Candidate("native", dtypes=_FFT_NATIVE_IO[op], smooth=_fft_lengths(*_FFT_NATIVE_N[op])),
             Candidate(
-                "native", dtypes=_FFT_NATIVE_IO[op], smooth=("n", *_FFT_NATIVE_N[op], _FFT_PRIMES)
-            ),
-            Candidate(
-                "native",
-                dtypes=_FFT_NATIVE_IO64[op],
-                smooth=("n", *_FFT_NATIVE_N64[op], _FFT_PRIMES),
+                "native", dtypes=_FFT_NATIVE_IO64[op], smooth=_fft_lengths(*_FFT_NATIVE_N64[op])
             ),
             Candidate("triton", dtypes=FLOATS | COMPLEX),
             Candidate("cpu", dtypes=FLOATS | COMPLEX, devices=frozenset({"cpu"})),

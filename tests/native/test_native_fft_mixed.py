@@ -1,15 +1,15 @@
 """The native mixed-radix FFT (native/src/fft/fft_mixed.cu): lengths whose prime factors are 2, 3,
-5 and 7 but not a power of two.
+5 and 7 but not a power of two, and the other lengths by Bluestein's convolution.
 
 On the CPU: the radices (mixed_radices) and a float64 model of the kernel's passes over the
 twiddle table pygpukit/backends/native/fft.py builds, against numpy.fft at every such length up
-to 4096 (the indexing, the table and the odd radices' DFT, not the fp32 arithmetic); and the
-routing table's smooth-length constraint.
+to 4096 (the indexing, the table and the odd radices' DFT, not the fp32 arithmetic), Bluestein's
+steps over its table; and the routing table's length constraint.
 
 On the GPU: the public ops forced to native against numpy.fft in float64 at every such length
-(fft/ifft to 4096, rfft/irfft to 8192, float64 to half those), half inputs, strided views and
-out=, windows and powers, STFT frames in every pad mode, the refusals, and bitwise repeat and
-graph replay."""
+(fft/ifft to 4096, rfft/irfft to 8192, float64 to half those) and at Bluestein lengths, half
+inputs, strided views and out=, windows and powers, STFT frames in every pad mode, the
+refusals, and bitwise repeat and graph replay."""
 
 from __future__ import annotations
 
@@ -157,16 +157,33 @@ def test_untangling_twiddles_follow_the_passes() -> None:
         np.testing.assert_allclose(got, np.fft.rfft(x), atol=1e-10 * n, err_msg=f"n={n}")
 
 
+@pytest.mark.parametrize("n", [2, 11, 97, 401, 1009, 2039])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_bluestein_model(n: int, inverse: bool) -> None:
+    """The kernel's Bluestein steps over its table (passes of M, then the chirp and bhat): z c,
+    M-point forward passes, times bhat, inverse passes, times c."""
+    m = 1 << (2 * n - 2).bit_length()
+    rs = mixed_radices(m) if m > 1 else []
+    assert rs is not None and int(np.prod(rs)) == m
+    table = twiddle_table(rs, False, n, inverse)
+    passes = table.size - n - m
+    c, bhat = table[passes : passes + n], table[passes + n :]
+    rng = np.random.default_rng(n)
+    z = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
+    a = np.zeros((2, m), np.complex128)
+    a[:, :n] = z * c
+    conv = model(model(a, rs, False, table) * bhat, rs, True, table)
+    want = np.fft.ifft(z) * n if inverse else np.fft.fft(z)
+    np.testing.assert_allclose(conv[:, :n] * c, want, atol=1e-10 * n, err_msg=f"n={n}")
+
+
 def test_routing_constraint() -> None:
-    """The table sends 7-smooth lengths to native (even ones for the real ops) and names the
-    constraint for the others."""
+    """The table sends 7-smooth lengths and any up to half the top to native (even ones for the
+    real ops), and names the constraint for the others."""
     assert select._smooth(400, (2, 3, 5, 7)) and select._smooth(1, (2,))
     assert not select._smooth(11, (2, 3, 5, 7)) and not select._smooth(0, (2,))
-    cand = TABLE["rfft"].candidates[0]
-    name, lo, hi, step, primes = cand.smooth
-    assert (name, lo, hi, step, primes) == ("n", 2, 8192, 2, (2, 3, 5, 7))
-    fft64 = TABLE["fft"].candidates[1]
-    assert fft64.smooth == ("n", 1, 2048, 1, (2, 3, 5, 7))
+    assert TABLE["rfft"].candidates[0].smooth == ("n", 2, 8192, 2, (2, 3, 5, 7), 4096)
+    assert TABLE["fft"].candidates[1].smooth == ("n", 1, 2048, 1, (2, 3, 5, 7), 1024)
 
 
 # ---------------------------------------------------------------- GPU: the kernel
@@ -338,14 +355,72 @@ def test_float64() -> None:
         assert_close(got.to_numpy(), np.fft.irfft(z, n=n), "float64", name=f"irfft {n}")
 
 
+BLUESTEIN = [11, 13, 17, 22, 97, 101, 202, 401, 997, 1009, 1331, 2039, 2047]
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("native")
+def test_bluestein_lengths() -> None:
+    """Lengths with a prime factor above 7 (Bluestein's convolution in the kernel): fft and
+    ifft to 2048 points, rfft and irfft of twice those, complex and real input, two norms."""
+    for n in BLUESTEIN:
+        rng = np.random.default_rng(seed("nfft-blue", n))
+        x = complex_signal(rng, (3, n))
+        for op, norm in (("fft", None), ("ifft", "ortho")):
+            got = getattr(gp.fft, op)(up(x), norm=norm)
+            want = _NP[op](x.astype(np.complex128), norm=norm)
+            assert_close(pairs(got), pairs(want), "float32", name=f"{op} {n} {norm}")
+        xr = rand(rng, (2, n), "float32")
+        assert_close(pairs(gp.fft.fft(up(xr))), pairs(np.fft.fft(as64(xr))), "float32",
+                     name=f"fft real {n}")  # fmt: skip
+        x2 = rand(rng, (3, 2 * n), "float32")
+        got = gp.fft.rfft(up(x2), norm="forward")
+        want = np.fft.rfft(as64(x2), norm="forward")
+        assert_close(pairs(got), pairs(want), "float32", name=f"rfft {2 * n}")
+        z = complex_signal(rng, (3, n + 1))
+        got = gp.fft.irfft(up(z), n=2 * n)
+        want = np.fft.irfft(z.astype(np.complex128), n=2 * n)
+        assert_close(got.to_numpy(), want, "float32", name=f"irfft {2 * n}")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("native")
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_bluestein_frames_and_float64(mode: str) -> None:
+    """STFT frames of n_fft 802 (401 complex points) with a window and power; float64 fft,
+    ifft, rfft and irfft at Bluestein lengths to their top, 1024 points."""
+    rng = np.random.default_rng(seed("nfft-blue-frames", mode))
+    n_fft, hop, pad = 802, 200, 401
+    win = rand(rng, (n_fft,), "float32")
+    sig = rand(rng, (2, 5000), "float32")
+    got = ops_fft.rfft_frames(up(sig), up(win), hop=hop, pad=pad, pad_mode=mode, power=2.0)
+    yp = np.pad(as64(sig), ((0, 0), (pad, pad)), mode=mode)  # type: ignore[call-overload]
+    idx = np.arange(got.shape[1])[:, None] * hop + np.arange(n_fft)[None, :]
+    want = np.abs(np.fft.rfft(yp[:, idx] * as64(win), axis=-1)) ** 2
+    assert_close(got.to_numpy(), want, "float32", name=f"frames {n_fft} {mode}")
+    for n in (11, 401, 1021):
+        z = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
+        for op in ("fft", "ifft"):
+            got = getattr(gp.fft, op)(up(z), norm="ortho")
+            assert got.dtype is gp.complex128
+            assert_close(pairs(got), pairs(_NP[op](z, norm="ortho")), "float64",
+                         name=f"{op} {n}")  # fmt: skip
+        x = rng.standard_normal((2, 2 * n))
+        assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(x)), "float64",
+                     name=f"rfft {2 * n}")  # fmt: skip
+        zz = rng.standard_normal((2, n + 1)) + 1j * rng.standard_normal((2, n + 1))
+        got = gp.fft.irfft(up(zz), n=2 * n)
+        assert_close(got.to_numpy(), np.fft.irfft(zz, n=2 * n), "float64", name=f"irfft {2 * n}")
+
+
 @pytest.mark.gpu
 @pytest.mark.usefixtures("native")
 def test_refusals_name_the_lengths() -> None:
-    """Forced to native, lengths with another prime factor, odd real lengths and lengths past
-    the tops are refused by name; the runtime stays usable."""
-    cases = (("fft", 1001, np.float32), ("rfft", 999, np.float32), ("irfft", 6002, np.complex64),
+    """Forced to native, lengths with another prime factor past Bluestein's top, odd real
+    lengths and lengths past the tops are refused by name; the runtime stays usable."""
+    cases = (("fft", 2053, np.float32), ("rfft", 999, np.float32), ("irfft", 6002, np.complex64),
              ("fft", 4200, np.float32), ("fft", 2100, np.complex128),
-             ("rfft", 4200, np.float64))  # fmt: skip
+             ("fft", 1030, np.complex128), ("rfft", 4200, np.float64))  # fmt: skip
     for op, n, dt in cases:
         with pytest.raises(RouteError, match="prime factors in"):
             getattr(gp.fft, op)(up(np.ones((2, 10), dt)), n=n)
@@ -355,15 +430,17 @@ def test_refusals_name_the_lengths() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("native")
-def test_same_bits_and_graph_replay() -> None:
-    """Whisper's STFT (n_fft 400, hop 160, reflect, power 2): run to run the same bits, and a
-    captured call replays to the eager call's bits."""
-    rng = np.random.default_rng(seed("nfft-mixed-det"))
+@pytest.mark.parametrize("n_fft", [400, 802])
+def test_same_bits_and_graph_replay(n_fft: int) -> None:
+    """Whisper's STFT (n_fft 400, hop 160, reflect, power 2) and a Bluestein length: run to run
+    the same bits, and a captured call replays to the eager call's bits."""
+    rng = np.random.default_rng(seed("nfft-mixed-det", n_fft))
     sig = up(rand(rng, (4, 48000), "float32"))
-    win = up(np.hanning(400).astype(np.float32))
+    win = up(np.hanning(n_fft).astype(np.float32))
 
     def call() -> gp.GPUArray:
-        return ops_fft.rfft_frames(sig, win, hop=160, pad=200, pad_mode="reflect", power=2.0)
+        return ops_fft.rfft_frames(sig, win, hop=160, pad=n_fft // 2, pad_mode="reflect",
+                                   power=2.0)  # fmt: skip
 
     a, b = call().to_numpy(), call().to_numpy()
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))

@@ -47,10 +47,10 @@ void fft_rows(const FftArgs& a) {
               "log2n must be in 0..12 (2^log2n complex points) or -1 (mixed radices), got " +
                   std::to_string(a.log2n));
   if (mixed) {
-    const int top = a.f64 ? 1 << fftk::kMaxLog2F64 : 4096;
+    const int top = (a.f64 ? 1 << fftk::kMaxLog2F64 : 4096) / (a.bluestein ? 2 : 1);
     PGK_REQUIRE(a.points >= 2 && a.points <= top,
-                "mixed-radix transforms take 2.." + std::to_string(top) + " points, got " +
-                    std::to_string(a.points));
+                std::string(a.bluestein ? "Bluestein" : "mixed-radix") + " transforms take 2.." +
+                    std::to_string(top) + " points, got " + std::to_string(a.points));
     PGK_REQUIRE(a.npass >= 1 && a.npass <= kMaxPasses,
                 "mixed-radix transforms take 1.." + std::to_string(kMaxPasses) +
                     " passes, got " + std::to_string(a.npass));
@@ -63,8 +63,16 @@ void fft_rows(const FftArgs& a) {
                   "the radices must come in the order 7, 5, 3, 8, 4, 2");
       product *= r;
     }
-    PGK_REQUIRE(product == a.points, "the radices' product " + std::to_string(product) +
-                                         " is not the points " + std::to_string(a.points));
+    if (a.bluestein) {
+      PGK_REQUIRE((product & (product - 1)) == 0 && product >= 2 * a.points - 1 &&
+                      product < 4 * a.points,
+                  "Bluestein's convolution of " + std::to_string(a.points) +
+                      " points takes the power of two in [2N - 1, 4N), got " +
+                      std::to_string(product));
+    } else {
+      PGK_REQUIRE(product == a.points, "the radices' product " + std::to_string(product) +
+                                           " is not the points " + std::to_string(a.points));
+    }
   }
   PGK_REQUIRE(a.load >= kComplex && a.load <= kHermitian, "unknown load");
   PGK_REQUIRE(!(a.load == kRealPairs && a.inverse) && !(a.load == kHermitian && !a.inverse),

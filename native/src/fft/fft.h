@@ -3,11 +3,12 @@
 // frames even n <= 8192; half those in fp64), same semantics (numpy.fft's;
 // pygpukit/backends/cpu/fft.py is the reference).
 //
-// A row is the N-point complex transform of z, held in shared memory by ceil(N / 8) threads
-// in Stockham passes. N = 2^log2n runs fft_kernel.cuh's kernel (radix-8 passes, a radix-2 or -4
-// pass last, everything compile-time); any other N runs fft_mixed.cu's (log2n = -1, the
-// radices 2, 3, 4, 5, 7, 8 listed in `radix`, passes looped at run time). What z is comes from
-// `load`:
+// A row is the N-point complex transform of z, held in shared memory in Stockham passes.
+// N = 2^log2n runs fft_kernel.cuh's kernel (radix-8 passes, a radix-2 or -4 pass last,
+// everything compile-time); any other N runs fft_mixed.cu's (log2n = -1, the radices 7, 5, 3,
+// 8, 4, 2 listed in `radix`, passes looped at run time): a 7-smooth N as those passes, any
+// other N (bluestein) as Bluestein's convolution on M = 2^k >= 2N - 1 points, `radix` then
+// listing M's passes. What z is comes from `load`:
 //   kComplex       z[j] = x[j] (complex64 read as float32 pairs);
 //   kReal          z[j] = x[j] + 0i;
 //   kRealPairs     z[j] = x[2j] + i x[2j+1]: an rfft of 2N real values, untangled after the
@@ -43,8 +44,9 @@ struct FftArgs {
   int device;
   std::uintptr_t stream;
   int log2n;  // the complex transform's points N = 2^log2n, 0..12 (0..11 with f64); -1: mixed
-  int points;                // mixed: N, 2..4096 (2..2048 with f64)
-  int npass;                 // mixed: the passes' radices, their product N
+  int points;                // mixed: N, 2..4096 (2..2048 with f64; Bluestein half those)
+  bool bluestein;            // mixed: N by Bluestein's convolution of M points
+  int npass;                 // mixed: the passes' radices, their product N (Bluestein: M)
   int radix[kMaxPasses];
   bool inverse;
   bool f64;        // float64 values (x, window, y, twiddles) and arithmetic; else float32
@@ -65,7 +67,8 @@ struct FftArgs {
   double scale;
   // float2 twiddles (fft.cu): each pass after the first, w_(Ns R)^(t k) at [t - 1][k]; then,
   // for the pair loads, w_2N^k for k <= N (pygpukit/backends/native/fft.py's twiddle_table,
-  // for either kernel's radices).
+  // for either kernel's radices); then, for Bluestein, the chirp c (N values) and bhat (M).
+  // A Bluestein table is for one direction (its chirp's sign).
   std::uintptr_t twiddles;
 };
 

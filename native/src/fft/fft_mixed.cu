@@ -125,56 +125,93 @@ __device__ __forceinline__ int count_of(std::uint64_t codes, int r) {
   return int(codes >> (4 * fft_radix_slot(r))) & 15;
 }
 
-// Shared memory: for each of the block's rows two buffers of its n points, each a real plane
-// and an imaginary plane (stride n apart), rows back to back.
-template <bool INV, int LOAD, typename Real, typename E>
+// All passes of a transform in fft.h's order (fft_radix_slot), each radix a loop of one inlined
+// pass (one switch over the radix in a single loop made ptxas keep every case's registers
+// live); ODD: whether the length may have the odd radices (not Bluestein's powers of two).
+template <bool INV, bool ODD, typename Real>
+__device__ __forceinline__ void run_passes(PingPong<Real>& buf, int len, std::uint64_t codes,
+                                           int tid, int t_row, const typename Cx<Real>::T* tw) {
+  int off = 0, ns = 1;
+  if constexpr (ODD) {
+    pass_run<7, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 7));
+    pass_run<5, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 5));
+    pass_run<3, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 3));
+  }
+  pass_run<8, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 8));
+  pass_run<4, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 4));
+  pass_run<2, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 2));
+}
+
+// Shared memory: for each of the block's rows two buffers of its len points (n; Bluestein's M),
+// each a real plane and an imaginary plane (stride len apart), rows back to back.
+//
+// Bluestein (BLUE): the N-point transform of any N as the circular convolution of z c with the
+// chirp's kernel on M points, X[k] = c[k] IFFT_M(FFT_M(z c) bhat)[k] (pygpukit/backends/
+// _support/fft.py's chirp_tables; a table for each direction), all in the row's buffers: the
+// chirp applied as z loads, M-point forward passes, the product with bhat, inverse passes, the
+// chirp again; the loads, untangling and stores as for any N.
+template <bool INV, int LOAD, typename Real, typename E, bool BLUE>
 __global__ void __launch_bounds__(kMixedMaxThreads<Real>)
     fft_mixed_kernel(const FftArgs a, std::uint64_t codes, int t_row, int rows) {
   using V = typename Cx<Real>::T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int n = a.points;
   const int lr = threadIdx.x / t_row, tid = threadIdx.x % t_row;
-  Real* base = reinterpret_cast<Real*>(smem_raw) + std::int64_t(lr) * 4 * n;
-  PingPong<Real> buf{base, base + 2 * n};
   const std::int64_t r = std::int64_t(blockIdx.x) * rows + lr;
   const bool live = r < a.rows;  // the last block's spare rows only join the barriers
   const V* tw = reinterpret_cast<const V*>(a.twiddles);
-  // The untangling twiddles follow every pass's (passes with ns > 1 store ns (R - 1)).
-  int untangle = 0;
-  for (int i = 0, ns = 1; i < 6; ++i) {
+  // The passes' points (len) and twiddles; the untangling twiddles follow (passes with ns > 1
+  // store ns (R - 1)), then Bluestein's chirp and bhat.
+  int untangle = 0, len = 1;
+  for (int i = 0; i < 6; ++i) {
     const int rd = radix_of_slot(i);
     for (int c = int(codes >> (4 * i)) & 15; c > 0; --c) {
-      if (ns > 1) untangle += ns * (rd - 1);
-      ns *= rd;
+      if (len > 1) untangle += len * (rd - 1);
+      len *= rd;
     }
   }
   const V* wu = tw + untangle;
+  const V* chirp = wu + (LOAD == kRealPairs || LOAD == kHermitian ? n + 1 : 0);
+  const V* bhat = chirp + n;
+  Real* base = reinterpret_cast<Real*>(smem_raw) + std::int64_t(lr) * 4 * len;
+  PingPong<Real> buf{base, base + 2 * len};
   Row row{0, 0, 0};
   if (live) {
     const std::int64_t i2 = r % a.d2, t = r / a.d2, i1 = t % a.d1, i0 = t / a.d1;
     row.x = i0 * a.sx0 + i1 * a.sx1 + i2 * a.sx2;
     row.y = i0 * a.sy0 + i1 * a.sy1 + i2 * a.sy2;
     row.frame = i2 * a.hop - a.pad;
-    for (int e = tid; e < n; e += t_row) {  // coalesced across the row's threads
-      const V z = mixed_z<Real, E, LOAD>(a, row, e, n, wu);
+    for (int e = tid; e < len; e += t_row) {  // coalesced across the row's threads
+      V z = mk(Real(0), Real(0));
+      if (!BLUE || e < n) z = mixed_z<Real, E, LOAD>(a, row, e, n, wu);
+      if (BLUE && e < n) z = cmul(z, __ldg(chirp + e));
       buf.src[e] = z.x;
-      buf.src[n + e] = z.y;
+      buf.src[len + e] = z.y;
     }
   }
   __syncthreads();
-  // The passes in fft.h's order (fft_radix_slot), each radix a loop of one inlined pass
-  // (one switch over the radix in a single loop made ptxas keep every case's registers live).
-  int off = 0, ns = 1;
-  pass_run<7, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 7));
-  pass_run<5, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 5));
-  pass_run<3, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 3));
-  pass_run<8, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 8));
-  pass_run<4, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 4));
-  pass_run<2, INV, Real>(buf, n, n, ns, off, tid, t_row, tw, count_of(codes, 2));
+  if constexpr (BLUE) {
+    run_passes<false, false, Real>(buf, len, codes, tid, t_row, tw);
+    for (int k = tid; k < len; k += t_row) {
+      const V v = cmul(mk(buf.src[k], buf.src[len + k]), __ldg(bhat + k));
+      buf.src[k] = v.x;
+      buf.src[len + k] = v.y;
+    }
+    __syncthreads();
+    run_passes<true, false, Real>(buf, len, codes, tid, t_row, tw);
+    for (int k = tid; k < n; k += t_row) {
+      const V v = cmul(mk(buf.src[k], buf.src[len + k]), __ldg(chirp + k));
+      buf.src[k] = v.x;
+      buf.src[len + k] = v.y;
+    }
+    if constexpr (LOAD == kRealPairs) __syncthreads();  // the untangling reads Z[N - k]
+  } else {
+    run_passes<INV, true, Real>(buf, len, codes, tid, t_row, tw);
+  }
   if (!live) return;
   Real* y = reinterpret_cast<Real*>(a.y) + row.y;
   const Real* re = buf.src;  // the result, natural order
-  const Real* im = buf.src + n;
+  const Real* im = buf.src + len;
   if constexpr (LOAD == kRealPairs) {
     // X[k] = untangle_x(Z[k], conj(Z[N - k])), k = 0..N.
     for (int k = tid; k <= n; k += t_row) {
@@ -196,7 +233,7 @@ constexpr int kMixedSmemMax = 96 << 10;
 // fewest rows among equals; a block's threads rarely fill whole warps (Whisper's 400 points:
 // 50 threads a row). Cached by (device, t_row, bytes a row) for each kernel, whose shared
 // memory limit is raised on the device the first time.
-template <bool INV, int LOAD, typename Real, typename E>
+template <bool INV, int LOAD, typename Real, typename E, bool BLUE>
 int rows_per_block(int device, int t_row, int row_bytes) {
   static std::mutex lock;
   static std::map<std::tuple<int, int, int>, int> cache;
@@ -204,7 +241,7 @@ int rows_per_block(int device, int t_row, int row_bytes) {
   const auto key = std::make_tuple(device, t_row, row_bytes);
   const auto hit = cache.find(key);
   if (hit != cache.end()) return hit->second;
-  const auto kernel = fft_mixed_kernel<INV, LOAD, Real, E>;
+  const auto kernel = fft_mixed_kernel<INV, LOAD, Real, E, BLUE>;
   PGK_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  kMixedSmemMax));
   const int top = std::max(1, std::min(kMixedMaxThreads<Real> / t_row, kMixedSmemMax / row_bytes));
@@ -223,20 +260,30 @@ int rows_per_block(int device, int t_row, int row_bytes) {
   return best;
 }
 
-template <bool INV, int LOAD, typename Real, typename E>
-void launch_mixed(const FftArgs& a) {
-  const int t_row = (a.points + 7) / 8;
-  const int row_bytes = 4 * a.points * int(sizeof(Real));  // two buffers of two planes
-  const int rows = rows_per_block<INV, LOAD, Real, E>(a.device, t_row, row_bytes);
+template <bool INV, int LOAD, typename Real, typename E, bool BLUE>
+void launch_kernel(const FftArgs& a) {
+  int len = 1;  // the passes' points
+  std::uint64_t codes = 0;  // fft_rows checked that the radices come in the kernel's order
+  for (int p = 0; p < a.npass; ++p) {
+    codes += std::uint64_t(1) << (4 * fft_radix_slot(a.radix[p]));
+    len *= a.radix[p];
+  }
+  const int t_row = (len + 7) / 8;
+  const int row_bytes = 4 * len * int(sizeof(Real));  // two buffers of two planes
+  const int rows = rows_per_block<INV, LOAD, Real, E, BLUE>(a.device, t_row, row_bytes);
   const std::int64_t blocks = (a.rows + rows - 1) / rows;
   PGK_REQUIRE_AS("fft_rows", blocks <= 0x7fffffff,
                  std::to_string(a.rows) + " rows are more than one launch takes");
-  std::uint64_t codes = 0;  // fft_rows checked that the radices come in the kernel's order
-  for (int p = 0; p < a.npass; ++p) codes += std::uint64_t(1) << (4 * fft_radix_slot(a.radix[p]));
-  fft_mixed_kernel<INV, LOAD, Real, E>
+  fft_mixed_kernel<INV, LOAD, Real, E, BLUE>
       <<<unsigned(blocks), unsigned(rows * t_row), std::size_t(rows) * row_bytes,
          as_stream(a.stream)>>>(a, codes, t_row, rows);
   PGK_CHECK_LAUNCH("fft_rows");
+}
+
+template <bool INV, int LOAD, typename Real, typename E>
+void launch_mixed(const FftArgs& a) {
+  if (a.bluestein) return launch_kernel<INV, LOAD, Real, E, true>(a);
+  launch_kernel<INV, LOAD, Real, E, false>(a);
 }
 
 // Both precisions of one load kind and direction; the real loads by input dtype.

@@ -29,6 +29,7 @@ __all__ = [
     "PAD_REFLECT",
     "PAD_SYMMETRIC",
     "Rows",
+    "chirp_tables",
     "device_f32",
     "frame_mode",
     "interleaved",
@@ -102,6 +103,23 @@ def norm_scale(n: int, norm: str, inverse: bool) -> float:
     if norm == "ortho":
         return 1.0 / math.sqrt(n)
     return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def chirp_tables(n: int, inverse: bool) -> tuple[int, np.ndarray, np.ndarray]:
+    """Bluestein's tables of an n-point transform in one direction (complex128): (m, c, bhat),
+    the chirp c[j] = exp(-+ i pi j^2 / n) (j^2 reduced mod 2n in exact integers before the
+    angle, so the phase is exact for any n) and bhat = FFT_m(b) / m, the FFT of the convolution
+    kernel b[j] = conj(c[|j|]) on the circle of m = next_pow2(2n - 1) points (1/m folds the
+    inverse transform's scale in). X[k] = c[k] IFFT_m(FFT_m(z c) bhat)[k] (unnormalized
+    inverse), k < n."""
+    m = 1 << (2 * n - 2).bit_length() if n > 1 else 1
+    j = np.arange(n, dtype=np.int64)
+    sign = 1.0 if inverse else -1.0
+    c = np.exp(sign * 1j * np.pi * ((j * j) % (2 * n)) / n)
+    b = np.zeros(m, np.complex128)
+    b[:n] = np.conj(c)
+    b[m - n + 1 :] = np.conj(c[1:][::-1])
+    return m, c, np.fft.fft(b) / m
 
 
 def interleaved(z: np.ndarray, dtype: Any = np.float32) -> np.ndarray:

@@ -4,12 +4,14 @@ float64-rounded twiddles), and float64 (complex128): float64 values, twiddles an
 (the Triton kernels serve float64 at the other lengths).
 
 Lengths served (the routing table's ``smooth`` constraint; others go to the Triton kernels):
-those whose prime factors are 2, 3, 5 and 7 (7-smooth), fft and ifft n <= 4096; rfft, irfft,
-rfft_windowed and rfft_frames even n <= 8192, half those in float64 (2048 and 4096: a row's two
-float64 planes fill the same shared memory), as the n / 2-point complex transform of
-x[2j] + i x[2j+1] and an untangling step in the same kernel (irfft: its inverse). Powers of two
-run the compile-time radix-8 kernel (fft_kernel.cuh), the other lengths the mixed-radix kernel
-(fft_mixed.cu: radices 7, 5, 3, 8, 4, 2, ``mixed_radices``). One launch a call: a row is read
+fft and ifft n <= 4096 whose prime factors are 2, 3, 5 and 7 (7-smooth) and any n <= 2048;
+rfft, irfft, rfft_windowed and rfft_frames even n <= 8192 (7-smooth) and any even n <= 4096,
+half those in float64 (a row's float64 planes fill the same shared memory), the real ones as
+the n / 2-point complex transform of x[2j] + i x[2j+1] and an untangling step in the same
+kernel (irfft: its inverse). Powers of two run the compile-time radix-8 kernel
+(fft_kernel.cuh), the other lengths the mixed-radix kernel (fft_mixed.cu: radices 7, 5, 3, 8,
+4, 2, ``mixed_radices``), the lengths with a larger prime factor by Bluestein's convolution on
+a power of two M >= 2N - 1 points in that kernel. One launch a call: a row is read
 once (the window and an STFT frame's padding applied as it loads) and written once (|X| or
 |X|^2 taken as it stores, into a compact result), with the transform in shared memory.
 
@@ -22,12 +24,13 @@ each length once before capturing (as the Triton plans).
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.fft import (
+    chirp_tables,
     device_f32,
     frame_mode,
     interleaved,
@@ -66,7 +69,7 @@ _COMPLEX, _REAL, _PAIRS, _HERMITIAN = 0, 1, 2, 3
 _STORE_COMPLEX, _STORE_REAL = 0, 3
 
 _lock = threading.Lock()
-_tables: dict[tuple[tuple[int, ...], bool, bool, Any], GPUArray] = {}
+_tables: dict[tuple[tuple[int, ...], int, bool, bool | None, bool, Any], GPUArray] = {}
 
 
 def radices(log2n: int) -> list[int]:
@@ -97,11 +100,15 @@ def mixed_radices(n: int) -> list[int] | None:
     return [7] * counts[7] + [5] * counts[5] + [3] * counts[3] + [8] * (a // 3) + tail
 
 
-def twiddle_table(passes: list[int], untangle: bool) -> np.ndarray:
+def twiddle_table(
+    passes: list[int], untangle: bool, points: int | None = None, chirp: bool | None = None
+) -> np.ndarray:
     """The kernel's twiddles (fft.cu) for the passes' radices (``radices`` or
     ``mixed_radices``): for each pass p after the first (sub-transforms of Ns points, radix R)
     w_(Ns R)^(t k) at [t - 1][k], t < R, k < Ns; then, for the pair loads, w_2N^k for k <= N
-    (N: the radices' product). complex128; exponents reduced mod the root's order in integers,
+    (N: ``points``, default the radices' product); then, for Bluestein (``chirp``: None, or
+    its direction, True for the inverse), the chirp (N values) and bhat (the passes' M) of
+    _support.fft.chirp_tables. complex128; exponents reduced mod the root's order in integers,
     so every angle is exact to float64 rounding."""
     parts = []
     ns = 1
@@ -111,47 +118,69 @@ def twiddle_table(passes: list[int], untangle: bool) -> np.ndarray:
             k = np.arange(ns, dtype=np.int64)[None, :]
             parts.append(np.exp(-2j * np.pi * ((t * k) % (ns * r)) / (ns * r)).ravel())
         ns *= r
+    n = ns if points is None else points
     if untangle:
-        parts.append(np.exp(-2j * np.pi * np.arange(ns + 1, dtype=np.int64) / (2 * ns)))
+        parts.append(np.exp(-2j * np.pi * np.arange(n + 1, dtype=np.int64) / (2 * n)))
+    if chirp is not None:
+        m, c, bhat = chirp_tables(n, chirp)
+        assert m == ns, (m, ns)
+        parts += [c, bhat]
     return np.concatenate(parts) if parts else np.ones(1, np.complex128)
 
 
-def _twiddles(passes: tuple[int, ...], untangle: bool, f64: bool, dev: Any) -> GPUArray:
+class _Plan(NamedTuple):
+    """How the kernels transform N points: log2n >= 0 for the power-of-two kernel, else the
+    mixed-radix kernel's passes (of N, or of Bluestein's M)."""
+
+    log2n: int
+    passes: tuple[int, ...]
+    points: int
+    bluestein: bool
+
+
+def _twiddles(plan: _Plan, untangle: bool, inverse: bool, f64: bool, dev: Any) -> GPUArray:
     """twiddle_table as float32 (float64) pairs on dev, uploaded on the length's first call
-    (cached)."""
-    key = (passes, untangle, f64, dev)
+    (cached; a Bluestein table is for one direction)."""
+    chirp = inverse if plan.bluestein else None
+    key = (plan.passes, plan.points, untangle, chirp, f64, dev)
     got = _tables.get(key)
     if got is None:
         with _lock:
             got = _tables.get(key)
             if got is None:
                 dt = np.float64 if f64 else np.float32
-                table = interleaved(twiddle_table(list(passes), untangle), dt)
-                got = _tables[key] = device_f32(table, dev, dt)
+                table = twiddle_table(list(plan.passes), untangle, plan.points, chirp)
+                got = _tables[key] = device_f32(interleaved(table, dt), dev, dt)
     return got
 
 
-def _plan(op: str, n: int, pairs: bool, f64: bool = False) -> tuple[int, tuple[int, ...]]:
-    """(log2n, ()) of the power-of-two kernel or (-1, radices) of the mixed-radix kernel for an
-    n-point transform (n // 2 complex points through pairs)."""
+def _plan(op: str, n: int, pairs: bool, f64: bool = False) -> _Plan:
+    """The kernel and passes of an n-point transform (n // 2 complex points through pairs):
+    powers of two, 7-smooth lengths up to the top, any other length up to half of it by
+    Bluestein (its M-point buffers take the shared memory the top's do)."""
     points = n // 2 if pairs else n
     top = MAX_COMPLEX_F64 if f64 else MAX_COMPLEX
     most = 2 * top if pairs else top
-    mixed = mixed_radices(points)
     if n < (2 if pairs else 1) or (pairs and n % 2) or points > top:
         raise ValueError(
             f"{op}: the native FFT serves {'even ' if pairs else ''}lengths "
-            f"{2 if pairs else 1}..{most} whose prime factors are 2, 3, 5 and 7, got n={n} "
-            f"(the Triton twin serves every length)"
-        )
-    if points & (points - 1) == 0:
-        return points.bit_length() - 1, ()
-    if mixed is None:
-        raise ValueError(
-            f"{op}: the native FFT serves lengths whose prime factors are 2, 3, 5 and 7, got "
+            f"{2 if pairs else 1}..{most} (other than 7-smooth ones, up to {most // 2}), got "
             f"n={n} (the Triton twin serves every length)"
         )
-    return -1, tuple(mixed)
+    if points & (points - 1) == 0:
+        return _Plan(points.bit_length() - 1, (), points, False)
+    mixed = mixed_radices(points)
+    if mixed is not None:
+        return _Plan(-1, tuple(mixed), points, False)
+    if 2 * points > top:
+        raise ValueError(
+            f"{op}: the native FFT serves lengths with a prime factor above 7 up to "
+            f"{most // 2}, got n={n} (the Triton twin serves every length)"
+        )
+    m = 1 << (2 * points - 2).bit_length()
+    blue = mixed_radices(m)
+    assert blue is not None
+    return _Plan(-1, tuple(blue), points, True)
 
 
 def _result(store: int, f64: bool) -> Any:
@@ -175,7 +204,7 @@ def _launch(
     rows: int,
     d: tuple[int, int],
     *,
-    plan: tuple[int, tuple[int, ...]],
+    plan: _Plan,
     inverse: bool,
     load: int,
     n_in: int,
@@ -187,15 +216,17 @@ def _launch(
     frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
     f64 = dtype == "float64"
-    log2n, mixed = plan
-    passes = mixed or tuple(radices(log2n))
-    tw = _twiddles(passes, load in (_PAIRS, _HERMITIAN), f64, x._device)
+    if plan.log2n >= 0:
+        plan = plan._replace(passes=tuple(radices(plan.log2n)))
+    tw = _twiddles(plan, load in (_PAIRS, _HERMITIAN), inverse, f64, x._device)
     hop, pad, sig_len, mode = frames
+    mixed = list(plan.passes) if plan.log2n < 0 else []
     # fmt: off
     extension().fft_rows(
-        x._device.index, stream_of(x), log2n, inverse, f64, load, dtype, x.data_ptr(), rows, d[0],
-        d[1], *xs, xe, n_in, 0 if win is None else win.data_ptr(), hop, pad, sig_len, mode,
-        y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(), list(mixed),
+        x._device.index, stream_of(x), plan.log2n, inverse, f64, load, dtype, x.data_ptr(), rows,
+        d[0], d[1], *xs, xe, n_in, 0 if win is None else win.data_ptr(), hop, pad, sig_len, mode,
+        y.data_ptr(), *ys, ye, n_out, store, scale, tw.data_ptr(), mixed, plan.points,
+        plan.bluestein,
     )
     # fmt: on
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.fft import chirp_tables as _chirp_tables
 from pygpukit.backends._support.fft import device_f32 as _device_f32
 from pygpukit.backends._support.fft import interleaved as _interleaved
 from pygpukit.backends._support.fft import uploaded as _uploaded
@@ -195,14 +196,7 @@ def chirp(n: int, inverse: bool, dev: Any, f64: bool = False) -> Chirp:
     got = _chirps.get(key)
     if got is not None:
         return got
-    m = next_pow2(2 * n - 1)
-    j = np.arange(n, dtype=np.int64)
-    sign = 1.0 if inverse else -1.0
-    c = np.exp(sign * 1j * np.pi * ((j * j) % (2 * n)) / n)
-    b = np.zeros(m, np.complex128)
-    b[:n] = np.conj(c)
-    b[m - n + 1 :] = np.conj(c[1:][::-1])
-    bhat = np.fft.fft(b) / m
+    m, c, bhat = _chirp_tables(n, inverse)
     dt = _table_dtype(f64)
     c_dev = _device_f32(_interleaved(c, dt), dev, dt)
     got = Chirp(n, m, c_dev, _device_f32(_interleaved(bhat, dt), dev, dt))
