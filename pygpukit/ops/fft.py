@@ -17,9 +17,9 @@ Reached as ``gp.fft.fft`` ... (pygpukit/fft.py re-exports them; ``gp.fft`` is th
 
 Routing (pygpukit/routing/table.py): to the native kernels the lengths whose prime factors are
 2, 3, 5 and 7 (fft/ifft up to 4096, the real transforms, even n, up to 8192) and any other
-length up to half those (Bluestein), every longer one to the Triton kernels (both fp32), NumPy
-on the CPU. float64/complex128 on the GPU: the native kernels in float64 at half those lengths,
-the Triton kernels in float64 past them.
+length up to half those (Bluestein; even for the real transforms), every other one to the
+Triton kernels (both fp32), NumPy on the CPU. float64/complex128 on the GPU: the native
+kernels in float64 at half those lengths, the Triton kernels in float64 past them.
 """
 
 from __future__ import annotations
@@ -227,8 +227,8 @@ def rfft_frames(
     Both GPU backends read each frame's samples from y in one kernel launch, the padding, the
     window and the power applied as they load and store (no padded, windowed or complex copy):
     the native kernels for the lengths they serve (module docstring), the Triton kernel for
-    the lengths its one-kernel FFT serves (other lengths take a padded copy there). A Triton power result may be a strided
-    view (see rfft_windowed)."""
+    the lengths its one-kernel FFT serves (other lengths take a padded copy there). A Triton
+    power result may be a strided view (see rfft_windowed)."""
     op = "rfft_frames"
     chk.array(op, "y", y)
     if y.dtype.kind != "f":

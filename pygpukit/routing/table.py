@@ -3,7 +3,7 @@
 Order is preference: the first candidate whose constraints all pass and whose backend is available
 serves the call. Constraints are data (checked by pygpukit.routing.select), so ``explain`` can say
 exactly which one failed. Triton comes first wherever it serves (docs/design.md: Triton-first),
-except where a native kernel measured faster leads (the GEMM families, the power-of-two FFT); the
+except where a native kernel measured faster leads (the GEMM families, the FFT at its lengths); the
 native backend is otherwise the twin selectable with ``ROUTE=<op>:native``; NumPy serves the CPU
 device.
 """

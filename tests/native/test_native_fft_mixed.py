@@ -186,6 +186,55 @@ def test_routing_constraint() -> None:
     assert TABLE["fft"].candidates[1].smooth == ("n", 1, 2048, 1, (2, 3, 5, 7), 1024)
 
 
+def test_table_agrees_with_the_plan() -> None:
+    """Every n the routing table sends to native, _plan accepts, and every other n it refuses,
+    for each class of op (complex: fft; real through pairs: rfft, irfft) and precision."""
+    from pygpukit.backends.native.fft import _plan
+
+    cases = (("fft", np.complex64, 0, False), ("fft", np.complex128, 1, True),
+             ("rfft", np.float32, 0, False), ("rfft", np.float64, 1, True),
+             ("irfft", np.complex64, 0, False), ("irfft", np.complex128, 1, True))  # fmt: skip
+    for op, dt, idx, f64 in cases:
+        x = gp.from_numpy(np.ones((1, 8), dt))  # on the CPU: the GPU candidates fail for that
+        for n in range(1, 8400 if op != "fft" else 4200):
+            why = gp.routing.explain(op, x, n=n).candidates[idx][1]
+            table = not any("prime factors in" in r for r in why)
+            try:
+                _plan(op, n, op != "fft", f64)
+                planned = True
+            except ValueError:
+                planned = False
+            assert table == planned, (op, dt, n, why)
+
+
+def test_float_quotient_is_exact() -> None:
+    """fft_mixed.cu's q = int((j + 1/2) * (1 / ns)) in float32 equals j / ns for every j, ns
+    <= 4096."""
+    j = np.arange(4096, dtype=np.float32)
+    for ns in range(1, 4097):
+        inv = np.float32(1.0) / np.float32(ns)
+        q = ((j + np.float32(0.5)) * inv).astype(np.int32)
+        assert np.array_equal(q, np.arange(4096) // ns), ns
+
+
+def test_plan_refusals() -> None:
+    """_plan names what it does not serve (the routing table keeps such calls off it)."""
+    from pygpukit.backends.native.fft import _plan
+
+    assert _plan("fft", 400, False).passes == (5, 5, 8, 2)
+    assert _plan("fft", 401, False).bluestein and _plan("rfft", 802, True).points == 401
+    assert _plan("fft", 512, False).log2n == 9
+    for op, n, pairs, f64, msg in (
+        ("rfft", 999, True, False, "even lengths"),
+        ("fft", 4097, False, False, "1..4096"),
+        ("fft", 2053, False, False, "prime factor above 7 up to 2048"),
+        ("fft", 1031, False, True, "prime factor above 7 up to 1024"),
+        ("rfft", 8194, True, False, "2..8192"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            _plan(op, n, pairs, f64)
+
+
 # ---------------------------------------------------------------- GPU: the kernel
 
 
@@ -234,6 +283,8 @@ def test_complex_every_length(lengths: list[int]) -> None:
         got = gp.fft.fft(up(xr), norm="forward")
         assert_close(pairs(got), pairs(np.fft.fft(as64(xr), norm="forward")), "float32",
                      name=f"fft real {n}")  # fmt: skip
+        got = gp.fft.ifft(up(xr))
+        assert_close(pairs(got), pairs(np.fft.ifft(as64(xr))), "float32", name=f"ifft real {n}")
 
 
 @pytest.mark.gpu
@@ -256,26 +307,29 @@ def test_real_every_length(lengths: list[int]) -> None:
 @pytest.mark.usefixtures("native")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_inputs(dtype: str) -> None:
+    """Half inputs at a mixed length (400) and Bluestein's (rfft 802, fft 401)."""
     rng = np.random.default_rng(seed("nfft-mixed-half", dtype))
-    x = rand(rng, (3, 400), dtype)
-    assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(as64(x))), "float32",
-                 name=f"rfft {dtype}")  # fmt: skip
-    assert_close(pairs(gp.fft.fft(up(x))), pairs(np.fft.fft(as64(x))), "float32",
-                 name=f"fft {dtype}")  # fmt: skip
+    for n_r, n_c in ((400, 400), (802, 401)):
+        x = rand(rng, (3, n_r), dtype)
+        assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(as64(x))), "float32",
+                     name=f"rfft {n_r} {dtype}")  # fmt: skip
+        x = rand(rng, (3, n_c), dtype)
+        assert_close(pairs(gp.fft.fft(up(x))), pairs(np.fft.fft(as64(x))), "float32",
+                     name=f"fft {n_c} {dtype}")  # fmt: skip
 
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("native")
 @pytest.mark.parametrize("op", ["fft", "rfft", "irfft"])
 def test_truncated_and_padded_strided(op: str) -> None:
-    """n shorter and longer than the input, rows of a non-contiguous 3-D view, into a strided
-    out= full of NaN."""
+    """n shorter and longer than the input (a Bluestein length too), rows of a non-contiguous
+    3-D view, into a strided out= full of NaN."""
     rng = np.random.default_rng(seed("nfft-mixed-pad", op))
     shape = (2, 7, 3, 600)
     base = rand(rng, shape, "float32") if op == "rfft" else complex_signal(rng, shape)
     view = up(base)[:, 1:6, ::2, ::2]  # [2, 5, 2, 300], element stride 2
     host = base[:, 1:6, ::2, ::2]
-    for n in (240, 400, 750):
+    for n in (240, 400, 750, {"fft": 401, "rfft": 802, "irfft": 802}[op]):
         m = n // 2 + 1 if op == "rfft" else n
         dt = gp.float32 if op == "irfft" else gp.complex64
         nan = float("nan")
@@ -345,6 +399,19 @@ def test_float64() -> None:
             assert got.dtype is gp.complex128
             assert_close(pairs(got), pairs(_NP[op](z, norm="ortho")), "float64",
                          name=f"{op} {n}")  # fmt: skip
+    for n in (400, 401):
+        xr = rng.standard_normal((2, n))
+        assert_close(pairs(gp.fft.fft(up(xr))), pairs(np.fft.fft(xr)), "float64",
+                     name=f"fft real {n}")  # fmt: skip
+    for n_fft in (400, 802):
+        sig, win = rng.standard_normal((2, 3000)), rng.standard_normal(n_fft)
+        got = ops_fft.rfft_frames(up(sig), up(win), hop=160, pad=n_fft // 2, pad_mode="reflect",
+                                  power=1.0)  # fmt: skip
+        yp = np.pad(sig, ((0, 0), (n_fft // 2, n_fft // 2)), mode="reflect")
+        idx = np.arange(got.shape[1])[:, None] * 160 + np.arange(n_fft)[None, :]
+        want = np.abs(np.fft.rfft(yp[:, idx] * win, axis=-1))
+        assert got.dtype is gp.float64
+        assert_close(got.to_numpy(), want, "float64", name=f"frames {n_fft}")
     for n in (6, 400, 2000, 4000):
         x = rng.standard_normal((2, n))
         assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(x)), "float64",
@@ -426,6 +493,54 @@ def test_refusals_name_the_lengths() -> None:
             getattr(gp.fft, op)(up(np.ones((2, 10), dt)), n=n)
     got = gp.fft.fft(up(np.ones((1, 12), np.float32)))
     assert_close(pairs(got), pairs(np.fft.fft(np.ones((1, 12)))), "float32", name="after")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("native")
+def test_many_rows() -> None:
+    """3000 rows: many blocks of several rows each, the last block's spare rows idle."""
+    rng = np.random.default_rng(seed("nfft-mixed-rows"))
+    for n in (400, 401):
+        x = complex_signal(rng, (3001, n))
+        assert_close(pairs(gp.fft.fft(up(x))), pairs(np.fft.fft(x.astype(np.complex128))),
+                     "float32", name=f"fft {n}")  # fmt: skip
+    xr = rand(rng, (2999, 802), "float32")
+    assert_close(pairs(gp.fft.rfft(up(xr))), pairs(np.fft.rfft(as64(xr))), "float32",
+                 name="rfft 802")  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_kernel_entry_refuses_bad_plans() -> None:
+    """fft_rows (native/src/fft/fft.cu) checks a plan before any launch: the radices' order,
+    their product, Bluestein's M, the points' range; the runtime stays usable."""
+    from pygpukit.backends.native._libs import extension
+
+    x = up(np.ones((2, 400), np.complex64))
+    y = gp.empty((2, 400), gp.complex64, DEV)
+    tw = up(np.ones(4096, np.float32))
+
+    def call(radices: list[int], points: int = 0, bluestein: bool = False) -> None:
+        # fmt: off
+        extension().fft_rows(
+            0, 0, -1, False, False, 0, "float32", x.data_ptr(), 2, 1, 1, 800, 0, 0, 2, 400, 0,
+            0, 0, 0, 0, y.data_ptr(), 800, 0, 0, 2, 400, 0, 1.0, tw.data_ptr(), radices, points,
+            bluestein,
+        )
+        # fmt: on
+
+    for radices, points, blue, msg in (
+        ([8, 5, 5, 2], 0, False, "order 7, 5, 3, 8, 4, 2"),
+        ([5, 5, 8], 400, False, "product 200 is not the points 400"),
+        ([6, 5], 0, False, "radix 6"),
+        ([8, 8, 8, 8, 2], 0, False, "2..4096 points"),
+        ([8, 4], 401, True, "power of two in"),
+        ([8, 8, 8, 2, 2], 2049, True, "2..2048 points"),
+        ([2] * 13, 0, False, "at most 12 radices"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            call(radices, points, blue)
+    got = gp.fft.fft(x)
+    assert_close(pairs(got), pairs(np.fft.fft(np.ones((2, 400)))), "float32", name="after")
 
 
 @pytest.mark.gpu

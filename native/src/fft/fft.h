@@ -1,7 +1,7 @@
 // FFTs of rows in fp32 or fp64: the native twin of pygpukit/backends/triton_kernels/fft.py for
 // lengths whose prime factors are 2, 3, 5 and 7 (fft/ifft n <= 4096, rfft/irfft and the STFT
-// frames even n <= 8192; half those in fp64), same semantics (numpy.fft's;
-// pygpukit/backends/cpu/fft.py is the reference).
+// frames even n <= 8192; half those in fp64) and, by Bluestein, any other up to half those,
+// same semantics (numpy.fft's; pygpukit/backends/cpu/fft.py is the reference).
 //
 // A row is the N-point complex transform of z, held in shared memory in Stockham passes.
 // N = 2^log2n runs fft_kernel.cuh's kernel (radix-8 passes, a radix-2 or -4 pass last,
@@ -34,7 +34,8 @@ enum FftStore : int { kStoreComplex = 0, kStoreAbs = 1, kStorePower = 2, kStoreR
 // Passes of the mixed-radix kernel: 3^7 = 2187 points take 7, 2 * 3^7 is past 4096.
 constexpr int kMaxPasses = 12;
 // The mixed-radix kernel runs its passes in the order 7, 5, 3, 8, 4, 2 (the odd radices first:
-// the first pass writes at a stride of its radix, free of bank conflicts when odd); `radix`
+// the first pass writes at a stride of its radix, free of bank conflicts when odd; Bluestein's
+// powers of two have no odd radix, and their first passes conflict 8- and 4-way); `radix`
 // lists them so. A radix's place in that order, 6 for one the kernel does not have:
 constexpr int fft_radix_slot(int r) {
   return r == 7 ? 0 : r == 5 ? 1 : r == 3 ? 2 : r == 8 ? 3 : r == 4 ? 4 : r == 2 ? 5 : 6;

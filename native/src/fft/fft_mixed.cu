@@ -1,23 +1,25 @@
-// Row FFTs of any length whose prime factors are 2, 3, 5 and 7 but not a power of two (fft.h,
-// log2n = -1): Whisper's 400-point frames (an rfft through 200 = 5 x 5 x 8 complex points),
-// 1000, 480, 1200 ... The same Stockham autosort as fft.cu (its comment has the algorithm) with
-// the length's radices (pygpukit/backends/native/fft.py's mixed_radices, in fft.h's order: the
-// odd ones first, then 8s, then a 4 or 2) given at run time, and the same loads and stores
-// (fft_kernel.cuh's helpers), so the two kernels give one op the same semantics.
+// Row FFTs of any length but a power of two (fft.h, log2n = -1): lengths whose prime factors are
+// 2, 3, 5 and 7 (Whisper's 400-point frames: an rfft through 200 = 5 x 5 x 8 complex points;
+// 1000, 480, 1200 ...) as Stockham passes, and any other length by Bluestein's convolution on a
+// power of two M >= 2N - 1 points (fft_mixed_kernel's comment). The same Stockham autosort as
+// fft.cu (its comment has the algorithm) with the length's radices (pygpukit/backends/native/
+// fft.py's mixed_radices, in fft.h's order: the odd ones first, then 8s, then a 4 or 2) given at
+// run time, and the same loads and stores (fft_kernel.cuh's helpers), so the two kernels give
+// one op the same semantics.
 //
 // Why a second kernel and not more instances of the first: the power-of-two kernel is
 // compile-time in its length (its passes, indices and loads unrolled; 1.25x faster than a
 // run-time version on the STFT's rfft 2048), which suits 13 lengths, not the hundreds of
-// 7-smooth ones up to 4096. Here a length is data: ceil(N / 8) threads a row, so a radix-R pass
-// has each thread take ceil(8 / R) butterflies (compile-time per radix: each radix's passes are
-// a loop of one unrolled pass), and the row's N points sit in shared memory between passes (one
-// plane each for the real and imaginary parts, indexed plainly: a pass reads runs of
-// consecutive points; its writes stride by the radix in the first pass, odd for the odd
-// radices, which go first for that reason).
+// 7-smooth ones up to 4096. Here a length is data: ceil(len / 8) threads a row take a pass's
+// len / R butterflies in turn (each radix's passes a loop of one pass unrolled for it), and the
+// row sits in shared memory in two buffers that the passes read and write in turn (one plane
+// each for the real and imaginary parts, indexed plainly: a pass reads runs of consecutive
+// points; its writes stride by the radix in the first pass, odd for the odd radices, which go
+// first for that reason).
 //
 // The row is loaded into shared memory first (global reads coalesced across threads), every
-// pass reads, waits, computes and writes, and the result leaves from shared memory in natural
-// order (the real pairs' untangling reads Z[k] and Z[N - k] there).
+// pass reads one buffer, computes, writes the other and waits, and the result leaves from
+// shared memory in natural order (the real pairs' untangling reads Z[k] and Z[N - k] there).
 #include <algorithm>
 #include <map>
 #include <mutex>
