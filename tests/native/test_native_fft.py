@@ -1,8 +1,8 @@
 """Native twin of the FFT ops (native/src/fft/fft.cu) on the GPU: the public ops with the route
 forced to native, against numpy.fft in float64, at every power-of-two length the kernel serves
-(test_native_fft_mixed.py: the other lengths),
-with strided and truncated/padded inputs, half inputs, windows, powers, STFT frames in every
-pad mode, strided out=, zero rows, determinism and graph capture; and the routing of lengths it
+(test_native_fft_mixed.py: every other length), with strided and truncated/padded inputs, half
+inputs, windows, powers, STFT frames in every pad mode, strided out=, zero rows, determinism and
+graph capture at powers of two, 7-smooth and Bluestein lengths; and the routing of lengths it
 does not serve."""
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def test_truncated_and_padded_strided(op: str) -> None:
     )
     view = up(base)[:, 1:6, ::2, ::2]  # [2, 5, 2, 150], element stride 2
     host = base[:, 1:6, ::2, ::2]
-    for n in (64, 256):
+    # powers of two, 7-smooth lengths (the mixed-radix kernel) and Bluestein's
+    for n in (64, 256, 240, 400, 750, {"fft": 401, "rfft": 802, "irfft": 802}[op]):
         m = n // 2 + 1 if op == "rfft" else n
         dt = gp.float32 if op == "irfft" else gp.complex64
         out = poisoned((2, 5, 2, 2 * m), dt)[..., ::2]
@@ -112,16 +113,19 @@ def test_truncated_and_padded_strided(op: str) -> None:
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_inputs(dtype: str) -> None:
+    """Half inputs at a power of two, a 7-smooth length and Bluestein's (rfft 802, fft 401)."""
     rng = np.random.default_rng(seed("nfft-half", dtype))
-    x = rand(rng, (3, 512), dtype)
-    got = gp.fft.rfft(up(x))
-    assert_close(pairs(got), pairs(np.fft.rfft(as64(x))), "float32", name=f"rfft {dtype}")
-    got = gp.fft.fft(up(x))
-    assert_close(pairs(got), pairs(np.fft.fft(as64(x))), "float32", name=f"fft {dtype}")
+    for n_r, n_c in ((512, 512), (400, 400), (802, 401)):
+        x = rand(rng, (3, n_r), dtype)
+        got = gp.fft.rfft(up(x))
+        assert_close(pairs(got), pairs(np.fft.rfft(as64(x))), "float32", name=f"rfft {n_r}")
+        x = rand(rng, (3, n_c), dtype)
+        got = gp.fft.fft(up(x))
+        assert_close(pairs(got), pairs(np.fft.fft(as64(x))), "float32", name=f"fft {n_c}")
 
 
 @pytest.mark.parametrize("power", [None, 1.0, 2.0])
-@pytest.mark.parametrize("n", [2, 16, 512, 2048, 8192])
+@pytest.mark.parametrize("n", [2, 16, 512, 2048, 8192, 6, 400, 1000, 6000, 802])
 def test_rfft_windowed(n: int, power: float | None) -> None:
     """Overlapping strided frames of a signal (never copied), the window at load, the power at
     the store into a compact result."""
@@ -143,7 +147,7 @@ def test_rfft_windowed(n: int, power: float | None) -> None:
 
 @pytest.mark.parametrize("power", [None, 2.0])
 @pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric", "edge"])
-@pytest.mark.parametrize("n_fft", [4, 512, 2048])
+@pytest.mark.parametrize("n_fft", [4, 512, 2048, 400, 1200, 802])
 def test_rfft_frames(n_fft: int, mode: str, power: float | None) -> None:
     """STFT frames at signal lengths around one frame, centre padding in every mode, a
     column-strided signal, n_frames below the count, and pad = 0."""
@@ -210,14 +214,17 @@ def test_zero_rows_and_bad_lengths() -> None:
     assert_close(pairs(got), pairs(np.fft.fft(np.ones((1, 8)))), "float32", name="after")
 
 
-def test_same_bits_and_graph_replay() -> None:
-    """Run to run the same bits; a captured call replays to the eager call's bits."""
-    rng = np.random.default_rng(seed("nfft-det"))
+@pytest.mark.parametrize(("n_fft", "hop"), [(2048, 512), (400, 160), (802, 160)])
+def test_same_bits_and_graph_replay(n_fft: int, hop: int) -> None:
+    """Run to run the same bits; a captured call replays to the eager call's bits (the STFT
+    2048 / 512, Whisper's 400 / 160 and a Bluestein length)."""
+    rng = np.random.default_rng(seed("nfft-det", n_fft))
     sig = up(rand(rng, (4, 48000), "float32"))
-    win = up(np.hanning(2048).astype(np.float32))
+    win = up(np.hanning(n_fft).astype(np.float32))
 
     def call() -> gp.GPUArray:
-        return ops_fft.rfft_frames(sig, win, hop=512, pad=1024, pad_mode="reflect", power=2.0)
+        return ops_fft.rfft_frames(sig, win, hop=hop, pad=n_fft // 2, pad_mode="reflect",
+                                   power=2.0)  # fmt: skip
 
     a, b = call().to_numpy(), call().to_numpy()  # the first call uploads the twiddle table
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))

@@ -7,9 +7,9 @@ to 4096 (the indexing, the table and the odd radices' DFT, not the fp32 arithmet
 steps over its table; and the routing table's length constraint.
 
 On the GPU: the public ops forced to native against numpy.fft in float64 at every such length
-(fft/ifft to 4096, rfft/irfft to 8192, float64 to half those) and at Bluestein lengths, half
-inputs, strided views and out=, windows and powers, STFT frames in every pad mode, the
-refusals, and bitwise repeat and graph replay."""
+(fft/ifft to 4096, rfft/irfft to 8192, float64 to half those) and at Bluestein lengths, many
+rows, the refusals of the routing table and of the kernel's entry (test_native_fft.py runs its
+strided, half, window, frame, determinism and graph tests at these lengths too)."""
 
 from __future__ import annotations
 
@@ -266,25 +266,41 @@ def _chunks(seq: list[int], k: int) -> list[list[int]]:
     return [seq[i::k] for i in range(k)]
 
 
+def check_complex(n: int) -> None:
+    """fft and ifft of n points, complex and real input, three norms, against numpy."""
+    rng = np.random.default_rng(seed("nfft-mixed", n))
+    x = complex_signal(rng, (3, n))
+    for op, norm in (("fft", None), ("ifft", "ortho")):
+        got = getattr(gp.fft, op)(up(x), norm=norm)
+        want = _NP[op](x.astype(np.complex128), norm=norm)
+        assert_close(pairs(got), pairs(want), "float32", name=f"{op} {n} {norm}")
+    xr = rand(rng, (2, n), "float32")
+    got = gp.fft.fft(up(xr), norm="forward")
+    assert_close(pairs(got), pairs(np.fft.fft(as64(xr), norm="forward")), "float32",
+                 name=f"fft real {n}")  # fmt: skip
+    got = gp.fft.ifft(up(xr))
+    assert_close(pairs(got), pairs(np.fft.ifft(as64(xr))), "float32", name=f"ifft real {n}")
+
+
+def check_real(n: int) -> None:
+    """rfft and irfft of even n values (n / 2 complex points) against numpy."""
+    rng = np.random.default_rng(seed("nrfft-mixed", n))
+    x = rand(rng, (3, n), "float32")
+    got = gp.fft.rfft(up(x))
+    assert_close(pairs(got), pairs(np.fft.rfft(as64(x))), "float32", name=f"rfft {n}")
+    z = complex_signal(rng, (3, n // 2 + 1))  # DC and Nyquist imaginary parts ignored
+    got = gp.fft.irfft(up(z), n=n, norm="ortho")
+    want = np.fft.irfft(z.astype(np.complex128), n=n, norm="ortho")
+    assert_close(got.to_numpy(), want, "float32", name=f"irfft {n}")
+
+
 @pytest.mark.gpu
 @pytest.mark.usefixtures("native")
 @pytest.mark.parametrize("lengths", _chunks(MIXED, 4), ids=lambda v: f"from{v[0]}")
 def test_complex_every_length(lengths: list[int]) -> None:
-    """fft and ifft at every 7-smooth length <= 4096 that is not a power of two, complex and
-    real input, two norms."""
+    """fft and ifft at every 7-smooth length <= 4096 that is not a power of two."""
     for n in lengths:
-        rng = np.random.default_rng(seed("nfft-mixed", n))
-        x = complex_signal(rng, (3, n))
-        for op, norm in (("fft", None), ("ifft", "ortho")):
-            got = getattr(gp.fft, op)(up(x), norm=norm)
-            want = _NP[op](x.astype(np.complex128), norm=norm)
-            assert_close(pairs(got), pairs(want), "float32", name=f"{op} {n} {norm}")
-        xr = rand(rng, (2, n), "float32")
-        got = gp.fft.fft(up(xr), norm="forward")
-        assert_close(pairs(got), pairs(np.fft.fft(as64(xr), norm="forward")), "float32",
-                     name=f"fft real {n}")  # fmt: skip
-        got = gp.fft.ifft(up(xr))
-        assert_close(pairs(got), pairs(np.fft.ifft(as64(xr))), "float32", name=f"ifft real {n}")
+        check_complex(n)
 
 
 @pytest.mark.gpu
@@ -293,106 +309,16 @@ def test_complex_every_length(lengths: list[int]) -> None:
 def test_real_every_length(lengths: list[int]) -> None:
     """rfft and irfft at every even 7-smooth length <= 8192 that is not a power of two."""
     for n in lengths:
-        rng = np.random.default_rng(seed("nrfft-mixed", n))
-        x = rand(rng, (3, n), "float32")
-        got = gp.fft.rfft(up(x))
-        assert_close(pairs(got), pairs(np.fft.rfft(as64(x))), "float32", name=f"rfft {n}")
-        z = complex_signal(rng, (3, n // 2 + 1))  # DC and Nyquist imaginary parts ignored
-        got = gp.fft.irfft(up(z), n=n, norm="ortho")
-        want = np.fft.irfft(z.astype(np.complex128), n=n, norm="ortho")
-        assert_close(got.to_numpy(), want, "float32", name=f"irfft {n}")
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_half_inputs(dtype: str) -> None:
-    """Half inputs at a mixed length (400) and Bluestein's (rfft 802, fft 401)."""
-    rng = np.random.default_rng(seed("nfft-mixed-half", dtype))
-    for n_r, n_c in ((400, 400), (802, 401)):
-        x = rand(rng, (3, n_r), dtype)
-        assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(as64(x))), "float32",
-                     name=f"rfft {n_r} {dtype}")  # fmt: skip
-        x = rand(rng, (3, n_c), dtype)
-        assert_close(pairs(gp.fft.fft(up(x))), pairs(np.fft.fft(as64(x))), "float32",
-                     name=f"fft {n_c} {dtype}")  # fmt: skip
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("op", ["fft", "rfft", "irfft"])
-def test_truncated_and_padded_strided(op: str) -> None:
-    """n shorter and longer than the input (a Bluestein length too), rows of a non-contiguous
-    3-D view, into a strided out= full of NaN."""
-    rng = np.random.default_rng(seed("nfft-mixed-pad", op))
-    shape = (2, 7, 3, 600)
-    base = rand(rng, shape, "float32") if op == "rfft" else complex_signal(rng, shape)
-    view = up(base)[:, 1:6, ::2, ::2]  # [2, 5, 2, 300], element stride 2
-    host = base[:, 1:6, ::2, ::2]
-    for n in (240, 400, 750, {"fft": 401, "rfft": 802, "irfft": 802}[op]):
-        m = n // 2 + 1 if op == "rfft" else n
-        dt = gp.float32 if op == "irfft" else gp.complex64
-        nan = float("nan")
-        fill = complex(nan, nan) if dt is gp.complex64 else nan
-        out = gp.full((2, 5, 2, 2 * m), fill, dtype=dt, device=DEV)[..., ::2]
-        got = getattr(gp.fft, op)(view, n=n, out=out)
-        assert got is out
-        want = _NP[op](host.astype(np.float64 if op == "rfft" else np.complex128), n=n)
-        assert_close(pairs(got), pairs(want), "float32", name=f"{op} n={n}")
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("power", [None, 1.0, 2.0])
-@pytest.mark.parametrize("n", [6, 400, 1000, 6000])
-def test_rfft_windowed(n: int, power: float | None) -> None:
-    rng = np.random.default_rng(seed("nfft-mixed-win", n, power))
-    hop = max(1, n // 4)
-    sig = rand(rng, (2, 6 * n), "float32")
-    count = 1 + (6 * n - n) // hop
-    y = up(sig)
-    frames = y._view((2, count, n), (6 * n, hop, 1), y._offset)
-    win = rand(rng, (n,), "float32")
-    got = ops_fft.rfft_windowed(frames, up(win), power=power)
-    idx = np.arange(count)[:, None] * hop + np.arange(n)[None, :]
-    want = np.fft.rfft(as64(sig)[:, idx] * as64(win), axis=-1)
-    if power is not None:
-        want = np.abs(want) ** power
-    assert_close(pairs(got), pairs(want), "float32", name=f"windowed {n} {power}")
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("power", [None, 2.0])
-@pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric", "edge"])
-@pytest.mark.parametrize("n_fft", [400, 1200])
-def test_rfft_frames(n_fft: int, mode: str, power: float | None) -> None:
-    """STFT frames (Whisper's n_fft 400) at signal lengths around one frame, centre padding in
-    every mode, a column-strided signal, fewer frames than the count."""
-    rng = np.random.default_rng(seed("nfft-mixed-frames", n_fft, mode, power))
-    hop, pad = n_fft // 4 + 60, n_fft // 2
-    win = rand(rng, (n_fft,), "float32")
-    for n in (pad + 1, n_fft + 3, 3 * n_fft + hop + 1):
-        sig = rand(rng, (3, 2 * n), "float32")
-        yd = up(sig)[:, ::2]
-        count = 1 + (n + 2 * pad - n_fft) // hop
-        keep = max(1, count - 1)
-        got = ops_fft.rfft_frames(yd, up(win), hop=hop, pad=pad, pad_mode=mode, n_frames=keep,
-                                  power=power)  # fmt: skip
-        yp = np.pad(as64(sig)[:, ::2], ((0, 0), (pad, pad)), mode=mode)  # type: ignore[call-overload]
-        idx = np.arange(keep)[:, None] * hop + np.arange(n_fft)[None, :]
-        want = np.fft.rfft(yp[:, idx] * as64(win), axis=-1)
-        if power is not None:
-            want = np.abs(want) ** power
-        assert_close(pairs(got), pairs(want), "float32", name=f"frames {n_fft} {mode} {n}")
+        check_real(n)
 
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("native")
 def test_float64() -> None:
-    """complex128 and float64 at mixed lengths to float64's bound, to the float64 tops."""
+    """complex128 and float64 to float64's bound at 7-smooth lengths to the float64 tops and at
+    Bluestein lengths to theirs (11, 401, 1021 points)."""
     rng = np.random.default_rng(seed("nfft-mixed-64"))
-    for n in (3, 5, 6, 7, 12, 100, 400, 1000, 1029, 2000, 2025, 1680):
+    for n in (3, 5, 6, 7, 12, 100, 400, 1000, 1029, 2000, 2025, 1680, 11, 401, 1021):
         z = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
         for op in ("fft", "ifft"):
             got = getattr(gp.fft, op)(up(z), norm="ortho")
@@ -412,7 +338,7 @@ def test_float64() -> None:
         want = np.abs(np.fft.rfft(yp[:, idx] * win, axis=-1))
         assert got.dtype is gp.float64
         assert_close(got.to_numpy(), want, "float64", name=f"frames {n_fft}")
-    for n in (6, 400, 2000, 4000):
+    for n in (6, 400, 2000, 4000, 22, 802, 2042):
         x = rng.standard_normal((2, n))
         assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(x)), "float64",
                      name=f"rfft {n}")  # fmt: skip
@@ -429,55 +355,10 @@ BLUESTEIN = [11, 13, 17, 22, 97, 101, 202, 401, 997, 1009, 1331, 2039, 2047]
 @pytest.mark.usefixtures("native")
 def test_bluestein_lengths() -> None:
     """Lengths with a prime factor above 7 (Bluestein's convolution in the kernel): fft and
-    ifft to 2048 points, rfft and irfft of twice those, complex and real input, two norms."""
+    ifft to 2048 points, rfft and irfft of twice those."""
     for n in BLUESTEIN:
-        rng = np.random.default_rng(seed("nfft-blue", n))
-        x = complex_signal(rng, (3, n))
-        for op, norm in (("fft", None), ("ifft", "ortho")):
-            got = getattr(gp.fft, op)(up(x), norm=norm)
-            want = _NP[op](x.astype(np.complex128), norm=norm)
-            assert_close(pairs(got), pairs(want), "float32", name=f"{op} {n} {norm}")
-        xr = rand(rng, (2, n), "float32")
-        assert_close(pairs(gp.fft.fft(up(xr))), pairs(np.fft.fft(as64(xr))), "float32",
-                     name=f"fft real {n}")  # fmt: skip
-        x2 = rand(rng, (3, 2 * n), "float32")
-        got = gp.fft.rfft(up(x2), norm="forward")
-        want = np.fft.rfft(as64(x2), norm="forward")
-        assert_close(pairs(got), pairs(want), "float32", name=f"rfft {2 * n}")
-        z = complex_signal(rng, (3, n + 1))
-        got = gp.fft.irfft(up(z), n=2 * n)
-        want = np.fft.irfft(z.astype(np.complex128), n=2 * n)
-        assert_close(got.to_numpy(), want, "float32", name=f"irfft {2 * n}")
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("mode", ["constant", "reflect"])
-def test_bluestein_frames_and_float64(mode: str) -> None:
-    """STFT frames of n_fft 802 (401 complex points) with a window and power; float64 fft,
-    ifft, rfft and irfft at Bluestein lengths to their top, 1024 points."""
-    rng = np.random.default_rng(seed("nfft-blue-frames", mode))
-    n_fft, hop, pad = 802, 200, 401
-    win = rand(rng, (n_fft,), "float32")
-    sig = rand(rng, (2, 5000), "float32")
-    got = ops_fft.rfft_frames(up(sig), up(win), hop=hop, pad=pad, pad_mode=mode, power=2.0)
-    yp = np.pad(as64(sig), ((0, 0), (pad, pad)), mode=mode)  # type: ignore[call-overload]
-    idx = np.arange(got.shape[1])[:, None] * hop + np.arange(n_fft)[None, :]
-    want = np.abs(np.fft.rfft(yp[:, idx] * as64(win), axis=-1)) ** 2
-    assert_close(got.to_numpy(), want, "float32", name=f"frames {n_fft} {mode}")
-    for n in (11, 401, 1021):
-        z = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
-        for op in ("fft", "ifft"):
-            got = getattr(gp.fft, op)(up(z), norm="ortho")
-            assert got.dtype is gp.complex128
-            assert_close(pairs(got), pairs(_NP[op](z, norm="ortho")), "float64",
-                         name=f"{op} {n}")  # fmt: skip
-        x = rng.standard_normal((2, 2 * n))
-        assert_close(pairs(gp.fft.rfft(up(x))), pairs(np.fft.rfft(x)), "float64",
-                     name=f"rfft {2 * n}")  # fmt: skip
-        zz = rng.standard_normal((2, n + 1)) + 1j * rng.standard_normal((2, n + 1))
-        got = gp.fft.irfft(up(zz), n=2 * n)
-        assert_close(got.to_numpy(), np.fft.irfft(zz, n=2 * n), "float64", name=f"irfft {2 * n}")
+        check_complex(n)
+        check_real(2 * n)
 
 
 @pytest.mark.gpu
@@ -541,27 +422,3 @@ def test_kernel_entry_refuses_bad_plans() -> None:
             call(radices, points, blue)
     got = gp.fft.fft(x)
     assert_close(pairs(got), pairs(np.fft.fft(np.ones((2, 400)))), "float32", name="after")
-
-
-@pytest.mark.gpu
-@pytest.mark.usefixtures("native")
-@pytest.mark.parametrize("n_fft", [400, 802])
-def test_same_bits_and_graph_replay(n_fft: int) -> None:
-    """Whisper's STFT (n_fft 400, hop 160, reflect, power 2) and a Bluestein length: run to run
-    the same bits, and a captured call replays to the eager call's bits."""
-    rng = np.random.default_rng(seed("nfft-mixed-det", n_fft))
-    sig = up(rand(rng, (4, 48000), "float32"))
-    win = up(np.hanning(n_fft).astype(np.float32))
-
-    def call() -> gp.GPUArray:
-        return ops_fft.rfft_frames(sig, win, hop=160, pad=n_fft // 2, pad_mode="reflect",
-                                   power=2.0)  # fmt: skip
-
-    a, b = call().to_numpy(), call().to_numpy()
-    assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
-    g = gp.CUDAGraph(DEV)
-    with g.capture():
-        res = call()
-    g.replay()
-    gp.synchronize()
-    assert np.array_equal(res.to_numpy().view(np.uint32), a.view(np.uint32))
