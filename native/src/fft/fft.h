@@ -35,7 +35,7 @@ enum FftStore : int { kStoreComplex = 0, kStoreAbs = 1, kStorePower = 2, kStoreR
 constexpr int kMaxPasses = 12;
 // The mixed-radix kernel runs its passes in the order 7, 5, 3, 8, 4, 2 (the odd radices first:
 // the first pass writes at a stride of its radix, free of bank conflicts when odd; Bluestein's
-// powers of two have no odd radix, and their first passes conflict 8- and 4-way); `radix`
+// powers of two have no odd radix, and pad their planes instead: fft_mixed.cu's sidx); `radix`
 // lists them so. A radix's place in that order, 6 for one the kernel does not have:
 constexpr int fft_radix_slot(int r) {
   return r == 7 ? 0 : r == 5 ? 1 : r == 3 ? 2 : r == 8 ? 3 : r == 4 ? 4 : r == 2 ? 5 : 6;

@@ -13,9 +13,9 @@
 // 7-smooth ones up to 4096. Here a length is data: ceil(len / 8) threads a row take a pass's
 // len / R butterflies in turn (each radix's passes a loop of one pass unrolled for it), and the
 // row sits in shared memory in two buffers that the passes read and write in turn (one plane
-// each for the real and imaginary parts, indexed plainly: a pass reads runs of consecutive
-// points; its writes stride by the radix in the first pass, odd for the odd radices, which go
-// first for that reason).
+// each for the real and imaginary parts; a pass reads runs of consecutive points, its writes
+// stride by the radix in the first pass, odd for the odd radices, which go first for that
+// reason; row_size and sidx keep the rest of the bank conflicts down).
 //
 // The row is loaded into shared memory first (global reads coalesced across threads), every
 // pass reads one buffer, computes, writes the other and waits, and the result leaves from
@@ -50,6 +50,26 @@ __device__ __forceinline__ typename Cx<Real>::T mixed_z(const FftArgs& a, const 
   }
 }
 
+// A row's place in shared memory. Its four planes (two buffers of a real and an imaginary
+// plane) hold len points each, and, with PAD (Bluestein's power-of-two passes), one spare float
+// after every 32: a radix-8 first pass writes at a stride of 8 points, 8-way bank conflicts
+// plainly, and 1.4 wavefronts an access on average padded against 2.25 (a model of every
+// pass's accesses; the 7-smooth lengths' passes measure worse padded, 1.6-2.0 against
+// 1.3-1.9). Each row then starts t_row floats of banks after the one before (mod 32), so that
+// a warp's lanes that cross into the next row continue its banks instead of repeating them
+// (rfft 400's 25 threads a row: 1.94 wavefronts an access without, 1.32 with).
+template <bool PAD>
+__device__ __forceinline__ int sidx(int i) {
+  return PAD ? i + (i >> 5) : i;
+}
+__host__ __device__ inline int plane_size(int len, bool pad) {
+  return pad ? len + (len >> 5) : len;
+}
+__host__ __device__ inline int row_size(int len, int t_row, bool pad) {
+  const int planes = 4 * plane_size(len, pad);
+  return planes + ((t_row - planes) % 32 + 32) % 32;
+}
+
 // One radix-R pass over a row of n points, combining sub-transforms of ns points: butterfly
 // j = q ns + k reads src[j + t n / R], multiplies by w_(ns R)^(t k) (tw: the pass's table,
 // [t - 1][k]), takes the R-point DFT and writes output t to dst[q ns R + k + t ns]; then the
@@ -59,7 +79,7 @@ __device__ __forceinline__ typename Cx<Real>::T mixed_z(const FftArgs& a, const 
 // thread and two barriers a pass). q = j / ns in float arithmetic: (j + 1/2) / ns sits at least
 // 1 / (2 ns) from an integer and is below n / ns, so two roundings (n 2^-23 / ns) cannot cross
 // one (an integer division by a run-time divisor costs about 20 instructions).
-template <int R, bool INV, typename Real>
+template <int R, bool INV, bool PAD, typename Real>
 __device__ __forceinline__ void mixed_pass(const Real* src, Real* dst, int n, int stride, int ns,
                                            int tid, int t_row, const typename Cx<Real>::T* tw) {
   using V = typename Cx<Real>::T;
@@ -68,7 +88,10 @@ __device__ __forceinline__ void mixed_pass(const Real* src, Real* dst, int n, in
   for (int j = tid; j < m; j += t_row) {
     V u[R];
 #pragma unroll
-    for (int t = 0; t < R; ++t) u[t] = mk(src[j + t * m], src[stride + j + t * m]);
+    for (int t = 0; t < R; ++t) {
+      const int i = sidx<PAD>(j + t * m);
+      u[t] = mk(src[i], src[stride + i]);
+    }
     const int q = int((float(j) + 0.5f) * inv_ns), k = j - q * ns;
     if (ns > 1) {
 #pragma unroll
@@ -78,11 +101,11 @@ __device__ __forceinline__ void mixed_pass(const Real* src, Real* dst, int n, in
       }
     }
     dft<R, INV>(u);
-    Real* out = dst + q * ns * R + k;
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      out[t * ns] = u[t].x;
-      out[stride + t * ns] = u[t].y;
+      const int i = sidx<PAD>(q * ns * R + k + t * ns);
+      dst[i] = u[t].x;
+      dst[stride + i] = u[t].y;
     }
   }
   __syncthreads();
@@ -106,12 +129,12 @@ struct PingPong {
 
 // `count` passes of radix R, advancing ns (points of the sub-transforms so far) and off (the
 // twiddle table's next pass).
-template <int R, bool INV, typename Real>
+template <int R, bool INV, bool PAD, typename Real>
 __device__ __forceinline__ void pass_run(PingPong<Real>& buf, int n, int stride, int& ns,
                                          int& off, int tid, int t_row,
                                          const typename Cx<Real>::T* tw, int count) {
   for (int i = 0; i < count; ++i) {
-    mixed_pass<R, INV, Real>(buf.src, buf.dst, n, stride, ns, tid, t_row, tw + off);
+    mixed_pass<R, INV, PAD, Real>(buf.src, buf.dst, n, stride, ns, tid, t_row, tw + off);
     buf.swap();
     if (ns > 1) off += ns * (R - 1);
     ns *= R;
@@ -130,22 +153,23 @@ __device__ __forceinline__ int count_of(std::uint64_t codes, int r) {
 // All passes of a transform in fft.h's order (fft_radix_slot), each radix a loop of one inlined
 // pass (one switch over the radix in a single loop made ptxas keep every case's registers
 // live); ODD: whether the length may have the odd radices (not Bluestein's powers of two).
-template <bool INV, bool ODD, typename Real>
-__device__ __forceinline__ void run_passes(PingPong<Real>& buf, int len, std::uint64_t codes,
-                                           int tid, int t_row, const typename Cx<Real>::T* tw) {
+template <bool INV, bool ODD, bool PAD, typename Real>
+__device__ __forceinline__ void run_passes(PingPong<Real>& buf, int len, int plane,
+                                           std::uint64_t codes, int tid, int t_row,
+                                           const typename Cx<Real>::T* tw) {
   int off = 0, ns = 1;
   if constexpr (ODD) {
-    pass_run<7, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 7));
-    pass_run<5, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 5));
-    pass_run<3, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 3));
+    pass_run<7, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 7));
+    pass_run<5, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 5));
+    pass_run<3, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 3));
   }
-  pass_run<8, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 8));
-  pass_run<4, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 4));
-  pass_run<2, INV, Real>(buf, len, len, ns, off, tid, t_row, tw, count_of(codes, 2));
+  pass_run<8, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 8));
+  pass_run<4, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 4));
+  pass_run<2, INV, PAD, Real>(buf, len, plane, ns, off, tid, t_row, tw, count_of(codes, 2));
 }
 
 // Shared memory: for each of the block's rows two buffers of its len points (n; Bluestein's M),
-// each a real plane and an imaginary plane (stride len apart), rows back to back.
+// each a real plane and an imaginary plane, rows back to back (row_size).
 //
 // Bluestein (BLUE): the N-point transform of any N as the circular convolution of z c with the
 // chirp's kernel on M points, X[k] = c[k] IFFT_M(FFT_M(z c) bhat)[k] (pygpukit/backends/
@@ -175,8 +199,9 @@ __global__ void __launch_bounds__(kMixedMaxThreads<Real>)
   const V* wu = tw + untangle;
   const V* chirp = wu + (LOAD == kRealPairs || LOAD == kHermitian ? n + 1 : 0);
   const V* bhat = chirp + n;
-  Real* base = reinterpret_cast<Real*>(smem_raw) + std::int64_t(lr) * 4 * len;
-  PingPong<Real> buf{base, base + 2 * len};
+  const int plane = plane_size(len, BLUE);
+  Real* base = reinterpret_cast<Real*>(smem_raw) + std::int64_t(lr) * row_size(len, t_row, BLUE);
+  PingPong<Real> buf{base, base + 2 * plane};
   Row row{0, 0, 0};
   if (live) {
     const std::int64_t i2 = r % a.d2, t = r / a.d2, i1 = t % a.d1, i0 = t / a.d1;
@@ -187,42 +212,46 @@ __global__ void __launch_bounds__(kMixedMaxThreads<Real>)
       V z = mk(Real(0), Real(0));
       if (!BLUE || e < n) z = mixed_z<Real, E, LOAD>(a, row, e, n, wu);
       if (BLUE && e < n) z = cmul(z, __ldg(chirp + e));
-      buf.src[e] = z.x;
-      buf.src[len + e] = z.y;
+      buf.src[sidx<BLUE>(e)] = z.x;
+      buf.src[plane + sidx<BLUE>(e)] = z.y;
     }
   }
   __syncthreads();
   if constexpr (BLUE) {
-    run_passes<false, false, Real>(buf, len, codes, tid, t_row, tw);
+    run_passes<false, false, true, Real>(buf, len, plane, codes, tid, t_row, tw);
     for (int k = tid; k < len; k += t_row) {
-      const V v = cmul(mk(buf.src[k], buf.src[len + k]), __ldg(bhat + k));
-      buf.src[k] = v.x;
-      buf.src[len + k] = v.y;
+      const int i = sidx<true>(k);
+      const V v = cmul(mk(buf.src[i], buf.src[plane + i]), __ldg(bhat + k));
+      buf.src[i] = v.x;
+      buf.src[plane + i] = v.y;
     }
     __syncthreads();
-    run_passes<true, false, Real>(buf, len, codes, tid, t_row, tw);
+    run_passes<true, false, true, Real>(buf, len, plane, codes, tid, t_row, tw);
     for (int k = tid; k < n; k += t_row) {
-      const V v = cmul(mk(buf.src[k], buf.src[len + k]), __ldg(chirp + k));
-      buf.src[k] = v.x;
-      buf.src[len + k] = v.y;
+      const int i = sidx<true>(k);
+      const V v = cmul(mk(buf.src[i], buf.src[plane + i]), __ldg(chirp + k));
+      buf.src[i] = v.x;
+      buf.src[plane + i] = v.y;
     }
     if constexpr (LOAD == kRealPairs) __syncthreads();  // the untangling reads Z[N - k]
   } else {
-    run_passes<INV, true, Real>(buf, len, codes, tid, t_row, tw);
+    run_passes<INV, true, false, Real>(buf, len, plane, codes, tid, t_row, tw);
   }
   if (!live) return;
   Real* y = reinterpret_cast<Real*>(a.y) + row.y;
   const Real* re = buf.src;  // the result, natural order
-  const Real* im = buf.src + len;
+  const Real* im = buf.src + plane;
   if constexpr (LOAD == kRealPairs) {
     // X[k] = untangle_x(Z[k], conj(Z[N - k])), k = 0..N.
     for (int k = tid; k <= n; k += t_row) {
-      const int ia = k == n ? 0 : k, ib = k == 0 ? 0 : n - k;
+      const int ia = sidx<BLUE>(k == n ? 0 : k), ib = sidx<BLUE>(k == 0 ? 0 : n - k);
       const V za = mk(re[ia], im[ia]), zb = mk(re[ib], -im[ib]);
       store_x(a, y, k, untangle_x(za, zb, __ldg(wu + k)));
     }
   } else {
-    for (int k = tid; k < n; k += t_row) store_x(a, y, k, mk(re[k], im[k]));
+    for (int k = tid; k < n; k += t_row) {
+      store_x(a, y, k, mk(re[sidx<BLUE>(k)], im[sidx<BLUE>(k)]));
+    }
   }
 }
 
@@ -271,7 +300,7 @@ void launch_kernel(const FftArgs& a) {
     len *= a.radix[p];
   }
   const int t_row = (len + 7) / 8;
-  const int row_bytes = 4 * len * int(sizeof(Real));  // two buffers of two planes
+  const int row_bytes = row_size(len, t_row, BLUE) * int(sizeof(Real));
   const int rows = rows_per_block<INV, LOAD, Real, E, BLUE>(a.device, t_row, row_bytes);
   const std::int64_t blocks = (a.rows + rows - 1) / rows;
   PGK_REQUIRE_AS("fft_rows", blocks <= 0x7fffffff,
