@@ -256,7 +256,8 @@ __global__ void __launch_bounds__(kMixedMaxThreads<Real>)
 }
 
 // Dynamic shared memory a block may take: a 4096-point float row (or a 2048-point float64 row)
-// needs 64 KiB; 96 KiB is within every targeted architecture's limit (sm_86 / sm_89: 99 KiB).
+// needs 64 KiB, 66 KiB as Bluestein's padded planes; 96 KiB is within every targeted
+// architecture's limit (sm_86 / sm_89: 99 KiB).
 constexpr int kMixedSmemMax = 96 << 10;
 
 // Rows a block for t_row threads a row: the count whose blocks keep the most threads of rows
