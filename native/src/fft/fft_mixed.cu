@@ -58,13 +58,12 @@ __device__ __forceinline__ typename Cx<Real>::T mixed_z(const FftArgs& a, const 
 // 1.3-1.9). Each row then starts t_row floats of banks after the one before (mod 32), so that
 // a warp's lanes that cross into the next row continue its banks instead of repeating them
 // (rfft 400's 25 threads a row: 1.94 wavefronts an access without, 1.32 with).
+__host__ __device__ inline int padded(int i, bool pad) { return pad ? i + (i >> 5) : i; }
 template <bool PAD>
 __device__ __forceinline__ int sidx(int i) {
-  return PAD ? i + (i >> 5) : i;
+  return padded(i, PAD);
 }
-__host__ __device__ inline int plane_size(int len, bool pad) {
-  return pad ? len + (len >> 5) : len;
-}
+__host__ __device__ inline int plane_size(int len, bool pad) { return padded(len, pad); }
 __host__ __device__ inline int row_size(int len, int t_row, bool pad) {
   const int planes = 4 * plane_size(len, pad);
   return planes + ((t_row - planes) % 32 + 32) % 32;

@@ -129,8 +129,8 @@ def twiddle_table(
 
 
 class _Plan(NamedTuple):
-    """How the kernels transform N points: log2n >= 0 for the power-of-two kernel, else the
-    mixed-radix kernel's passes (of N, or of Bluestein's M)."""
+    """How the kernels transform N points: log2n >= 0 for the power-of-two kernel (its passes
+    ``radices``), else -1 and the mixed-radix kernel's passes (of N, or of Bluestein's M)."""
 
     log2n: int
     passes: tuple[int, ...]
@@ -168,7 +168,8 @@ def _plan(op: str, n: int, pairs: bool, f64: bool = False) -> _Plan:
             f"n={n} (the Triton twin serves every length)"
         )
     if points & (points - 1) == 0:
-        return _Plan(points.bit_length() - 1, (), points, False)
+        log2n = points.bit_length() - 1
+        return _Plan(log2n, tuple(radices(log2n)), points, False)
     mixed = mixed_radices(points)
     if mixed is not None:
         return _Plan(-1, tuple(mixed), points, False)
@@ -216,8 +217,6 @@ def _launch(
     frames: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> None:
     f64 = dtype == "float64"
-    if plan.log2n >= 0:
-        plan = plan._replace(passes=tuple(radices(plan.log2n)))
     tw = _twiddles(plan, load in (_PAIRS, _HERMITIAN), inverse, f64, x._device)
     hop, pad, sig_len, mode = frames
     mixed = list(plan.passes) if plan.log2n < 0 else []
