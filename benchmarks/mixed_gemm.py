@@ -7,7 +7,9 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
 1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP) and each
    number of rows M: gp.linear_quantized as routed ("routed", its ratio to bf16 and % of
    copy bandwidth on the weight bytes), and each of its paths alone: the Triton mixed-input
-   GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), the native decode GEMV
+   GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), CUTLASS's int4 mixed-input
+   GEMM ("cutlass", M >= 16, when the extension has the mixed_gemm family: an sm_90a build on
+   a Hopper GPU), the native decode GEMV
    (gemv_<format>, M <= 64, when the native extension is built), the weight dequantized to
    bf16 + gp.linear ("dense", M >= 64), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
    the dense bf16 product of the same shape in the same run (gp.linear = cuBLASLt, and
@@ -84,15 +86,35 @@ def _native_gemv() -> Any:
     return None
 
 
+def _native_mixed() -> Any:
+    """backends/native/mixed_gemm.py when the extension has the mixed_gemm family and the
+    device is a Hopper GPU, else None."""
+    try:
+        from pygpukit.backends.native import mixed_gemm as nm
+        from pygpukit.backends.native._libs import extension, status
+
+        props = gp.runtime.device("cuda:0").properties
+        if status()[0] and hasattr(extension(), "mixed_gemm_int4") and props["major"] == 9:
+            return nm
+    except Exception:
+        pass
+    return None
+
+
 def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> list[dict]:
     """Each path of linear_quantized timed alone at every M, and the routed call (module
     docstring)."""
     ng = _native_gemv()
-    print(f"native GEMV: {'built' if ng else 'not built (no gemv column)'}", flush=True)
+    nm = _native_mixed()
+    print(
+        f"native GEMV: {'built' if ng else 'not built (no gemv column)'}; CUTLASS mixed-input: "
+        f"{'built' if nm else 'not built or not Hopper (no cutlass column)'}",
+        flush=True,
+    )
     out = []
     print(f"{'N x K':>12} {'format':>10} {'M':>5} {'routed':>8} {'x bf16':>6} {'% bw':>5} "
-          f"{'qgemm':>8} {'gemv':>8} {'dense':>8} {'fp8 cuBLASLt':>12} {'bf16 gp':>8} "
-          f"{'torch':>8}", flush=True)  # fmt: skip
+          f"{'qgemm':>8} {'cutlass':>8} {'gemv':>8} {'dense':>8} {'fp8 cuBLASLt':>12} "
+          f"{'bf16 gp':>8} {'torch':>8}", flush=True)  # fmt: skip
 
     def us(t: float | None) -> str:
         return "-" if t is None else f"{t * 1e6:.1f}"
@@ -101,7 +123,7 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
         for name in names:
             qw = _weight(name, n, k)
             t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
-            t_q = t_gemv = t_deq = t_lt = None
+            t_q = t_gemv = t_deq = t_lt = t_cut = None
             if qw.format == "w8a8":
                 q, sa = gp.quantize_fp8(x, granularity="row")
                 assert qw.scales is not None
@@ -121,6 +143,10 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
                 t_q = timer.median_seconds(
                     lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
                 )
+                if nm is not None and qw.format == "int4" and m >= 16:
+                    t_cut = timer.median_seconds(
+                        lambda x=x, qw=qw: nm.qgemm_int4(x, qw.data, qw.scales, group=qw.block)
+                    )
                 if ng is not None and m <= 64:
                     g = getattr(ng, f"gemv_{qw.format}")
                     t_gemv = timer.median_seconds(
@@ -141,6 +167,7 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
                 "n": n, "k": k, "m": m, "format": name, "us": t * 1e6, "bw_frac": bw,
                 "tflops": 2 * m * n * k / t / 1e12,
                 "qgemm_us": None if t_q is None else t_q * 1e6,
+                "cutlass_us": None if t_cut is None else t_cut * 1e6,
                 "gemv_us": None if t_gemv is None else t_gemv * 1e6,
                 "dense_us": None if t_deq is None else t_deq * 1e6,
                 "fp8_cublaslt_us": None if t_lt is None else t_lt * 1e6,
@@ -149,7 +176,7 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
             }  # fmt: skip
             out.append(row)
             print(f"{n:>6}x{k:<5} {name:>10} {m:>5} {us(t):>8} {t_dense / t:6.2f} "
-                  f"{100 * bw:4.0f}% {us(t_q):>8} {us(t_gemv):>8} {us(t_deq):>8} "
+                  f"{100 * bw:4.0f}% {us(t_q):>8} {us(t_cut):>8} {us(t_gemv):>8} {us(t_deq):>8} "
                   f"{us(t_lt):>12} {us(t_dense):>8} {us(t_torch):>8}",
                   flush=True)  # fmt: skip
     return out

@@ -61,10 +61,12 @@ from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
 from pygpukit.routing.overrides import forced_backend, named_backend
+from pygpukit.routing.select import served_family
 from pygpukit.routing.table import (
     DENSE_GEMV_MAX_K,
     DENSE_GEMV_MAX_ROWS,
     QDENSE_MIN_ROWS,
+    QDENSE_MIN_ROWS_BY_FAMILY,
     QGEMV_MAX_ROWS,
     QUANT_CAPABILITY,
     W8A8_MAX_ROWS,
@@ -260,7 +262,14 @@ def linear_quantized(
     if qw.format == "w8a8":
         return _w8a8(x, qw, bias, out)
     fmt = qw.format
-    if rows >= QDENSE_MIN_ROWS[fmt] and _dense_path(fmt, x):
+    inputs = (x, qw.data, qw.scales, bias)
+    gemv_op, gemm_op = _QUANT_OPS[fmt]
+    params: dict[str, Any] = (
+        {"block": qw.block} if fmt == "fp8"
+        else {"group": qw.block} if fmt == "int4"
+        else {"global_scale": qw.global_scale}
+    )  # fmt: skip
+    if _dense_rows(fmt, rows, x, gemm_op, inputs, params):
         w = run(
             "dequantize_weight",
             (qw.data, qw.scales),
@@ -270,14 +279,24 @@ def linear_quantized(
         from pygpukit.ops.matmul import linear
 
         return linear(x, w, bias, out=out)
-    inputs = (x, qw.data, qw.scales, bias)
-    gemv_op, gemm_op = _QUANT_OPS[fmt]
     name = gemv_op if rows <= QGEMV_MAX_ROWS[fmt] else gemm_op
-    if fmt == "fp8":
-        return run(name, inputs, {"block": qw.block}, out=out)
-    if fmt == "int4":
-        return run(name, inputs, {"group": qw.block}, out=out)
-    return run(name, inputs, {"global_scale": qw.global_scale}, out=out)
+    return run(name, inputs, params, out=out)
+
+
+def _dense_rows(
+    fmt: str, rows: int, x: GPUArray, gemm_op: str, inputs: tuple[Any, ...], params: dict
+) -> bool:
+    """Whether this many rows take the dense path: from QDENSE_MIN_ROWS[fmt] rows, or from the
+    row count QDENSE_MIN_ROWS_BY_FAMILY gives the kernel family that serves gemm_op for this
+    call (CUTLASS's int4 mixed-input GEMM stays ahead of the dense path longer than the Triton
+    kernel), where _dense_path allows it."""
+    lo = QDENSE_MIN_ROWS[fmt]
+    if rows < lo or not _dense_path(fmt, x):
+        return False
+    by_family = {fam: n for (f, fam), n in QDENSE_MIN_ROWS_BY_FAMILY.items() if f == fmt}
+    if by_family:
+        lo = by_family.get(served_family(gemm_op, x.device, inputs, params), lo)
+    return rows >= lo
 
 
 def _dense_path(fmt: str, x: GPUArray) -> bool:

@@ -74,7 +74,7 @@ def unserved(ops: tuple[str, ...] | list[str], device: Any) -> dict[str, str]:
                 continue
             ok, why = backends.availability(c.backend)
             if ok:
-                impl, why = backends.implementation(c.backend, route.family, op)
+                impl, why = backends.implementation(c.backend, route.family_of(c), op)
                 if impl is not None:
                     break
             reasons.append(f"{c.backend}: {why}")
@@ -92,6 +92,7 @@ def table_rows() -> list[dict[str, Any]]:
             cands.append(
                 {
                     "backend": c.backend,
+                    "family": r.family_of(c),
                     "available": ok,
                     "reason": why,
                     "dtypes": sorted(c.dtypes),

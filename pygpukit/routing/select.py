@@ -3,6 +3,7 @@ plus ``explain`` (why each candidate passes or fails) and ``stats`` (what actual
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -149,7 +150,7 @@ def _reasons(
     if not ok:
         why.append(reason)
     elif not why:
-        impl, missing = backends.implementation(cand.backend, route.family, route.op)
+        impl, missing = backends.implementation(cand.backend, route.family_of(cand), route.op)
         if impl is None:
             why.append(missing)
     return why
@@ -227,11 +228,26 @@ def select(
                 f"{', '.join(sorted({a.dtype.name for a in arrays}))} - " + " | ".join(failures)
             )
     assert chosen is not None
-    impl, _ = backends.implementation(chosen.backend, route.family, op)
+    impl, _ = backends.implementation(chosen.backend, route.family_of(chosen), op)
     assert impl is not None
     result = (chosen.backend, impl)
     _cache[k] = result
     return result
+
+
+def served_family(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]) -> str:
+    """The backend module family whose kernel ``select`` picks for this call (the op's family,
+    or a candidate's own: OpRoute.family_of), for callers whose crossovers differ by kernel."""
+    backend, impl = select(op, dev, inputs, params)
+    route = _route(op)
+    fams = {route.family_of(c) for c in route.candidates if c.backend == backend}
+    if len(fams) > 1:  # which family's function was picked (adapters wrap it: functools.wraps)
+        base = inspect.unwrap(impl)
+        for fam in fams:
+            got = backends.implementation(backend, fam, op)[0]
+            if got is not None and inspect.unwrap(got) is base:
+                return fam
+    return fams.pop() if fams else route.family
 
 
 def stats() -> dict[str, dict[str, int]]:

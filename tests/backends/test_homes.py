@@ -58,8 +58,9 @@ def test_each_candidate_home_has_the_family_module_and_op(op: str) -> None:
         rec = records()[cand.backend]
         if cand.backend == "triton":
             pytest.importorskip("triton")
-        mod = rec.module(route.family)
-        assert mod is not None, f"{rec.package} has no module {route.family}.py for {op}"
+        fam = route.family_of(cand)
+        mod = rec.module(fam)
+        assert mod is not None, f"{rec.package} has no module {fam}.py for {op}"
         assert callable(getattr(mod, op, None)), f"{mod.__name__} has no function {op}"
 
 
@@ -73,14 +74,15 @@ def test_gpu_twins_take_the_same_parameters() -> None:
         if not {"triton", "native"} <= backends:
             continue
         tri = getattr(recs["triton"].module(route.family), op)
-        nat = getattr(recs["native"].module(route.family), op)
         kw = {
             inspect.Parameter.KEYWORD_ONLY,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
         }
         tp = {n for n, p in inspect.signature(tri).parameters.items() if p.kind in kw}
-        np_ = {n for n, p in inspect.signature(nat).parameters.items() if p.kind in kw}
-        assert tp == np_, (op, sorted(tp ^ np_))
+        for fam in {route.family_of(c) for c in route.candidates if c.backend == "native"}:
+            nat = getattr(recs["native"].module(fam), op)
+            np_ = {n for n, p in inspect.signature(nat).parameters.items() if p.kind in kw}
+            assert tp == np_, (op, fam, sorted(tp ^ np_))
 
 
 def test_the_former_triton_path_is_the_same_module() -> None:

@@ -261,13 +261,17 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         assert [p for p in inspect.signature(getattr(tgemv, op)).parameters if p != "out"] == want
     for fmt in ("fp8", "int4", "nvfp4"):
         want = list(inspect.signature(getattr(cpu, f"gemv_{fmt}")).parameters)
+        from pygpukit.backends.native import mixed_gemm as nm
         from pygpukit.backends.native import qgemm as nq
 
         fns = (getattr(tgemv, f"gemv_{fmt}"), getattr(qgemm, f"qgemm_{fmt}"))
-        for fn in (*fns, getattr(nq, f"qgemm_{fmt}"), getattr(cpu, f"qgemm_{fmt}")):
+        mixed = (nm.qgemm_int4,) if fmt == "int4" else ()
+        for fn in (*fns, *mixed, getattr(nq, f"qgemm_{fmt}"), getattr(cpu, f"qgemm_{fmt}")):
             assert [p for p in inspect.signature(fn).parameters if p != "out"] == want
-        backends = [c.backend for c in TABLE[f"qgemm_{fmt}"].candidates]
-        assert backends == ["triton", "native", "cpu"]
+        route = TABLE[f"qgemm_{fmt}"]
+        got_cands = [(c.backend, route.family_of(c)) for c in route.candidates]
+        lead = [("native", "mixed_gemm")] if fmt == "int4" else []
+        assert got_cands == [*lead, ("triton", "qgemm"), ("native", "qgemm"), ("cpu", "qgemm")]
 
 
 def test_linear_keeps_cublaslt_in_the_native_backend() -> None:
@@ -465,3 +469,57 @@ def test_rmsnorm_linear_rejects_bad_arguments() -> None:
         gp.rmsnorm_linear(x, g, w, out=poisoned((2, 3), "bfloat16"))
     y, h = gp.rmsnorm_linear(x, g, w, residual=x)
     assert y.shape == (2, 6) and h.shape == (2, 16)
+
+
+def test_dense_crossover_follows_the_family_serving_the_gemm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """linear_quantized's dense path starts at QDENSE_MIN_ROWS rows, or later where the kernel
+    family serving qgemm_<format> has its own crossover (QDENSE_MIN_ROWS_BY_FAMILY: CUTLASS's
+    int4 mixed-input GEMM); the lookup of that family happens only past QDENSE_MIN_ROWS."""
+    import importlib
+
+    from pygpukit.routing.table import QDENSE_MIN_ROWS_BY_FAMILY
+
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # gp.ops.gemv is the function
+
+    served: list[str] = []
+    fam = "qgemm"
+
+    def family(op: str, dev: object, inputs: object, params: object) -> str:
+        served.append(op)
+        return fam
+
+    monkeypatch.setattr(ops_gemv, "served_family", family)
+    monkeypatch.setattr(ops_gemv, "_dense_path", lambda fmt, x: True)
+    x = gp.zeros((1, 128), "float16", device="cpu")
+    lo, late = QDENSE_MIN_ROWS["int4"], QDENSE_MIN_ROWS_BY_FAMILY[("int4", "mixed_gemm")]
+    assert lo < late
+    for fam, rows, dense in (("qgemm", lo, True), ("qgemm", lo - 1, False),
+                             ("mixed_gemm", lo, False), ("mixed_gemm", late - 1, False),
+                             ("mixed_gemm", late, True)):  # fmt: skip
+        assert ops_gemv._dense_rows("int4", rows, x, "qgemm_int4", (x,), {}) is dense, (fam, rows)
+    assert served and set(served) == {"qgemm_int4"}
+    served.clear()
+    fam = "mixed_gemm"  # no family entry for fp8: never looked up
+    assert ops_gemv._dense_rows("fp8", QDENSE_MIN_ROWS["fp8"], x, "qgemm_fp8", (x,), {})
+    assert not ops_gemv._dense_rows("int4", lo - 1, x, "qgemm_int4", (x,), {})
+    assert served == []
+
+
+def test_served_family_names_the_candidates_module() -> None:
+    """routing.select.served_family: the op's family where its candidates share it (the CPU's
+    NumPy reference here), the route's own table entry naming mixed_gemm for int4's CUTLASS
+    candidate."""
+    from pygpukit.routing.select import served_family
+    from pygpukit.routing.table import TABLE
+
+    route = TABLE["qgemm_int4"]
+    fams = [(c.backend, route.family_of(c)) for c in route.candidates]
+    assert fams[0] == ("native", "mixed_gemm") and ("native", "qgemm") in fams
+    qw = gp.quantize_weight(np.ones((8, 128), np.float32), "int4", device="cpu")
+    x = gp.zeros((40, 128), "float16", device="cpu")
+    dev = gp.runtime.device("cpu")
+    assert served_family("qgemm_int4", dev, (x, qw.data, qw.scales, None), {"group": 128}) == (
+        "qgemm"
+    )

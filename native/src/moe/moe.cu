@@ -9,12 +9,12 @@
 // NumPy twins do, instead of rounding g and u first.
 #include "moe/moe.h"
 
-#include <atomic>
 #include <string>
 
 #include "moe/grouped_gemm.h"
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/device_facts.h"
 #include "pygpukit_native/sigmoid.cuh"
 
 namespace pgk {
@@ -38,28 +38,6 @@ Instance instance(DType dt, std::int64_t block_m) {
   }
   return bf ? Instance{grouped_meta_bytes_bf16_n128, grouped_run_bf16_n128}
             : Instance{grouped_meta_bytes_f16_n128, grouped_run_f16_n128};
-}
-
-// A device's SM count and compute capability (major * 10 + minor), read once: the entry runs
-// per MoE layer, and attribute queries are host calls.
-struct DeviceFacts {
-  int sms, cc;
-};
-
-DeviceFacts device_facts(int device) {
-  static std::atomic<std::int64_t> cache[64] = {};
-  const bool cached = device >= 0 && device < 64;
-  if (cached) {
-    const std::int64_t v = cache[device].load(std::memory_order_relaxed);
-    if (v) return {static_cast<int>(v >> 16), static_cast<int>(v & 0xffff)};
-  }
-  int sms = 0, major = 0, minor = 0;
-  PGK_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  PGK_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  PGK_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const DeviceFacts f{sms, major * 10 + minor};
-  if (cached) cache[device].store((std::int64_t{f.sms} << 16) | f.cc, std::memory_order_relaxed);
-  return f;
 }
 
 // The size checks both entry points make (the scratch is sized from the same numbers).

@@ -1,0 +1,63 @@
+"""The mixed-input GEMM with int4 weights on the native backend (native/src/mixed_gemm:
+CUTLASS's Hopper mixed-input mainloop, sm_90 only): the implementation of the routed op
+qgemm_int4 for x of many rows, same signature and contract as the NumPy reference
+(pygpukit/backends/cpu/gemv.py) and the Triton twin (triton_kernels/qgemm.py).
+
+Each weight is dequantized in registers to x's dtype (data * scale in float32, one rounding),
+the products accumulate in float32 and the bias joins the float32 sum before the one rounding
+to x's dtype. The routing table sends this kernel int4 weights with K a multiple of 128 and N a
+multiple of 8 (TMA's 16-byte rows); the extension checks them again. One pool allocation a call
+holds the scales transposed for CUTLASS (as they are when of x's dtype, else as float32) and
+CUTLASS's workspace. Nothing is read back
+to the host: the call is graph-capturable.
+"""
+
+from __future__ import annotations
+
+from pygpukit.array import GPUArray
+from pygpukit.backends._support.output import deliver, target
+from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
+from pygpukit.backends.native._libs import extension
+from pygpukit.creation import empty
+from pygpukit.dtypes import uint8
+
+__all__ = ["qgemm_int4"]
+
+
+def qgemm_int4(
+    x: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    *,
+    group: int,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """x @ (scales * data)^T (+ bias): x [..., K] float16/bfloat16, data int4 [N, K], scales
+    [N, K / 128] float32/float16/bfloat16 (group 128), bias [N] of x's dtype."""
+    n, k = data.shape
+    lead = x.shape[:-1]
+    x, m, _, sx = aligned_rows(x)
+    y = target(out, (*lead, n), x._dtype, x)
+    if y.data_ptr() % 16:
+        y = empty((*lead, n), x._dtype, x._device)
+    if m == 0:
+        return deliver(y, out)
+    data, scales = aligned(data), aligned(scales)
+    b = None if bias is None else aligned(bias)
+    ext = extension()
+    dev = x._device.index
+    dt = x._dtype.name
+    sdt = scales._dtype.name
+    ws_bytes = int(ext.mixed_gemm_int4_workspace(dev, dt, sdt, m, n, k, group))
+    # CUTLASS places its tensor maps at 64-byte offsets from its workspace: align the base to 256.
+    ws = empty((ws_bytes + 256,), uint8, x._device)
+    ws_ptr = -(-ws.data_ptr() // 256) * 256
+    # fmt: off
+    ext.mixed_gemm_int4(
+        dev, stream_of(x), dt, x.data_ptr(), m, k, sx, data.data_ptr(), n,
+        scales.data_ptr(), sdt, group, 0 if b is None else b.data_ptr(),
+        y.data_ptr(), ws_ptr, ws_bytes,
+    )
+    # fmt: on
+    return deliver(y, out)
