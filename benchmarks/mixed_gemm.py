@@ -7,15 +7,15 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
 1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP) and each
    number of rows M: gp.linear_quantized as routed ("routed", its ratio to bf16 and % of
    copy bandwidth on the weight bytes), and each of its paths alone: the Triton mixed-input
-   GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), CUTLASS's int4 mixed-input
-   GEMM ("cutlass", M >= 16, when the extension has the mixed_gemm family: an sm_90a build on
-   a Hopper GPU), the native decode GEMV
+   GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), the native decode GEMV
    (gemv_<format>, M <= 64, when the native extension is built), the weight dequantized to
-   bf16 + gp.linear ("dense", M >= 64), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
+   bf16 + gp.linear ("dense", M >= 64), the same rounded int4 weight in CUTLASS's mixed-input
+   GEMM ("cutlass": op qgemm_int4_dense, M >= 16, when the extension has the mixed_gemm family
+   and the GPU is a Hopper), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
    the dense bf16 product of the same shape in the same run (gp.linear = cuBLASLt, and
    torch's F.linear when torch is importable). Median device time with the L2 flushed. The
    crossovers of pygpukit/routing/table.py (QGEMV_MAX_ROWS, QDENSE_MIN_ROWS, W8A8_MAX_ROWS)
-   are read off these rows.
+   (and QDENSE_FUSED_MAX_ROWS) are read off these rows.
 2. --sweep: qgemm tiles (BM, BN, BK, warps, stages) per M on the two shapes, best first
    (backends/triton_kernels/qgemm.py CONFIGS comes from it).
 3. --accuracy (runs on the CPU too): relative error of each format's product against the exact
@@ -145,7 +145,9 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
                 )
                 if nm is not None and qw.format == "int4" and m >= 16:
                     t_cut = timer.median_seconds(
-                        lambda x=x, qw=qw: nm.qgemm_int4(x, qw.data, qw.scales, group=qw.block)
+                        lambda x=x, qw=qw: nm.qgemm_int4_dense(
+                            x, qw.data, qw.scales, group=qw.block
+                        )
                     )
                 if ng is not None and m <= 64:
                     g = getattr(ng, f"gemv_{qw.format}")

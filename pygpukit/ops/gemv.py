@@ -43,7 +43,9 @@ the float64 product of x with the (dequantized) weight, rounded once.
   dequantized into x's dtype for the call (one rounding per weight value, a transient N x K
   array) and gp.linear runs the product, as for the GGUF formats; the deterministic mode, the
   CPU device (the NumPy reference) and devices the Triton kernel cannot serve keep the exact
-  weight there too.
+  weight there too. An int4 weight below QDENSE_FUSED_MAX_ROWS rows takes that same rounded
+  weight through op qgemm_int4_dense where it serves (CUTLASS's mixed-input GEMM on Hopper:
+  the weight dequantized in the mainloop, no N x K array).
 
 K alignment (16-byte weight rows): gemv K % 8 == 0; fp8 K % 16 == 0; int4/nvfp4 K % 32 == 0.
 """
@@ -61,12 +63,12 @@ from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
 from pygpukit.routing.dispatch import run
 from pygpukit.routing.overrides import forced_backend, named_backend
-from pygpukit.routing.select import served_family
+from pygpukit.routing.select import serves
 from pygpukit.routing.table import (
     DENSE_GEMV_MAX_K,
     DENSE_GEMV_MAX_ROWS,
+    QDENSE_FUSED_MAX_ROWS,
     QDENSE_MIN_ROWS,
-    QDENSE_MIN_ROWS_BY_FAMILY,
     QGEMV_MAX_ROWS,
     QUANT_CAPABILITY,
     W8A8_MAX_ROWS,
@@ -269,7 +271,11 @@ def linear_quantized(
         else {"group": qw.block} if fmt == "int4"
         else {"global_scale": qw.global_scale}
     )  # fmt: skip
-    if _dense_rows(fmt, rows, x, gemm_op, inputs, params):
+    if rows >= QDENSE_MIN_ROWS[fmt] and _dense_path(fmt, x):
+        if rows < QDENSE_FUSED_MAX_ROWS.get(fmt, 0) and serves(
+            f"{gemm_op}_dense", x.device, inputs, params
+        ):
+            return run(f"{gemm_op}_dense", inputs, params, out=out)
         w = run(
             "dequantize_weight",
             (qw.data, qw.scales),
@@ -281,22 +287,6 @@ def linear_quantized(
         return linear(x, w, bias, out=out)
     name = gemv_op if rows <= QGEMV_MAX_ROWS[fmt] else gemm_op
     return run(name, inputs, params, out=out)
-
-
-def _dense_rows(
-    fmt: str, rows: int, x: GPUArray, gemm_op: str, inputs: tuple[Any, ...], params: dict
-) -> bool:
-    """Whether this many rows take the dense path: from QDENSE_MIN_ROWS[fmt] rows, or from the
-    row count QDENSE_MIN_ROWS_BY_FAMILY gives the kernel family that serves gemm_op for this
-    call (CUTLASS's int4 mixed-input GEMM stays ahead of the dense path longer than the Triton
-    kernel), where _dense_path allows it."""
-    lo = QDENSE_MIN_ROWS[fmt]
-    if rows < lo or not _dense_path(fmt, x):
-        return False
-    by_family = {fam: n for (f, fam), n in QDENSE_MIN_ROWS_BY_FAMILY.items() if f == fmt}
-    if by_family:
-        lo = by_family.get(served_family(gemm_op, x.device, inputs, params), lo)
-    return rows >= lo
 
 
 def _dense_path(fmt: str, x: GPUArray) -> bool:

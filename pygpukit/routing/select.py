@@ -3,7 +3,6 @@ plus ``explain`` (why each candidate passes or fails) and ``stats`` (what actual
 
 from __future__ import annotations
 
-import inspect
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ __all__ = [
 
 Impl = Callable[..., Any]
 _cache: dict[tuple[Any, ...], tuple[str, Impl]] = {}
+_serves: dict[tuple[Any, ...], bool] = {}  # serves()'s answers, by select's key
 _stats: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
 # Host seconds spent inside each op's implementation (the launch on a GPU, the whole computation
 # on the NumPy backend), recorded only while enabled: two clock reads cost ~0.3 us per call, a
@@ -60,6 +60,7 @@ def _input(inputs: tuple[Any, ...], i: int) -> Any:
 def invalidate() -> None:
     """Forget cached decisions (after kernels are reloaded or backends change)."""
     _cache.clear()
+    _serves.clear()
 
 
 def _route(op: str) -> OpRoute:
@@ -156,13 +157,22 @@ def _reasons(
     return why
 
 
-def select(
-    op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]
-) -> tuple[str, Impl]:
-    """(backend name, implementation) for this call; raises rather than fall back silently."""
-    forced, source = forced_backend(op)
-    # The cache key is built with plain loops: this runs on every op call (budget well under 1 us).
-    det = determinism._on[0]  # read once: the key and the decision agree on the mode
+def _key(
+    op: str,
+    dev: Device,
+    inputs: tuple[Any, ...],
+    params: dict[str, Any],
+    forced: str | bool | None = False,
+    det: bool | None = None,
+) -> tuple[Any, ...]:
+    """select's cache key: the op, the forced backend, the device, the deterministic mode, the
+    inputs' dtypes, the first input's rank and last dim, the route's params and the dims some
+    candidate constrains. Built with plain loops: this runs on every op call (budget well under
+    1 us)."""
+    if forced is False:
+        forced = forced_backend(op)[0]
+    if det is None:
+        det = determinism._on[0]
     key: list[Any] = [op, forced, dev, det]
     first: GPUArray | None = None
     for a in inputs:
@@ -183,7 +193,16 @@ def select(
         for i, ax in dims:
             a = _input(inputs, i)
             key.append(a._shape[ax] if type(a) is GPUArray and ax < len(a._shape) else None)
-    k = tuple(key)
+    return tuple(key)
+
+
+def select(
+    op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]
+) -> tuple[str, Impl]:
+    """(backend name, implementation) for this call; raises rather than fall back silently."""
+    forced, source = forced_backend(op)
+    det = determinism._on[0]  # read once: the key and the decision agree on the mode
+    k = _key(op, dev, inputs, params, forced, det)
     hit = _cache.get(k)
     if hit is not None:
         return hit
@@ -235,19 +254,19 @@ def select(
     return result
 
 
-def served_family(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]) -> str:
-    """The backend module family whose kernel ``select`` picks for this call (the op's family,
-    or a candidate's own: OpRoute.family_of), for callers whose crossovers differ by kernel."""
-    backend, impl = select(op, dev, inputs, params)
-    route = _route(op)
-    fams = {route.family_of(c) for c in route.candidates if c.backend == backend}
-    if len(fams) > 1:  # which family's function was picked (adapters wrap it: functools.wraps)
-        base = inspect.unwrap(impl)
-        for fam in fams:
-            got = backends.implementation(backend, fam, op)[0]
-            if got is not None and inspect.unwrap(got) is base:
-                return fam
-    return fams.pop() if fams else route.family
+def serves(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]) -> bool:
+    """Whether some backend serves this call (select would not raise), for an ops-layer path
+    that has another way to compute it. The answer is cached under select's key, refusals too."""
+    k = _key(op, dev, inputs, params)
+    got = _serves.get(k)
+    if got is None:
+        try:
+            select(op, dev, inputs, params)
+            got = True
+        except (BackendUnavailableError, RouteError):
+            got = False
+        _serves[k] = got
+    return got
 
 
 def stats() -> dict[str, dict[str, int]]:

@@ -106,19 +106,6 @@ _QUANT_OPERANDS = {
     "int4": frozenset({"int4", "float32", "float16", "bfloat16"}),
     "nvfp4": frozenset({"uint8", "float8_e4m3fn"}),
 }
-# CUTLASS's int4 mixed-input GEMM (inputs x, data, scales, bias; data int4 [N, K]).
-_MIXED_GEMM = (
-    Candidate(
-        "native",
-        dtypes=_GEMV_IO | _QUANT_OPERANDS["int4"],
-        input_dtypes=((0, _HALF), (1, frozenset({"int4"}))),
-        multiple_of=((1, 0, 8), (1, 1, 128)),
-        min_capability=(9, 0),
-        max_capability=(9, 0),
-        invariant=_NOT_INVARIANT,
-        family="mixed_gemm",
-    ),
-)
 # gp.linear_quantized's crossovers (pygpukit/ops/gemv.py), measured with
 # benchmarks/mixed_gemm.py on an H100 (2026-11-26, bf16 x, K4096 N14336; BENCHMARKS.md "Mixed-input
 # GEMM"): x with at most QGEMV_MAX_ROWS rows goes to the decode GEMV (gemv_<format>); more rows to
@@ -139,12 +126,14 @@ DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values, 2048 fr
 # 512, 153 vs 155).
 # W is rounded once to x's dtype there, as a dense model of that dtype holds it.
 QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
-# ... unless the kernel family serving qgemm_<format> for the call stays ahead longer: CUTLASS's
-# int4 mixed-input GEMM (family mixed_gemm, Hopper) against dequantize + cuBLASLt on an H100
-# (benchmarks/mixed_gemm.py, 2026-11-28; K4096 N14336 / K14336 N4096, bf16 x, bf16 | float32
-# scales): 256 rows 74-85 / 70-80 us against 112 / 119, 512 rows 126-143 / 119-138 against
-# 148 / 137, 1024 rows 231-274 / 228-261 against 210 / 202.
-QDENSE_MIN_ROWS_BY_FAMILY = {("int4", "mixed_gemm"): 1024}
+# ... where an int4 weight's dense path runs as one product (op qgemm_int4_dense: CUTLASS's
+# mixed-input GEMM on Hopper, the same rounded weight without expanding it), up to
+# QDENSE_FUSED_MAX_ROWS rows. Measured on an H100 (benchmarks/mixed_gemm.py, 2026-11-28;
+# BENCHMARKS.md "CUTLASS's int4 mixed-input GEMM"; K4096 N14336 / K14336 N4096, bf16 x, bf16
+# | float32 scales): 256 rows 73-86 / 69-80 us against 110-112 / 119-120 expanded, 512 rows
+# 126-143 / 119-138 against 147-148 / 135-137, 1024 rows 231-274 / 225-264 against 208-237 /
+# 201-202.
+QDENSE_FUSED_MAX_ROWS = {"int4": 1024}
 # W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
 # timed but one (1-4096; qgemm_w8a8 was level at one row and 1.35x to 5x slower from 16 rows;
 # cuBLASLt's few-row FP8 times varied 1.4-2.4x between two runs), so 0: the
@@ -492,14 +481,11 @@ _ROUTES: list[OpRoute] = [
     # The mixed-input GEMM for more rows than QGEMV_MAX_ROWS: the weight dequantized in the
     # mainloop (Triton, qgemm.py); behind it the native GEMV kernels, which serve any number of
     # rows (slower: W re-read per 16 rows) where Triton cannot run; the same NumPy reference on
-    # the CPU. int4 weights on Hopper lead with CUTLASS's mixed-input GEMM (native/src/
-    # mixed_gemm, sm_90 only: K a multiple of 128, N of 8 for TMA's 16-byte rows; x, bias and
-    # y float16/bfloat16).
+    # the CPU.
     *(
         _entry(
             f"qgemm_{fmt}",
             "qgemm",
-            *(_MIXED_GEMM if fmt == "int4" else ()),
             Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=QUANT_CAPABILITY[fmt]),
             Candidate(
                 "native",
@@ -510,6 +496,26 @@ _ROUTES: list[OpRoute] = [
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for fmt, extra in _QUANT_OPERANDS.items()
+    ),
+    # linear_quantized's dense path for an int4 weight below QDENSE_FUSED_MAX_ROWS rows: the
+    # product with each weight value rounded to x's dtype, dequantized in the mainloop of
+    # CUTLASS's mixed-input GEMM (native/src/mixed_gemm, sm_90 only: K a multiple of 128, N of
+    # 8 for TMA's 16-byte rows; x, bias and y float16/bfloat16); where it cannot serve, the
+    # dense path expands the weight (dequantize_weight, then linear).
+    _entry(
+        "qgemm_int4_dense",
+        "qgemm",
+        Candidate(
+            "native",
+            dtypes=_GEMV_IO | _QUANT_OPERANDS["int4"],
+            input_dtypes=((0, _HALF), (1, frozenset({"int4"}))),
+            multiple_of=((1, 0, 8), (1, 1, 128)),
+            min_capability=(9, 0),
+            max_capability=(9, 0),
+            invariant=_NOT_INVARIANT,
+            family="mixed_gemm",
+        ),
+        Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
     # W8A8 up to W8A8_MAX_ROWS rows and under the deterministic mode: x's e4m3 codes and row
     # scales through the same kernel (cuBLASLt's FP8 product, matmul_fp8, serves the rest).

@@ -1,12 +1,14 @@
-"""CUTLASS's int4 mixed-input GEMM (native/src/mixed_gemm, sm_90a) on the GPU: gp.linear_quantized
-on an int4 weight past the decode GEMV's rows, against the float64 product with the dequantized
-weight, for both x dtypes and every scale dtype, both tile widths (64 and 128 rows), N off the
-128-row weight tile, bias, x with a row stride and leading dims, a column slice as out=; the
-documented error bound element by element; run-to-run bits and graph replay equal to eager; the
-routing (which calls it serves, the deterministic mode's refusal) and the extension's refusals.
+"""CUTLASS's int4 mixed-input GEMM (native/src/mixed_gemm, sm_90a), op qgemm_int4_dense, on the
+GPU: against the float64 product with the weight rounded to x's dtype (the dense path's weight)
+for both x dtypes and every scale dtype, both tile widths (64 and 128 rows), N off the 128-row
+weight tile, a deep K split across CTAs, bias; x with a row stride and leading dims and a column
+slice as out= through gp.linear_quantized's dense rows; the same bits as the dense path's
+weight; run-to-run bits and graph replay equal to eager; the routing (which rows and weights it
+serves, the deterministic mode's refusal) and the extension's refusals.
 
-The bound (mixed_gemm.h: each weight rounded once to x's dtype, float32 sums, one rounding):
-    |y - ref| <= u |ref| + (u + (K + 32) 2^-24) (|x| @ |W|^T + |bias|)
+The bound (mixed_gemm.h: each weight rounded once to x's dtype, float32 sums, one rounding),
+against ref = x @ round_x(W)^T:
+    |y - ref| <= u |ref| + (K + 32) 2^-24 (|x| @ |round_x(W)|^T + |bias|)
 with u = 2^-8 (bfloat16) or 2^-11 (float16).
 """
 
@@ -15,10 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _assert import assert_close
-from _data import as64, seed
+from _data import as64, np_dtype, seed
 
 import pygpukit as gp
+from pygpukit.backends.cpu.gemv import round_to
 from pygpukit.routing.dispatch import run
+from pygpukit.routing.table import QDENSE_FUSED_MAX_ROWS, QDENSE_MIN_ROWS
+
+OP = "qgemm_int4_dense"
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"
@@ -61,14 +67,14 @@ def _x(shape: tuple[int, ...], dtype: str, tag: str) -> np.ndarray:
 def _check(y: gp.GPUArray, x: gp.GPUArray, qw: gp.QuantizedWeight, b: gp.GPUArray | None,
            dtype: str) -> None:  # fmt: skip
     x64 = as64(x.to_numpy()).reshape(-1, qw.shape[1])
-    w64 = qw.dequantize()
+    w64 = as64(round_to(qw.dequantize(), np_dtype(dtype)))
     b64 = None if b is None else as64(b.to_numpy())
     ref = x64 @ w64.T + (0.0 if b64 is None else b64)
     got = as64(y.to_numpy()).reshape(ref.shape)
     assert_close(got, ref, dtype)
     k = w64.shape[1]
     mag = np.abs(x64) @ np.abs(w64).T + (0.0 if b64 is None else np.abs(b64))
-    bound = U[dtype] * np.abs(ref) + (U[dtype] + (k + 32) * 2.0**-24) * mag
+    bound = U[dtype] * np.abs(ref) + (k + 32) * 2.0**-24 * mag
     bad = np.argwhere(~(np.abs(got - ref) <= bound))
     assert not bad.size, f"{len(bad)} elements beyond the documented bound, first {bad[0]}"
 
@@ -78,18 +84,18 @@ def _check(y: gp.GPUArray, x: gp.GPUArray, qw: gp.QuantizedWeight, b: gp.GPUArra
 @pytest.mark.parametrize(("m", "n", "k"), [(33, 72, 128), (64, 4104, 384), (65, 256, 4224),
                                            (300, 1000, 2048), (40, 256, 14336)])  # fmt: skip
 def test_matches_float64(dtype: str, scale_dtype: str, m: int, n: int, k: int) -> None:
-    """The routed op qgemm_int4 (whatever rows linear_quantized hands it): rows on both sides of
-    the 64-row tile's limit, N off the 128-row weight tile, K an odd number of 64-value K tiles
-    (4224 = 33 groups), a deep K on few weight tiles (split across CTAs); with a bias."""
+    """The routed op at any rows: both sides of the 64-row tile's limit, N off the 128-row
+    weight tile, an odd number of 128-groups (4224 = 33), a deep K on few weight tiles (split
+    across CTAs); with a bias."""
     qw = _weight(n, k, scale_dtype, "ref")
     x = gp.from_numpy(_x((m, k), dtype, "ref"), device=DEV).astype(dtype)
     b = gp.from_numpy(_x((n,), dtype, "bias"), device=DEV).astype(dtype)
     gp.routing.reset_stats()
-    y = run("qgemm_int4", (x, qw.data, qw.scales, b), {"group": 128})
+    y = run(OP, (x, qw.data, qw.scales, b), {"group": 128})
     assert y.shape == (m, n) and y.dtype.name == dtype
     _check(y, x, qw, b, dtype)
-    assert gp.routing.stats()["qgemm_int4"] == {"native": 1}
-    _check(run("qgemm_int4", (x, qw.data, qw.scales, None), {"group": 128}), x, qw, None, dtype)
+    assert gp.routing.stats()[OP] == {"native": 1}
+    _check(run(OP, (x, qw.data, qw.scales, None), {"group": 128}), x, qw, None, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -100,50 +106,42 @@ def test_scales_of_x_dtype_and_widened_give_the_same_bits(dtype: str, m: int) ->
     qw = _weight(256, 1024, dtype, "same")
     x = gp.from_numpy(_x((m, 1024), dtype, "same"), device=DEV).astype(dtype)
     assert qw.scales is not None
-    own = run("qgemm_int4", (x, qw.data, qw.scales, None), {"group": 128})
-    wide = run("qgemm_int4", (x, qw.data, qw.scales.astype("float32"), None), {"group": 128})
+    own = run(OP, (x, qw.data, qw.scales, None), {"group": 128})
+    wide = run(OP, (x, qw.data, qw.scales.astype("float32"), None), {"group": 128})
     np.testing.assert_array_equal(own.to_numpy().view(np.uint16), wide.to_numpy().view(np.uint16))
     _check(own, x, qw, None, dtype)
 
 
-@pytest.mark.parametrize("m", [96, 512])
-def test_linear_quantized_takes_it_past_the_gemv_rows(m: int) -> None:
-    """gp.linear_quantized on an int4 weight with more rows than the decode GEMV serves, up to
-    the CUTLASS family's own dense crossover (past the Triton kernel's)."""
-    qw = _weight(512, 1024, "float32", "lq")
-    x = gp.from_numpy(_x((m, 1024), "bfloat16", "lq"), device=DEV).astype("bfloat16")
-    gp.routing.reset_stats()
-    _check(gp.linear_quantized(x, qw), x, qw, None, "bfloat16")
-    assert gp.routing.stats() == {"qgemm_int4": {"native": 1}}
-
-
-def test_dense_path_from_the_cutlass_crossover_and_the_triton_one() -> None:
-    """QDENSE_MIN_ROWS_BY_FAMILY rows of a weight CUTLASS serves expand it for cuBLASLt; a weight
-    only Triton serves (K off the 128-groups) expands from QDENSE_MIN_ROWS."""
-    from pygpukit.routing.table import QDENSE_MIN_ROWS, QDENSE_MIN_ROWS_BY_FAMILY
-
-    late = QDENSE_MIN_ROWS_BY_FAMILY[("int4", "mixed_gemm")]
-    for k, m in ((1024, late), (4128, QDENSE_MIN_ROWS["int4"])):
-        qw = _weight(256, k, "bfloat16", f"dense{k}")
-        x = gp.from_numpy(_x((m, k), "bfloat16", f"dense{k}"), device=DEV).astype("bfloat16")
+def test_linear_quantized_takes_it_on_the_dense_rows_only() -> None:
+    """gp.linear_quantized on an int4 weight: the exact-weight kernels below QDENSE_MIN_ROWS
+    rows, this op from there below QDENSE_FUSED_MAX_ROWS, the expanded weight from there; a
+    weight it cannot serve (K off the 128-groups) expands from QDENSE_MIN_ROWS."""
+    lo, hi = QDENSE_MIN_ROWS["int4"], QDENSE_FUSED_MAX_ROWS["int4"]
+    dense = "dequantize_weight"
+    for k, m, want in ((1024, lo - 1, "qgemm_int4"), (1024, lo, OP), (1024, hi - 1, OP),
+                       (1024, hi, dense), (4128, lo, dense)):  # fmt: skip
+        qw = _weight(256, k, "float32", f"lq{k}")
+        x = gp.from_numpy(_x((m, k), "bfloat16", f"lq{k}"), device=DEV).astype("bfloat16")
         gp.routing.reset_stats()
         y = gp.linear_quantized(x, qw)
         ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
-        assert {"dequantize_weight", "linear"} <= ran and "qgemm_int4" not in ran, ran
-        assert_close(y, as64(x.to_numpy()) @ qw.dequantize().T, "bfloat16")
+        assert want in ran and not ({OP, "qgemm_int4", "dequantize_weight"} - {want}) & ran, ran
+        if want != "qgemm_int4":
+            _check(y, x, qw, None, "bfloat16")
 
 
 def test_strided_x_lead_dims_and_an_out_slice() -> None:
-    """x every other row of a wider array with [2, 40] leading dims; out a column slice of a
-    NaN-filled wider array, the columns around it untouched."""
+    """gp.linear_quantized with x every other row of a wider array, [2, 300] leading dims; out a
+    column slice of a NaN-filled wider array, the columns around it untouched."""
     n, k = 200, 512
     qw = _weight(n, k, "float32", "strided")
-    wide = gp.from_numpy(_x((2, 80, k), "bfloat16", "strided"), device=DEV).astype("bfloat16")
-    x = wide[:, ::2]
-    big = gp.full((2, 40, n + 16), float("nan"), dtype="bfloat16", device=DEV)
+    wide = gp.from_numpy(_x((2, 600, k), "bfloat16", "strided"), device=DEV).astype("bfloat16")
+    x = wide[:, ::2]  # 2 x 300 rows: the dense path's
+    big = gp.full((2, 300, n + 16), float("nan"), dtype="bfloat16", device=DEV)
     out = big[..., 8 : 8 + n]
+    gp.routing.reset_stats()
     y = gp.linear_quantized(x, qw, out=out)
-    assert y is out
+    assert y is out and gp.routing.stats()[OP] == {"native": 1}
     _check(out, x, qw, None, "bfloat16")
     around = big.to_numpy().astype(np.float32)
     assert np.isnan(around[..., :8]).all() and np.isnan(around[..., 8 + n :]).all()
@@ -152,15 +150,19 @@ def test_strided_x_lead_dims_and_an_out_slice() -> None:
 def test_same_bits_and_graph_replay() -> None:
     """Run to run the same bits; a captured call replays to the eager call's bits, and follows
     new x values written into the captured buffer."""
-    n, k, m = 512, 1024, 96
+    n, k, m = 256, 14336, 40  # 2 weight tiles, deep K: split across CTAs (stream-K)
+
+    def call() -> gp.GPUArray:
+        return run(OP, (x, qw.data, qw.scales, None), {"group": 128})
+
     qw = _weight(n, k, "bfloat16", "det")
     x = gp.from_numpy(_x((m, k), "bfloat16", "det"), device=DEV).astype("bfloat16")
-    a = gp.linear_quantized(x, qw).to_numpy().view(np.uint16)
-    b = gp.linear_quantized(x, qw).to_numpy().view(np.uint16)
+    a = call().to_numpy().view(np.uint16)
+    b = call().to_numpy().view(np.uint16)
     np.testing.assert_array_equal(a, b)
     g = gp.CUDAGraph(DEV)
     with g.capture():
-        res = gp.linear_quantized(x, qw)
+        res = call()
     g.replay()
     gp.synchronize()
     np.testing.assert_array_equal(res.to_numpy().view(np.uint16), a)
@@ -171,37 +173,39 @@ def test_same_bits_and_graph_replay() -> None:
     _check(res, x2, qw, None, "bfloat16")
 
 
-def test_agrees_with_the_triton_twin() -> None:
-    """The two kernels dequantize and round the same way: results within the dtype's bound of
-    each other (the sums' order differs)."""
-    n, k, m = 384, 2048, 128
-    qw = _weight(n, k, "float32", "twin")
+def test_agrees_with_the_expanded_weight_path() -> None:
+    """The same rounded weight as dequantize_weight (bit for bit, checked on its values) then
+    gp.linear: the two products differ only in the order of their float32 sums."""
+    n, k, m = 384, 2048, 300
+    qw = _weight(n, k, "bfloat16", "twin")  # q * s exact in float32: one rounding on both sides
     x = gp.from_numpy(_x((m, k), "bfloat16", "twin"), device=DEV).astype("bfloat16")
-    y_native = gp.linear_quantized(x, qw)
-    with gp.route("qgemm_int4:triton"):
-        y_triton = gp.linear_quantized(x, qw)
-    assert_close(y_native, as64(y_triton.to_numpy()), "bfloat16")
+    y = run(OP, (x, qw.data, qw.scales, None), {"group": 128})
+    params = {"fmt": "int4", "block": 128, "global_scale": 1.0, "out_dtype": x.dtype.np_dtype}
+    w = run("dequantize_weight", (qw.data, qw.scales), params)
+    np.testing.assert_array_equal(
+        w.to_numpy().view(np.uint16),
+        round_to(qw.dequantize(), np_dtype("bfloat16")).view(np.uint16),
+    )
+    assert_close(y, as64(gp.linear(x, w).to_numpy()), "bfloat16")
 
 
 def test_routing_sends_it_only_what_it_serves() -> None:
-    """K off the 128-groups goes to Triton (the forced route names the reason); the
-    deterministic mode refuses it (not batch invariant) and Triton serves; the decode GEMV keeps
-    its rows."""
-    qw = _weight(64, 4128, "float32", "route")  # K = 4128: a partial group
+    """K off the 128-groups: no backend serves the op on CUDA (the table's reasons name the
+    constraint); the deterministic mode refuses it (not batch invariant), and
+    gp.linear_quantized then expands the weight."""
+    qw = _weight(64, 4128, "float32", "route")
     x = gp.from_numpy(_x((40, 4128), "bfloat16", "route"), device=DEV).astype("bfloat16")
-    gp.routing.reset_stats()
-    gp.linear_quantized(x, qw)
-    assert gp.routing.stats()["qgemm_int4"] == {"triton": 1}
-    with gp.route("qgemm_int4:native"):  # the GEMV twin serves it then
-        gp.linear_quantized(x, qw)
-    assert gp.routing.stats()["qgemm_int4"] == {"triton": 1, "native": 1}
+    with pytest.raises(gp.errors.BackendUnavailableError, match="multiple of 128"):
+        run(OP, (x, qw.data, qw.scales, None), {"group": 128})
     qw = _weight(64, 1024, "float32", "route2")
-    x = gp.from_numpy(_x((40, 1024), "bfloat16", "route2"), device=DEV).astype("bfloat16")
+    x = gp.from_numpy(_x((300, 1024), "bfloat16", "route2"), device=DEV).astype("bfloat16")
     gp.routing.reset_stats()
     with gp.deterministic():
+        with pytest.raises(gp.errors.BackendUnavailableError, match="batch invariant"):
+            run(OP, (x, qw.data, qw.scales, None), {"group": 128})
         gp.linear_quantized(x, qw)
-    gp.linear_quantized(x[:4], qw)
-    assert gp.routing.stats() == {"qgemm_int4": {"triton": 1}, "gemv_int4": {"native": 1}}
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    assert OP not in ran and "qgemm_int4" in ran, ran
 
 
 @pytest.mark.parametrize(
@@ -213,6 +217,8 @@ def test_routing_sends_it_only_what_it_serves() -> None:
         ({"dtype": "float32"}, "float16 or bfloat16"),
         ({"scale_dtype": "int8"}, "scales must be float32"),
         ({"x": 2}, "16-byte aligned"),
+        ({"y": 0}, "device pointers"),
+        ({"k": 1 << 27}, "below 2\\^27"),
         ({"x_row_stride": 100}, "16-byte aligned"),
         ({"workspace": 64}, "256-byte aligned"),
         ({"workspace_bytes": 16}, "workspace has 16 bytes"),
@@ -240,19 +246,3 @@ def test_extension_rejects_bad_arguments(bad: dict, msg: str) -> None:
     qw = _weight(n, k, "float32", "after")
     x = gp.from_numpy(_x((m, k), "bfloat16", "after"), device=DEV).astype("bfloat16")
     _check(gp.linear_quantized(x, qw), x, qw, None, "bfloat16")
-
-
-def test_forced_native_route_takes_the_gemv_twin_where_cutlass_cannot() -> None:
-    """ROUTE=qgemm_int4:native: the CUTLASS kernel where its constraints hold, else the native
-    GEMV twin (N = 60: off TMA's 16-byte rows); both as the table orders them."""
-    from pygpukit.routing.select import select
-
-    dev = gp.runtime.device(DEV)
-    for n, module in ((64, "mixed_gemm"), (60, "gemv")):
-        qw = _weight(n, 256, "float16", f"n{n}")
-        x = gp.from_numpy(_x((40, 256), "float16", f"n{n}"), device=DEV).astype("float16")
-        with gp.route("qgemm_int4:native"):
-            backend, impl = select("qgemm_int4", dev, (x, qw.data, qw.scales, None), {"group": 128})
-            y = gp.linear_quantized(x, qw)
-        assert backend == "native" and impl.__module__.endswith(f"native.{module}"), impl
-        _check(y, x, qw, None, "float16")

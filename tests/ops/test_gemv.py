@@ -261,17 +261,23 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         assert [p for p in inspect.signature(getattr(tgemv, op)).parameters if p != "out"] == want
     for fmt in ("fp8", "int4", "nvfp4"):
         want = list(inspect.signature(getattr(cpu, f"gemv_{fmt}")).parameters)
-        from pygpukit.backends.native import mixed_gemm as nm
         from pygpukit.backends.native import qgemm as nq
 
         fns = (getattr(tgemv, f"gemv_{fmt}"), getattr(qgemm, f"qgemm_{fmt}"))
-        mixed = (nm.qgemm_int4,) if fmt == "int4" else ()
-        for fn in (*fns, *mixed, getattr(nq, f"qgemm_{fmt}"), getattr(cpu, f"qgemm_{fmt}")):
+        for fn in (*fns, getattr(nq, f"qgemm_{fmt}"), getattr(cpu, f"qgemm_{fmt}")):
             assert [p for p in inspect.signature(fn).parameters if p != "out"] == want
-        route = TABLE[f"qgemm_{fmt}"]
-        got_cands = [(c.backend, route.family_of(c)) for c in route.candidates]
-        lead = [("native", "mixed_gemm")] if fmt == "int4" else []
-        assert got_cands == [*lead, ("triton", "qgemm"), ("native", "qgemm"), ("cpu", "qgemm")]
+        backends = [c.backend for c in TABLE[f"qgemm_{fmt}"].candidates]
+        assert backends == ["triton", "native", "cpu"]
+    from pygpukit.backends.cpu import qgemm as cq
+    from pygpukit.backends.native import mixed_gemm as nm
+
+    want = list(inspect.signature(cq.qgemm_int4_dense).parameters)
+    assert [p for p in inspect.signature(nm.qgemm_int4_dense).parameters if p != "out"] == want
+    route = TABLE["qgemm_int4_dense"]
+    assert [(c.backend, route.family_of(c)) for c in route.candidates] == [
+        ("native", "mixed_gemm"),
+        ("cpu", "qgemm"),
+    ]
 
 
 def test_linear_keeps_cublaslt_in_the_native_backend() -> None:
@@ -471,55 +477,74 @@ def test_rmsnorm_linear_rejects_bad_arguments() -> None:
     assert y.shape == (2, 6) and h.shape == (2, 16)
 
 
-def test_dense_crossover_follows_the_family_serving_the_gemm(
+def test_qgemm_int4_dense_rounds_the_weight_to_x_dtype() -> None:
+    """The NumPy reference of op qgemm_int4_dense (the dense path's product as one op): each
+    weight value rounded once to x's dtype, then the float64 product rounded once; equal to
+    dequantize_weight followed by the float64 product, and not to the exact-weight qgemm_int4
+    when the scales are not exact in x's dtype."""
+    from pygpukit.backends import cpu
+    from pygpukit.backends.cpu.gemv import quantize_int4_weight
+
+    rng = np.random.default_rng(seed("qdense"))
+    w = rng.standard_normal((24, 256))
+    vals, scales = quantize_int4_weight(w, 128, np.float32)
+    data = vals.astype(ml_dtypes.int4)
+    x = rng.standard_normal((5, 256)).astype(np.float16)
+    b = rng.standard_normal(24).astype(np.float16)
+    from pygpukit.backends.cpu import qgemm as cq
+
+    got = cq.qgemm_int4_dense(x, data, scales, b, group=128)
+    w_x = cpu.dequantize_weight(data, scales, fmt="int4", block=128, global_scale=1.0,
+                                out_dtype=np.float16)  # fmt: skip
+    want = round_to(as64(x) @ as64(w_x).T + as64(b), np.float16)
+    np.testing.assert_array_equal(got, want)
+    exact = cpu.qgemm_int4(x, data, scales, b, group=128)
+    assert not np.array_equal(got, exact)
+
+
+def test_dense_path_takes_the_one_product_op_where_it_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """linear_quantized's dense path starts at QDENSE_MIN_ROWS rows, or later where the kernel
-    family serving qgemm_<format> has its own crossover (QDENSE_MIN_ROWS_BY_FAMILY: CUTLASS's
-    int4 mixed-input GEMM); the lookup of that family happens only past QDENSE_MIN_ROWS."""
+    """linear_quantized's dense rows (QDENSE_MIN_ROWS on) of an int4 weight go to op
+    qgemm_int4_dense below QDENSE_FUSED_MAX_ROWS rows where a backend serves it, else expand
+    the weight (dequantize_weight, then linear); fewer rows never ask."""
     import importlib
 
-    from pygpukit.routing.table import QDENSE_MIN_ROWS_BY_FAMILY
+    from pygpukit.routing.table import QDENSE_FUSED_MAX_ROWS
 
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # gp.ops.gemv is the function
+    asked: list[str] = []
+    ran: list[str] = []
+    answer = True
 
-    served: list[str] = []
-    fam = "qgemm"
+    def serves(op: str, dev: object, inputs: object, params: object) -> bool:
+        asked.append(op)
+        return answer
 
-    def family(op: str, dev: object, inputs: object, params: object) -> str:
-        served.append(op)
-        return fam
+    def run(op: str, inputs: object, params: object, out: object = None) -> str:
+        ran.append(op)
+        return op
 
-    monkeypatch.setattr(ops_gemv, "served_family", family)
+    monkeypatch.setattr(ops_gemv, "serves", serves)
+    monkeypatch.setattr(ops_gemv, "run", run)
     monkeypatch.setattr(ops_gemv, "_dense_path", lambda fmt, x: True)
-    x = gp.zeros((1, 128), "float16", device="cpu")
-    lo, late = QDENSE_MIN_ROWS["int4"], QDENSE_MIN_ROWS_BY_FAMILY[("int4", "mixed_gemm")]
-    assert lo < late
-    for fam, rows, dense in (("qgemm", lo, True), ("qgemm", lo - 1, False),
-                             ("mixed_gemm", lo, False), ("mixed_gemm", late - 1, False),
-                             ("mixed_gemm", late, True)):  # fmt: skip
-        assert ops_gemv._dense_rows("int4", rows, x, "qgemm_int4", (x,), {}) is dense, (fam, rows)
-    assert served and set(served) == {"qgemm_int4"}
-    served.clear()
-    fam = "mixed_gemm"  # no family entry for fp8: never looked up
-    assert ops_gemv._dense_rows("fp8", QDENSE_MIN_ROWS["fp8"], x, "qgemm_fp8", (x,), {})
-    assert not ops_gemv._dense_rows("int4", lo - 1, x, "qgemm_int4", (x,), {})
-    assert served == []
-
-
-def test_served_family_names_the_candidates_module() -> None:
-    """routing.select.served_family: the op's family where its candidates share it (the CPU's
-    NumPy reference here), the route's own table entry naming mixed_gemm for int4's CUTLASS
-    candidate."""
-    from pygpukit.routing.select import served_family
-    from pygpukit.routing.table import TABLE
-
-    route = TABLE["qgemm_int4"]
-    fams = [(c.backend, route.family_of(c)) for c in route.candidates]
-    assert fams[0] == ("native", "mixed_gemm") and ("native", "qgemm") in fams
+    mm = importlib.import_module("pygpukit.ops.matmul")
+    monkeypatch.setattr(mm, "linear", lambda x, w, bias=None, out=None: "linear")
     qw = gp.quantize_weight(np.ones((8, 128), np.float32), "int4", device="cpu")
-    x = gp.zeros((40, 128), "float16", device="cpu")
-    dev = gp.runtime.device("cpu")
-    assert served_family("qgemm_int4", dev, (x, qw.data, qw.scales, None), {"group": 128}) == (
-        "qgemm"
-    )
+    lo, hi = QDENSE_MIN_ROWS["int4"], QDENSE_FUSED_MAX_ROWS["int4"]
+    for rows, ok, want_ran, want_asked in (
+        (lo - 1, True, ["qgemm_int4"], []),
+        (lo, True, ["qgemm_int4_dense"], ["qgemm_int4_dense"]),
+        (hi - 1, True, ["qgemm_int4_dense"], ["qgemm_int4_dense"]),
+        (hi, True, ["dequantize_weight"], []),
+        (lo, False, ["dequantize_weight"], ["qgemm_int4_dense"]),
+    ):
+        answer = ok
+        asked.clear()
+        ran.clear()
+        gp.linear_quantized(gp.zeros((rows, 128), "float16", device="cpu"), qw)
+        assert (ran, asked) == (want_ran, want_asked), rows
+    qf = gp.quantize_weight(np.ones((8, 128), np.float32), "fp8", device="cpu")
+    asked.clear()
+    gp.linear_quantized(gp.zeros((QDENSE_MIN_ROWS["fp8"], 128), "float16", device="cpu"), qf)
+    assert asked == []  # no one-product op for fp8

@@ -72,10 +72,10 @@ void check_sizes(const char* who, DType dt, DType sdt, std::int64_t m, std::int6
   PGK_REQUIRE_AS(who,
                  m >= 1 && m < (std::int64_t{1} << 31) && n >= 8 && n % 8 == 0 &&
                      n < (std::int64_t{1} << 31) && k >= group && k % group == 0 &&
-                     k < (std::int64_t{1} << 31),
-                 "needs m >= 1, n a positive multiple of 8 and k a positive multiple of 128, "
-                 "each below 2^31; got m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                     " k=" + std::to_string(k));
+                     k < (std::int64_t{1} << 27),
+                 "needs m >= 1 and n a positive multiple of 8, each below 2^31, and k a positive "
+                 "multiple of 128 below 2^27; got m=" + std::to_string(m) + " n=" +
+                     std::to_string(n) + " k=" + std::to_string(k));
 }
 
 // Scratch: the scales [groups, n] (float32, or x's dtype when they are of it), then
@@ -124,9 +124,10 @@ std::size_t mixed_gemm_int4_workspace(int device, DType dtype, DType scale_dtype
 void mixed_gemm_int4(const MixedGemmArgs& a) {
   check_sizes(__func__, a.dtype, a.scale_dtype, a.m, a.n, a.k, a.group);
   PGK_REQUIRE((a.m == 1 || (a.x_row_stride >= a.k && a.x_row_stride % 8 == 0)) &&
-                  aligned16(a.x) && aligned16(a.data) && aligned16(a.y) && a.scales != 0,
-              "x, data and y must be 16-byte aligned, and x's rows too (a row stride of at "
-              "least k, a multiple of 8)");
+                  a.x && a.data && a.y && a.scales && aligned16(a.x) && aligned16(a.data) &&
+                  aligned16(a.y),
+              "x, data, scales and y must be device pointers, x, data and y 16-byte aligned, and "
+              "x's rows too (a row stride of at least k, a multiple of 8)");
   PGK_REQUIRE(a.bias == 0 || aligned16(a.bias), "bias must be 16-byte aligned");
   PGK_REQUIRE(a.workspace % 256 == 0, "the workspace must be 256-byte aligned");
   use_device(a.device);

@@ -3,10 +3,10 @@
 // scales: the instances mixed_int4_<dtype>_n<tile>.cu include this file only (compile time:
 // CUTLASS's templates).
 //
-// Why CUTLASS here: the Triton mixed-input kernel (triton_kernels/qgemm.py) is not pipelined like
-// a Hopper GEMM and runs at 280-460 TFLOP/s from 256 rows (BENCHMARKS.md "Mixed-input GEMM"),
-// so past 256 rows linear_quantized expanded the weight for cuBLASLt instead. CUTLASS's
-// mainloop overlaps the TMA loads, the dequantization and wgmma across warp groups.
+// Why CUTLASS here: gp.linear_quantized's dense path (from 256 rows) expanded an int4 weight
+// into x's dtype for cuBLASLt, an N x K write and read a call; CUTLASS's mainloop dequantizes the
+// same rounded weight in registers, overlapping the TMA loads, the dequantization and wgmma
+// across warp groups (the Triton mixed-input kernel runs at 280-460 TFLOP/s there).
 //
 // The product runs transposed (mixed_gemm.h): the weights are CUTLASS's A (the operand that
 // goes through registers must be A for a TMA epilogue), x is B, and d^T [n, m] column-major is y
@@ -36,9 +36,11 @@ namespace pgk {
 namespace mixed {
 
 // T: x's (and y's, the bias's) type, the type the weights are dequantized to for wgmma. S: the
-// scales' type, float (any scale dtype, widened exactly) or T (scales of x's dtype): with S = T
-// CUTLASS converts the int4 values straight to T and multiplies in T, with S = float it goes
-// through float; both round q * s once (q * s is exact in float), so the bits are the same.
+// scales' type, float (any scale dtype, widened exactly) or T (scales of x's dtype). With S = T
+// CUTLASS converts the int4 values straight to T and multiplies in T (through float: q * s is
+// exact there, 4 bits by 11 at most, then one rounding); with S = float the product is rounded
+// to float, then to T, as dequantize_weight's float32 product is. Scales of x's dtype give the
+// same bits either way (the widened path is exact for them).
 // Tiles 128 (weights) x TileN (rows of x) x 64 (K: 128 bytes of T, half a scale group).
 template <class T, class S, int TileN>
 struct Config {

@@ -1,15 +1,17 @@
-// The mixed-input GEMM with int4 weights on CUTLASS's Hopper mixed-input mainloop: the native
-// twin of pygpukit/backends/triton_kernels/qgemm.py's qgemm_int4 for many rows (prefill,
-// batched decode), same contract (pygpukit/backends/cpu/gemv.py is the reference):
+// The int4 product with each weight value rounded to x's dtype, on CUTLASS's Hopper mixed-input
+// mainloop: the native kernel of op qgemm_int4_dense (pygpukit/backends/cpu/qgemm.py is the
+// reference), which gp.linear_quantized's dense path takes for an int4 weight in place of
+// expanding it (dequantize_weight, then cuBLASLt):
 //
-//   y[m, n] = sum_k x[m, k] * (data[n, k] * scales[n, k / group]) + bias[n]
+//   y[m, n] = sum_k x[m, k] * round_x(data[n, k] * scales[n, k / group]) + bias[n]
 //
 // x [M, K] float16/bfloat16 (rows x_row_stride elements apart), data int4 [N, K] (two a byte,
 // low nibble first, two's complement: CUTLASS's int4b_t), scales [N, K / group] float32, float16
 // or bfloat16, group 128, bias [N] of x's dtype or none, y [M, N] contiguous of x's dtype.
-// Each weight is dequantized in registers as x's dtype of data * scale (the product in float32,
-// rounded once), the products accumulate in float32, and the bias joins the float32 sum before
-// the one rounding to y's dtype: the Triton twin's arithmetic.
+// Each weight is dequantized in registers as the dense path's dequantize_weight does it (the
+// product in float32, rounded once to x's dtype), the products accumulate in float32, and the
+// bias joins the float32 sum before the one rounding to y's dtype. (The Triton mixed-input
+// kernel of op qgemm_int4 never rounds the weight; this one serves only the dense path's rows.)
 //
 // How: CUTLASS's mainloop takes the narrow operand as A and its scales M-major, so the call
 // runs the transposed product y^T = W x^T (weights as A, [N, K] K-major; x as B; y^T stored

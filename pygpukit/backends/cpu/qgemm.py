@@ -1,8 +1,10 @@
 """The mixed-input GEMM ops (NumPy reference): qgemm_fp8, qgemm_int4 and qgemm_nvfp4 are the
 decode GEMV ops of gemv.py under another name (float64 with the dequantized weight, rounded
 once; the ops differ only in the kernel that serves them on the GPU, chosen by the row count in
-pygpukit/ops/gemv.py); qgemm_w8a8 is matmul_fp8's product with per-row and per-channel scales;
-dequantize_weight is an fp8 / int4 / nvfp4 weight in a float dtype."""
+pygpukit/ops/gemv.py); qgemm_int4_dense is the product with each int4 weight value rounded once
+to x's dtype first (the dense path's weight: dequantize_weight, then linear); qgemm_w8a8 is
+matmul_fp8's product with per-row and per-channel scales; dequantize_weight is an fp8 / int4 /
+nvfp4 weight in a float dtype."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from ._common import Array
 from .gemv import (
+    _product,
     dequantize_fp8_weight,
     dequantize_int4_weight,
     dequantize_nvfp4_weight,
@@ -21,7 +24,24 @@ from .gemv import gemv_fp8 as qgemm_fp8
 from .gemv import gemv_int4 as qgemm_int4
 from .gemv import gemv_nvfp4 as qgemm_nvfp4
 
-__all__ = ["dequantize_weight", "qgemm_fp8", "qgemm_int4", "qgemm_nvfp4", "qgemm_w8a8"]
+__all__ = [
+    "dequantize_weight",
+    "qgemm_fp8",
+    "qgemm_int4",
+    "qgemm_int4_dense",
+    "qgemm_nvfp4",
+    "qgemm_w8a8",
+]
+
+
+def qgemm_int4_dense(
+    x: Array, data: Array, scales: Array, bias: Array | None = None, *, group: int
+) -> Array:
+    """x @ round_x(scales * data)^T (+ bias): each weight value (int4 data [N, K] times its
+    128-group scale) rounded once to x's dtype, then the float64 product rounded once."""
+    x = np.asarray(x)
+    w = round_to(dequantize_int4_weight(np.asarray(data), np.asarray(scales), group), x.dtype)
+    return _product(x, np.asarray(w).astype(np.float64), bias)
 
 
 def qgemm_w8a8(

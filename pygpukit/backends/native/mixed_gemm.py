@@ -1,12 +1,14 @@
-"""The mixed-input GEMM with int4 weights on the native backend (native/src/mixed_gemm:
-CUTLASS's Hopper mixed-input mainloop, sm_90 only): the implementation of the routed op
-qgemm_int4 for x of many rows, same signature and contract as the NumPy reference
-(pygpukit/backends/cpu/gemv.py) and the Triton twin (triton_kernels/qgemm.py).
+"""The int4 product with the weight rounded to x's dtype on the native backend
+(native/src/mixed_gemm: CUTLASS's Hopper mixed-input mainloop, sm_90 only): the implementation
+of the routed op qgemm_int4_dense, same signature and contract as the NumPy reference
+(pygpukit/backends/cpu/qgemm.py).
 
-Each weight is dequantized in registers to x's dtype (data * scale in float32, one rounding),
-the products accumulate in float32 and the bias joins the float32 sum before the one rounding
-to x's dtype. The routing table sends this kernel int4 weights with K a multiple of 128 and N a
-multiple of 8 (TMA's 16-byte rows); the extension checks them again. One pool allocation a call
+Each weight is dequantized in registers to x's dtype (data * scale in float32, rounded to x's
+dtype: the weight gp.linear_quantized's dense path expands), the products accumulate in float32
+and the bias joins the float32 sum before the one rounding to x's dtype. So it is the dense
+path (dequantize_weight, then linear) without the N x K expansion. The routing table sends this
+kernel int4 weights with K a multiple of 128 and N a multiple of 8 (TMA's 16-byte rows); the
+extension checks them again. One pool allocation a call
 holds the scales transposed for CUTLASS (as they are when of x's dtype, else as float32) and
 CUTLASS's workspace. Nothing is read back
 to the host: the call is graph-capturable.
@@ -21,10 +23,10 @@ from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
 from pygpukit.dtypes import uint8
 
-__all__ = ["qgemm_int4"]
+__all__ = ["qgemm_int4_dense"]
 
 
-def qgemm_int4(
+def qgemm_int4_dense(
     x: GPUArray,
     data: GPUArray,
     scales: GPUArray,
@@ -33,15 +35,15 @@ def qgemm_int4(
     group: int,
     out: GPUArray | None = None,
 ) -> GPUArray:
-    """x @ (scales * data)^T (+ bias): x [..., K] float16/bfloat16, data int4 [N, K], scales
-    [N, K / 128] float32/float16/bfloat16 (group 128), bias [N] of x's dtype."""
+    """x @ round_x(scales * data)^T (+ bias): x [..., K] float16/bfloat16, data int4 [N, K],
+    scales [N, K / 128] float32/float16/bfloat16 (group 128), bias [N] of x's dtype."""
     n, k = data.shape
     lead = x.shape[:-1]
     x, m, _, sx = aligned_rows(x)
     y = target(out, (*lead, n), x._dtype, x)
     if y.data_ptr() % 16:
         y = empty((*lead, n), x._dtype, x._device)
-    if m == 0:
+    if m == 0 or n == 0:
         return deliver(y, out)
     data, scales = aligned(data), aligned(scales)
     b = None if bias is None else aligned(bias)
@@ -50,7 +52,7 @@ def qgemm_int4(
     dt = x._dtype.name
     sdt = scales._dtype.name
     ws_bytes = int(ext.mixed_gemm_int4_workspace(dev, dt, sdt, m, n, k, group))
-    # CUTLASS places its tensor maps at 64-byte offsets from its workspace: align the base to 256.
+    # The extension's pieces of scratch start at 256-byte offsets: align the base to 256.
     ws = empty((ws_bytes + 256,), uint8, x._device)
     ws_ptr = -(-ws.data_ptr() // 256) * 256
     # fmt: off
