@@ -255,15 +255,17 @@ def select(
 
 
 def serves(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]) -> bool:
-    """Whether some backend serves this call (select would not raise), for an ops-layer path
-    that has another way to compute it. The answer is cached under select's key, refusals too."""
+    """Whether some backend serves this call, for an ops-layer path that has another way to
+    compute it: False where no candidate can (select's BackendUnavailableError). A route that
+    forces a backend which cannot serve still raises its RouteError: the user asked for it.
+    The answer is cached under select's key, refusals too."""
     k = _key(op, dev, inputs, params)
     got = _serves.get(k)
     if got is None:
         try:
             select(op, dev, inputs, params)
             got = True
-        except (BackendUnavailableError, RouteError):
+        except BackendUnavailableError:
             got = False
         _serves[k] = got
     return got

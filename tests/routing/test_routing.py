@@ -255,3 +255,24 @@ def test_per_input_constraints_are_named_and_enter_the_decision_key(
     w20 = gp.from_numpy(rng.standard_normal((4, 20, 16)).astype(np.float16), device="cpu")
     gp.moe_linear(x16, w20, rows, be, 2)
     assert len(calls) == 2 * first  # N changed: a new decision
+
+
+def test_serves_answers_without_raising_and_caches_refusals() -> None:
+    """routing.select.serves: True where select picks a backend, False where no candidate
+    can serve (cached, refusals too), and a forced route that cannot serve still raises."""
+    from pygpukit.errors import RouteError
+
+    sel = select_mod  # the module (routing.select is also the function's name)
+    dev = gp.runtime.device("cpu")
+    x = gp.zeros((4, 128), "float16", device="cpu")
+    qw = gp.quantize_weight(np.ones((8, 128), np.float32), "int4", device="cpu")
+    inputs = (x, qw.data, qw.scales, None)
+    assert sel.serves("qgemm_int4_dense", dev, inputs, {"group": 128})
+    f64 = gp.zeros((4, 128), "float64", device="cpu")
+    assert sel.serves("softmax", dev, (f64,), {"axis": -1})
+    c = gp.zeros((4, 4), "complex64", device="cpu")
+    assert not sel.serves("relu", dev, (c,), {})
+    assert not sel.serves("relu", dev, (c,), {})  # the cached refusal
+    assert any(v is False for v in sel._serves.values())
+    with gp.route("qgemm_int4_dense:native"), pytest.raises(RouteError, match="cannot serve"):
+        sel.serves("qgemm_int4_dense", dev, inputs, {"group": 128})
