@@ -9,9 +9,9 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
    copy bandwidth on the weight bytes), and each of its paths alone: the Triton mixed-input
    GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), the native decode GEMV
    (gemv_<format>, M <= 64, when the native extension is built), the weight dequantized to
-   bf16 + gp.linear ("dense", M >= 64), the same rounded int4 weight in CUTLASS's mixed-input
-   GEMM ("cutlass": op qgemm_int4_dense, M >= 16, when the extension has the mixed_gemm family
-   and the GPU is a Hopper), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
+   bf16 + gp.linear ("dense", M >= 64), the same rounded int4 / fp8 weight in CUTLASS's
+   mixed-input GEMM ("cutlass": op qgemm_<format>_dense, M >= 16, when the extension has the
+   mixed_gemm family and the GPU is a Hopper), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
    the dense bf16 product of the same shape in the same run (gp.linear = cuBLASLt, and
    torch's F.linear when torch is importable). Median device time with the L2 flushed. The
    crossovers of pygpukit/routing/table.py (QGEMV_MAX_ROWS, QDENSE_MIN_ROWS,
@@ -94,7 +94,7 @@ def _native_mixed() -> Any:
         from pygpukit.backends.native._libs import extension, status
 
         props = gp.runtime.device("cuda:0").properties
-        if status()[0] and hasattr(extension(), "mixed_gemm_int4") and props["major"] == 9:
+        if status()[0] and hasattr(extension(), "mixed_gemm") and props["major"] == 9:
             return nm
     except Exception:
         pass
@@ -143,11 +143,10 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
                 t_q = timer.median_seconds(
                     lambda fn=fn, x=x, qw=qw, kw=kw: fn(x, qw.data, qw.scales, None, **kw)
                 )
-                if nm is not None and qw.format == "int4" and m >= 16:
+                if nm is not None and qw.format in ("int4", "fp8") and m >= 16:
+                    cut = getattr(nm, f"qgemm_{qw.format}_dense")
                     t_cut = timer.median_seconds(
-                        lambda x=x, qw=qw: nm.qgemm_int4_dense(
-                            x, qw.data, qw.scales, group=qw.block
-                        )
+                        lambda cut=cut, x=x, qw=qw, kw=kw: cut(x, qw.data, qw.scales, **kw)
                     )
                 if ng is not None and m <= 64:
                     g = getattr(ng, f"gemv_{qw.format}")

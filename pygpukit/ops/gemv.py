@@ -43,9 +43,9 @@ the float64 product of x with the (dequantized) weight, rounded once.
   dequantized into x's dtype for the call (one rounding per weight value, a transient N x K
   array) and gp.linear runs the product, as for the GGUF formats; the deterministic mode, the
   CPU device (the NumPy reference) and devices the Triton kernel cannot serve keep the exact
-  weight there too. An int4 weight below QDENSE_FUSED_MAX_ROWS rows takes that same rounded
-  weight through op qgemm_int4_dense where it serves (CUTLASS's mixed-input GEMM on Hopper:
-  the weight dequantized in the mainloop, no N x K array).
+  weight there too. An int4 or fp8 weight below QDENSE_FUSED_MAX_ROWS rows takes that same
+  rounded weight through op qgemm_<format>_dense where it serves (CUTLASS's mixed-input GEMM on
+  Hopper: the weight dequantized in the mainloop, no N x K array).
 
 K alignment (16-byte weight rows): gemv K % 8 == 0; fp8 K % 16 == 0; int4/nvfp4 K % 32 == 0.
 """

@@ -133,7 +133,7 @@ QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
 # | float32 scales): 256 rows 73-86 / 69-80 us against 110-112 / 119-120 expanded, 512 rows
 # 126-143 / 119-138 against 147-148 / 135-137, 1024 rows 231-274 / 225-264 against 208-237 /
 # 201-202.
-QDENSE_FUSED_MAX_ROWS = {"int4": 1024}
+QDENSE_FUSED_MAX_ROWS = {"int4": 1024, "fp8": 1024}
 # W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
 # timed but one (1-4096; qgemm_w8a8 was level at one row and 1.35x to 5x slower from 16 rows;
 # cuBLASLt's few-row FP8 times varied 1.4-2.4x between two runs), so 0: the
@@ -497,25 +497,28 @@ _ROUTES: list[OpRoute] = [
         )
         for fmt, extra in _QUANT_OPERANDS.items()
     ),
-    # linear_quantized's dense path for an int4 weight below QDENSE_FUSED_MAX_ROWS rows: the
-    # product with each weight value rounded to x's dtype, dequantized in the mainloop of
+    # linear_quantized's dense path for an int4 or fp8 weight below QDENSE_FUSED_MAX_ROWS rows:
+    # the product with each weight value rounded to x's dtype, dequantized in the mainloop of
     # CUTLASS's mixed-input GEMM (native/src/mixed_gemm, sm_90 only: K a multiple of 128, N of
     # 8 for TMA's 16-byte rows; x, bias and y float16/bfloat16); where it cannot serve, the
     # dense path expands the weight (dequantize_weight, then linear).
-    _entry(
-        "qgemm_int4_dense",
-        "qgemm",
-        Candidate(
-            "native",
-            dtypes=_GEMV_IO | _QUANT_OPERANDS["int4"],
-            input_dtypes=((0, _HALF), (1, frozenset({"int4"}))),
-            multiple_of=((1, 0, 8), (1, 1, 128)),
-            min_capability=(9, 0),
-            max_capability=(9, 0),
-            invariant=_NOT_INVARIANT,
-            family="mixed_gemm",
-        ),
-        Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+    *(
+        _entry(
+            f"qgemm_{fmt}_dense",
+            "qgemm",
+            Candidate(
+                "native",
+                dtypes=_GEMV_IO | _QUANT_OPERANDS[fmt],
+                input_dtypes=((0, _HALF), (1, frozenset({data}))),
+                multiple_of=((1, 0, 8), (1, 1, 128)),
+                min_capability=(9, 0),
+                max_capability=(9, 0),
+                invariant=_NOT_INVARIANT,
+                family="mixed_gemm",
+            ),
+            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+        )
+        for fmt, data in (("int4", "int4"), ("fp8", "float8_e4m3fn"))
     ),
     # W8A8 up to W8A8_MAX_ROWS rows and under the deterministic mode: x's e4m3 codes and row
     # scales through the same kernel (cuBLASLt's FP8 product, matmul_fp8, serves the rest).

@@ -38,7 +38,7 @@ def _hopper_with_the_family() -> str:
     ok, why = status()
     if not ok:
         return why
-    if not hasattr(extension(), "mixed_gemm_int4"):
+    if not hasattr(extension(), "mixed_gemm"):
         return "the extension was built without the mixed_gemm family (needs sm_90a)"
     props = gp.runtime.device(DEV).properties
     if (props["major"], props["minor"]) != (9, 0):
@@ -55,9 +55,24 @@ def _needs_hopper() -> None:
         pytest.skip(why)
 
 
-def _weight(n: int, k: int, scale_dtype: str, tag: str) -> gp.QuantizedWeight:
+# int4 with each scale dtype, fp8 with per-channel and 128-block scales
+KINDS = ["float32", "bfloat16", "float16", "fp8", "fp8_b128"]
+
+
+def _weight(n: int, k: int, kind: str, tag: str) -> gp.QuantizedWeight:
+    """int4 with scales of dtype ``kind``, or fp8 ("fp8": per-channel, "fp8_b128": 128-blocks)."""
     w = np.random.default_rng(seed("nmixed", tag, n, k)).standard_normal((n, k)) * 0.05
-    return gp.quantize_weight(w, "int4", scale_dtype=scale_dtype, device=DEV)
+    if kind.startswith("fp8"):
+        return gp.quantize_weight(w, "fp8", block=128 if kind == "fp8_b128" else 0, device=DEV)
+    return gp.quantize_weight(w, "int4", scale_dtype=kind, device=DEV)
+
+
+def _call(x: gp.GPUArray, qw: gp.QuantizedWeight, b: gp.GPUArray | None = None,
+          scales: gp.GPUArray | None = None) -> gp.GPUArray:  # fmt: skip
+    """The routed op qgemm_<format>_dense on x and qw (scales: in place of qw's)."""
+    params = {"group": qw.block} if qw.format == "int4" else {"block": qw.block}
+    s = qw.scales if scales is None else scales
+    return run(f"qgemm_{qw.format}_dense", (x, qw.data, s, b), params)  # type: ignore[no-any-return]
 
 
 def _x(shape: tuple[int, ...], dtype: str, tag: str) -> np.ndarray:
@@ -80,22 +95,23 @@ def _check(y: gp.GPUArray, x: gp.GPUArray, qw: gp.QuantizedWeight, b: gp.GPUArra
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("scale_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("m", "n", "k"), [(33, 72, 128), (64, 4104, 384), (65, 256, 4224),
                                            (300, 1000, 2048), (40, 256, 14336)])  # fmt: skip
-def test_matches_float64(dtype: str, scale_dtype: str, m: int, n: int, k: int) -> None:
+def test_matches_float64(dtype: str, kind: str, m: int, n: int, k: int) -> None:
     """The routed op at any rows: both sides of the 64-row tile's limit, N off the 128-row
     weight tile, an odd number of 128-groups (4224 = 33), a deep K on few weight tiles (split
     across CTAs); with a bias."""
-    qw = _weight(n, k, scale_dtype, "ref")
+    qw = _weight(n, k, kind, "ref")
+    op = f"qgemm_{qw.format}_dense"
     x = gp.from_numpy(_x((m, k), dtype, "ref"), device=DEV).astype(dtype)
     b = gp.from_numpy(_x((n,), dtype, "bias"), device=DEV).astype(dtype)
     gp.routing.reset_stats()
-    y = run(OP, (x, qw.data, qw.scales, b), {"group": 128})
+    y = _call(x, qw, b)
     assert y.shape == (m, n) and y.dtype.name == dtype
     _check(y, x, qw, b, dtype)
-    assert gp.routing.stats()[OP] == {"native": 1}
-    _check(run(OP, (x, qw.data, qw.scales, None), {"group": 128}), x, qw, None, dtype)
+    assert gp.routing.stats()[op] == {"native": 1}
+    _check(_call(x, qw), x, qw, None, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -106,27 +122,29 @@ def test_scales_of_x_dtype_and_widened_give_the_same_bits(dtype: str, m: int) ->
     qw = _weight(256, 1024, dtype, "same")
     x = gp.from_numpy(_x((m, 1024), dtype, "same"), device=DEV).astype(dtype)
     assert qw.scales is not None
-    own = run(OP, (x, qw.data, qw.scales, None), {"group": 128})
-    wide = run(OP, (x, qw.data, qw.scales.astype("float32"), None), {"group": 128})
+    own = _call(x, qw)
+    wide = _call(x, qw, scales=qw.scales.astype("float32"))
     np.testing.assert_array_equal(own.to_numpy().view(np.uint16), wide.to_numpy().view(np.uint16))
     _check(own, x, qw, None, dtype)
 
 
-def test_linear_quantized_takes_it_on_the_dense_rows_only() -> None:
-    """gp.linear_quantized on an int4 weight: the exact-weight kernels below QDENSE_MIN_ROWS
-    rows, this op from there below QDENSE_FUSED_MAX_ROWS, the expanded weight from there; a
-    weight it cannot serve (K off the 128-groups) expands from QDENSE_MIN_ROWS."""
-    lo, hi = QDENSE_MIN_ROWS["int4"], QDENSE_FUSED_MAX_ROWS["int4"]
-    dense = "dequantize_weight"
-    for k, m, want in ((1024, lo - 1, "qgemm_int4"), (1024, lo, OP), (1024, hi - 1, OP),
+@pytest.mark.parametrize("kind", ["float32", "fp8"])
+def test_linear_quantized_takes_it_on_the_dense_rows_only(kind: str) -> None:
+    """gp.linear_quantized on an int4 / fp8 weight: the exact-weight kernels below
+    QDENSE_MIN_ROWS rows, this op from there below QDENSE_FUSED_MAX_ROWS, the expanded weight
+    from there; a weight it cannot serve (K off 128) expands from QDENSE_MIN_ROWS."""
+    fmt = "fp8" if kind == "fp8" else "int4"
+    op, exact, dense = f"qgemm_{fmt}_dense", f"qgemm_{fmt}", "dequantize_weight"
+    lo, hi = QDENSE_MIN_ROWS[fmt], QDENSE_FUSED_MAX_ROWS[fmt]
+    for k, m, want in ((1024, lo - 1, exact), (1024, lo, op), (1024, hi - 1, op),
                        (1024, hi, dense), (4128, lo, dense)):  # fmt: skip
-        qw = _weight(256, k, "float32", f"lq{k}")
+        qw = _weight(256, k, kind, f"lq{k}")
         x = gp.from_numpy(_x((m, k), "bfloat16", f"lq{k}"), device=DEV).astype("bfloat16")
         gp.routing.reset_stats()
         y = gp.linear_quantized(x, qw)
-        ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
-        assert want in ran and not ({OP, "qgemm_int4", "dequantize_weight"} - {want}) & ran, ran
-        if want != "qgemm_int4":
+        ran = {o for o, n in gp.routing.stats().items() if sum(n.values())}
+        assert want in ran and not ({op, exact, dense} - {want}) & ran, (m, k, ran)
+        if want != exact:
             _check(y, x, qw, None, "bfloat16")
 
 
@@ -153,7 +171,7 @@ def test_same_bits_and_graph_replay() -> None:
     n, k, m = 256, 14336, 40  # 2 weight tiles, deep K: split across CTAs (stream-K)
 
     def call() -> gp.GPUArray:
-        return run(OP, (x, qw.data, qw.scales, None), {"group": 128})
+        return _call(x, qw)
 
     qw = _weight(n, k, "bfloat16", "det")
     x = gp.from_numpy(_x((m, k), "bfloat16", "det"), device=DEV).astype("bfloat16")
@@ -179,7 +197,7 @@ def test_agrees_with_the_expanded_weight_path() -> None:
     n, k, m = 384, 2048, 300
     qw = _weight(n, k, "bfloat16", "twin")  # q * s exact in float32: one rounding on both sides
     x = gp.from_numpy(_x((m, k), "bfloat16", "twin"), device=DEV).astype("bfloat16")
-    y = run(OP, (x, qw.data, qw.scales, None), {"group": 128})
+    y = _call(x, qw)
     params = {"fmt": "int4", "block": 128, "global_scale": 1.0, "out_dtype": x.dtype.np_dtype}
     w = run("dequantize_weight", (qw.data, qw.scales), params)
     np.testing.assert_array_equal(
@@ -211,11 +229,15 @@ def test_routing_sends_it_only_what_it_serves() -> None:
 @pytest.mark.parametrize(
     ("bad", "msg"),
     [
-        ({"group": 64}, "group must be 128"),
+        ({"block": 64}, "per group of 128"),
+        ({"format": "nvfp4"}, "unknown weight format 'nvfp4'"),
+        ({"format": "fp8", "block": 64}, "per output channel .block 0. or per block of 128"),
+        ({"format": "fp8", "scale_dtype": "bfloat16"}, "fp8 scales must be float32"),
+        ({"format": "fp8", "block": 0, "scales": 4}, "per-channel scales too"),
         ({"k": 4160}, "multiple of 128"),
         ({"n": 12}, "multiple of 8"),
         ({"dtype": "float32"}, "float16 or bfloat16"),
-        ({"scale_dtype": "int8"}, "scales must be float32"),
+        ({"scale_dtype": "int8"}, "int4 scales must be float32"),
         ({"x": 2}, "16-byte aligned"),
         ({"y": 0}, "device pointers"),
         ({"k": 1 << 27}, "below 2\\^27"),
@@ -234,15 +256,15 @@ def test_extension_rejects_bad_arguments(bad: dict, msg: str) -> None:
     ws = gp.empty((1 << 20,), "uint8", device=DEV)
     base = -(-ws.data_ptr() // 256) * 256
     args = {
-        "device": 0, "stream": 0, "dtype": "bfloat16", "x": base + 4096, "m": m, "k": k,
-        "x_row_stride": k, "data": base + 65536, "n": n, "scales": base + 131072,
-        "scale_dtype": "float32", "group": 128, "bias": 0, "y": base + 196608,
-        "workspace": base + 262144, "workspace_bytes": 1 << 19,
+        "device": 0, "stream": 0, "format": "int4", "dtype": "bfloat16", "x": base + 4096,
+        "m": m, "k": k, "x_row_stride": k, "data": base + 65536, "n": n,
+        "scales": base + 131072, "scale_dtype": "float32", "block": 128, "bias": 0,
+        "y": base + 196608, "workspace": base + 262144, "workspace_bytes": 1 << 19,
     }  # fmt: skip
     for key, v in bad.items():
-        args[key] = v if key not in ("x", "workspace") else args[key] + v
+        args[key] = args[key] + v if key in ("x", "workspace", "scales") else v
     with pytest.raises(ValueError, match=msg):
-        ext.mixed_gemm_int4(**args)
+        ext.mixed_gemm(**args)
     qw = _weight(n, k, "float32", "after")
     x = gp.from_numpy(_x((m, k), "bfloat16", "after"), device=DEV).astype("bfloat16")
-    _check(run(OP, (x, qw.data, qw.scales, None), {"group": 128}), x, qw, None, "bfloat16")
+    _check(_call(x, qw), x, qw, None, "bfloat16")

@@ -271,13 +271,14 @@ def test_native_adapters_match_the_reference_signatures() -> None:
     from pygpukit.backends.cpu import qgemm as cq
     from pygpukit.backends.native import mixed_gemm as nm
 
-    want = list(inspect.signature(cq.qgemm_int4_dense).parameters)
-    assert [p for p in inspect.signature(nm.qgemm_int4_dense).parameters if p != "out"] == want
-    route = TABLE["qgemm_int4_dense"]
-    assert [(c.backend, route.family_of(c)) for c in route.candidates] == [
-        ("native", "mixed_gemm"),
-        ("cpu", "qgemm"),
-    ]
+    for op in ("qgemm_int4_dense", "qgemm_fp8_dense"):
+        want = list(inspect.signature(getattr(cq, op)).parameters)
+        assert [p for p in inspect.signature(getattr(nm, op)).parameters if p != "out"] == want
+        route = TABLE[op]
+        assert [(c.backend, route.family_of(c)) for c in route.candidates] == [
+            ("native", "mixed_gemm"),
+            ("cpu", "qgemm"),
+        ]
 
 
 def test_linear_keeps_cublaslt_in_the_native_backend() -> None:
@@ -477,13 +478,13 @@ def test_rmsnorm_linear_rejects_bad_arguments() -> None:
     assert y.shape == (2, 6) and h.shape == (2, 16)
 
 
-def test_qgemm_int4_dense_rounds_the_weight_to_x_dtype() -> None:
-    """The NumPy reference of op qgemm_int4_dense (the dense path's product as one op): each
-    weight value rounded once to x's dtype, then the float64 product rounded once; equal to
-    dequantize_weight followed by the float64 product, and not to the exact-weight qgemm_int4
-    when the scales are not exact in x's dtype."""
+def test_qgemm_dense_ops_round_the_weight_to_x_dtype() -> None:
+    """The NumPy references of ops qgemm_int4_dense and qgemm_fp8_dense (the dense path's
+    product as one op): each weight value rounded once to x's dtype, then the float64 product
+    rounded once; equal to dequantize_weight followed by the float64 product, and (int4) not to
+    the exact-weight qgemm_int4 when the scales are not exact in x's dtype."""
     from pygpukit.backends import cpu
-    from pygpukit.backends.cpu.gemv import quantize_int4_weight
+    from pygpukit.backends.cpu.gemv import quantize_fp8_weight, quantize_int4_weight
 
     rng = np.random.default_rng(seed("qdense"))
     w = rng.standard_normal((24, 256))
@@ -500,6 +501,13 @@ def test_qgemm_int4_dense_rounds_the_weight_to_x_dtype() -> None:
     np.testing.assert_array_equal(got, want)
     exact = cpu.qgemm_int4(x, data, scales, b, group=128)
     assert not np.array_equal(got, exact)
+    for block in (0, 128):  # fp8: per-channel and 128-block scales
+        codes, s8 = quantize_fp8_weight(w, block)
+        data8 = codes.astype(ml_dtypes.float8_e4m3fn)
+        got = cq.qgemm_fp8_dense(x, data8, s8, b, block=block)
+        w_x = cpu.dequantize_weight(data8, s8, fmt="fp8", block=block, global_scale=1.0,
+                                    out_dtype=np.float16)  # fmt: skip
+        np.testing.assert_array_equal(got, round_to(as64(x) @ as64(w_x).T + as64(b), np.float16))
 
 
 def test_dense_path_takes_the_one_product_op_where_it_serves(
@@ -547,4 +555,8 @@ def test_dense_path_takes_the_one_product_op_where_it_serves(
     qf = gp.quantize_weight(np.ones((8, 128), np.float32), "fp8", device="cpu")
     asked.clear()
     gp.linear_quantized(gp.zeros((QDENSE_MIN_ROWS["fp8"], 128), "float16", device="cpu"), qf)
-    assert asked == []  # no one-product op for fp8
+    assert asked == ["qgemm_fp8_dense"]
+    qn = gp.quantize_weight(np.ones((8, 128), np.float32), "nvfp4", device="cpu")
+    asked.clear()
+    gp.linear_quantized(gp.zeros((QDENSE_MIN_ROWS["nvfp4"], 128), "float16", device="cpu"), qn)
+    assert asked == []  # no one-product op for nvfp4

@@ -9,9 +9,10 @@
 
 namespace pgk {
 
-// One instance is (x dtype, scale type, tile N): d^T = (w * s) x^T for one problem: w int4
-// [n, k], s [k / group, n] (n-major) float32 (the _f32s instances) or of x's dtype (_xs),
-// x [m, k] rows ldx apart, d [m, n] rows n apart, bias [n] or null.
+// One instance is (weight format, x dtype, scale type, tile N): d^T = (w * s) x^T for one
+// problem: w int4 or fp8 e4m3 [n, k], s [ceil(k / group), n] (n-major) float32 (the _f32s
+// instances) or of x's dtype (_xs), x [m, k] rows ldx apart, d [m, n] rows n apart, bias [n] or
+// null.
 struct MixedProblem {
   int device;
   cudaStream_t stream;
@@ -41,6 +42,10 @@ PGK_MIXED_INSTANCE_DECL(int4_f16_f32s_n64)
 PGK_MIXED_INSTANCE_DECL(int4_f16_f32s_n128)
 PGK_MIXED_INSTANCE_DECL(int4_f16_xs_n64)
 PGK_MIXED_INSTANCE_DECL(int4_f16_xs_n128)
+PGK_MIXED_INSTANCE_DECL(e4m3_bf16_f32s_n64)
+PGK_MIXED_INSTANCE_DECL(e4m3_bf16_f32s_n128)
+PGK_MIXED_INSTANCE_DECL(e4m3_f16_f32s_n64)
+PGK_MIXED_INSTANCE_DECL(e4m3_f16_f32s_n128)
 
 #undef PGK_MIXED_INSTANCE_DECL
 

@@ -1,10 +1,10 @@
 // CUTLASS's Hopper mixed-input GEMM (TMA loads, the narrow operand dequantized in registers and
-// fed to wgmma from there, warp-specialized cooperative kernel) for int4 weights with group
-// scales: the instances mixed_int4_<dtype>_n<tile>.cu include this file only (compile time:
-// CUTLASS's templates).
+// fed to wgmma from there, warp-specialized cooperative kernel) for int4 or fp8 e4m3 weights
+// with group scales: the instances mixed_<format>_<dtype>_<scales>_n<tile>.cu include this file
+// only (compile time: CUTLASS's templates).
 //
-// Why CUTLASS here: gp.linear_quantized's dense path (from 256 rows) expanded an int4 weight
-// into x's dtype for cuBLASLt, an N x K write and read a call; CUTLASS's mainloop dequantizes the
+// Why CUTLASS here: gp.linear_quantized's dense path (from 256 rows for int4, 512 for fp8)
+// expanded the weight into x's dtype for cuBLASLt, an N x K write and read a call; CUTLASS's mainloop dequantizes the
 // same rounded weight in registers, overlapping the TMA loads, the dequantization and wgmma
 // across warp groups (the Triton mixed-input kernel runs at 280-460 TFLOP/s there).
 //
@@ -35,16 +35,17 @@
 namespace pgk {
 namespace mixed {
 
-// T: x's (and y's, the bias's) type, the type the weights are dequantized to for wgmma. S: the
-// scales' type, float (any scale dtype, widened exactly) or T (scales of x's dtype). With S = T
-// CUTLASS converts the int4 values straight to T and multiplies in T (through float: q * s is
-// exact there, 4 bits by 11 at most, then one rounding); with S = float the product is rounded
-// to float, then to T, as dequantize_weight's float32 product is. Scales of x's dtype give the
-// same bits either way (the widened path is exact for them).
+// W: the weight's element (cutlass::int4b_t or cutlass::float_e4m3_t). T: x's (and y's, the
+// bias's) type, the type the weights are dequantized to for wgmma. S: the scales' type, float
+// (any scale dtype, widened exactly) or T (int4 scales of x's dtype). With S = T CUTLASS
+// converts the int4 values straight to T and multiplies in T (through float: q * s is exact
+// there, 4 bits by 11 at most, then one rounding); with S = float the product is rounded to
+// float, then to T, as dequantize_weight's float32 product is. Scales of x's dtype give the same
+// bits either way (the widened path is exact for them).
 // Tiles 128 (weights) x TileN (rows of x) x 64 (K: 128 bytes of T, half a scale group).
-template <class T, class S, int TileN>
+template <class W, class T, class S, int TileN>
 struct Config {
-  using ElementW = cutlass::int4b_t;
+  using ElementW = W;
   using ElementScale = S;
   using LayoutW = cutlass::layout::RowMajor;     // w [n, k]: K-major A
   using LayoutX = cutlass::layout::ColumnMajor;  // x [m, k]: K-major B
@@ -128,7 +129,7 @@ typename C::Gemm::Arguments arguments(const MixedProblem& p) {
 
 inline void require_ok(cutlass::Status s, const char* what) {
   if (s != cutlass::Status::kSuccess) {
-    fail("mixed_gemm_int4", std::string("CUTLASS mixed-input GEMM ") + what + " failed: " +
+    fail("mixed_gemm", std::string("CUTLASS mixed-input GEMM ") + what + " failed: " +
                                 cutlassGetStatusString(s));
   }
 }
@@ -149,22 +150,22 @@ std::size_t workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, std:
 template <class C>
 void run(const MixedProblem& p) {
   auto args = arguments<C>(p);
-  PGK_REQUIRE_AS("mixed_gemm_int4", C::Gemm::get_workspace_size(args) <= p.workspace_bytes,
+  PGK_REQUIRE_AS("mixed_gemm", C::Gemm::get_workspace_size(args) <= p.workspace_bytes,
                  "workspace too small for the mixed-input GEMM");
   typename C::Gemm gemm;
   require_ok(gemm.can_implement(args), "can_implement");
   require_ok(gemm.initialize(args, p.workspace, p.stream), "initialize");
   require_ok(gemm.run(p.stream), "launch");
-  PGK_CHECK_LAUNCH("mixed_gemm_int4 GEMM");
+  PGK_CHECK_LAUNCH("mixed_gemm GEMM");
 }
 
 }  // namespace mixed
 }  // namespace pgk
 
 // One instance a file: its two entry points for mixed_gemm.cu.
-#define PGK_MIXED_INSTANCE(NAME, T, S, TILE_N)                                               \
+#define PGK_MIXED_INSTANCE(NAME, W, T, S, TILE_N)                                            \
   namespace pgk {                                                                            \
-  using MixedConfig_##NAME = mixed::Config<T, S, TILE_N>;                                    \
+  using MixedConfig_##NAME = mixed::Config<W, T, S, TILE_N>;                                 \
   std::size_t mixed_workspace_##NAME(std::int64_t m, std::int64_t n, std::int64_t k,         \
                                      std::int64_t group, int sm_count) {                     \
     return mixed::workspace_bytes<MixedConfig_##NAME>(m, n, k, group, sm_count);             \

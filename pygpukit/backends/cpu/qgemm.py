@@ -1,10 +1,10 @@
 """The mixed-input GEMM ops (NumPy reference): qgemm_fp8, qgemm_int4 and qgemm_nvfp4 are the
 decode GEMV ops of gemv.py under another name (float64 with the dequantized weight, rounded
 once; the ops differ only in the kernel that serves them on the GPU, chosen by the row count in
-pygpukit/ops/gemv.py); qgemm_int4_dense is the product with each int4 weight value rounded once
-to x's dtype first (the dense path's weight: dequantize_weight, then linear); qgemm_w8a8 is
-matmul_fp8's product with per-row and per-channel scales; dequantize_weight is an fp8 / int4 /
-nvfp4 weight in a float dtype."""
+pygpukit/ops/gemv.py); qgemm_int4_dense and qgemm_fp8_dense are the product with each weight
+value rounded once to x's dtype first (the dense path's weight: dequantize_weight, then
+linear); qgemm_w8a8 is matmul_fp8's product with per-row and per-channel scales;
+dequantize_weight is an fp8 / int4 / nvfp4 weight in a float dtype."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from .gemv import gemv_nvfp4 as qgemm_nvfp4
 __all__ = [
     "dequantize_weight",
     "qgemm_fp8",
+    "qgemm_fp8_dense",
     "qgemm_int4",
     "qgemm_int4_dense",
     "qgemm_nvfp4",
@@ -41,6 +42,17 @@ def qgemm_int4_dense(
     128-group scale) rounded once to x's dtype, then the float64 product rounded once."""
     x = np.asarray(x)
     w = round_to(dequantize_int4_weight(np.asarray(data), np.asarray(scales), group), x.dtype)
+    return _product(x, np.asarray(w).astype(np.float64), bias)
+
+
+def qgemm_fp8_dense(
+    x: Array, data: Array, scales: Array, bias: Array | None = None, *, block: int
+) -> Array:
+    """x @ round_x(scales * data)^T (+ bias): each weight value (e4m3 data [N, K] times its
+    per-channel (block 0) or 128-block scale) rounded once to x's dtype, then the float64
+    product rounded once."""
+    x = np.asarray(x)
+    w = round_to(dequantize_fp8_weight(np.asarray(data), np.asarray(scales), block), x.dtype)
     return _product(x, np.asarray(w).astype(np.float64), bias)
 
 

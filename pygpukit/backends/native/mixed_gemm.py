@@ -1,13 +1,13 @@
-"""The int4 product with the weight rounded to x's dtype on the native backend
-(native/src/mixed_gemm: CUTLASS's Hopper mixed-input mainloop, sm_90 only): the implementation
-of the routed op qgemm_int4_dense, same signature and contract as the NumPy reference
-(pygpukit/backends/cpu/qgemm.py).
+"""The int4 and fp8 products with the weight rounded to x's dtype on the native backend
+(native/src/mixed_gemm: CUTLASS's Hopper mixed-input mainloop, sm_90 only): the implementations
+of the routed ops qgemm_int4_dense and qgemm_fp8_dense, same signatures and contract as the
+NumPy references (pygpukit/backends/cpu/qgemm.py).
 
 Each weight is dequantized in registers to x's dtype (data * scale in float32, rounded to x's
 dtype: the weight gp.linear_quantized's dense path expands), the products accumulate in float32
 and the bias joins the float32 sum before the one rounding to x's dtype. So it is the dense
 path (dequantize_weight, then linear) without the N x K expansion. The routing table sends this
-kernel int4 weights with K a multiple of 128 and N a multiple of 8 (TMA's 16-byte rows); the
+kernel weights with K a multiple of 128 and N a multiple of 8 (TMA's 16-byte rows); the
 extension checks them again. One pool allocation a call
 holds the scales transposed for CUTLASS (as they are when of x's dtype, else as float32) and
 CUTLASS's workspace. Nothing is read back
@@ -23,7 +23,43 @@ from pygpukit.backends.native._libs import extension
 from pygpukit.creation import empty
 from pygpukit.dtypes import uint8
 
-__all__ = ["qgemm_int4_dense"]
+__all__ = ["qgemm_fp8_dense", "qgemm_int4_dense"]
+
+
+def _run(
+    fmt: str,
+    x: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None,
+    block: int,
+    out: GPUArray | None,
+) -> GPUArray:
+    n, k = data.shape
+    lead = x.shape[:-1]
+    x, m, _, sx = aligned_rows(x)
+    y = target(out, (*lead, n), x._dtype, x)
+    if y.data_ptr() % 16:
+        y = empty((*lead, n), x._dtype, x._device)
+    if m == 0 or n == 0:
+        return deliver(y, out)
+    data, scales = aligned(data), aligned(scales)
+    b = None if bias is None else aligned(bias)
+    ext = extension()
+    dev = x._device.index
+    dt, sdt = x._dtype.name, scales._dtype.name
+    ws_bytes = int(ext.mixed_gemm_workspace(dev, fmt, dt, sdt, m, n, k, block))
+    # The extension's pieces of scratch start at 256-byte offsets: align the base to 256.
+    ws = empty((ws_bytes + 256,), uint8, x._device)
+    ws_ptr = -(-ws.data_ptr() // 256) * 256
+    # fmt: off
+    ext.mixed_gemm(
+        dev, stream_of(x), fmt, dt, x.data_ptr(), m, k, sx, data.data_ptr(), n,
+        scales.data_ptr(), sdt, block, 0 if b is None else b.data_ptr(),
+        y.data_ptr(), ws_ptr, ws_bytes,
+    )
+    # fmt: on
+    return deliver(y, out)
 
 
 def qgemm_int4_dense(
@@ -37,29 +73,18 @@ def qgemm_int4_dense(
 ) -> GPUArray:
     """x @ round_x(scales * data)^T (+ bias): x [..., K] float16/bfloat16, data int4 [N, K],
     scales [N, K / 128] float32/float16/bfloat16 (group 128), bias [N] of x's dtype."""
-    n, k = data.shape
-    lead = x.shape[:-1]
-    x, m, _, sx = aligned_rows(x)
-    y = target(out, (*lead, n), x._dtype, x)
-    if y.data_ptr() % 16:
-        y = empty((*lead, n), x._dtype, x._device)
-    if m == 0 or n == 0:
-        return deliver(y, out)
-    data, scales = aligned(data), aligned(scales)
-    b = None if bias is None else aligned(bias)
-    ext = extension()
-    dev = x._device.index
-    dt = x._dtype.name
-    sdt = scales._dtype.name
-    ws_bytes = int(ext.mixed_gemm_int4_workspace(dev, dt, sdt, m, n, k, group))
-    # The extension's pieces of scratch start at 256-byte offsets: align the base to 256.
-    ws = empty((ws_bytes + 256,), uint8, x._device)
-    ws_ptr = -(-ws.data_ptr() // 256) * 256
-    # fmt: off
-    ext.mixed_gemm_int4(
-        dev, stream_of(x), dt, x.data_ptr(), m, k, sx, data.data_ptr(), n,
-        scales.data_ptr(), sdt, group, 0 if b is None else b.data_ptr(),
-        y.data_ptr(), ws_ptr, ws_bytes,
-    )
-    # fmt: on
-    return deliver(y, out)
+    return _run("int4", x, data, scales, bias, group, out)
+
+
+def qgemm_fp8_dense(
+    x: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    *,
+    block: int,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """x @ round_x(scales * data)^T (+ bias): x [..., K] float16/bfloat16, data float8_e4m3fn
+    [N, K], float32 scales [N] (block 0) or [N, K / 128] (block 128), bias [N] of x's dtype."""
+    return _run("fp8", x, data, scales, bias, block, out)
