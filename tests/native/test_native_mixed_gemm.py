@@ -6,8 +6,8 @@ slice as out= through gp.linear_quantized's dense rows; the same bits as the den
 weight; run-to-run bits and graph replay equal to eager; the routing (which rows and weights it
 serves, the deterministic mode's refusal) and the extension's refusals.
 
-The bound (mixed_gemm.h: each weight rounded once to x's dtype, float32 sums, one rounding),
-against ref = x @ round_x(W)^T:
+The bound (mixed_gemm.h: each weight's product in float32 rounded to x's dtype, float32 sums,
+one rounding), against ref = x @ round_x(float32(W))^T:
     |y - ref| <= u |ref| + (K + 32) 2^-24 (|x| @ |round_x(W)|^T + |bias|)
 with u = 2^-8 (bfloat16) or 2^-11 (float16).
 """
@@ -82,7 +82,9 @@ def _x(shape: tuple[int, ...], dtype: str, tag: str) -> np.ndarray:
 def _check(y: gp.GPUArray, x: gp.GPUArray, qw: gp.QuantizedWeight, b: gp.GPUArray | None,
            dtype: str) -> None:  # fmt: skip
     x64 = as64(x.to_numpy()).reshape(-1, qw.shape[1])
-    w64 = as64(round_to(qw.dequantize(), np_dtype(dtype)))
+    # The kernel's weight: code * scale rounded to float32, then to x's dtype (mixed_gemm.h).
+    # The exact product fits float64, so rounding it to float32 is the float32 multiply's result.
+    w64 = as64(round_to(qw.dequantize().astype(np.float32), np_dtype(dtype)))
     b64 = None if b is None else as64(b.to_numpy())
     ref = x64 @ w64.T + (0.0 if b64 is None else b64)
     got = as64(y.to_numpy()).reshape(ref.shape)

@@ -11,11 +11,12 @@
 //         int4b_t), scales [N, K / 128] float32, float16 or bfloat16 (block 128);
 //   fp8:  data float8_e4m3fn [N, K], scales float32 [N] (block 0: one an output channel) or
 //         [N, K / 128] (block 128).
-// Each weight is dequantized in registers as the dense path's dequantize_weight does it (the
-// product in float32, rounded once to x's dtype), the products accumulate in float32, and the
-// bias joins the float32 sum before the one rounding to y's dtype. (The Triton mixed-input
-// kernel of ops qgemm_int4 / qgemm_fp8 never rounds the weight; this one serves only the dense
-// path's rows.)
+// Each weight is dequantized in registers as the dense path's dequantize_weight does it on the
+// GPU (code * scale rounded to float32, then to x's dtype: with float32 scales one ulp of x's
+// dtype off the exact product's single rounding in rare ties, as there), the products
+// accumulate in float32, and the bias joins the float32 sum before the one rounding to y's
+// dtype. (The Triton mixed-input kernel of ops qgemm_int4 / qgemm_fp8 never rounds the weight;
+// this one serves only the dense path's rows.)
 //
 // How: CUTLASS's mainloop takes the narrow operand as A and its scales M-major, so the call
 // runs the transposed product y^T = W x^T (weights as A, [N, K] K-major; x as B; y^T stored

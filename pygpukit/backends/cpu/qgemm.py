@@ -39,7 +39,9 @@ def qgemm_int4_dense(
     x: Array, data: Array, scales: Array, bias: Array | None = None, *, group: int
 ) -> Array:
     """x @ round_x(scales * data)^T (+ bias): each weight value (int4 data [N, K] times its
-    128-group scale) rounded once to x's dtype, then the float64 product rounded once."""
+    128-group scale) rounded once to x's dtype, then the float64 product rounded once. (The GPU
+    kernels round code * scale to float32 first: one ulp of x's dtype apart in rare ties when
+    the scales are float32.)"""
     x = np.asarray(x)
     w = round_to(dequantize_int4_weight(np.asarray(data), np.asarray(scales), group), x.dtype)
     return _product(x, np.asarray(w).astype(np.float64), bias)
@@ -50,7 +52,8 @@ def qgemm_fp8_dense(
 ) -> Array:
     """x @ round_x(scales * data)^T (+ bias): each weight value (e4m3 data [N, K] times its
     per-channel (block 0) or 128-block scale) rounded once to x's dtype, then the float64
-    product rounded once."""
+    product rounded once (the GPU kernels round code * scale to float32 first, as for
+    qgemm_int4_dense)."""
     x = np.asarray(x)
     w = round_to(dequantize_fp8_weight(np.asarray(data), np.asarray(scales), block), x.dtype)
     return _product(x, np.asarray(w).astype(np.float64), bias)
