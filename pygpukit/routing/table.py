@@ -126,13 +126,14 @@ DENSE_GEMV_MAX_K = 16384  # the kernel unrolls its K tiles (1024 values, 2048 fr
 # 512, 153 vs 155).
 # W is rounded once to x's dtype there, as a dense model of that dtype holds it.
 QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
-# ... where an int4 weight's dense path runs as one product (op qgemm_int4_dense: CUTLASS's
-# mixed-input GEMM on Hopper, the same rounded weight without expanding it), up to
+# ... where an int4 or fp8 weight's dense path runs as one product (op qgemm_<format>_dense:
+# CUTLASS's mixed-input GEMM on Hopper, the same rounded weight without expanding it), up to
 # QDENSE_FUSED_MAX_ROWS rows. Measured on an H100 (benchmarks/mixed_gemm.py, 2026-11-28;
-# BENCHMARKS.md "CUTLASS's int4 mixed-input GEMM"; K4096 N14336 / K14336 N4096, bf16 x, bf16
-# | float32 scales): 256 rows 73-86 / 69-80 us against 110-112 / 119-120 expanded, 512 rows
-# 126-143 / 119-138 against 147-148 / 135-137, 1024 rows 231-274 / 225-264 against 208-237 /
-# 201-202.
+# BENCHMARKS.md "CUTLASS's int4 and fp8 mixed-input GEMM"; K4096 N14336 / K14336 N4096, bf16
+# x): int4 (bf16 | float32 scales) 256 rows 73-86 / 69-80 us against 110-112 / 119-120
+# expanded, 512 rows 126-143 / 119-138 against 147-148 / 135-137, 1024 rows 231-274 / 225-264
+# against 208-237 / 201-202; fp8 (per-channel | 128-block scales) 512 rows 115-120 / 110-116
+# against 156-157 / 145-147, 1024 rows 215-220 / 211-215 against 217-218 / 213.
 QDENSE_FUSED_MAX_ROWS = {"int4": 1024, "fp8": 1024}
 # W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
 # timed but one (1-4096; qgemm_w8a8 was level at one row and 1.35x to 5x slower from 16 rows;
