@@ -94,7 +94,8 @@ def _native_mixed() -> Any:
         from pygpukit.backends.native._libs import extension, status
 
         props = gp.runtime.device("cuda:0").properties
-        if status()[0] and hasattr(extension(), "mixed_gemm") and props["major"] == 9:
+        hopper = (props["major"], props["minor"]) == (9, 0)
+        if status()[0] and hasattr(extension(), "mixed_gemm") and hopper:
             return nm
     except Exception:
         pass

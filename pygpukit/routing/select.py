@@ -12,12 +12,13 @@ from pygpukit import determinism
 from pygpukit.array import GPUArray
 from pygpukit.errors import BackendUnavailableError, RouteError
 from pygpukit.routing import backends
-from pygpukit.routing.overrides import forced_backend
+from pygpukit.routing.overrides import forced_backend, named_backend
 from pygpukit.routing.table import TABLE, Candidate, OpRoute
 from pygpukit.runtime import Device
 
 __all__ = [
     "select",
+    "serves",
     "explain",
     "stats",
     "timings",
@@ -256,9 +257,11 @@ def select(
 
 def serves(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]) -> bool:
     """Whether some backend serves this call, for an ops-layer path that has another way to
-    compute it: False where no candidate can (select's BackendUnavailableError). A route that
-    forces a backend which cannot serve still raises its RouteError: the user asked for it.
-    The answer is cached under select's key, refusals too."""
+    compute it: False where no candidate can (select's BackendUnavailableError) or where a ``*``
+    route forces a backend that cannot (``*:triton`` on an op with no Triton candidate: the
+    other way keeps serving it, as before the op existed). A rule naming ``op`` itself that
+    cannot serve still raises its RouteError: the user asked for that op's backend. The answer
+    is cached under select's key, refusals too."""
     k = _key(op, dev, inputs, params)
     got = _serves.get(k)
     if got is None:
@@ -266,6 +269,10 @@ def serves(op: str, dev: Device, inputs: tuple[Any, ...], params: dict[str, Any]
             select(op, dev, inputs, params)
             got = True
         except BackendUnavailableError:
+            got = False
+        except RouteError:
+            if named_backend(op) is not None:
+                raise
             got = False
         _serves[k] = got
     return got

@@ -37,8 +37,10 @@ class Candidate:
     ((i, axis, m), ...): input i's dim ``axis`` must be a multiple of m (e.g. 16-byte rows for
     TMA loads).
     family: the backend's module family that holds this candidate's kernel when it is not the
-    op's (one op, two kernels of one backend picked by their constraints: qgemm_int4's native
-    CUTLASS GEMM lives in mixed_gemm, its native GEMV twin in qgemm); None: the op's family.
+    op's, so that each backend's status is that family's (qgemm_<format>_dense: the NumPy
+    reference in cpu/qgemm.py, the CUTLASS kernel in native/mixed_gemm.py, which needs the
+    extension's mixed_gemm family, not the gemv family native/qgemm.py's kernels come from);
+    None: the op's family.
     Deterministic mode (pygpukit/determinism.py): ``invariant`` lists the dtypes for which the
     backend is batch invariant (None: all, e.g. row-wise ops), and the mode refuses it for any
     other; ``deterministic_only`` candidates serve only under the mode (unless forced).
@@ -131,10 +133,11 @@ QDENSE_MIN_ROWS = {"fp8": 512, "int4": 256, "nvfp4": 256}
 # QDENSE_FUSED_MAX_ROWS rows. Measured on an H100 (benchmarks/mixed_gemm.py, 2026-11-28;
 # BENCHMARKS.md "CUTLASS's int4 and fp8 mixed-input GEMM"; K4096 N14336 / K14336 N4096, bf16
 # x): int4 (bf16 | float32 scales) 256 rows 73-86 / 69-80 us against 110-112 / 119-120
-# expanded, 512 rows 126-143 / 119-138 against 147-148 / 135-137, 1024 rows 231-274 / 225-264
-# against 208-237 / 201-202; fp8 (per-channel | 128-block scales) 512 rows 115-120 / 110-116
-# against 156-157 / 145-147, 1024 rows 215-220 / 211-215 against 217-218 / 213.
-QDENSE_FUSED_MAX_ROWS = {"int4": 1024, "fp8": 1024}
+# expanded, 512 rows 124-148 / 119-140 against 146-148 / 135-137 (float32 scales level or 2%
+# behind), 1024 rows 231-274 / 223-266 against 208-237 / 201-204: int4 stops at 512, the rows
+# between not measured; fp8 (per-channel | 128-block scales) 512 rows 115-120 / 110-116 against
+# 156-157 / 145-147, 1024 rows 215-220 / 211-215 against 217-218 / 213 (level).
+QDENSE_FUSED_MAX_ROWS = {"int4": 512, "fp8": 1024}
 # W8A8 (a "w8a8" weight): cuBLASLt's FP8 x FP8 product (matmul_fp8) at every row count it was
 # timed but one (1-4096; qgemm_w8a8 was level at one row and 1.35x to 5x slower from 16 rows;
 # cuBLASLt's few-row FP8 times varied 1.4-2.4x between two runs), so 0: the

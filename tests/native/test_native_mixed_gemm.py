@@ -151,13 +151,13 @@ def test_linear_quantized_takes_it_on_the_dense_rows_only(kind: str) -> None:
 
 
 def test_strided_x_lead_dims_and_an_out_slice() -> None:
-    """gp.linear_quantized with x every other row of a wider array, [2, 300] leading dims; out a
+    """gp.linear_quantized with x every other row of a wider array, [2, 150] leading dims; out a
     column slice of a NaN-filled wider array, the columns around it untouched."""
     n, k = 200, 512
     qw = _weight(n, k, "float32", "strided")
-    wide = gp.from_numpy(_x((2, 600, k), "bfloat16", "strided"), device=DEV).astype("bfloat16")
-    x = wide[:, ::2]  # 2 x 300 rows: the dense path's
-    big = gp.full((2, 300, n + 16), float("nan"), dtype="bfloat16", device=DEV)
+    wide = gp.from_numpy(_x((2, 300, k), "bfloat16", "strided"), device=DEV).astype("bfloat16")
+    x = wide[:, ::2]  # 2 x 150 rows: the dense path's
+    big = gp.full((2, 150, n + 16), float("nan"), dtype="bfloat16", device=DEV)
     out = big[..., 8 : 8 + n]
     gp.routing.reset_stats()
     y = gp.linear_quantized(x, qw, out=out)

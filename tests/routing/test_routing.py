@@ -276,3 +276,37 @@ def test_serves_answers_without_raising_and_caches_refusals() -> None:
     assert any(v is False for v in sel._serves.values())
     with gp.route("qgemm_int4_dense:native"), pytest.raises(RouteError, match="cannot serve"):
         sel.serves("qgemm_int4_dense", dev, inputs, {"group": 128})
+    # A "*" rule forcing a backend the op does not have: not served, no error (the caller's
+    # other way runs, whose ops the rule reaches).
+    with gp.route("*:triton"):
+        assert not sel.serves("qgemm_int4_dense", dev, inputs, {"group": 128})
+    key = sel._key("relu", dev, (c,), {})
+    assert sel._serves[key] is False
+    sel.invalidate()
+    assert sel._serves == {}
+
+
+def test_wildcard_route_keeps_linear_quantized_dense_rows_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``*:triton`` the dense rows of an int4 weight expand it (dequantize_weight, linear)
+    rather than fail on the one-product op, which has no Triton candidate."""
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")
+    ran: list[str] = []
+
+    def run(op: str, inputs: object, params: object, out: object = None) -> str:
+        ran.append(op)
+        return op
+
+    monkeypatch.setattr(ops_gemv, "run", run)
+    monkeypatch.setattr(ops_gemv, "_dense_path", lambda fmt, x: True)
+    mm = importlib.import_module("pygpukit.ops.matmul")
+    monkeypatch.setattr(mm, "linear", lambda x, w, bias=None, out=None: "linear")
+    qw = gp.quantize_weight(np.ones((8, 128), np.float32), "int4", device="cpu")
+    x = gp.zeros((300, 128), "float16", device="cpu")
+    with gp.route("*:triton"):
+        gp.linear_quantized(x, qw)
+    assert ran == ["dequantize_weight"]
+    ran.clear()
+    gp.linear_quantized(x, qw)  # on the CPU the NumPy twin serves the one-product op
+    assert ran == ["qgemm_int4_dense"]

@@ -12,7 +12,8 @@
 // goes through registers must be A for a TMA epilogue), x is B, and d^T [n, m] column-major is y
 // [m, n] row-major. The bias is the epilogue's per-row (of d^T) bias, added to the float32 sum
 // before the one rounding. The tile N follows m and the K split follows the problem's shape
-// (mixed_gemm.cu, Config), so a row's bits may change with the batch: not batch invariant.
+// (mixed_gemm.cu's instance(), Config's scheduler), so a row's bits may change with the batch:
+// not batch invariant.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -9,8 +9,8 @@ and the bias joins the float32 sum before the one rounding to x's dtype. So it i
 path (dequantize_weight, then linear) without the N x K expansion. The routing table sends this
 kernel weights with K a multiple of 128 and N a multiple of 8 (TMA's 16-byte rows); the
 extension checks them again. One pool allocation a call
-holds the scales transposed for CUTLASS (as they are when of x's dtype, else as float32) and
-CUTLASS's workspace. Nothing is read back
+holds the 128-block scales transposed for CUTLASS (as they are when of x's dtype, else as
+float32; fp8 per-channel scales are read in place) and CUTLASS's workspace. Nothing is read back
 to the host: the call is graph-capturable.
 """
 
