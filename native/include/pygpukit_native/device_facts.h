@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "pygpukit_native/check.h"
 
@@ -14,6 +15,19 @@ namespace pgk {
 struct DeviceFacts {
   int sms, cc;  // cc: major * 10 + minor
 };
+
+inline DeviceFacts device_facts(int device);
+
+// Makes `device` current and returns its facts, refusing (by `who`'s name) any device but a
+// compute capability 9.0 one: `kernel` (a CUTLASS sm_90a build) exists only there.
+inline DeviceFacts hopper_device(const char* who, int device, const char* kernel) {
+  use_device(device);
+  const DeviceFacts dev = device_facts(device);
+  PGK_REQUIRE_AS(who, dev.cc == 90,
+                 std::string(kernel) + " is built for sm_90a (Hopper); device has compute "
+                 "capability " + std::to_string(dev.cc / 10) + "." + std::to_string(dev.cc % 10));
+  return dev;
+}
 
 inline DeviceFacts device_facts(int device) {
   static std::atomic<std::int64_t> cache[64] = {};

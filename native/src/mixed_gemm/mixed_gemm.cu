@@ -157,11 +157,7 @@ void mixed_gemm(const MixedGemmArgs& a) {
               "multiple of 8)");
   PGK_REQUIRE(a.bias == 0 || aligned16(a.bias), "bias must be 16-byte aligned");
   PGK_REQUIRE(a.workspace % 256 == 0, "the workspace must be 256-byte aligned");
-  use_device(a.device);
-  const DeviceFacts dev = device_facts(a.device);
-  PGK_REQUIRE(dev.cc == 90,
-              "the CUTLASS mixed-input GEMM is built for sm_90a (Hopper); device has compute "
-              "capability " + std::to_string(dev.cc / 10) + "." + std::to_string(dev.cc % 10));
+  const DeviceFacts dev = hopper_device(__func__, a.device, "the CUTLASS mixed-input GEMM");
   const Scratch sc(a.format, a.dtype, a.scale_dtype, a.m, a.n, a.k, a.block, dev.sms);
   PGK_REQUIRE(a.workspace_bytes >= sc.total,
               "workspace has " + std::to_string(a.workspace_bytes) + " bytes, needs " +

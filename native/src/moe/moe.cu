@@ -156,11 +156,7 @@ void moe_grouped(const MoeGroupedArgs& a) {
               "x, w, w_up and y must be 16-byte aligned (x rows too, with several rows)");
   // CUTLASS places its tensor maps at 64-byte offsets from the base; the group arrays at 256.
   PGK_REQUIRE(a.workspace % 256 == 0, "the workspace must be 256-byte aligned");
-  use_device(a.device);
-  const DeviceFacts dev = device_facts(a.device);
-  PGK_REQUIRE(dev.cc == 90,
-              "the CUTLASS grouped GEMM is built for sm_90a (Hopper); device has compute "
-              "capability " + std::to_string(dev.cc / 10) + "." + std::to_string(dev.cc % 10));
+  const DeviceFacts dev = hopper_device(__func__, a.device, "the CUTLASS grouped GEMM");
   const bool gated = a.w_up != 0;
   const std::int64_t slots = a.nb * a.block_m;
   const int sms = dev.sms;
