@@ -93,16 +93,15 @@ void check_sizes(const char* who, MixedFormat fmt, DType dt, DType sdt, std::int
                      std::to_string(n) + " k=" + std::to_string(k));
 }
 
-// Scratch: the transposed scales [k / 128, n] (float32, or x's dtype when int4 scales are of
-// it; none for direct scales), then CUTLASS's workspace.
+// Scratch: the transposed scales [k / 128, n] at its start (float32, or x's dtype when int4
+// scales are of it; none for direct scales), then CUTLASS's workspace at `cutlass`.
 struct Scratch {
-  std::size_t scales, cutlass, total;
+  std::size_t cutlass, total;
   Scratch(MixedFormat fmt, DType dt, DType sdt, std::int64_t m, std::int64_t n, std::int64_t k,
           std::int64_t block, int sms) {
     const bool same = sdt == dt;
     const bool direct = direct_scales(fmt, block);
     const std::int64_t group = direct ? k : block;
-    scales = 0;
     cutlass = direct ? 0
                      : up_to(static_cast<std::size_t>(n) * static_cast<std::size_t>(k / block) *
                              (same ? 2 : 4));
@@ -111,7 +110,9 @@ struct Scratch {
 };
 
 // st[g, j] = s[j, g] as D (float32, exact for every scale dtype, or S itself): 32 x 32 tiles
-// through shared memory, so both the reads and the writes are coalesced.
+// through shared memory, so both the reads and the writes are coalesced (the copy family's
+// cast takes a transposed view too, but element by element: its reads of s would step
+// `groups` values apart).
 template <typename S, typename D>
 __global__ void transpose_scales(const S* s, std::int64_t n, std::int64_t groups, D* st) {
   __shared__ S tile[32][33];
@@ -167,7 +168,7 @@ void mixed_gemm(const MixedGemmArgs& a) {
   const bool same = a.scale_dtype == a.dtype;
   const void* scales = ptr<const void>(a.scales);
   if (!direct) {
-    void* st = ws + sc.scales;
+    void* st = ws;
     const std::int64_t groups = a.k / a.block;
     const dim3 grid(static_cast<unsigned>((a.n + 31) / 32),
                     static_cast<unsigned>((groups + 31) / 32));

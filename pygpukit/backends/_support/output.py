@@ -39,10 +39,16 @@ def target(
     like: GPUArray,
     *,
     strided: bool = False,
+    align: int = 1,
 ) -> GPUArray:
     """``out`` when the kernel can write it (``strided``: it takes out's element strides; else
-    out must be contiguous), otherwise a fresh contiguous array on ``like``'s device."""
-    if out is not None and (strided or out.is_contiguous()):
+    out must be contiguous; ``align``: its base must be a multiple of that many bytes, e.g. 16
+    for a TMA store), otherwise a fresh contiguous array on ``like``'s device."""
+    if (
+        out is not None
+        and (strided or out.is_contiguous())
+        and (align == 1 or out.data_ptr() % align == 0)
+    ):
         return out
     return empty(shape, dt, like._device)
 

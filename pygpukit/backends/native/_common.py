@@ -8,7 +8,8 @@ from pygpukit import runtime
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.dtypes import HALF
 from pygpukit.backends._support.rows import as_rows
-from pygpukit.dtypes import DataType
+from pygpukit.creation import empty
+from pygpukit.dtypes import DataType, uint8
 
 __all__ = ["aligned", "aligned_rows", "served_as", "stream_of"]
 
@@ -44,6 +45,14 @@ def aligned(a: GPUArray) -> GPUArray:
     if a.is_contiguous() and a.data_ptr() % 16 == 0:
         return a
     return a.copy()
+
+
+def scratch(nbytes: int, like: GPUArray) -> tuple[GPUArray, int]:
+    """A pool block of at least ``nbytes`` on ``like``'s device and the 256-byte aligned address
+    in it where the extension's scratch starts (its pieces sit at 256-byte offsets, and CUTLASS
+    places tensor maps at 64-byte ones). Keep the array alive until the launch is enqueued."""
+    block = empty((int(nbytes) + 256,), uint8, like._device)
+    return block, -(-block.data_ptr() // 256) * 256
 
 
 def aligned_rows(x: GPUArray) -> tuple[GPUArray, int, int, int]:

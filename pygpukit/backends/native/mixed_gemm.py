@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
-from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
+from pygpukit.backends.native._common import aligned, aligned_rows, scratch, stream_of
 from pygpukit.backends.native._libs import extension
-from pygpukit.creation import empty
-from pygpukit.dtypes import uint8
 
 __all__ = ["qgemm_fp8_dense", "qgemm_int4_dense"]
 
@@ -38,9 +36,7 @@ def _run(
     n, k = data.shape
     lead = x.shape[:-1]
     x, m, _, sx = aligned_rows(x)
-    y = target(out, (*lead, n), x._dtype, x)
-    if y.data_ptr() % 16:
-        y = empty((*lead, n), x._dtype, x._device)
+    y = target(out, (*lead, n), x._dtype, x, align=16)
     if m == 0 or n == 0:
         return deliver(y, out)
     data, scales = aligned(data), aligned(scales)
@@ -49,9 +45,7 @@ def _run(
     dev = x._device.index
     dt, sdt = x._dtype.name, scales._dtype.name
     ws_bytes = int(ext.mixed_gemm_workspace(dev, fmt, dt, sdt, m, n, k, block))
-    # The extension's pieces of scratch start at 256-byte offsets: align the base to 256.
-    ws = empty((ws_bytes + 256,), uint8, x._device)
-    ws_ptr = -(-ws.data_ptr() // 256) * 256
+    _ws, ws_ptr = scratch(ws_bytes, x)
     # fmt: off
     ext.mixed_gemm(
         dev, stream_of(x), fmt, dt, x.data_ptr(), m, k, sx, data.data_ptr(), n,

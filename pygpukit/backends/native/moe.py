@@ -15,10 +15,8 @@ from __future__ import annotations
 from pygpukit import _memory
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
-from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
+from pygpukit.backends.native._common import aligned, aligned_rows, scratch, stream_of
 from pygpukit.backends.native._libs import extension
-from pygpukit.creation import empty
-from pygpukit.dtypes import uint8
 
 __all__ = ["moe_linear"]
 
@@ -37,9 +35,7 @@ def moe_linear(
 ) -> GPUArray:
     e, n, k = w.shape
     r = x.shape[0] * top_k
-    y = target(out, (r, n), x._dtype, x)
-    if y.data_ptr() % 16:
-        y = empty((r, n), x._dtype, x._device)
+    y = target(out, (r, n), x._dtype, x, align=16)
     if r == 0 or n == 0:
         return deliver(y, out)
     if k == 0:  # empty sums: zeros, as the twins give (rows no block lists included)
@@ -55,9 +51,7 @@ def moe_linear(
     nb = be.shape[0]
     dt = x._dtype.name
     ws_bytes = ext.moe_grouped_workspace(dev, dt, e, n, k, nb * block_m, wu is not None, block_m)
-    # CUTLASS places its tensor maps at 64-byte offsets from the workspace base: align it to 256.
-    ws = empty((int(ws_bytes) + 256,), uint8, x._device)
-    ws_ptr = -(-ws.data_ptr() // 256) * 256
+    _ws, ws_ptr = scratch(ws_bytes, x)
     # fmt: off
     ext.moe_grouped(
         dev, stream_of(x), dt, x.data_ptr(), x.shape[0], sx0, top_k,
