@@ -6,7 +6,10 @@ each kernel documents at the top of its .cu file, element by element:
     |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (|x| @ |W|^T + |bias|)
 with u = 2^-8 (bfloat16) or 2^-11 (float16). Shapes: M = 1, 3, 16 (and 40: tiles of 16 rows);
 K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, a partial last
-scale group); N = 1000 and 4097 (columns past the last 16-column tile).
+scale group); N = 1000 and 4097 (columns past the last 16-column tile). The shapes reach every
+launch configuration the kernels pick by block count and K (gemv_kernel.cuh, gemv_wa.cuh): N =
+1000 under 256 blocks of 16 columns, 4097 under 512, "wide" (K 1056, N 8200) under 1024 with
+short rows, and "many" (K 128, N 16400) from 1024 (the quantized kernel's two row tiles a block).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ ROUTE = "gemv:native,gemv_fp8:native,gemv_int4:native,gemv_nvfp4:native"
 U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 # K = 4096 + an odd multiple of the 16-byte granule: 8 (dense), 16 (fp8), 32 (4-bit).
 K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
+# 513 blocks of 16 columns, K <= 4096 (a multiple of every granule, a partial last int4 group):
+# the kernels' configurations for many blocks and short rows.
+KN_WIDE = (1056, 8200)
+KN_MANY = (128, 16400)  # 1025 blocks of 16 columns
 QUANT = [
     ("fp8", {}),
     ("fp8", {"block": 128}),
@@ -82,7 +89,7 @@ def _check(
 @gpu
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("layout", ["contiguous", "rows", "offset"])
-@pytest.mark.parametrize("kn", [(128, 1000), (K_ODD["dense"], 4097)], ids=str)
+@pytest.mark.parametrize("kn", [(128, 1000), (K_ODD["dense"], 4097), KN_WIDE], ids=str)
 @pytest.mark.parametrize("m", [1, 3, 16])
 @pytest.mark.parametrize("dtype", HALF)
 def test_gemv_dense(dtype: str, m: int, kn: tuple[int, int], layout: str) -> None:
@@ -127,10 +134,11 @@ def _quantized(fmt: str, kw: dict, n: int, k: int) -> tuple[gp.QuantizedWeight, 
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("m", [1, 3, 8, 9, 16])  # 8 | 9: the 4-bit kernels' x tiles of 8
-@pytest.mark.parametrize("kn", ["small", "odd"])
+@pytest.mark.parametrize("kn", ["small", "odd", "wide", "many"])
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
-    k, n = (128, 1000) if kn == "small" else (K_ODD[fmt], 4097)
+    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 4097), "wide": KN_WIDE, "many": KN_MANY}
+    k, n = shapes[kn]
     qw, w64 = _quantized(fmt, kw, n, k)
     rng = np.random.default_rng(seed("nlq", dtype, fmt, str(kw), m, kn))
     x, b = rand(rng, (m, k), dtype), rand(rng, n, dtype)

@@ -22,7 +22,9 @@ namespace {
 
 struct Dense {
   static constexpr int kElems = 8;
-  static constexpr int kUnroll = 4;
+  // Warp-steps a super-step (gemv_kernel.cuh's launch): 2, or 1 with many blocks of short rows.
+  static constexpr int kUnroll = 2;
+  static constexpr bool one_step(std::int64_t k) { return k <= 4096; }
   using Side = NoSide;
 
   template <typename T>

@@ -1,12 +1,12 @@
-// The streaming kernel of the dense and fp8 weight formats (gemv_bf16.cu, gemv_w8.cu; the 4-bit
-// formats use gemv_wa.cuh): tensor-core mma.sync m16n8k16 (fp32 accumulate) on operands built in
-// registers, W read exactly once.
+// The streaming kernel of dense weights (gemv_bf16.cu; the quantized formats use gemv_wa.cuh,
+// and take from here the shared pieces: Params, Ops, the epilogue, the checks): tensor-core
+// mma.sync m16n8k16 (fp32 accumulate) on operands built in registers, W read exactly once.
 //
 // Work split. A block owns kTileN = 16 output columns (two n-tiles of 8) and one 16-row tile of
 // x (grid.y walks M). Its warps split K: W is cut into granules of 16 bytes along each row (8
 // dense or 16 fp8 values); a warp-step is 4 consecutive granules of the same rows, one per
-// thread t = lane % 4, and warp w takes super-steps (kUnroll warp-steps) w, w + nwarps, ... The
-// next super-step's W loads (kUnroll * kTiles of 16 bytes a thread) are issued before the
+// thread t = lane % 4, and warp w takes super-steps (Unroll warp-steps, see Config) w, w + nwarps,
+// ... The next super-step's W loads (Unroll * kTiles of 16 bytes a thread) are issued before the
 // current one is computed, so they are in flight during the math. Partial sums meet in shared
 // memory in a fixed warp order (deterministic), then one rounding at the store.
 //
@@ -39,8 +39,6 @@ namespace gemv_detail {
 constexpr int kTiles = 2;           // n-tiles of 8 columns per block
 constexpr int kTileN = 8 * kTiles;  // output columns per block
 constexpr int kTileM = 16;          // rows of x per block
-constexpr int kMaxWarps = 8;
-constexpr std::int64_t kManyBlocks = 1024;  // at least this many blocks: 4 warps each, else 8
 
 struct Params {
   const void* x;
@@ -168,21 +166,21 @@ struct NoSide {
 // Loads super-step s: W granules and each step's side data (scales), so that the scales are in
 // flight with W one super-step ahead instead of stalling the step that multiplies by them.
 // Steps past the end load zeros without touching memory.
-template <typename T, typename F>
+template <typename T, typename F, int U>
 __device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
                                            const unsigned char* const (&wrow)[kTiles],
                                            const bool (&wok)[kTiles], std::int64_t s,
-                                           uint4 (&buf)[F::kUnroll][kTiles],
-                                           typename F::Side (&side)[F::kUnroll]) {
+                                           uint4 (&buf)[U][kTiles],
+                                           typename F::Side (&side)[U]) {
 #pragma unroll
-  for (int u = 0; u < F::kUnroll; ++u) {
-    const std::int64_t gi = (s * F::kUnroll + u) * 4 + c.t;
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t gi = (s * U + u) * 4 + c.t;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       buf[u][j] = make_uint4(0u, 0u, 0u, 0u);
       if (wok[j] && gi < c.granules) buf[u][j] = ld_w(wrow[j] + gi * 16);
     }
-    side[u].load(p, c, s * F::kUnroll + u);
+    side[u].load(p, c, s * U + u);
   }
 }
 
@@ -221,11 +219,19 @@ __device__ __forceinline__ void epilogue(const Params& p, const Acc& acc, At at)
   }
 }
 
-template <typename T, typename F>
-__global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
-  constexpr int U = F::kUnroll;
+// A launch configuration: Warps warps a block splitting K, Unroll warp-steps a super-step (the
+// loads of one super-step are in flight while the one before is computed), MinBlocks the blocks
+// a multiprocessor must hold (__launch_bounds__; 0: no register cap).
+template <int Warps_, int Unroll_, int MinBlocks_ = 0>
+struct Config {
+  static constexpr int Warps = Warps_, Unroll = Unroll_, MinBlocks = MinBlocks_;
+};
+
+template <typename T, typename F, typename C>
+__global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks) gemv_kernel(const Params p) {
+  constexpr int U = C::Unroll, nwarps = C::Warps;
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int warp = threadIdx.x >> 5;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * kTileN;
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * kTileM;
   Ctx<T> c;
@@ -256,11 +262,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
   }
   uint4 cur[U][kTiles];
   typename F::Side cside[U];
-  load_super<T, F>(p, c, wrow, wok, warp, cur, cside);
+  load_super<T, F, U>(p, c, wrow, wok, warp, cur, cside);
   for (std::int64_t s = warp; s < supers; s += nwarps) {
     uint4 nxt[U][kTiles];
     typename F::Side nside[U];
-    load_super<T, F>(p, c, wrow, wok, s + nwarps, nxt, nside);  // zeros (no access) past the end
+    load_super<T, F, U>(p, c, wrow, wok, s + nwarps, nxt, nside);  // zeros (no access) past the end
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t step = s * U + u;
@@ -274,7 +280,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
     }
   }
   // C value e of n-tile j: x row g or g + 8 (e >> 1), W row (output column) 2t or 2t + 1 (e & 1).
-  epilogue<T, F, kMaxWarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
+  epilogue<T, F, nwarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
     const int j = i >> 2, e = i & 3;
     m = m0 + (l >> 2) + (e >> 1) * 8;
     n = n0 + 8 * j + 2 * (l & 3) + (e & 1);
@@ -329,18 +335,34 @@ inline void dispatch_half(DType dt, F&& f) {
   }
 }
 
-template <typename T, typename F>
-void launch(const GemvArgs& a, const char* name) {
+template <typename T, typename F, typename C>
+void launch_config(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
   const Params p = make_params(a);
   const std::int64_t nblk = (a.n + kTileN - 1) / kTileN;
   const std::int64_t mblk = (a.m + kTileM - 1) / kTileM;
-  // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.
-  const int warps = nblk * mblk >= kManyBlocks ? 4 : kMaxWarps;
   use_device(a.device);
-  gemv_kernel<T, F><<<dim3(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk)), warps * 32,
-                      0, as_stream(a.stream)>>>(p);
+  gemv_kernel<T, F, C><<<dim3(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk)),
+                         C::Warps * 32, 0, as_stream(a.stream)>>>(p);
   PGK_CHECK_LAUNCH(name);
+}
+
+// 16 warps a block under 256 blocks (few, long rows: K split finer) with F::kUnroll warp-steps
+// a super-step; else 8 warps, with one warp-step a super-step from 512 blocks where the format
+// says so for this K (F::one_step), else F::kUnroll. Measured on an H100 and an H200 against the
+// other configurations (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"): the earlier
+// choice (4 warps from 1024 blocks, else 8, four warp-steps a super-step) took 1.05-1.4x as
+// long at M = 1 to 16.
+template <typename T, typename F>
+void launch(const GemvArgs& a, const char* name) {
+  const std::int64_t nblk = (a.n + kTileN - 1) / kTileN;
+  if (nblk < 256) {
+    launch_config<T, F, Config<16, F::kUnroll>>(a, name);
+  } else if (nblk >= 512 && F::one_step(a.k)) {
+    launch_config<T, F, Config<8, 1>>(a, name);
+  } else {
+    launch_config<T, F, Config<8, F::kUnroll>>(a, name);
+  }
 }
 
 }  // namespace gemv_detail

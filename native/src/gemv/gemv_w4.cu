@@ -56,9 +56,7 @@ struct Int4 {
 
   template <typename T, int RT, int MT>
   __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
-                              const Side<RT>& side, float (&acc)[RT][MT][4], std::int64_t step) {
-    const std::int64_t gi = step * 4 + c.t;
-    const bool ok = gi < c.granules;
+                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
     float part[RT][MT][4];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
@@ -71,12 +69,12 @@ struct Int4 {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       std::uint32_t b[MT][4];
-      wa::x_pairs<T, MT>(c.xrow, gi * kElems + 8 * i, ok, b);
+      wa::x_pairs(c, i, b);
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
         std::uint32_t va[4], vb[4];
-        wa::int4x8<T>(word(w[r][0], i), c.i4mask, va);
-        wa::int4x8<T>(word(w[r][1], i), c.i4mask, vb);
+        wa::int4x8<T>(word(w[r][0], i), c.i4lo, c.i4hi, va);
+        wa::int4x8<T>(word(w[r][1], i), c.i4lo, c.i4hi, vb);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Ops<T>::mma(part[r][mt], va[0], vb[0], va[1], vb[1], b[mt][0], b[mt][1]);
@@ -128,9 +126,7 @@ struct Nvfp4 {
 
   template <typename T, int RT, int MT>
   __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
-                              const Side<RT>& side, float (&acc)[RT][MT][4], std::int64_t step) {
-    const std::int64_t gi = step * 4 + c.t;
-    const bool ok = gi < c.granules;
+                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
     std::uint32_t s2[RT][2][2];  // [row tile][row g / g + 8][block of 16]
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
@@ -143,7 +139,7 @@ struct Nvfp4 {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       std::uint32_t b[MT][4];
-      wa::x_pairs<T, MT>(c.xrow, gi * kElems + 8 * i, ok, b);
+      wa::x_pairs(c, i, b);
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
         std::uint32_t va[4], vb[4];

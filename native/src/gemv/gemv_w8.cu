@@ -5,86 +5,103 @@
 // stride a multiple of 16 bytes), K % 16 == 0. Scales float32, either per output channel [N]
 // (block 0) or per block of 128 along K, [N, ceil(K/128)] row-major (block 128: s[n, k / 128]
 // scales W[n, k]; a last partial block is allowed). x, y, bias as in gemv_bf16.cu.
-// Granule: 16 codes (16 bytes); word i (codes 4i..4i+3) feeds one mma, codes (4i, 4i+1) in the
-// low k-slots and (4i+2, 4i+3) in the high ones, x read as it lies in memory.
+//
+// Kernel: gemv_wa.cuh (W the A operand of the mma: 256 weights an mma, x regrouped by nothing).
+// Granule: 16 codes (16 bytes); word i (codes 4i..4i+3) of the lane's granule in W rows g and
+// g + 8 gives the A pairs (codes 4i, 4i+1 in the low k-slots, 4i+2, 4i+3 in the high ones), and
+// x words 2i and 2i + 1 of the same 16 values of K the B pair, as they lie in memory. On
+// gemv_kernel.cuh (W the B operand, 128 weights an mma) the same format took 1.2-1.6x as long
+// at M = 1 on an H200 (BENCHMARKS.md "GEMV"): half the mma, and no register moves to build
+// the x operand.
 //
 // Numerics: every e4m3 value is exact in bfloat16 and float16 (a bit shuffle and a power-of-two
 // rescale; for fp16 on sm_89+ the hardware cvt of cuda_fp8.h), so the tensor cores multiply the
 // exact weights. Per-channel scales multiply each column's fp32 sum once at the end; block scales
 // multiply the fp32 partial sum of each warp-step (64 values of K, always inside one block)
-// before it joins the accumulator (the scales are loaded a super-step ahead, with W). Error
-// bound against the float64 product x @ (s * W)^T of the dequantized weights (checked by
+// before it joins the accumulator (the scales are loaded a step ahead, with W). Error bound
+// against the float64 product x @ (s * W)^T of the dequantized weights (checked by
 // tests/native/test_native_gemv.py):
 //   |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (sum_k |x_k s w_k| + |bias|)
 // with u = 2^-8 (bfloat16) or 2^-11 (float16). NaN codes (0x7F, 0xFF) in W are not supported
 // (pygpukit's quantizer never writes them).
-#include <type_traits>
-
-#include "gemv/gemv_kernel.cuh"
+#include "gemv/gemv_wa.cuh"
 
 namespace pgk {
 namespace gemv_detail {
 namespace {
 
-// Block scales of one warp-step for the thread's C columns 2t and 2t + 1 of each n-tile: the
-// step's 64 values of K lie in block (64 * step) / 128. Loaded a super-step ahead (load_super).
-struct Fp8BlockSide {
-  float s[kTiles][2];
-
-  template <typename T>
-  __device__ void load(const Params& p, const Ctx<T>& c, std::int64_t step) {
-    const float* sc = static_cast<const float*>(p.scales);
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t n = c.n0 + 8 * j + 2 * c.t + e;
-        s[j][e] = n < p.n && step < c.steps ? __ldg(sc + n * p.ss + (step >> 1)) : 0.f;
-      }
-    }
-  }
-};
-
 template <bool kBlock>
 struct Fp8 {
   static constexpr int kElems = 16;
-  static constexpr int kUnroll = 2;
-  using Side = std::conditional_t<kBlock, Fp8BlockSide, NoSide>;
+  static constexpr int kScaleBytes = 4;
 
-  template <typename T>
-  __device__ static void step(const Params&, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              const Side& side, float (&acc)[kTiles][4], std::int64_t step) {
-    const std::int64_t gi = step * 4 + c.t;
-    const bool ok = gi < c.granules;
-    const std::int64_t k0 = gi * kElems;
-    const uint4 a0 = ld_x(c.xa, k0, ok), a1 = ld_x(c.xa, k0 + 8, ok);
-    const uint4 b0 = ld_x(c.xb, k0, ok), b1 = ld_x(c.xb, k0 + 8, ok);
-    // Word i of the granule holds k0 + 4i .. k0 + 4i + 3: x pairs (4i, 4i+1), (4i+2, 4i+3).
-    const std::uint32_t alo[4] = {a0.x, a0.z, a1.x, a1.z}, ahi[4] = {a0.y, a0.w, a1.y, a1.w};
-    const std::uint32_t blo[4] = {b0.x, b0.z, b1.x, b1.z}, bhi[4] = {b0.y, b0.w, b1.y, b1.w};
-    float part[kTiles][4];
+  // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
+  // step's 64 values of K lie in block step / 2. Loaded a step ahead.
+  template <int RT>
+  struct Side {
+    float s[RT][2];
+
+    template <typename T, int MT>
+    __device__ void load(const Params&, const wa::Ctx<T, RT, MT>& c, std::int64_t step) {
+      if constexpr (kBlock) {
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
+        for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
+          for (int h = 0; h < 2; ++h) {
+            const float* row = reinterpret_cast<const float*>(c.srow[r][h]);
+            s[r][h] = c.wok[r][h] && step < c.steps ? __ldg(row + (step >> 1)) : 0.f;
+          }
+        }
+      }
+    }
+  };
+
+  template <typename T, int RT, int MT>
+  __device__ static void step(const wa::Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
+                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
+    uint4 xv[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        xv[mt][j] = make_uint4(0u, 0u, 0u, 0u);
+        if (c.ok && c.xok[mt]) xv[mt][j] = __ldg(reinterpret_cast<const uint4*>(c.xcur[mt]) + j);
+      }
+    }
+    float part[RT][MT][4];
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[r][mt][e] = 0.f;
+      }
     }
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      float* d = kBlock ? part[j] : acc[j];
+    for (int i = 0; i < 4; ++i) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        std::uint32_t lo, hi;
-        Ops<T>::e4m3x4(word(w[j], i), lo, hi);
-        Ops<T>::mma(d, alo[i], blo[i], ahi[i], bhi[i], lo, hi);
+      for (int r = 0; r < RT; ++r) {
+        std::uint32_t lo, hi, lo8, hi8;
+        Ops<T>::e4m3x4(word(w[r][0], i), lo, hi);
+        Ops<T>::e4m3x4(word(w[r][1], i), lo8, hi8);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          float* d = kBlock ? part[r][mt] : acc[r][mt];
+          const uint4& v = xv[mt][i >> 1];
+          const std::uint32_t b0 = (i & 1) ? v.z : v.x, b1 = (i & 1) ? v.w : v.y;
+          Ops<T>::mma(d, lo, lo8, hi, hi8, b0, b1);
+        }
       }
     }
     if constexpr (kBlock) {
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
+      for (int r = 0; r < RT; ++r) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          acc[j][e] = fmaf(part[j][e], side.s[j][e], acc[j][e]);
-          acc[j][e + 2] = fmaf(part[j][e + 2], side.s[j][e], acc[j][e + 2]);
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            acc[r][mt][e] = fmaf(part[r][mt][e], side.s[r][e >> 1], acc[r][mt][e]);
+          }
         }
       }
     }
@@ -113,9 +130,9 @@ void gemv_fp8(const GemvArgs& a) {
   gemv_detail::dispatch_half(a.dtype, [&](auto t) {
     using T = decltype(t);
     if (a.block == 0) {
-      gemv_detail::launch<T, gemv_detail::Fp8<false>>(a, "gemv_fp8_channel_kernel");
+      gemv_detail::wa::launch<T, gemv_detail::Fp8<false>>(a, "gemv_fp8_channel_kernel");
     } else {
-      gemv_detail::launch<T, gemv_detail::Fp8<true>>(a, "gemv_fp8_block_kernel");
+      gemv_detail::wa::launch<T, gemv_detail::Fp8<true>>(a, "gemv_fp8_block_kernel");
     }
   });
 }

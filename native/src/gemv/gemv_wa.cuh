@@ -1,14 +1,18 @@
-// The streaming kernel of the 4-bit formats (gemv_w4.cu): W is the A operand of mma.sync
-// m16n8k16 (16 rows of W x 16 values of K) and x the B operand (8 rows of x), so one mma
-// consumes 256 dequantized weights and serves up to 8 rows of x. The other formats use
-// gemv_kernel.cuh, where W is the B operand (128 weights an mma, up to 16 rows of x): for
-// decoding (M <= 8) this layout halves the mma count and the x work per weight, which is what
-// bounds the 4-bit formats (their dequantization is the costly part of the loop).
+// The streaming kernel of the quantized formats (gemv_w4.cu: int4 and nvfp4; gemv_w8.cu: fp8):
+// W is the A operand of mma.sync m16n8k16 (16 rows of W x 16 values of K) and x the B operand (8
+// rows of x), so one mma consumes 256 dequantized weights and serves up to 8 rows of x. Dense
+// weights use gemv_kernel.cuh, where W is the B operand (128 weights an mma, up to 16 rows of
+// x): for decoding (M <= 8) this layout halves the mma count and the x work per weight. These
+// kernels are bound by instruction issue, not by DRAM (Nsight Compute on an H200, int4 at K8192
+// N29568: SM throughput 73%, DRAM 43%, 0.68 instructions issued a cycle per scheduler), so
+// what the loop spends per weight decides their speed: the decoders (int4x8: 11 instructions for
+// 8 values in bfloat16, 9 in float16), and stream bookkeeping by pointer increments rather than
+// index arithmetic per step.
 //
 // Work split. A block owns RT row tiles of 16 rows of W (16 RT output columns) and MT tiles of 8
 // rows of x (grid.y walks M in steps of 8 MT). Its warps split K as gemv_kernel.cuh does: W is
-// cut into granules of 16 bytes along each row (32 four-bit values), a warp-step is 4
-// consecutive granules of the same rows (one per thread t = lane % 4, 128 values of K), and warp
+// cut into granules of 16 bytes along each row (32 four-bit or 16 fp8 values), a warp-step is 4
+// consecutive granules of the same rows (one per thread t = lane % 4), and warp
 // w takes steps w, w + nwarps, ... Each lane copies its granules of the next step into its own
 // slots of a shared-memory ring with cp.async while it decodes the current one (registers stay
 // free for occupancy), the scales one step ahead in registers. Partial sums meet in shared
@@ -19,9 +23,10 @@
 // {2t, 2t+1} (a0 row g, a1 row g+8, b0) and {2t+8, 2t+9} (a2, a3, b1). C entries c0..c3 are
 // (W row g, x row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). As in gemv_kernel.cuh, thread t fills
 // its k-slots from ITS OWN granule in the pairing its dequantizer produces: one 32-bit word of
-// W (8 values) decodes to pairs (k0,k4), (k1,k5), (k2,k6), (k3,k7) and feeds two mma, with x
-// regrouped the same way (pairs04). Rows of x past M and rows of W past N are zeros, never
-// stored.
+// 4-bit W (8 values) decodes to pairs (k0,k4), (k1,k5), (k2,k6), (k3,k7) and feeds two mma, with
+// x regrouped the same way (pairs04); one word of fp8 W (4 values) feeds one mma with x as it
+// lies (gemv_w8.cu). Rows of x past M load zeros; rows of W past N read row 0 of W: their sums
+// are never stored.
 #pragma once
 
 #include "gemv/gemv_kernel.cuh"
@@ -32,14 +37,18 @@ namespace wa {
 
 constexpr int kRowTile = 16;  // rows of W per mma (A operand)
 constexpr int kXTile = 8;     // rows of x per mma (B operand)
-constexpr int kWarps = 8;
-// Warp-steps of W in a lane's cp.async ring in shared memory (one in flight while one is
-// computed). H200, int4 M=1 K8192 N29568, 4 warps a block: 2 stages 46.7 us, 3 stages 53.4, 4
-// stages 54.2; holding the next step in registers instead (no ring) 56.1.
-constexpr int kStages = 2;
-// Blocks from which 4 warps a block beat 8 (more blocks resident, each warp a longer K loop):
-// 46.7 vs 52.2 us at N29568 (924 blocks), 17.2 vs 18.8 us at N14336 (448 blocks).
-constexpr std::int64_t kManyBlocksWA = 256;
+
+// A launch configuration: RT row tiles of 16 W rows a block, MT x tiles of 8 rows, Warps warps
+// splitting K, Stages warp-steps of W in each lane's cp.async ring in shared memory (Stages - 1
+// in flight while one is computed), MinBlocks the blocks a multiprocessor must hold
+// (__launch_bounds__; 0: no register cap). The ring and the reduction buffer are sized for
+// exactly Warps warps, so a configuration's shared memory is what its launch uses.
+template <int RT_, int MT_, int Warps_, int Stages_, int MinBlocks_ = 0>
+struct Config {
+  static constexpr int RT = RT_, MT = MT_, Warps = Warps_, Stages = Stages_;
+  static constexpr int MinBlocks = MinBlocks_;
+  static_assert(Stages >= 2, "the ring needs one step in flight while one is computed");
+};
 
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
 template <typename T, int RT, int MT>
@@ -47,43 +56,53 @@ struct Ctx {
   const unsigned char* wrow[RT][2];
   const unsigned char* srow[RT][2];  // the same rows of the scales (F::kScaleBytes a value)
   bool wok[RT][2];
-  const T* xrow[MT];  // x row g of each x tile, nullptr past M
-  std::uint32_t i4mask;  // 0x000F000F, in a register (see kernel)
+  const T* xcur[MT];  // x row g of each x tile at the current step's granule
+  bool xok[MT];       // x row g of the tile exists (< M)
+  bool ok;            // the current step's granule lies inside K
+  std::uint32_t i4lo, i4hi;  // the int4 decoder's xor-magic words, in registers (see int4x8)
   std::int64_t granules;  // 16-byte granules per W row
   std::int64_t steps;     // warp-steps (4 granules each) per W row
   int t, g;
 };
 
-// (a & b) | c in one LOP3.
-__device__ __forceinline__ std::uint32_t and_or(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-  std::uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
 // Two-byte constants of the 4-bit decoders (duplicated into both halves of a word): the int4
-// magic number and bias (int4x8), the e2m1 field shift and mask (e2m1x8), the rebias fold
+// magic numbers and biases (int4x8), the e2m1 field shift and mask (e2m1x8), the rebias fold
 // (f4_scale, see the note above kF4Unfold).
 template <typename T>
 struct Bits4;
 template <>
 struct Bits4<__nv_bfloat16> {  // two-byte constants, duplicated into both halves
   static constexpr std::uint32_t kOne = 0x3F803F80u;
-  static constexpr std::uint32_t kI4Magic = 0x43004300u;  // 128: 128 + u in the mantissa, u < 16
-  static constexpr std::uint32_t kI4Bias = 0xC308C308u;   // -136 = -(128 + 8)
-  static constexpr int kF4Shift = 6;                      // e2m1 bits 14..12 -> bf16 bits 8..6
+  // 128 + (u ^ 8) in the mantissa for a nibble u at bits 3..0. A nibble at bits 7..4 does not
+  // fit bfloat16's 7-bit mantissa, so every nibble is shifted down (kI4XorHi: unused).
+  static constexpr std::uint32_t kI4XorLo = 0x43084308u;
+  static constexpr std::uint32_t kI4XorHi = 0u;
+  static constexpr std::uint32_t kI4Bias = 0xC308C308u;  // -136 = -(128 + 8)
+  static constexpr int kF4Shift = 6;                       // e2m1 bits 14..12 -> bf16 bits 8..6
   static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
   static constexpr std::uint32_t kF4Fold = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
 };
 template <>
 struct Bits4<__half> {
   static constexpr std::uint32_t kOne = 0x3C003C00u;
-  static constexpr std::uint32_t kI4Magic = 0x64006400u;  // 1024: 1024 + u in the mantissa
-  static constexpr std::uint32_t kI4Bias = 0xE408E408u;   // -1032 = -(1024 + 8)
-  static constexpr int kF4Shift = 3;                      // e2m1 bits 14..12 -> f16 bits 11..9
+  // 1024 + (u ^ 8) in the mantissa for a nibble u at bits 3..0, 1024 + 16 (u ^ 8) at bits 7..4
+  static constexpr std::uint32_t kI4XorLo = 0x64086408u;
+  static constexpr std::uint32_t kI4XorHi = 0x64806480u;
+  static constexpr std::uint32_t kI4Bias = 0xE408E408u;    // -1032 = -(1024 + 8)
+  static constexpr std::uint32_t kSixteenth = 0x2C002C00u;  // 1/16
+  static constexpr std::uint32_t kI4BiasHi = 0xD480D480u;   // -72 = -(1024 / 16 + 8)
+  static constexpr int kF4Shift = 3;                       // e2m1 bits 14..12 -> f16 bits 11..9
   static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
   static constexpr std::uint32_t kF4Fold = 0x58005800u;  // 2^7 = 2^14 / 2^7
 };
+
+// (a & b) ^ c in one LOP3.
+__device__ __forceinline__ std::uint32_t and_xor(std::uint32_t a, std::uint32_t b,
+                                                 std::uint32_t c) {
+  std::uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 
 // x pairs for the 4-bit formats: r = 16 bytes of x (k 0..7 of the word) -> (k0,k4), (k1,k5),
 // (k2,k6), (k3,k7), matching int4x8/e2m1x8.
@@ -95,24 +114,42 @@ __device__ __forceinline__ void pairs04(const uint4& r, std::uint32_t (&a)[4]) {
 }
 
 // Eight signed int4 values of q (nibble i = k i, low nibble first) -> four pairs of T:
-// p[i] = (k i, k i + 4). Two's complement u -> offset binary u ^ 8, OR-ed into the mantissa of
-// the magic number, minus (magic + 8): exact. mask = 0x000F000F in a register (see Ctx::i4mask).
+// p[i] = (k i, k i + 4). One LOP3 takes a nibble of both halves (at bits 3..0) and XORs in the
+// magic number with bit 3 set: two's complement u becomes offset binary u ^ 8 inside the
+// mantissa of the magic (128 for bfloat16, 1024 for float16); one FMA removes the magic and the
+// offset, exactly. float16's 10-bit mantissa also holds a nibble at bits 7..4 (16 times larger,
+// magic bit 7 set, the FMA multiplies by 1/16), so one shift by 8 serves all four pairs: 9
+// instructions for 8 values; bfloat16 shifts by 4, 8 and 12: 11. lo, hi =
+// Bits4<T>::kI4XorLo / kI4XorHi held in registers (Ctx::i4lo, i4hi: ptxas would otherwise
+// re-materialize them before every LOP3).
 template <typename T>
-__device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t mask, std::uint32_t (&p)[4]) {
-  q ^= 0x88888888u;
+__device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t lo, std::uint32_t hi,
+                                       std::uint32_t (&p)[4]) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const std::uint32_t q8 = q >> 8;
+    p[0] = Ops<T>::fma2(and_xor(q, 0x000F000Fu, lo), Bits4<T>::kOne, Bits4<T>::kI4Bias);
+    p[1] = Ops<T>::fma2(and_xor(q, 0x00F000F0u, hi), Bits4<T>::kSixteenth, Bits4<T>::kI4BiasHi);
+    p[2] = Ops<T>::fma2(and_xor(q8, 0x000F000Fu, lo), Bits4<T>::kOne, Bits4<T>::kI4Bias);
+    p[3] = Ops<T>::fma2(and_xor(q8, 0x00F000F0u, hi), Bits4<T>::kSixteenth, Bits4<T>::kI4BiasHi);
+  } else {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    p[i] = Ops<T>::fma2(and_or(q >> (4 * i), mask, Bits4<T>::kI4Magic), Bits4<T>::kOne,
-                        Bits4<T>::kI4Bias);
+    for (int i = 0; i < 4; ++i) {
+      p[i] = Ops<T>::fma2(and_xor(q >> (4 * i), 0x000F000Fu, lo), Bits4<T>::kOne,
+                          Bits4<T>::kI4Bias);
+    }
   }
 }
 
-// x pairs of one word (8 values of K starting at k) for each x tile.
-template <typename T, int MT>
-__device__ __forceinline__ void x_pairs(const T* const (&xrow)[MT], std::int64_t k, bool ok,
+// x pairs of word i (8 values of K from the step's granule start) for each x tile.
+template <typename T, int RT, int MT>
+__device__ __forceinline__ void x_pairs(const Ctx<T, RT, MT>& c, int i,
                                         std::uint32_t (&b)[MT][4]) {
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) pairs04(ld_x(xrow[mt], k, ok), b[mt]);
+  for (int mt = 0; mt < MT; ++mt) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (c.ok && c.xok[mt]) v = __ldg(reinterpret_cast<const uint4*>(c.xcur[mt] + 8 * i));
+    pairs04(v, b[mt]);
+  }
 }
 
 // e2m1 codes -> T with the block scale folded in: the rebias 2^(bias - 1) of the codes is split
@@ -146,26 +183,35 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
   }
 }
 
-template <typename T, typename F, int RT, int MT>
-__global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
+template <typename T, typename F, typename C>
+__global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
+    gemv_wa_kernel(const Params p) {
+  constexpr int RT = C::RT, MT = C::MT, kStages = C::Stages, nwarps = C::Warps;
   using Side = typename F::template Side<RT>;
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int warp = threadIdx.x >> 5;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * (kRowTile * RT);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * (kXTile * MT);
   Ctx<T, RT, MT> c;
   c.g = lane >> 2;
   c.t = lane & 3;
-  // 0x000F000F that ptxas cannot see as a constant (p.k >= 0): kept in one register instead of
-  // being re-materialized before every nibble-decoding LOP3 (measured: one IMAD.MOV per LOP3).
-  c.i4mask = 0x000F000Fu | static_cast<std::uint32_t>(p.k < 0 ? p.k : 0);
+  // Constants ptxas cannot see as such (p.k >= 0): kept in registers instead of being
+  // re-materialized before every nibble-decoding LOP3 (measured: one IMAD.MOV per LOP3).
+  const std::uint32_t opaque = static_cast<std::uint32_t>(p.k < 0 ? p.k : 0);
+  c.i4lo = Bits4<T>::kI4XorLo | opaque;
+  c.i4hi = Bits4<T>::kI4XorHi | opaque;
   c.granules = p.k / F::kElems;
   c.steps = (c.granules + 3) / 4;
+  // The lane's first granule and the granules between its steps: each stream (W issued ahead,
+  // x and the granule bound at the math) walks by that stride, no index arithmetic per step.
+  const std::int64_t g0 = static_cast<std::int64_t>(warp) * 4 + c.t;
+  constexpr std::int64_t kStride = 4 * nwarps;
   const T* x = static_cast<const T*>(p.x);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const std::int64_t m = m0 + kXTile * mt + c.g;
-    c.xrow[mt] = m < p.m ? x + m * p.sx : nullptr;
+    c.xok[mt] = m < p.m;
+    c.xcur[mt] = x + (c.xok[mt] ? m * p.sx : 0) + g0 * F::kElems;
   }
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
@@ -192,31 +238,35 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
   // Each lane streams its own granules through a private ring slot ([stage][granule][lane],
   // 16 bytes: conflict-free), kStages - 1 warp-steps ahead of the math, with no registers
   // held for them; the scales are prefetched one step ahead in registers.
-  __shared__ uint4 ring[kWarps][kStages][RT * 2][32];
+  __shared__ uint4 ring[nwarps][kStages][RT * 2][32];
   uint4(*const mine)[RT * 2][32] = ring[warp];
-  const auto issue = [&](uint4(*slot)[32], std::int64_t step) {
-    const std::int64_t gi = step * 4 + c.t;
-    const bool ok = gi < c.granules;
+  // The W stream: the next granule to fetch in every row of the lane (rows past N read row 0,
+  // whose products are never stored); past K nothing is read (zero fill) and the source stays
+  // the row start.
+  std::int64_t gnext = g0;
+  const auto issue = [&](uint4(*slot)[32]) {
+    const bool ok = gnext < c.granules;
+    const std::int64_t off = ok ? gnext * 16 : 0;
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        cp_async16(&slot[r * 2 + h][lane], c.wrow[r][h] + (ok ? gi * 16 : 0), ok && c.wok[r][h]);
-      }
+      for (int h = 0; h < 2; ++h) cp_async16(&slot[r * 2 + h][lane], c.wrow[r][h] + off, ok);
     }
+    gnext += kStride;
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    issue(mine[j], warp + static_cast<std::int64_t>(j) * nwarps);
+    issue(mine[j]);
     cp_async_commit();
   }
   Side side, nside;
   side.load(p, c, warp);
   int stage = 0;
+  std::int64_t gcur = g0;  // the granule of the step being computed
   for (std::int64_t s = warp; s < steps; s += nwarps) {
     nside.load(p, c, s + nwarps);  // zeros past the end
     const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // the slot read last step
-    issue(mine[ahead], s + static_cast<std::int64_t>(kStages - 1) * nwarps);
+    issue(mine[ahead]);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this step's group has landed
     uint4 w[RT][2];
@@ -225,40 +275,66 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_wa_kernel(const Params p) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) w[r][h] = mine[stage][r * 2 + h][lane];
     }
-    F::template step<T, RT, MT>(c, w, side, acc, s);
+    c.ok = gcur < c.granules;
+    F::template step<T, RT, MT>(c, w, side, acc);
     side = nside;
     stage = stage == kStages - 1 ? 0 : stage + 1;
+    gcur += kStride;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) c.xcur[mt] += kStride * F::kElems;
   }
   cp_async_wait<0>();
   // C value e of row tile r and x tile mt: W row (output column) g or g + 8 (e >> 1), x row 2t
   // or 2t + 1 (e & 1).
-  epilogue<T, F, kWarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
+  epilogue<T, F, nwarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
     const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
     n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
     m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
   });
 }
 
-// Two row tiles (32 output columns) a block; one x tile up to 8 rows of x, two beyond (W is read
-// once per 16 rows of x, as in gemv_kernel.cuh).
+template <typename T, typename F, typename C>
+void launch_config(const GemvArgs& a, const char* name) {
+  if (a.m == 0 || a.n == 0) return;
+  const Params p = make_params(a);
+  constexpr int rows = kRowTile * C::RT, xrows = kXTile * C::MT;
+  const dim3 grid(static_cast<unsigned>((a.n + rows - 1) / rows),
+                  static_cast<unsigned>((a.m + xrows - 1) / xrows));
+  use_device(a.device);
+  gemv_wa_kernel<T, F, C><<<grid, C::Warps * 32, 0, as_stream(a.stream)>>>(p);
+  PGK_CHECK_LAUNCH(name);
+}
+
+// Up to 8 rows of x (decoding), by blocks of one row tile (16 output columns): under 256 of them
+// one row tile a block and 16 warps, under 512 8 warps, under 1024 4 warps; from 1024 (N >=
+// 16369) two row tiles a block and 8 warps. Two ring stages. Measured on an H200 against the
+// other configurations (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"): within 5% of
+// the fastest configuration of each format at every shape timed but one (int4 at K8192 N29568,
+// 8%); more stages and blocks forced resident (a register cap) were slower or level. More rows of x: two row tiles, two x tiles (W is read once per 16
+// rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
 template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
-  if (a.m == 0 || a.n == 0) return;
-  constexpr int RT = 2;  // 16-row tiles a block (RT = 1: 51.9 us at the shape above)
-  const Params p = make_params(a);
-  const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
-  const bool one = a.m <= kXTile;
-  const std::int64_t mblk = one ? 1 : (a.m + 2 * kXTile - 1) / (2 * kXTile);
-  // Few blocks (small N): more warps per block split K finer, keeping bytes in flight.
-  const int warps = nblk * mblk >= kManyBlocksWA ? 4 : kWarps;
-  const dim3 grid(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk));
-  use_device(a.device);
-  if (one) {
-    gemv_wa_kernel<T, F, RT, 1><<<grid, warps * 32, 0, as_stream(a.stream)>>>(p);
-  } else {
-    gemv_wa_kernel<T, F, RT, 2><<<grid, warps * 32, 0, as_stream(a.stream)>>>(p);
+  if (a.m <= kXTile) {
+    const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
+    if (nblk < 256) {
+      launch_config<T, F, Config<1, 1, 16, 2>>(a, name);
+    } else if (nblk < 512) {
+      launch_config<T, F, Config<1, 1, 8, 2>>(a, name);
+    } else if (nblk < 1024) {
+      launch_config<T, F, Config<1, 1, 4, 2>>(a, name);
+    } else {
+      launch_config<T, F, Config<2, 1, 8, 2>>(a, name);
+    }
+    return;
   }
-  PGK_CHECK_LAUNCH(name);
+  constexpr int RT = 2;
+  const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
+  const std::int64_t mblk = (a.m + 2 * kXTile - 1) / (2 * kXTile);
+  if (nblk * mblk >= 256) {
+    launch_config<T, F, Config<RT, 2, 4, 2>>(a, name);
+  } else {
+    launch_config<T, F, Config<RT, 2, 8, 2>>(a, name);
+  }
 }
 
 }  // namespace wa
