@@ -255,7 +255,8 @@ int main(int argc, char** argv) {
   void *src, *dst;
   CK(cudaMalloc(&src, cbytes));
   CK(cudaMalloc(&dst, cbytes));
-  const float copy_us = timer.median_us([&] { CK(cudaMemcpyAsync(dst, src, cbytes, cudaMemcpyDeviceToDevice)); });
+  const float copy_us = timer.median_us(
+      [&] { CK(cudaMemcpyAsync(dst, src, cbytes, cudaMemcpyDeviceToDevice)); });
   CK(cudaFree(src));
   CK(cudaFree(dst));
   const double copy_gbs = 2.0 * cbytes / copy_us / 1e3;
@@ -264,7 +265,9 @@ int main(int argc, char** argv) {
   // GEMV_M: rows of x (default 1); GEMV_ONLY: time only the first this many configurations.
   const std::int64_t m = std::getenv("GEMV_M") ? std::atoll(std::getenv("GEMV_M")) : 1;
   auto list = launches();
-  if (std::getenv("GEMV_ONLY")) list.resize(std::min<std::size_t>(list.size(), std::atoi(std::getenv("GEMV_ONLY"))));
+  if (const char* only = std::getenv("GEMV_ONLY")) {
+    list.resize(std::min<std::size_t>(list.size(), std::atoi(only)));
+  }
   std::printf("# M = %lld\n", static_cast<long long>(m));
   for (const auto& [k, n] : shapes) {
     const Layout L = layout(k);

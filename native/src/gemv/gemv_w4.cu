@@ -34,6 +34,7 @@ template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
   static constexpr int kScaleBytes = sizeof(S);
+  static constexpr int kWarpsWide = 4;  // warps a block of two row tiles (wa::launch)
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a super-step ahead (load_super).
@@ -101,6 +102,7 @@ struct Int4 {
 struct Nvfp4 {
   static constexpr int kElems = 32;
   static constexpr int kScaleBytes = 1;
+  static constexpr int kWarpsWide = 8;  // warps a block of two row tiles (wa::launch)
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a super-step ahead (load_super).

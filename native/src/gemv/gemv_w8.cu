@@ -34,6 +34,7 @@ template <bool kBlock>
 struct Fp8 {
   static constexpr int kElems = 16;
   static constexpr int kScaleBytes = 4;
+  static constexpr int kWarpsWide = kBlock ? 8 : 4;  // warps a block of two row tiles
 
   // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
   // step's 64 values of K lie in block step / 2. Loaded a step ahead.

@@ -307,11 +307,13 @@ void launch_config(const GemvArgs& a, const char* name) {
 
 // Up to 8 rows of x (decoding), by blocks of one row tile (16 output columns): under 256 of them
 // one row tile a block and 16 warps, under 512 8 warps, under 1024 4 warps; from 1024 (N >=
-// 16369) two row tiles a block and 8 warps. Two ring stages. Measured on an H200 against the
-// other configurations (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"): within 5% of
-// the fastest configuration of each format at every shape timed but one (int4 at K8192 N29568,
-// 8%); more stages and blocks forced resident (a register cap) were slower or level. More rows of x: two row tiles, two x tiles (W is read once per 16
-// rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
+// 16369) two row tiles a block and F::kWarpsWide warps (8 for the formats that load scales
+// every step, nvfp4 and fp8 with block scales; 4 for int4 and per-channel fp8: why was not
+// measured). Two ring stages. Measured on an H200 against the other configurations
+// (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"): within 5% of the fastest
+// configuration of each format at every shape timed; more stages and blocks forced resident (a
+// register cap) were slower or level. More rows of x: two row tiles, two x tiles (W is read
+// once per 16 rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
 template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
   if (a.m <= kXTile) {
@@ -323,7 +325,7 @@ void launch(const GemvArgs& a, const char* name) {
     } else if (nblk < 1024) {
       launch_config<T, F, Config<1, 1, 4, 2>>(a, name);
     } else {
-      launch_config<T, F, Config<2, 1, 8, 2>>(a, name);
+      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>>(a, name);
     }
     return;
   }
