@@ -8,8 +8,8 @@
 // the very kernels the extension ships, with other Config parameters (gemv_wa.cuh, the
 // quantized formats: row tiles, warps, ring stages, blocks a multiprocessor; gemv_kernel.cuh,
 // dense weights: warps, warp-steps a super-step, blocks a multiprocessor). The first entry of
-// each list is the shipped launch and the second, where there is one, the launch before this
-// tool; every other one is checked against the shipped output (max |diff| over max |y|: the K
+// each list is the shipped launch and the second, for the 4-bit formats and dense weights, the
+// launch before this tool; every other one is checked against the shipped output (max |diff| over max |y|: the K
 // split differs, so the bits do). GEMV_M sets the rows of x (default 1), GEMV_ONLY times only
 // the first entries.
 //
@@ -108,8 +108,10 @@ Launch wa_cfg() {
 }
 std::vector<Launch> launches() {
   return {{"shipped", [](const GemvArgs& a) { gd::wa::launch<T, F>(a, "gemv_configs"); }},
+#if defined(FORMAT_INT4) || defined(FORMAT_NVFP4)
           // The 4-bit formats' launch before this tool (at up to 8 rows of x): two row tiles,
-          // 4 warps from 256 blocks, else 8. (fp8 ran on gemv_kernel.cuh then.)
+          // 4 warps from 256 blocks, else 8. (fp8 ran on gemv_kernel.cuh then, a kernel the
+          // tree no longer has.)
           {"before", [](const GemvArgs& a) {
              const bool many = (a.n + 31) / 32 >= 256;
              if (a.m > 8) {  // unchanged
@@ -120,9 +122,11 @@ std::vector<Launch> launches() {
                gd::wa::launch_config<T, F, gd::wa::Config<2, 1, 8, 2>>(a, "gemv_configs");
              }
            }},
+#endif
+          // (Static shared memory caps a block at 48 KiB: no 16 warps with two row tiles.)
           wa_cfg<1, 4, 2>(), wa_cfg<1, 8, 2>(), wa_cfg<1, 16, 2>(), wa_cfg<1, 4, 3>(),
-          wa_cfg<1, 8, 3>(), wa_cfg<2, 4, 2>(), wa_cfg<2, 8, 2>(), wa_cfg<2, 16, 2>(),
-          wa_cfg<2, 4, 3>(), wa_cfg<4, 8, 2>(), wa_cfg<1, 4, 2, 8>(), wa_cfg<1, 8, 2, 4>()};
+          wa_cfg<1, 8, 3>(), wa_cfg<2, 4, 2>(), wa_cfg<2, 8, 2>(), wa_cfg<2, 4, 3>(),
+          wa_cfg<4, 4, 2>(), wa_cfg<1, 4, 2, 8>(), wa_cfg<1, 8, 2, 4>()};
 }
 #endif
 

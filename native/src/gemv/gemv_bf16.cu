@@ -28,8 +28,9 @@ struct Dense {
   using Side = NoSide;
 
   template <typename T>
-  __device__ static void step(const Params&, const Ctx<T>& c, const uint4 (&w)[kTiles],
-                              const Side&, float (&acc)[kTiles][4], std::int64_t step) {
+  __device__ __forceinline__ static void step(const Params&, const Ctx<T>& c,
+                                              const uint4 (&w)[kTiles], const Side&,
+                                              float (&acc)[kTiles][4], std::int64_t step) {
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
     const uint4 ra = ld_x(c.xa, gi * kElems, ok);

@@ -4,7 +4,7 @@
 //
 // Work split. A block owns kTileN = 16 output columns (two n-tiles of 8) and one 16-row tile of
 // x (grid.y walks M). Its warps split K: W is cut into granules of 16 bytes along each row (8
-// dense or 16 fp8 values); a warp-step is 4 consecutive granules of the same rows, one per
+// values); a warp-step is 4 consecutive granules of the same rows, one per
 // thread t = lane % 4, and warp w takes super-steps (Unroll warp-steps, see Config) w, w + nwarps,
 // ... The next super-step's W loads (Unroll * kTiles of 16 bytes a thread) are issued before the
 // current one is computed, so they are in flight during the math. Partial sums meet in shared
@@ -16,7 +16,7 @@
 // (g+8, 2t+1). The dot product does not care which k sits in which k-slot as long as A and B
 // agree, so thread t's k-slots are filled from ITS OWN granule (k contiguous in memory, one
 // 16-byte load for W and for each x row) in whatever pairing the dequantizer produces cheaply;
-// each format's step() builds the matching x pairs. Rows of x past M and columns past N are
+// the format's step() builds the matching x pairs. Rows of x past M and columns past N are
 // loaded as zeros and never stored.
 #pragma once
 
@@ -58,7 +58,6 @@ template <typename T>
 struct Ctx {
   const T* xa;
   const T* xb;
-  std::int64_t n0;        // first output column of the block
   std::int64_t granules;  // 16-byte granules per W row
   std::int64_t steps;     // warp-steps (4 granules each) per W row
   int t, g;
@@ -157,14 +156,15 @@ struct Ops<__half> {
   __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) { return e4m3x2(b * 0x0101u); }
 };
 
-// Per-step side data of a format without scales inside the loop (dense, per-channel fp8).
+// Per-step side data of a format without scales inside the loop (dense weights, the one format
+// this kernel serves now; the side-data hook stays for a format that scales along K).
 struct NoSide {
   template <typename T>
   __device__ void load(const Params&, const Ctx<T>&, std::int64_t) {}
 };
 
-// Loads super-step s: W granules and each step's side data (scales), so that the scales are in
-// flight with W one super-step ahead instead of stalling the step that multiplies by them.
+// Loads super-step s: W granules and each step's side data (F::Side; nothing for dense weights),
+// so that side data would be in flight with W one super-step ahead.
 // Steps past the end load zeros without touching memory.
 template <typename T, typename F, int U>
 __device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
@@ -191,7 +191,7 @@ __device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
 // shape of acc (its values, flattened row-major, are value i of each lane) and where value i of
 // lane l lands in y: at(i, l, m, n) sets its row m and column n (W is the B operand of the mma
 // here, the A operand in gemv_wa.cuh, so C's rows are x rows in one and W rows in the other).
-// kWarps: the most warps a block of the kernel has (sizes the reduction buffer). The kernels'
+// kWarps: the warps of a block of the kernel (sizes the reduction buffer). The kernels'
 // at captures m0 and n0 by value: capturing them by reference changed gemv_kernel's SASS.
 template <typename T, typename F, int kWarps, typename Acc, typename At>
 __device__ __forceinline__ void epilogue(const Params& p, const Acc& acc, At at) {
@@ -237,7 +237,6 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks) gemv_kernel(const
   Ctx<T> c;
   c.g = lane >> 2;
   c.t = lane & 3;
-  c.n0 = n0;
   c.granules = p.k / F::kElems;
   const T* x = static_cast<const T*>(p.x);
   c.xa = m0 + c.g < p.m ? x + (m0 + c.g) * p.sx : nullptr;

@@ -37,7 +37,7 @@ struct Int4 {
   static constexpr int kWarpsWide = 4;  // warps a block of two row tiles (wa::launch)
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
-  // W rows g and g + 8 of each row tile, in fp32. Loaded a super-step ahead (load_super).
+  // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
   template <int RT>
   struct Side {
     float s[RT][2];
@@ -56,8 +56,9 @@ struct Int4 {
   };
 
   template <typename T, int RT, int MT>
-  __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
-                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
+  __device__ __forceinline__ static void step(const Ctx<T, RT, MT>& c,
+                                              const uint4 (&w)[RT][2], const Side<RT>& side,
+                                              float (&acc)[RT][MT][4]) {
     float part[RT][MT][4];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
@@ -105,7 +106,7 @@ struct Nvfp4 {
   static constexpr int kWarpsWide = 8;  // warps a block of two row tiles (wa::launch)
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
-  // g + 8 of each row tile, one 2-byte load a row, a super-step ahead (load_super).
+  // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).
   template <int RT>
   struct Side {
     std::uint32_t pair[RT][2];
@@ -127,8 +128,9 @@ struct Nvfp4 {
   };
 
   template <typename T, int RT, int MT>
-  __device__ static void step(const Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
-                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
+  __device__ __forceinline__ static void step(const Ctx<T, RT, MT>& c,
+                                              const uint4 (&w)[RT][2], const Side<RT>& side,
+                                              float (&acc)[RT][MT][4]) {
     std::uint32_t s2[RT][2][2];  // [row tile][row g / g + 8][block of 16]
 #pragma unroll
     for (int r = 0; r < RT; ++r) {

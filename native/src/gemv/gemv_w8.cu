@@ -58,8 +58,9 @@ struct Fp8 {
   };
 
   template <typename T, int RT, int MT>
-  __device__ static void step(const wa::Ctx<T, RT, MT>& c, const uint4 (&w)[RT][2],
-                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
+  __device__ __forceinline__ static void step(const wa::Ctx<T, RT, MT>& c,
+                                              const uint4 (&w)[RT][2], const Side<RT>& side,
+                                              float (&acc)[RT][MT][4]) {
     uint4 xv[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {

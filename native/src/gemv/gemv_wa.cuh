@@ -48,6 +48,10 @@ struct Config {
   static constexpr int RT = RT_, MT = MT_, Warps = Warps_, Stages = Stages_;
   static constexpr int MinBlocks = MinBlocks_;
   static_assert(Stages >= 2, "the ring needs one step in flight while one is computed");
+  // The ring (16 bytes a lane a W row) and the epilogue's reduction buffer (4 bytes a value)
+  // are static shared memory: 48 KiB at most a block.
+  static_assert(Warps * (Stages * RT * 2 * 32 * 16 + RT * MT * 4 * 32 * 4) <= 48 * 1024,
+                "static shared memory above 48 KiB");
 };
 
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
