@@ -4,7 +4,8 @@ forced to native, against the float64 product of x with the DEQUANTIZED weight.
 Every result is checked twice: the bound for its dtype (assert_close, docs/design.md), and the bound
 each kernel documents at the top of its .cu file, element by element:
     |y - ref| <= u |ref| + (K/4 + 32) * 2^-24 * (|x| @ |W|^T + |bias|)
-with u = 2^-8 (bfloat16) or 2^-11 (float16). Shapes: M = 1, 3, 16 (and 40: tiles of 16 rows);
+with u = 2^-8 (bfloat16) or 2^-11 (float16). Shapes: M = 1, 3, 16 (dense), 1, 3, 8, 9, 16
+(quantized: x tiles of 8) and 40 (tiles of 16 rows);
 K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, a partial last
 scale group); N = 1000 and 4097 (columns past the last 16-column tile). The shapes reach every
 launch configuration the kernels pick by block count and K (gemv_kernel.cuh, gemv_wa.cuh): N =
