@@ -25,12 +25,11 @@ struct Dense {
   // Warp-steps a super-step (gemv_kernel.cuh's launch): 2, or 1 with many blocks of short rows.
   static constexpr int kUnroll = 2;
   static constexpr bool one_step(std::int64_t k) { return k <= 4096; }
-  using Side = NoSide;
 
   template <typename T>
   __device__ __forceinline__ static void step(const Params&, const Ctx<T>& c,
-                                              const uint4 (&w)[kTiles], const Side&,
-                                              float (&acc)[kTiles][4], std::int64_t step) {
+                                              const uint4 (&w)[kTiles], float (&acc)[kTiles][4],
+                                              std::int64_t step) {
     const std::int64_t gi = step * 4 + c.t;
     const bool ok = gi < c.granules;
     const uint4 ra = ld_x(c.xa, gi * kElems, ok);

@@ -156,22 +156,12 @@ struct Ops<__half> {
   __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) { return e4m3x2(b * 0x0101u); }
 };
 
-// Per-step side data of a format without scales inside the loop (dense weights, the one format
-// this kernel serves now; the side-data hook stays for a format that scales along K).
-struct NoSide {
-  template <typename T>
-  __device__ void load(const Params&, const Ctx<T>&, std::int64_t) {}
-};
-
-// Loads super-step s: W granules and each step's side data (F::Side; nothing for dense weights),
-// so that side data would be in flight with W one super-step ahead.
-// Steps past the end load zeros without touching memory.
-template <typename T, typename F, int U>
-__device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
+// Loads the W granules of super-step s. Steps past the end load zeros without touching memory.
+template <typename T, int U>
+__device__ __forceinline__ void load_super(const Ctx<T>& c,
                                            const unsigned char* const (&wrow)[kTiles],
                                            const bool (&wok)[kTiles], std::int64_t s,
-                                           uint4 (&buf)[U][kTiles],
-                                           typename F::Side (&side)[U]) {
+                                           uint4 (&buf)[U][kTiles]) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::int64_t gi = (s * U + u) * 4 + c.t;
@@ -180,7 +170,6 @@ __device__ __forceinline__ void load_super(const Params& p, const Ctx<T>& c,
       buf[u][j] = make_uint4(0u, 0u, 0u, 0u);
       if (wok[j] && gi < c.granules) buf[u][j] = ld_w(wrow[j] + gi * 16);
     }
-    side[u].load(p, c, s * U + u);
   }
 }
 
@@ -260,22 +249,19 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks) gemv_kernel(const
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
   }
   uint4 cur[U][kTiles];
-  typename F::Side cside[U];
-  load_super<T, F, U>(p, c, wrow, wok, warp, cur, cside);
+  load_super<T, U>(c, wrow, wok, warp, cur);
   for (std::int64_t s = warp; s < supers; s += nwarps) {
     uint4 nxt[U][kTiles];
-    typename F::Side nside[U];
-    load_super<T, F, U>(p, c, wrow, wok, s + nwarps, nxt, nside);  // zeros (no access) past the end
+    load_super<T, U>(c, wrow, wok, s + nwarps, nxt);  // zeros (no access) past the end
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t step = s * U + u;
-      if (step < steps) F::template step<T>(p, c, cur[u], cside[u], acc, step);  // warp-uniform
+      if (step < steps) F::template step<T>(p, c, cur[u], acc, step);  // warp-uniform
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) cur[u][j] = nxt[u][j];
-      cside[u] = nside[u];
     }
   }
   // C value e of n-tile j: x row g or g + 8 (e >> 1), W row (output column) 2t or 2t + 1 (e & 1).
