@@ -21,6 +21,7 @@ from pygpukit.errors import OverlapError, ReadOnlyError
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
 
+_POOL_BUFFER = _core.Buffer  # what runtime pools allocate (GPUArray._buf of gp.empty etc.)
 # Same-width NumPy types whose typestr __array_interface__ understands; ml_dtypes views follow.
 _CARRIER = {1: "|u1", 2: "<u2", 4: "<u4", 8: "<u8", 16: "|V16"}
 
@@ -90,6 +91,13 @@ def _extent(arr: GPUArray) -> tuple[int, int]:
 def may_share_memory(a: GPUArray, b: GPUArray) -> bool:
     """Whether a and b may address a common byte (their byte ranges intersect), as NumPy's
     may_share_memory: interleaved views such as x[::2] and x[1::2] count as sharing."""
+    ba, bb = a._buf, b._buf
+    if ba is not bb and type(ba) is _POOL_BUFFER and type(bb) is _POOL_BUFFER:
+        # Two distinct live allocations of the pools never overlap; only views of one buffer,
+        # or memory imported from another library (DLPack, __cuda_array_interface__, whose
+        # owners may alias), need the byte ranges. Every out= call checks its inputs this way,
+        # so the common case costs two attribute reads.
+        return False
     if a.size == 0 or b.size == 0 or a._device != b._device:
         return False
     alo, ahi = _extent(a)

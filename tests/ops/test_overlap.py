@@ -141,3 +141,23 @@ def test_may_share_memory_by_byte_range() -> None:
     q = gp.from_numpy(np.zeros((4, 8), np.int8), dtype="int4", device=DEVICE)
     assert may_share_memory(q[::2], q[2:3])  # row 2 is in both (two values a byte)
     assert not may_share_memory(q[0:1], q[1:2])
+
+
+def test_may_share_memory_across_owners() -> None:
+    """Two pool allocations never overlap (the fast path); an array imported from another
+    owner (here DLPack of y itself) is compared by its bytes, so an alias of y is found."""
+    from pygpukit._memory import may_share_memory
+
+    y = gp.arange(12, dtype="float32", device=DEVICE).reshape(3, 4)
+    z = gp.zeros((3, 4), device=DEVICE)
+    assert not may_share_memory(y, z) and not may_share_memory(z, y)
+    alias = gp.from_dlpack(y)
+    assert alias._buf is not y._buf  # another owner: the byte ranges decide
+    assert may_share_memory(alias, y) and may_share_memory(y[2], alias)
+    assert not may_share_memory(alias[0], y[1])
+    assert not may_share_memory(alias, z)
+    # and out= over such an alias still gives NumPy's answer
+    ref = y.to_numpy()
+    gp.add(alias[:, :-1], 1.0, out=y[:, 1:])
+    ref[:, 1:] = ref[:, :-1] + 1
+    np.testing.assert_array_equal(y.to_numpy(), ref)
