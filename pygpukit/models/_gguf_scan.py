@@ -64,6 +64,9 @@ class Header:
     data_start: int = 0  # byte offset of the data section in the file
 
 
+_U64 = struct.Struct("<Q")
+
+
 class _Cursor:
     def __init__(self, raw: bytes | mmap.mmap, path: Path) -> None:
         self.raw, self.pos, self.path = raw, 0, path
@@ -101,6 +104,32 @@ class _Cursor:
         except UnicodeDecodeError as exc:
             raise self.fail(f"a string that is not UTF-8 ({exc.reason})") from None
 
+    def strings(self, n: int) -> list[str]:
+        """n strings in a row (a tokenizer's vocabulary and merges: about 100,000 in a chat
+        model), with string()'s checks in one tight loop: the per-string method calls took a
+        quarter of a second of the chat's start."""
+        raw, pos, end = self.raw, self.pos, len(self.raw)
+        unpack = _U64.unpack_from
+        out: list[str] = []
+        append = out.append
+        for _ in range(n):
+            if pos + 8 > end:
+                self.pos = pos
+                raise self.fail(f"needs 8 bytes, {end - pos} are left")
+            size = unpack(raw, pos)[0]
+            pos += 8
+            if size > end - pos:
+                self.pos = pos
+                raise self.fail(f"string length {size} does not fit in the {end - pos} bytes left")
+            try:
+                append(raw[pos : pos + size].decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                self.pos = pos
+                raise self.fail(f"a string that is not UTF-8 ({exc.reason})") from None
+            pos += size
+        self.pos = pos
+        return out
+
     def value(self, vtype: int, depth: int = 0) -> Any:
         if vtype in _FORMATS:
             return struct.unpack("<" + _FORMATS[vtype], self.take(_SIZES[vtype]))[0]
@@ -112,7 +141,7 @@ class _Cursor:
             if etype in _FORMATS:
                 return np.frombuffer(self.take(n * _SIZES[etype]), _NUMPY[etype]).tolist()
             if etype == _STRING:
-                return [self.string() for _ in range(n)]
+                return self.strings(n)
             return [self.value(etype, depth + 1) for _ in range(n)]
         raise self.fail(f"unknown value type {vtype}")
 

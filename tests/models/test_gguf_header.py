@@ -97,3 +97,41 @@ def test_an_alignment_off_the_spec_is_named(tmp_path: Path, align: int) -> None:
     with pytest.raises(ModelLoadError, match=r"general\.alignment") as e:
         scan(path)
     assert e.value.field == "metadata 'general.alignment'"
+
+
+def _string_array_file(tmp_path: Path) -> tuple[Path, bytes]:
+    """A file whose last metadata value is a string array ["abcdefghijkl", "QRS"] (the first
+    long enough that a prefix cut in the second passes the array's count check); returns its
+    path and the bytes of the header up to and including that array."""
+    path = tmp_path / "strs.gguf"
+    w = gguf.GGUFWriter(str(path), "test")
+    w.add_array("v.strs", ["abcdefghijkl", "QRS"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    raw = path.read_bytes()
+    end = raw.rindex(b"QRS") + 3
+    return path, raw[:end]
+
+
+@pytest.mark.parametrize(
+    "cut,what",
+    [
+        (lambda h: h[: h.index(b"QRS") - 4], "needs 8 bytes"),  # inside a length prefix
+        (lambda h: h[:-1], "string length 3 does not fit in the 2 bytes left"),
+        (lambda h: h.replace(b"QRS", b"Q\xffS"), "not UTF-8"),
+    ],
+    ids=["length", "bytes", "utf8"],
+)
+def test_a_broken_string_array_is_named(tmp_path: Path, cut: object, what: str) -> None:
+    """The string-array reader (a tokenizer's vocabulary) keeps the single string's checks: a
+    cut length prefix, a length past the end, bytes that are not UTF-8, each named with the
+    field; nothing is read past the file."""
+    from pygpukit.models import ModelLoadError
+
+    path, head = _string_array_file(tmp_path)
+    assert scan(path).meta["v.strs"] == ["abcdefghijkl", "QRS"]
+    path.write_bytes(cut(head))  # type: ignore[operator]
+    with pytest.raises(ModelLoadError, match=what) as e:
+        scan(path)
+    assert e.value.field == "metadata 'v.strs'"
