@@ -72,5 +72,12 @@ def test_triton_fast_path_registers_only_what_it_can_pass() -> None:
     assert not fast.launch(1, 1, 0, (1, 1, 1), (x, 3, 2.5), consts)
     # A hit with an empty grid launches nothing and reports success.
     assert fast.launch(1, 0, 0, (0, 1, 1), (x, 5, 1.0), consts)
+    # A programmatic dependent launch is cached too, under its own constexprs (the key).
+    pdl = (("BLOCK", 16), ("PDL", True), ("launch_pdl", True))
+    assert fast.register(1, 0, (x, 3, 2.5), pdl, 0, 4, 0, ["*fp32", "i32", "fp32", "constexpr"],
+                         pdl=True)  # fmt: skip
+    assert len(fast) == 2
+    assert fast.launch(1, 0, 0, (1, 0, 1), (x, 3, 2.5), pdl)
+    assert not fast.launch(1, 0, 0, (1, 1, 1), (x, 3, 2.5), (("BLOCK", 16), ("PDL", True)))
     fast.clear()
     assert len(fast) == 0

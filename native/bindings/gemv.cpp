@@ -1,5 +1,5 @@
 // Bindings of the gemv family: keyword arguments straight into GemvArgs; the GIL is released for
-// the launch. pygpukit/backends/native_kernels/gemv.py validates and calls this.
+// the launch. pygpukit/backends/native/gemv.py validates and calls this.
 #include "gemv/gemv.h"
 
 #include "pygpukit_native/registry.h"
@@ -13,7 +13,7 @@ PGK_FAMILY(gemv) {
          const std::string& sdtype, std::int64_t m, std::int64_t n, std::int64_t k,
          std::uintptr_t x, std::int64_t x_row_stride, std::uintptr_t w, std::int64_t w_row_bytes,
          std::uintptr_t scales, std::int64_t s_row_stride, std::int64_t block,
-         double global_scale, std::uintptr_t bias, std::uintptr_t y) {
+         double global_scale, std::uintptr_t bias, std::uintptr_t y, bool pdl, bool prefetch) {
         pgk::GemvArgs a{};
         a.device = device;
         a.stream = stream;
@@ -32,12 +32,15 @@ PGK_FAMILY(gemv) {
         a.global_scale = static_cast<float>(global_scale);
         a.bias = bias;
         a.y = y;
+        a.pdl = pdl;
+        a.prefetch = prefetch;
         pgk::gemv(a, format.c_str());
       },
       py::arg("device"), py::arg("stream"), py::arg("format"), py::arg("dtype"),
       py::arg("sdtype"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("x"),
       py::arg("x_row_stride"), py::arg("w"), py::arg("w_row_bytes"), py::arg("scales"),
       py::arg("s_row_stride"), py::arg("block"), py::arg("global_scale"), py::arg("bias"),
-      py::arg("y"), PGK_NOGIL,
-      "y[m, n] = x[m, k] @ dequant(w)^T (+ bias) for format dense/fp8/int4/nvfp4 (gemv.h)");
+      py::arg("y"), py::arg("pdl") = false, py::arg("prefetch") = false, PGK_NOGIL,
+      "y[m, n] = x[m, k] @ dequant(w)^T (+ bias) for format dense/fp8/int4/nvfp4 (gemv.h); "
+      "pdl: programmatic dependent launch (sm_90+), prefetch: W read before its wait");
 }

@@ -175,6 +175,93 @@ def test_results_are_deterministic_and_zero_rows_are_fine() -> None:
     assert y.shape == (0, 64)
 
 
+def _bits(a: gp.GPUArray) -> np.ndarray:
+    return a.to_numpy().view(np.uint16)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("fmt,kw", [("dense", {}), *QUANT], ids=str)
+def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> None:
+    """Launched early (programmatic dependent launch, sm_90+), the kernel must read x only after
+    the kernel ahead, which writes it, is done: x is the last row of a 64 MiB array that an add
+    writes right before the product (its last blocks write x), with the weight read before the
+    wait (constant_weights) and after it, eagerly and replayed from a graph. The result equals
+    the product of the new x, bit for bit the same as without the early launch."""
+    from pygpukit.backends._support import pdl
+    from pygpukit.backends._support.weights import constant_weights
+
+    k, n = (K_ODD[fmt], 4097)
+    rng = np.random.default_rng(seed("pdl_x", fmt, str(kw)))
+    if fmt == "dense":
+        w = rand(rng, (n, k), "bfloat16")
+        w64, wd = as64(w), _up(w)
+
+        def product(x: gp.GPUArray) -> gp.GPUArray:
+            return gp.gemv(x, wd)
+    else:
+        qw, w64 = _quantized(fmt, kw, n, k)
+
+        def product(x: gp.GPUArray) -> gp.GPUArray:
+            return gp.linear_quantized(x, qw)
+
+    rows = (64 << 20) // (2 * k)
+    src = _up(rand(rng, (rows, k), "bfloat16"))
+    big = gp.zeros((rows, k), dtype="bfloat16", device="cuda:0")
+    x = big[rows - 1 :]  # a contiguous, 16-byte aligned row
+
+    def step() -> gp.GPUArray:
+        gp.add(src, 1.0, out=big)
+        return product(x)
+
+    want = src.to_numpy()[rows - 1 :].astype(np.float32) + 1.0
+    xs = want.astype(ml_dtypes.bfloat16)
+    ys = {}
+    for early in (True, False):
+        pdl.set_pdl(early)
+        try:
+            for const in (False, True):
+                big.fill_(0)
+                if const:
+                    with constant_weights():
+                        y = step()
+                else:
+                    y = step()
+                _check(y, xs, w64, None, "bfloat16")
+                ys[early, const] = _bits(y)
+            g = gp.CUDAGraph()
+            big.fill_(0)
+            with g.capture(), constant_weights():
+                yg = step()
+            big.fill_(0)
+            g.replay()
+            gp.synchronize()
+            _check(yg, xs, w64, None, "bfloat16")
+            ys[early, "graph"] = _bits(yg)
+        finally:
+            pdl.set_pdl(True)
+    first = next(iter(ys.values()))
+    for key, got in ys.items():
+        np.testing.assert_array_equal(got, first, err_msg=str(key))
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+def test_early_launch_reads_a_weight_written_ahead_after_the_wait() -> None:
+    """Outside constant_weights() the weight may be what the kernel ahead writes: a dense W
+    refilled by a copy right before the product is read after the wait."""
+    k, n = 4104, 8200
+    rng = np.random.default_rng(seed("pdl_w"))
+    x = rand(rng, (1, k), "bfloat16")
+    w_new = rand(rng, (n, k), "bfloat16")
+    src, w = _up(w_new), gp.zeros((n, k), dtype="bfloat16", device="cuda:0")
+    for _ in range(3):
+        w.fill_(0)
+        w[...] = src
+        y = gp.gemv(_up(x), w)
+        _check(y, x, as64(w_new), None, "bfloat16")
+
+
 @gpu
 @pytest.mark.usefixtures("_native")
 def test_extreme_fp8_and_nvfp4_codes_are_exact() -> None:

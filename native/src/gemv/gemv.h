@@ -39,6 +39,12 @@ struct GemvArgs {
   float global_scale;        // nvfp4 (1 elsewhere)
   std::uintptr_t bias;       // 0: none; else contiguous [N] of dtype
   std::uintptr_t y;          // contiguous [M, N] of dtype
+  // Programmatic dependent launch (sm_90+, pygpukit_native/pdl.cuh): the kernel may start while
+  // the one before it on the stream finishes, and waits on it before it reads x or writes y.
+  bool pdl = false;
+  // With pdl: W and its scales are constant for the kernels in flight (the engine's
+  // constant_weights()), so the first weight loads are issued before the wait.
+  bool prefetch = false;
 };
 
 // format: "dense", "fp8", "int4" or "nvfp4" (std::invalid_argument for anything else).

@@ -31,6 +31,7 @@
 #include "gemv/gemv.h"
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
+#include "pygpukit_native/pdl.cuh"
 #include "pygpukit_native/tensor_core.cuh"
 
 namespace pgk {
@@ -51,7 +52,25 @@ struct Params {
   void* y;
   std::int64_t m, n, k;
   float gscale;
+  bool pdl;       // launched early: wait on the kernel ahead before reading x (GemvArgs::pdl)
+  bool prefetch;  // constant W: its first loads go before that wait (GemvArgs::prefetch)
 };
+
+// The start of every gemv kernel: with p.pdl, wait on the kernel ahead and release the one
+// after; `weights` issues the first loads of W (and its scales), before the wait where W is
+// constant (p.prefetch), else after it. Nothing else is read before the wait.
+template <typename LoadW>
+__device__ __forceinline__ void start(const Params& p, LoadW&& weights) {
+  if (p.pdl && !p.prefetch) {
+    pdl_wait();
+    pdl_release();
+  }
+  weights();  // one copy of the loads (two copies cost registers)
+  if (p.prefetch) {  // implies p.pdl (make_params)
+    pdl_wait();
+    pdl_release();
+  }
+}
 
 // The thread's view of its block: x rows g and g + 8 of the block's tile (nullptr past M).
 template <typename T>
@@ -249,7 +268,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks) gemv_kernel(const
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
   }
   uint4 cur[U][kTiles];
-  load_super<T, U>(c, wrow, wok, warp, cur);
+  start(p, [&] { load_super<T, U>(c, wrow, wok, warp, cur); });
   for (std::int64_t s = warp; s < supers; s += nwarps) {
     uint4 nxt[U][kTiles];
     load_super<T, U>(c, wrow, wok, s + nwarps, nxt);  // zeros (no access) past the end
@@ -308,6 +327,8 @@ inline Params make_params(const GemvArgs& a) {
   p.n = a.n;
   p.k = a.k;
   p.gscale = a.global_scale;
+  p.pdl = a.pdl;
+  p.prefetch = a.pdl && a.prefetch;
   return p;
 }
 
@@ -327,9 +348,10 @@ void launch_config(const GemvArgs& a, const char* name) {
   const std::int64_t nblk = (a.n + kTileN - 1) / kTileN;
   const std::int64_t mblk = (a.m + kTileM - 1) / kTileM;
   use_device(a.device);
-  gemv_kernel<T, F, C><<<dim3(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk)),
-                         C::Warps * 32, 0, as_stream(a.stream)>>>(p);
-  PGK_CHECK_LAUNCH(name);
+  check(launch_kernel(gemv_kernel<T, F, C>,
+                      dim3(static_cast<unsigned>(nblk), static_cast<unsigned>(mblk)),
+                      dim3(C::Warps * 32), as_stream(a.stream), a.pdl, p),
+        name, __FILE__, __LINE__);
 }
 
 // 16 warps a block under 256 blocks (few, long rows: K split finer) with F::kUnroll warp-steps

@@ -258,13 +258,15 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     }
     gnext += kStride;
   };
-#pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) {
-    issue(mine[j]);
-    cp_async_commit();
-  }
   Side side, nside;
-  side.load(p, c, warp);
+  start(p, [&] {
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) {
+      issue(mine[j]);
+      cp_async_commit();
+    }
+    side.load(p, c, warp);
+  });
   int stage = 0;
   std::int64_t gcur = g0;  // the granule of the step being computed
   for (std::int64_t s = warp; s < steps; s += nwarps) {
@@ -305,8 +307,9 @@ void launch_config(const GemvArgs& a, const char* name) {
   const dim3 grid(static_cast<unsigned>((a.n + rows - 1) / rows),
                   static_cast<unsigned>((a.m + xrows - 1) / xrows));
   use_device(a.device);
-  gemv_wa_kernel<T, F, C><<<grid, C::Warps * 32, 0, as_stream(a.stream)>>>(p);
-  PGK_CHECK_LAUNCH(name);
+  check(launch_kernel(gemv_wa_kernel<T, F, C>, grid, dim3(C::Warps * 32), as_stream(a.stream),
+                      a.pdl, p),
+        name, __FILE__, __LINE__);
 }
 
 // Up to 8 rows of x (decoding), by blocks of one row tile (16 output columns): under 256 of them

@@ -8,6 +8,12 @@ stride that keeps them 16-byte aligned (last dim contiguous), else copied first;
 is read in place when its rows are contiguous and 16-byte aligned, else copied (a full copy of
 W per call: keep weights contiguous). Quantized data and scales are contiguous by construction
 (QuantizedWeight). y comes out contiguous (an out= of another layout receives a copy).
+
+On sm_90+ (backends/_support/pdl.py) the kernels are launched with programmatic dependent
+launch, as the Triton decode GEMV is (PDL_LAUNCH below): a launch may start while the kernel
+before it finishes and waits on it before it reads x; inside the engine's forward
+(``constant_weights()``) its first weight and scale loads go before that wait, unless this call
+copied the weight (the copy is then the kernel ahead).
 """
 
 from __future__ import annotations
@@ -16,11 +22,20 @@ from typing import Any
 
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver, target
+from pygpukit.backends._support.pdl import pdl_enabled
 from pygpukit.backends._support.rows import rows_of
+from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
 from pygpukit.backends.native._libs import extension
 
 __all__ = ["gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "linear_rows"]
+
+# True: launched with programmatic dependent launch where pdl_enabled says so (see above).
+# H200, 2026-11-28 (benchmarks/quantized.py --at-load llama-3.2-1b --layers 16 --gemv-pdl off on
+# off on: one model a format, the graph recaptured at each switch, tokens identical): batch-1
+# decode tok/s off / on, two rounds: int4 1248 / 1279 and 1097 / 1160, fp8 1019 / 1103 and
+# 1050 / 1090, nvfp4 1161 / 1246 and 1107 / 1205. False: the plain launch.
+PDL_LAUNCH = True
 
 
 def _ext() -> Any:
@@ -41,6 +56,13 @@ def _ready(a: GPUArray | None) -> GPUArray | None:
     return None if a is None else aligned(a)
 
 
+def _launch_flags(x: GPUArray, copied: bool) -> tuple[bool, bool]:
+    """(pdl, prefetch) of a launch on x's device: the early launch where it is on, the weight
+    read before the wait where the weights are constant and this call did not copy them."""
+    pdl = PDL_LAUNCH and pdl_enabled(x._device)
+    return pdl, pdl and not copied and weights_are_constant()
+
+
 def _run(
     fmt: str,
     x: GPUArray,
@@ -53,18 +75,23 @@ def _run(
     global_scale: float,
     bias: GPUArray | None,
     out: GPUArray | None,
+    copied: bool = False,
 ) -> GPUArray:
+    """The launch; copied: the caller copied the weight for this call."""
     lead = x.shape[:-1]
     x, m, k, sx = aligned_rows(x)
     y = target(out, (*lead, n), x._dtype, x)
-    bias, scales = _ready(bias), _ready(scales)
+    ready = _ready(scales)
+    copied = copied or ready is not scales
+    bias, scales = _ready(bias), ready
+    pdl, prefetch = _launch_flags(x, copied)
     # fmt: off
     _ext().gemv(
         x._device.index, stream_of(x), fmt, x._dtype.name,
         "float32" if scales is None else scales._dtype.name, m, n, k,
         x.data_ptr(), sx, w.data_ptr(), w_row_bytes,
         0 if scales is None else scales.data_ptr(), s_row, block, float(global_scale),
-        0 if bias is None else bias.data_ptr(), y.data_ptr(),
+        0 if bias is None else bias.data_ptr(), y.data_ptr(), pdl, prefetch,
     )
     # fmt: on
     return deliver(y, out)
@@ -76,11 +103,12 @@ def gemv(
     """x [..., K] @ w[N, K]^T (+ bias) with w of x's dtype (float16/bfloat16)."""
     n = w.shape[0]
     got = rows_of(w)
-    if got is None or w.data_ptr() % 16 or (got[2] * w.itemsize) % 16:
+    copied = got is None or w.data_ptr() % 16 != 0 or (got[2] * w.itemsize) % 16 != 0
+    if copied:
         w = w.copy()
         got = rows_of(w)
-        assert got is not None
-    return _run("dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out)
+    assert got is not None
+    return _run("dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out, copied)
 
 
 def gemv_fp8(
@@ -96,7 +124,8 @@ def gemv_fp8(
     or [N, ceil(K/128)] (block 128)."""
     n, k = data.shape
     s_row = 1 if block == 0 else scales.shape[1]
-    return _run("fp8", x, aligned(data), k, n, scales, s_row, block, 1.0, bias, out)
+    w = aligned(data)
+    return _run("fp8", x, w, k, n, scales, s_row, block, 1.0, bias, out, w is not data)
 
 
 def gemv_int4(
@@ -110,9 +139,10 @@ def gemv_int4(
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data int4 [N, K], scales [N, ceil(K/128)]."""
     n, k = data.shape
+    w = aligned(data)
     # fmt: off
     return _run(
-        "int4", x, aligned(data), k // 2, n, scales, scales.shape[1], group, 1.0, bias, out,
+        "int4", x, w, k // 2, n, scales, scales.shape[1], group, 1.0, bias, out, w is not data,
     )
     # fmt: on
 
@@ -128,9 +158,11 @@ def gemv_nvfp4(
 ) -> GPUArray:
     """x @ dequant(data)^T (+ bias): e2m1 codes uint8 [N, K/2], e4m3 scales [N, K/16]."""
     n, half_k = data.shape
+    w = aligned(data)
     # fmt: off
     return _run(
-        "nvfp4", x, aligned(data), half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
+        "nvfp4", x, w, half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
+        w is not data,
     )
     # fmt: on
 
@@ -140,10 +172,11 @@ def linear_rows(
 ) -> None:
     """y[m, n] = x[m, k] @ w[n, k]^T (+ bias) for contiguous, 16-byte aligned x, w, y and bias
     of one half dtype, k % 8 == 0 (the caller, native._gemm_rows, checked all of it)."""
+    pdl, prefetch = _launch_flags(y, False)
     # fmt: off
     _ext().gemv(
         y._device.index, stream_of(y), "dense", y._dtype.name, "float32", m, n, k,
         x.data_ptr(), k, w.data_ptr(), 2 * k, 0, 1, 0, 1.0,
-        0 if bias is None else bias.data_ptr(), y.data_ptr(),
+        0 if bias is None else bias.data_ptr(), y.data_ptr(), pdl, prefetch,
     )
     # fmt: on

@@ -13,15 +13,17 @@ installed they still run on ``gp.current_stream()``.
 - Under ``TRITON_INTERPRET=1`` kernels run in Triton's NumPy interpreter on CPU-device arrays:
   pygpukit's host memory is handed to the interpreter in place (no copies), through a small
   adapter that provides the tensor methods the interpreter calls.
-- Programmatic dependent launch (sm_90+, ``pdl_enabled``): a kernel launched with
+- Programmatic dependent launch (sm_90+, ``pdl_enabled``, from backends/_support/pdl.py: the
+  native decode GEMV launches so too): a kernel launched with
   ``launch_pdl=True`` may start while the kernel before it on the stream is finishing, once that
   one has released it (``gdc_launch_dependents``) or ended. Such a kernel must call ``gdc_wait``
   before it reads anything an earlier kernel of the stream writes, and before it writes anything
   (the decode GEMV of gemv_dense.py; the kernels ahead of it release it early: norm.py's
   contiguous RMSNorm, and attention_decode.py's kernel where it combines its own splits; the
-  cache write and decode attention are launched so too, behind their PDL_LAUNCH knobs). These
-  launches take the slow path's Python launcher (the native one passes no launch attributes),
-  where check_pdl refuses one whose kernel is not told to wait.
+  cache write and decode attention are launched so too, behind their PDL_LAUNCH knobs). The
+  first launch of a specialization goes through the slow path, where check_pdl refuses one
+  whose kernel is not told to wait; the native fast path then launches it with the attribute
+  (cuLaunchKernelEx), under a key that includes the constexprs check_pdl read.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from triton.runtime.interpreter import InterpretedFunction, TensorHandle
 
 from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
+from pygpukit.backends._support.pdl import pdl_enabled, set_pdl
 from pygpukit.backends.triton_kernels import interpreting
 
 __all__ = [
@@ -52,27 +55,6 @@ __all__ = [
     "pdl_enabled",
     "set_pdl",
 ]
-
-# Programmatic dependent launch: on where the device supports it (sm_90+); PYGPUKIT_PDL=0 (read
-# at import) or set_pdl(False) turns it off (the same results; only the timing changes).
-_pdl_on = [os.environ.get("PYGPUKIT_PDL", "1") != "0"]
-_pdl_devices: dict[int, bool] = {}
-
-
-def set_pdl(on: bool) -> None:
-    """Turn programmatic dependent launch on or off for later launches (benchmarks)."""
-    _pdl_on[0] = bool(on)
-
-
-def pdl_enabled(device: runtime.Device) -> bool:
-    """Whether kernels on ``device`` use programmatic dependent launch (and its release)."""
-    if not _pdl_on[0] or device.type != "cuda":
-        return False
-    got = _pdl_devices.get(device.index)
-    if got is None:
-        props = _core.device_properties(device.index)
-        got = _pdl_devices[device.index] = int(props["major"]) >= 9
-    return got
 
 
 def cache_dir() -> Path:
@@ -370,8 +352,9 @@ def check_pdl(kernel: Any, constexprs: dict[str, Any]) -> None:
     """Refuse a launch with ``launch_pdl=True`` unless the kernel is told to wait (its ``PDL``
     constexpr True, behind which it calls ``gdc_wait`` before it reads anything an earlier
     kernel may write): such a kernel may start while the one before it on the stream still
-    runs, and would read its inputs half-written. Every programmatic launch goes through the
-    slow path (the native one refuses them), so this holds for all of them."""
+    runs, and would read its inputs half-written. The first launch of every specialization
+    goes through the slow path, and both caches key on the constexprs (``launch_pdl`` and
+    ``PDL`` among them), so this holds for every later launch too."""
     if constexprs.get("launch_pdl") and not constexprs.get("PDL"):
         name = getattr(getattr(kernel, "fn", kernel), "__name__", repr(kernel))
         raise RuntimeError(
@@ -445,19 +428,24 @@ def _launch_slow(
 def _register_native(
     compiled: Any, kernel: Any, args: tuple[Any, ...], consts: tuple[Any, ...], dev: int
 ) -> bool:
-    """Cache ``compiled`` in the native fast path when a plain cuLaunchKernel can start it."""
+    """Cache ``compiled`` in the native fast path when cuLaunchKernel (cuLaunchKernelEx for a
+    programmatic dependent launch) can start it: one CTA a cluster, not cooperative, no
+    scratch."""
     if not _fast_ok(compiled):
         return False
     md = compiled.metadata
     run = compiled.run
-    if md.num_ctas != 1 or run.launch_cooperative_grid or run.launch_pdl:
+    if md.num_ctas != 1 or run.launch_cooperative_grid:
         return False
     signature = list(compiled.src.signature.values())
     if not all(isinstance(t, str) for t in signature):
         return False
+    # fmt: off
     ok: bool = _native_fast.register(
-        id(kernel), dev, args, consts, compiled.function, md.num_warps, md.shared, signature
+        id(kernel), dev, args, consts, compiled.function, md.num_warps, md.shared, signature,
+        bool(run.launch_pdl),
     )
+    # fmt: on
     return ok
 
 

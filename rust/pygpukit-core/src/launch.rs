@@ -11,12 +11,16 @@ use cudarc::driver::sys;
 
 use crate::error::{check, Result};
 
-/// Grid, block and dynamic shared memory of one launch.
+/// Grid, block and dynamic shared memory of one launch, and whether it is a programmatic
+/// dependent launch (sm_90+: the kernel may start while the one before it on the stream
+/// finishes, and must wait on it with `griddepcontrol.wait` before it reads what that one
+/// writes; the Triton kernels launched so are told to, see pygpukit's driver.check_pdl).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
+    pub pdl: bool,
 }
 
 /// Launch `function` on `stream` with `params` (one pointer to each argument's value).
@@ -33,6 +37,33 @@ pub unsafe fn launch_raw(
 ) -> Result<()> {
     let [gx, gy, gz] = cfg.grid;
     let [bx, by, bz] = cfg.block;
+    if cfg.pdl {
+        // SAFETY: a zeroed attribute value is valid (a union of plain integers and arrays).
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: gx,
+            gridDimY: gy,
+            gridDimZ: gz,
+            blockDimX: bx,
+            blockDimY: by,
+            blockDimZ: bz,
+            sharedMemBytes: cfg.shared_bytes,
+            hStream: stream as sys::CUstream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: upheld by the caller (see above); `config` and `attr` outlive the call.
+        return check("cuLaunchKernelEx", unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                function as sys::CUfunction,
+                params.as_mut_ptr(),
+                ptr::null_mut(),
+            )
+        });
+    }
     // SAFETY: upheld by the caller (see above).
     check("cuLaunchKernel", unsafe {
         sys::cuLaunchKernel(

@@ -3,7 +3,8 @@
 //! One pass over a launch's Python arguments computes the specialization key (what Triton
 //! specializes a compiled kernel on: dtype and 16-byte alignment of each pointer, the value class
 //! of each int, the constexpr values) and the raw argument values; a cache maps the key to the
-//! loaded kernel, which is launched with cuLaunchKernel. Anything unusual (an argument of
+//! loaded kernel, which is launched with cuLaunchKernel (cuLaunchKernelEx with the programmatic
+//! stream serialization attribute for a kernel Triton compiled with launch_pdl). Anything unusual (an argument of
 //! another type, an int beyond 64 bits, a device other than the caller's) is a miss, and the
 //! Python side takes Triton's own path, which also registers the kernel here once compiled.
 
@@ -69,6 +70,7 @@ struct Entry {
     function: usize,
     cfg_block: u32,
     shared: u32,
+    pdl: bool,
     types: Vec<Ty>,
     consts: Py<PyTuple>,
 }
@@ -166,8 +168,10 @@ impl PyTritonFastPath {
 
     /// Cache a loaded kernel for calls shaped like this one. Returns False (nothing cached)
     /// when its signature has a parameter type this path does not pass, or a non-constexpr
-    /// parameter after the positional arguments.
+    /// parameter after the positional arguments. pdl: launch it as a programmatic dependent
+    /// launch (the caller checked the kernel waits: the constexprs, part of the key, say so).
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kernel_id, device, args, consts, function, num_warps, shared, signature, pdl = false))]
     fn register(
         &self,
         py: Python<'_>,
@@ -179,6 +183,7 @@ impl PyTritonFastPath {
         num_warps: u32,
         shared: u32,
         signature: Vec<String>,
+        pdl: bool,
     ) -> PyResult<bool> {
         let Some(types) = signature
             .iter()
@@ -197,6 +202,7 @@ impl PyTritonFastPath {
             function,
             cfg_block: 32 * num_warps,
             shared,
+            pdl,
             types,
             consts: consts.unbind(),
         };
@@ -234,6 +240,7 @@ impl PyTritonFastPath {
                 grid: [grid.0, grid.1, grid.2],
                 block: [e.cfg_block, 1, 1],
                 shared_bytes: e.shared,
+                pdl: e.pdl,
             };
             (e.function, cfg, pack(&e.types, &vals)?)
         };

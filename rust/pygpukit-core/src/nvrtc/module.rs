@@ -120,6 +120,7 @@ pub unsafe fn launch(
         grid,
         block,
         shared_bytes,
+        pdl: false,
     };
     // SAFETY: upheld by the caller.
     unsafe { launch_raw(function, &cfg, stream, params) }
