@@ -109,11 +109,14 @@ _QUANT_OPERANDS = {
     "nvfp4": frozenset({"uint8", "float8_e4m3fn"}),
 }
 # gp.linear_quantized's crossovers (pygpukit/ops/gemv.py), measured with
-# benchmarks/mixed_gemm.py on an H100 (2026-11-26, bf16 x, K4096 N14336; BENCHMARKS.md "Mixed-input
+# benchmarks/mixed_gemm.py (bf16 x, K4096 N14336 and K14336 N4096; BENCHMARKS.md "Mixed-input
 # GEMM"): x with at most QGEMV_MAX_ROWS rows goes to the decode GEMV (gemv_<format>); more rows to
-# the mixed-input GEMM (qgemm_<format>: fp8 34 us at 32 rows against the GEMV's 64; int4 and
-# nvfp4 catch up with their GEMV later: 51 vs 67 us and 69 vs 74 us at 64 rows).
-QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 32}
+# the mixed-input GEMM (qgemm_<format>). H100, 2026-11-26: fp8 34 us at 32 rows against the
+# GEMV's 64. H200, 2026-11-28, with the GEMV's launch rules of that day (GEMV / qgemm us): fp8 at
+# 24-32 rows 41.4-45.0 / 34.0-34.5 at N14336 but 59.7-59.8 / 76.8-81.5 at K14336 (the mixed-input
+# GEMM has no split of K), so 16 stays; int4 at 32 rows 43.6 / 41.0 and 44.8 / 81.3; nvfp4 at 48
+# rows 61.5 / 70.7 and 59.1 / 175.5 (at 64 rows 77.5 / 70.1 at N14336), so nvfp4 takes 48.
+QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 48}
 # gp.linear and gp.linear_silu_mul hand x with at most DENSE_GEMV_MAX_ROWS rows (batch-1 decode)
 # to the Triton decode GEMV (ops linear_gemv / linear_silu_mul; pygpukit/ops/gemv.py
 # decode_gemv says when) on CUDA outside the deterministic mode and unless a route forces op
