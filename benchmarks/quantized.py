@@ -14,9 +14,11 @@ kept quantized against the same file dequantized at load.
    bytes of the weights against the file's tensor bytes, greedy decode tok/s at batch 1 from the
    CUDA graph (--new tokens after a short chat prompt, stop tokens off) and the greedy agreement
    (tokens identical up to the first difference) between the two.
-3. --at-load NAME [--layers L]: a benchmarks/_models.py config (its first L layers, random bf16
-   weights) loaded dense and quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy
-   decode tok/s at batch 1 from the CUDA graph, and prefill tok/s of a 1024-token prompt.
+3. --at-load NAME [--layers L] [--at-load-modes ...] [--gemv-pdl on off]: a
+   benchmarks/_models.py config (its first L layers, random bf16 weights) loaded dense and
+   quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy decode tok/s at batch 1 from
+   the CUDA graph, and prefill tok/s of a 1024-token prompt; --gemv-pdl runs each quantized mode
+   with the native decode GEMV's early launch on and off.
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
    gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, at --moe-tokens
    tokens (default 1, 16, 256).
@@ -165,13 +167,17 @@ def model(path: str, new: int) -> dict[str, Any]:
     return res
 
 
-def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
+def at_load(
+    name: str, layers: int, new: int, modes: list[str], gemv_pdl: list[str]
+) -> dict[str, Any]:
     """A benchmarks/_models.py config cut to ``layers`` layers, random bf16 weights, loaded
-    dense and with quantize="fp8" / "int4" / "nvfp4" / "w8a8": weight bytes, greedy decode
-    tok/s at batch 1 from the CUDA graph, and prefill tok/s of a 1024-token prompt (the
-    mixed-input GEMM's rows)."""
+    dense ("bf16") and with quantize= each of ``modes`` ("fp8" / "int4" / "nvfp4" / "w8a8"):
+    weight bytes, greedy decode tok/s at batch 1 from the CUDA graph, and prefill tok/s of a
+    1024-token prompt (the mixed-input GEMM's rows). gemv_pdl: "on" / "off", the native decode
+    GEMV's early launch (backends/native/gemv.PDL_LAUNCH) for each quantized mode, in turn."""
     from _models import CONFIGS, RandomBf16, hf_shapes, random_prompts
 
+    from pygpukit.backends.native import gemv as native_gemv
     from pygpukit.models import GenerationStats
     from pygpukit.models.config import config_from_dict
     from pygpukit.models.transformer import CausalTransformerModel
@@ -183,28 +189,39 @@ def at_load(name: str, layers: int, new: int) -> dict[str, Any]:
     prompt = random_prompts(cfg, 1)[0]
     long_prompt = random_prompts(cfg, 1, length=1024)[0]
     res: dict[str, Any] = {"model": f"{name}, {layers} layers"}
-    for mode in (None, "fp8", "int4", "nvfp4", "w8a8"):
+    for name_mode in modes:
+        mode = None if name_mode == "bf16" else name_mode
         src = RandomBf16(hf_shapes(cfg))
         w = load_weights(src, config, gp.bfloat16, dev, where="random", quantize=mode)
         m = CausalTransformerModel(config, w, gp.bfloat16, dev, source=name)
-        m.generate(prompt, 16, temperature=0, stop_token_ids=())  # warm-up: compile, capture
-        rates = []
-        for _ in range(3):
-            st = GenerationStats()
-            m.generate(prompt, new, temperature=0, stop_token_ids=(), stats=st)
-            rates.append(st.decode_tokens_per_s)
-        pre = []
-        for _ in range(3):
-            sp = GenerationStats()
-            m.generate(long_prompt, 1, temperature=0, stop_token_ids=(), stats=sp)
-            pre.append(sp.prefill_tokens_per_s)
-        key = mode or "bf16"
-        res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1],
-                    "prefill_tok_s": sorted(pre)[1]}  # fmt: skip
-        print(f"{name} x{layers} {key}: weights {w.nbytes() / 2**20:.1f} MiB, decode "
-              f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode}), prefill 1024 tokens "
-              f"{sorted(pre)[1]:.0f} tok/s", flush=True)  # fmt: skip
+        toks: dict[str, Any] = {}
+        repeated = len(set(gemv_pdl)) < len(gemv_pdl)
+        for i, pdl in enumerate(gemv_pdl if mode is not None else ["on"]):
+            native_gemv.PDL_LAUNCH = pdl == "on"
+            key = name_mode + ("" if pdl == "on" else ", native GEMV PDL off")
+            key += f", round {i // len(set(gemv_pdl)) + 1}" if repeated and mode else ""
+            m.drop_step_graphs()  # captured with the other launch
+            toks[key] = m.generate(prompt, 16, temperature=0, stop_token_ids=())  # compile, capture
+            rates = []
+            for _ in range(3):
+                st = GenerationStats()
+                m.generate(prompt, new, temperature=0, stop_token_ids=(), stats=st)
+                rates.append(st.decode_tokens_per_s)
+            res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1]}
+            if i == 0:
+                pre = []
+                for _ in range(3):
+                    sp = GenerationStats()
+                    m.generate(long_prompt, 1, temperature=0, stop_token_ids=(), stats=sp)
+                    pre.append(sp.prefill_tokens_per_s)
+                res[key]["prefill_tok_s"] = sorted(pre)[1]
+            same = len({str(t) for t in toks.values()}) == 1
+            print(f"{name} x{layers} {key}: weights {w.nbytes() / 2**20:.1f} MiB, decode "
+                  f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode}), prefill 1024 tokens "
+                  f"{res[key].get('prefill_tok_s', float('nan')):.0f} tok/s, tokens as the "
+                  f"first launch: {same}", flush=True)  # fmt: skip
         del m, w
+    native_gemv.PDL_LAUNCH = True
     return res
 
 
@@ -265,6 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep", action="store_true")
     p.add_argument("--at-load", default=None, help="a benchmarks/_models.py config name")
     p.add_argument("--layers", type=int, default=4)
+    p.add_argument(
+        "--at-load-modes",
+        nargs="+",
+        default=["bf16", "fp8", "int4", "nvfp4", "w8a8"],
+        choices=["bf16", "fp8", "int4", "nvfp4", "w8a8"],
+    )
+    p.add_argument(
+        "--gemv-pdl",
+        nargs="+",
+        default=["on"],
+        choices=["on", "off"],
+        help="--at-load: the native GEMV's early launch, each in turn",
+    )
     p.add_argument("--moe", default=None, help="time a Mixtral layer's experts in this format")
     p.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 16, 256])
     p.add_argument("--skip-products", action="store_true")
@@ -284,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.model:
         res["model"] = model(args.model, args.new)
     if args.at_load:
-        res["at_load"] = at_load(args.at_load, args.layers, args.new)
+        res["at_load"] = at_load(
+            args.at_load, args.layers, args.new, args.at_load_modes, args.gemv_pdl
+        )
     if args.moe:
         res["moe"] = moe_experts(timer, args.moe, copy_gbs, args.moe_tokens)
     text = json.dumps(res, default=str)
