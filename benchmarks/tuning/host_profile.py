@@ -32,6 +32,15 @@ def per_call(fn: Callable[[], Any], n: int = 5000) -> float:
     return min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
 
 
+def report(title: str, rows: dict[str, Callable[[], Any]], n: int = 5000) -> None:
+    """Print the title, then each row's host time a call (us), then wait for the device."""
+    print(title)
+    width = max(map(len, rows)) + 2
+    for name, fn in rows.items():
+        print(f"{name:<{width}} {per_call(fn, n):7.2f} us")
+    gp.synchronize()
+
+
 def _quantized_rows(
     fmt: str, qw: Any, x: Any, out: Any, params: dict[str, Any], dev: Any
 ) -> dict[str, Callable[[], Any]]:
@@ -91,10 +100,7 @@ def linear_quantized(dev: Any) -> None:
         rows["torch F.linear bf16"] = lambda: torch.nn.functional.linear(tx, tw)
     except ImportError:
         pass
-    print(f"linear_quantized 1x{k} bf16 x, weight {n}x{k}")
-    for name, fn in rows.items():
-        print(f"{name:<52} {per_call(fn, 2000):7.2f} us")
-    gp.synchronize()
+    report(f"linear_quantized 1x{k} bf16 x, weight {n}x{k}", rows, 2000)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,10 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         rows["torch F.rms_norm"] = lambda: torch.nn.functional.rms_norm(tx, (4096,), tw, EPS)
     except ImportError:
         pass
-    print(f"rmsnorm 1x4096 bf16 runs on {backend} by default")
-    for name, fn in rows.items():
-        print(f"{name:<38} {per_call(fn):7.2f} us")
-    gp.synchronize()
+    report(f"rmsnorm 1x4096 bf16 runs on {backend} by default", rows)
     return 0
 
 
