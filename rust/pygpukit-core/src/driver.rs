@@ -70,6 +70,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemcpyDtoDAsync_v2",
     "cuMemcpy2DAsync_v2",
     "cuLaunchKernel",
+    "cuLaunchKernelEx", // programmatic dependent launches (CUDA 11.8+ drivers)
     "cuFuncSetAttribute",
     "cuModuleLoadData",
     "cuModuleGetFunction",
