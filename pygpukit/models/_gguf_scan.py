@@ -124,7 +124,7 @@ class _Cursor:
             try:
                 append(raw[pos : pos + size].decode("utf-8"))
             except UnicodeDecodeError as exc:
-                self.pos = pos
+                self.pos = pos + size  # where string() reports it: after the string's bytes
                 raise self.fail(f"a string that is not UTF-8 ({exc.reason})") from None
             pos += size
         self.pos = pos

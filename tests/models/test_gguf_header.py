@@ -115,23 +115,26 @@ def _string_array_file(tmp_path: Path) -> tuple[Path, bytes]:
 
 
 @pytest.mark.parametrize(
-    "cut,what",
+    "cut,what,back",
     [
-        (lambda h: h[: h.index(b"QRS") - 4], "needs 8 bytes"),  # inside a length prefix
-        (lambda h: h[:-1], "string length 3 does not fit in the 2 bytes left"),
-        (lambda h: h.replace(b"QRS", b"Q\xffS"), "not UTF-8"),
+        (lambda h: h[: h.index(b"QRS") - 4], "needs 8 bytes", 4),  # inside a length prefix
+        (lambda h: h[:-1], "string length 3 does not fit in the 2 bytes left", 2),
+        (lambda h: h.replace(b"QRS", b"Q\xffS"), "not UTF-8", 0),
     ],
     ids=["length", "bytes", "utf8"],
 )
-def test_a_broken_string_array_is_named(tmp_path: Path, cut: object, what: str) -> None:
-    """The string-array reader (a tokenizer's vocabulary) keeps the single string's checks: a
-    cut length prefix, a length past the end, bytes that are not UTF-8, each named with the
-    field; nothing is read past the file."""
+def test_a_broken_string_array_is_named(tmp_path: Path, cut: object, what: str, back: int) -> None:
+    """The string-array reader (a tokenizer's vocabulary) keeps the single string's checks and
+    positions: a cut length prefix (at its start), a length past the end (after the prefix),
+    bytes that are not UTF-8 (after them), each named with the field; nothing is read past the
+    file."""
     from pygpukit.models import ModelLoadError
 
     path, head = _string_array_file(tmp_path)
     assert scan(path).meta["v.strs"] == ["abcdefghijkl", "QRS"]
-    path.write_bytes(cut(head))  # type: ignore[operator]
+    broken = cut(head)  # type: ignore[operator]
+    path.write_bytes(broken)
     with pytest.raises(ModelLoadError, match=what) as e:
         scan(path)
     assert e.value.field == "metadata 'v.strs'"
+    assert f"at byte {len(broken) - back} " in str(e.value)

@@ -15,6 +15,8 @@ short rows, and "many" (K 128, N 16400) from 1024 (the quantized kernel's two ro
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -179,15 +181,26 @@ def _bits(a: gp.GPUArray) -> np.ndarray:
     return a.to_numpy().view(np.uint16)
 
 
+def _writer(rows: int, k: int, rng: np.random.Generator) -> tuple[gp.GPUArray, Any]:
+    """A [rows, k] bf16 array and the kernel that fills it: gp.rmsnorm into it, whose contiguous
+    Triton kernel releases the next kernel's early launch as it starts (its last blocks write
+    the last rows while the next kernel may already run)."""
+    src = _up(rand(rng, (rows, k), "bfloat16"))
+    g = _up(np.ones(k, dtype=ml_dtypes.bfloat16))
+    dst = gp.zeros((rows, k), dtype="bfloat16", device="cuda:0")
+    return dst, lambda: gp.rmsnorm(src, g, 1e-6, out=dst)
+
+
 @gpu
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("fmt,kw", [("dense", {}), *QUANT], ids=str)
 def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> None:
     """Launched early (programmatic dependent launch, sm_90+), the kernel must read x only after
-    the kernel ahead, which writes it, is done: x is the last row of a 64 MiB array that an add
-    writes right before the product (its last blocks write x), with the weight read before the
-    wait (constant_weights) and after it, eagerly and replayed from a graph. The result equals
-    the product of the new x, bit for bit the same as without the early launch."""
+    the kernel ahead, which writes it, is done: x is the last row of a 64 MiB array that an
+    RMSNorm which releases the next launch at its start writes right before the product, with
+    the weight read before the wait (constant_weights) and after it, eagerly and replayed from
+    a graph. The result is the product of the new x, bit for bit the same as without the early
+    launch."""
     from pygpukit.backends._support import pdl
     from pygpukit.backends._support.weights import constant_weights
 
@@ -206,20 +219,19 @@ def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> 
             return gp.linear_quantized(x, qw)
 
     rows = (64 << 20) // (2 * k)
-    src = _up(rand(rng, (rows, k), "bfloat16"))
-    big = gp.zeros((rows, k), dtype="bfloat16", device="cuda:0")
+    big, write = _writer(rows, k, rng)
     x = big[rows - 1 :]  # a contiguous, 16-byte aligned row
 
     def step() -> gp.GPUArray:
-        gp.add(src, 1.0, out=big)
+        write()
         return product(x)
 
-    want = src.to_numpy()[rows - 1 :].astype(np.float32) + 1.0
-    xs = want.astype(ml_dtypes.bfloat16)
     ys = {}
-    for early in (True, False):
-        pdl.set_pdl(early)
-        try:
+    was = pdl.pdl_enabled(gp.device("cuda:0"))
+    before = pdl._pdl_on[0]
+    try:
+        for early in (True, False):
+            pdl.set_pdl(early)
             for const in (False, True):
                 big.fill_(0)
                 if const:
@@ -227,7 +239,7 @@ def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> 
                         y = step()
                 else:
                     y = step()
-                _check(y, xs, w64, None, "bfloat16")
+                _check(y, big.to_numpy()[rows - 1 :], w64, None, "bfloat16")
                 ys[early, const] = _bits(y)
             g = gp.CUDAGraph()
             big.fill_(0)
@@ -236,30 +248,30 @@ def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> 
             big.fill_(0)
             g.replay()
             gp.synchronize()
-            _check(yg, xs, w64, None, "bfloat16")
+            _check(yg, big.to_numpy()[rows - 1 :], w64, None, "bfloat16")
             ys[early, "graph"] = _bits(yg)
-        finally:
-            pdl.set_pdl(True)
+    finally:
+        pdl.set_pdl(before)
     first = next(iter(ys.values()))
     for key, got in ys.items():
-        np.testing.assert_array_equal(got, first, err_msg=str(key))
+        np.testing.assert_array_equal(got, first, err_msg=f"{key} (early launch on: {was})")
 
 
 @gpu
 @pytest.mark.usefixtures("_native")
 def test_early_launch_reads_a_weight_written_ahead_after_the_wait() -> None:
     """Outside constant_weights() the weight may be what the kernel ahead writes: a dense W
-    refilled by a copy right before the product is read after the wait."""
+    rewritten by an RMSNorm that releases the product's early launch as it starts is read
+    after the wait."""
     k, n = 4104, 8200
     rng = np.random.default_rng(seed("pdl_w"))
     x = rand(rng, (1, k), "bfloat16")
-    w_new = rand(rng, (n, k), "bfloat16")
-    src, w = _up(w_new), gp.zeros((n, k), dtype="bfloat16", device="cuda:0")
+    w, write = _writer(n, k, rng)
     for _ in range(3):
         w.fill_(0)
-        w[...] = src
+        write()
         y = gp.gemv(_up(x), w)
-        _check(y, x, as64(w_new), None, "bfloat16")
+        _check(y, x, as64(w.to_numpy()), None, "bfloat16")
 
 
 @gpu

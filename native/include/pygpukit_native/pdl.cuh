@@ -13,6 +13,8 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace pgk {
@@ -31,12 +33,36 @@ __device__ __forceinline__ void pdl_release() {
 #endif
 }
 
+// Whether the code the driver picked for `kernel` on the current device was compiled for sm_90+,
+// where pdl_wait() is a real wait. A build without sm_90 code (the sm_89 PTX JIT-compiled on a
+// newer GPU, or PYGPUKIT_CUDA_ARCHS without 90) compiles pdl_wait() to nothing, so such a
+// kernel must never be launched early. Asked of the driver once per kernel and device.
+inline bool compiled_to_wait(const void* kernel) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, bool> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(kernel, device);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes attr{};
+  const bool ok = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90 &&
+                  attr.binaryVersion >= 90;
+  if (!ok) cudaGetLastError();  // a failed query leaves nothing behind for the next call
+  known.emplace(key, ok);
+  return ok;
+}
+
 // Launch kernel<<<grid, block, 0, stream>>>(args...), with programmatic stream serialization
-// when pdl is set (the caller checked the device is sm_90+); returns the launch's status. The
-// kernel must call pdl_wait() before its first dependent access when launched so.
+// when pdl is set and the kernel's code waits (compiled_to_wait; the caller checked the device
+// is sm_90+); returns the launch's status, with CUDA's last-error slot cleared on failure so
+// the error is not reported again by the next launch of another op. The kernel must call
+// pdl_wait() before its first dependent access.
 template <typename... KArgs, typename... Args>
 inline cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block,
                                  cudaStream_t stream, bool pdl, Args&&... args) {
+  pdl = pdl && compiled_to_wait(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -47,7 +73,9 @@ inline cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  const cudaError_t status = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (status != cudaSuccess) cudaGetLastError();
+  return status;
 }
 
 }  // namespace pgk

@@ -10,10 +10,11 @@ W per call: keep weights contiguous). Quantized data and scales are contiguous b
 (QuantizedWeight). y comes out contiguous (an out= of another layout receives a copy).
 
 On sm_90+ (backends/_support/pdl.py) the kernels are launched with programmatic dependent
-launch, as the Triton decode GEMV is (PDL_LAUNCH below): a launch may start while the kernel
-before it finishes and waits on it before it reads x; inside the engine's forward
-(``constant_weights()``) its first weight and scale loads go before that wait, unless this call
-copied the weight (the copy is then the kernel ahead).
+launch, as the Triton decode GEMV is (PDL_LAUNCH below), where the code the driver runs was
+compiled for sm_90+ (a build without sm_90 code has no wait to compile, and launches plainly):
+a launch may start while the kernel before it finishes and waits on it before it reads x;
+inside the engine's forward (``constant_weights()``) its first weight and scale loads go before
+that wait, unless this call copied the weight (the copy is then the kernel ahead).
 """
 
 from __future__ import annotations
@@ -172,7 +173,9 @@ def linear_rows(
 ) -> None:
     """y[m, n] = x[m, k] @ w[n, k]^T (+ bias) for contiguous, 16-byte aligned x, w, y and bias
     of one half dtype, k % 8 == 0 (the caller, native._gemm_rows, checked all of it)."""
-    pdl, prefetch = _launch_flags(y, False)
+    # Early launch, but W read after the wait: gp.linear may have cast the weight in this call
+    # (out_dtype=), and this path does not know (it is off by default: GEMV_MAX_M).
+    pdl, prefetch = _launch_flags(y, True)
     # fmt: off
     _ext().gemv(
         y._device.index, stream_of(y), "dense", y._dtype.name, "float32", m, n, k,

@@ -3,10 +3,11 @@
 //! One pass over a launch's Python arguments computes the specialization key (what Triton
 //! specializes a compiled kernel on: dtype and 16-byte alignment of each pointer, the value class
 //! of each int, the constexpr values) and the raw argument values; a cache maps the key to the
-//! loaded kernel, which is launched with cuLaunchKernel (cuLaunchKernelEx with the programmatic
-//! stream serialization attribute for a kernel Triton compiled with launch_pdl). Anything unusual (an argument of
-//! another type, an int beyond 64 bits, a device other than the caller's) is a miss, and the
-//! Python side takes Triton's own path, which also registers the kernel here once compiled.
+//! loaded kernel, which is launched with cuLaunchKernel (cuLaunchKernelEx with the
+//! programmatic stream serialization attribute for a kernel Triton compiled with launch_pdl).
+//! Anything unusual (an argument of another type, an int beyond 64 bits, a device other than the
+//! caller's) is a miss, and the Python side takes Triton's own path, which also registers the
+//! kernel here once compiled.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
