@@ -78,14 +78,14 @@ def _run(
     out: GPUArray | None,
     copied: bool = False,
 ) -> GPUArray:
-    """The launch; copied: the caller copied the weight for this call."""
+    """The launch; copied: the caller copied the weight for this call (a copy of the scales
+    here counts too)."""
     lead = x.shape[:-1]
     x, m, k, sx = aligned_rows(x)
     y = target(out, (*lead, n), x._dtype, x)
-    ready = _ready(scales)
-    copied = copied or ready is not scales
-    bias, scales = _ready(bias), ready
-    pdl, prefetch = _launch_flags(x, copied)
+    given = scales
+    bias, scales = _ready(bias), _ready(scales)
+    pdl, prefetch = _launch_flags(x, copied or scales is not given)
     # fmt: off
     _ext().gemv(
         x._device.index, stream_of(x), fmt, x._dtype.name,
