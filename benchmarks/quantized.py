@@ -14,11 +14,14 @@ kept quantized against the same file dequantized at load.
    bytes of the weights against the file's tensor bytes, greedy decode tok/s at batch 1 from the
    CUDA graph (--new tokens after a short chat prompt, stop tokens off) and the greedy agreement
    (tokens identical up to the first difference) between the two.
-3. --at-load NAME [--layers L] [--at-load-modes ...] [--gemv-pdl on off]: a
+3. --at-load NAME [--layers L] [--at-load-modes ...] [--variants ...]: a
    benchmarks/_models.py config (its first L layers, random bf16 weights) loaded dense and
    quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy decode tok/s at batch 1 from
-   the CUDA graph, and prefill tok/s of a 1024-token prompt; --gemv-pdl runs each quantized mode
-   with the native decode GEMV's early launch on and off.
+   the CUDA graph, and prefill tok/s of a 1024-token prompt; --variants runs each quantized
+   mode in turn as shipped ("default"), with the native decode GEMV's early launch off
+   ("gemv-pdl-off") and with the gated MLP's gate/up product in one launch ("gated-mlp": op
+   gemv_<format>_silu_mul, off as shipped), the step graph recaptured at each switch
+   (--gemv-pdl on off: the same as --variants default gemv-pdl-off).
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
    gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, at --moe-tokens
    tokens (default 1, 16, 256).
@@ -33,6 +36,7 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -167,14 +171,23 @@ def model(path: str, new: int) -> dict[str, Any]:
     return res
 
 
+# --variants: the switches each one sets (backends/native/gemv.PDL_LAUNCH, ops/gemv.
+# QUANT_GATED_GEMV) and the suffix of its result key.
+VARIANTS = {
+    "default": ((True, False), ""),
+    "gemv-pdl-off": ((False, False), ", native GEMV PDL off"),
+    "gated-mlp": ((True, True), ", gate/up in one launch"),
+}
+
+
 def at_load(
-    name: str, layers: int, new: int, modes: list[str], gemv_pdl: list[str]
+    name: str, layers: int, new: int, modes: list[str], variants: list[str]
 ) -> dict[str, Any]:
     """A benchmarks/_models.py config cut to ``layers`` layers, random bf16 weights, loaded
     dense ("bf16") and with quantize= each of ``modes`` ("fp8" / "int4" / "nvfp4" / "w8a8"):
     weight bytes, greedy decode tok/s at batch 1 from the CUDA graph, and prefill tok/s of a
-    1024-token prompt (the mixed-input GEMM's rows). gemv_pdl: "on" / "off", the native decode
-    GEMV's early launch (backends/native/gemv.PDL_LAUNCH) for each quantized mode, in turn."""
+    1024-token prompt (the mixed-input GEMM's rows). variants: VARIANTS keys, each quantized
+    mode run with each in turn."""
     from _models import CONFIGS, RandomBf16, hf_shapes, random_prompts
 
     from pygpukit.backends.native import gemv as native_gemv
@@ -182,6 +195,9 @@ def at_load(
     from pygpukit.models.config import config_from_dict
     from pygpukit.models.transformer import CausalTransformerModel
     from pygpukit.models.weights import load_weights
+
+    # the module (pygpukit.ops.gemv the attribute is the function gp.gemv)
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")
 
     cfg = dict(CONFIGS[name], num_hidden_layers=layers)
     config = config_from_dict(cfg, source=name)
@@ -195,11 +211,11 @@ def at_load(
         w = load_weights(src, config, gp.bfloat16, dev, where="random", quantize=mode)
         m = CausalTransformerModel(config, w, gp.bfloat16, dev, source=name)
         toks: dict[str, Any] = {}
-        repeated = len(set(gemv_pdl)) < len(gemv_pdl)
-        for i, pdl in enumerate(gemv_pdl if mode is not None else ["on"]):
-            native_gemv.PDL_LAUNCH = pdl == "on"
-            key = name_mode + ("" if pdl == "on" else ", native GEMV PDL off")
-            key += f", round {i // len(set(gemv_pdl)) + 1}" if repeated and mode else ""
+        repeated = len(set(variants)) < len(variants)
+        for i, variant in enumerate(variants if mode is not None else ["default"]):
+            (native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV), suffix = VARIANTS[variant]
+            key = name_mode + suffix
+            key += f", round {i // len(set(variants)) + 1}" if repeated and mode else ""
             m.drop_step_graphs()  # captured with the other launch
             toks[key] = m.generate(prompt, 16, temperature=0, stop_token_ids=())  # compile, capture
             rates = []
@@ -221,7 +237,7 @@ def at_load(
                   f"{res[key].get('prefill_tok_s', float('nan')):.0f} tok/s, tokens as the "
                   f"first launch: {same}", flush=True)  # fmt: skip
         del m, w
-    native_gemv.PDL_LAUNCH = True
+    native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = VARIANTS["default"][0]
     return res
 
 
@@ -289,11 +305,19 @@ def main(argv: list[str] | None = None) -> int:
         choices=["bf16", "fp8", "int4", "nvfp4", "w8a8"],
     )
     p.add_argument(
+        "--variants",
+        nargs="+",
+        default=None,
+        choices=list(VARIANTS),
+        help="--at-load: each quantized mode with each of these, in turn (default: default)",
+    )
+    p.add_argument(
         "--gemv-pdl",
         nargs="+",
-        default=["on"],
+        default=None,
         choices=["on", "off"],
-        help="--at-load: the native GEMV's early launch, each in turn",
+        help="--at-load: the native GEMV's early launch, each in turn (on = --variants default, "
+        "off = gemv-pdl-off)",
     )
     p.add_argument("--moe", default=None, help="time a Mixtral layer's experts in this format")
     p.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 16, 256])
@@ -303,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     for f in args.formats:
         if f not in GGUF_BLOCKS:
             p.error(f"--formats: {f!r} is not one of {tuple(GGUF_BLOCKS)}")
+    if args.variants is not None and args.gemv_pdl is not None:
+        p.error("--variants and --gemv-pdl: give one of them")
+    variants = args.variants or [
+        "default" if v == "on" else "gemv-pdl-off" for v in (args.gemv_pdl or ["on"])
+    ]
     timer = DeviceTimer(0)
     copy_gbs = timer.copy_rate()
     print(f"device copy {copy_gbs:.0f} GB/s (read + write)", flush=True)
@@ -314,9 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.model:
         res["model"] = model(args.model, args.new)
     if args.at_load:
-        res["at_load"] = at_load(
-            args.at_load, args.layers, args.new, args.at_load_modes, args.gemv_pdl
-        )
+        res["at_load"] = at_load(args.at_load, args.layers, args.new, args.at_load_modes, variants)
     if args.moe:
         res["moe"] = moe_experts(timer, args.moe, copy_gbs, args.moe_tokens)
     text = json.dumps(res, default=str)

@@ -11,13 +11,17 @@ same run - the "copy 1 GiB" row below - and the ratio to the torch row of each g
   N2048 for its "small" class, the two large shapes for "large").
 - "gemv quant K.. N.. M..": gp.linear_quantized for each weight format against the bf16 GEMV
   and torch bf16 at M = 1, 4, 16; bytes are each format's own (codes + scales).
-Shapes: K8192 N29568 (the issue's target: bf16 >= 3.4 TB/s, W8A16 >= 1.7x and W4A16 >= 2.8x
+- "gemv gated K.. 2I.. M..": gp.linear_silu_mul over a stacked [Wg; Wu] in bf16 and quantized
+  (one launch, op gemv_<format>_silu_mul, against linear_quantized + silu_mul), torch's
+  F.linear + silu * up as the peer, at a 1B and an 8B model's MLP shape.
+Shapes: K8192 N29568 (the target: bf16 >= 3.4 TB/s, W8A16 >= 1.7x and W4A16 >= 2.8x
 faster than bf16 at M = 1) and K4096 N14336. Weight values are random bytes (speed does not
 depend on them; fp8 NaN codes avoided).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -146,6 +150,65 @@ def test_gemv_quant(bench: Any, shape: tuple[int, int], m: int, impl: str) -> No
     nbytes = n * k * 2 if impl in ("torch_bf16", "gemv_bf16") else wts[impl].nbytes
     fn = _call(impl, torch, wts, m, k, n)
     bench(fn, group=f"gemv quant K{k} N{n} M{m}", bytes=nbytes)
+
+
+# The gated MLP's gate/up product, silu(x Wg^T) * (x Wu^T) over the stacked [Wg; Wu] (K, 2I):
+# a 1B model's (Llama-3.2-1B: K2048, I8192) and an 8B model's (Llama-3-8B: K4096, I14336).
+GATED_SHAPES = [(2048, 16384), (4096, 28672)]
+GATED_IMPLS = [
+    "torch",  # F.linear, then F.silu(g) * u
+    "bf16",  # gp.linear_silu_mul: the Triton decode GEMV with silu(g) * u in its epilogue
+    *(f"{q}_{how}" for q in ("fp8_channel", "int4_bf16", "nvfp4") for how in ("fused", "unfused")),
+]
+
+
+@pytest.mark.parametrize("impl", GATED_IMPLS)
+@pytest.mark.parametrize("m", [1, 4])
+@pytest.mark.parametrize("shape", GATED_SHAPES, ids=_shape_id)
+def test_gemv_gated(bench: Any, shape: tuple[int, int], m: int, impl: str) -> None:
+    """gp.linear_silu_mul with a quantized weight: one launch (op gemv_<format>_silu_mul,
+    "_fused": ops/gemv.QUANT_GATED_GEMV on) against linear_quantized + silu_mul ("_unfused",
+    as shipped), the bf16 weight and torch in the same group. Eager calls, each its host cost
+    included where it exceeds the device time: benchmarks/tuning/gated_gemv_ab.py times the
+    same products as graph-replayed chains."""
+    torch = pytest.importorskip("torch")
+    # the module (pygpukit.ops.gemv the attribute is the function gp.gemv)
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")
+
+    k, n = shape
+    wts = _weights(torch, k, n)
+    tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    x = gp.from_dlpack(tx)
+    y = gp.empty((m, n // 2), gp.bfloat16, device="cuda:0")
+    if impl == "torch":
+        f, silu, tw = torch.nn.functional.linear, torch.nn.functional.silu, wts["torch_w"]
+
+        def fn() -> Any:
+            h = f(tx, tw)
+            return silu(h[:, : n // 2]) * h[:, n // 2 :]
+
+        nbytes = n * k * 2
+    elif impl == "bf16":
+        w = wts["w"]
+        nbytes = n * k * 2
+
+        def fn() -> Any:
+            return gp.linear_silu_mul(x, w, out=y)
+    else:
+        q, how = impl.rsplit("_", 1)
+        qw = wts[q]
+        nbytes = qw.nbytes
+
+        shipped = ops_gemv.QUANT_GATED_GEMV
+
+        def fn() -> Any:
+            ops_gemv.QUANT_GATED_GEMV = how == "fused"
+            try:
+                return gp.linear_silu_mul(x, qw, out=y)
+            finally:
+                ops_gemv.QUANT_GATED_GEMV = shipped
+
+    bench(fn, group=f"gemv gated K{k} 2I{n} M{m}", bytes=nbytes)
 
 
 def test_copy_ceiling(copy_ceiling: Callable[[], None]) -> None:

@@ -13,7 +13,7 @@ PGK_FAMILY(gemv) {
          const std::string& sdtype, std::int64_t m, std::int64_t n, std::int64_t k,
          std::uintptr_t x, std::int64_t x_row_stride, std::uintptr_t w, std::int64_t w_row_bytes,
          std::uintptr_t scales, std::int64_t s_row_stride, std::int64_t block,
-         double global_scale, std::uintptr_t bias, std::uintptr_t y, bool pdl, bool prefetch) {
+         double global_scale, std::uintptr_t bias, std::uintptr_t y, bool pdl, bool prefetch, bool gated) {
         pgk::GemvArgs a{};
         a.device = device;
         a.stream = stream;
@@ -34,13 +34,17 @@ PGK_FAMILY(gemv) {
         a.y = y;
         a.pdl = pdl;
         a.prefetch = prefetch;
+        a.gated = gated;
         pgk::gemv(a, format.c_str());
       },
       py::arg("device"), py::arg("stream"), py::arg("format"), py::arg("dtype"),
       py::arg("sdtype"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("x"),
       py::arg("x_row_stride"), py::arg("w"), py::arg("w_row_bytes"), py::arg("scales"),
       py::arg("s_row_stride"), py::arg("block"), py::arg("global_scale"), py::arg("bias"),
-      py::arg("y"), py::arg("pdl") = false, py::arg("prefetch") = false, PGK_NOGIL,
+      py::arg("y"), py::arg("pdl") = false, py::arg("prefetch") = false,
+      py::arg("gated") = false, PGK_NOGIL,
       "y[m, n] = x[m, k] @ dequant(w)^T (+ bias) for format dense/fp8/int4/nvfp4 (gemv.h); "
-      "pdl: programmatic dependent launch (sm_90+), prefetch: W read before its wait");
+      "pdl: programmatic dependent launch (sm_90+), prefetch: W read before its wait; gated: "
+      "w holds n = 2I rows (gate, then up), y[m, I] = silu(x @ wg^T) * (x @ wu^T), no bias "
+      "(fp8, int4, nvfp4)");
 }

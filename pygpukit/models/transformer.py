@@ -522,7 +522,7 @@ class CausalTransformerModel:
             return ops.linear(a, lw.w_proj, lw.b_proj)
         assert lw.w_gate_up is not None and lw.w_down is not None
         # LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)), gate and up stacked by rows
-        if isinstance(lw.w_gate_up, GPUArray):
+        if not isinstance(lw.w_gate_up, tuple):  # dense or one QuantizedWeight: one call
             a = ops.linear_silu_mul(h, lw.w_gate_up)
         else:
             gu = linear(h, lw.w_gate_up)

@@ -15,7 +15,12 @@ the float64 product of x with the (dequantized) weight, rounded once.
   one fused GEMV (op linear_silu_mul, also whenever a route names that op): float32 sums,
   silu(g) * u in float32, one rounding. Otherwise gp.linear then gp.silu_mul on the two halves
   (g and u rounded to x's dtype first), which is what the deterministic mode's batch invariance
-  needs.
+  needs. w_gate_up may also be a QuantizedWeight: gp.linear_quantized then gp.silu_mul, or
+  for an fp8 / int4 / nvfp4 one the gated decode GEMV (op gemv_<format>_silu_mul: the native
+  kernel's row tiles pair each gate row with its up row, one launch, the same float32
+  silu(g) * u and one rounding) wherever a route names that op, and with QUANT_GATED_GEMV on
+  (off as shipped: measured slower at some shapes) for at most QGEMV_MAX_ROWS[format] rows on
+  CUDA outside the deterministic mode.
 - ``rmsnorm_linear(x, norm_weight, weight, bias, eps=, residual=)``: gp.rmsnorm then
   gp.linear, the pre-norm block's norm and the dense projection after it. Where
   ``decode_gemv`` takes the product (one half-precision row on CUDA outside the deterministic
@@ -84,6 +89,15 @@ __all__ = [
 ]
 
 GEMV_MAX_ROWS = 16
+# True: linear_silu_mul with an fp8 / int4 / nvfp4 [Wg; Wu] takes the gated decode GEMV (op
+# gemv_<format>_silu_mul) where the module docstring says; False (shipped): linear_quantized +
+# silu_mul, unless a route names the gated op. Off because it did not win everywhere: H200,
+# 2026-11-28, graph-replayed chains with the weight rotated out of L2 (benchmarks/tuning/
+# gated_gemv_ab.py), one launch / two, us: 1B MLP (K2048, I8192) int4 13.6 / 10.9, fp8 13.1 /
+# 14.4, nvfp4 12.7 / 13.4; 8B MLP (K4096, I14336) int4 24.8 / 26.8, fp8 40.1 / 34.6, nvfp4
+# 31.6 / 30.1 (one row; four rows alike). The gated kernel reads the same bytes up to 3.6 us
+# slower than the plain GEMV (BENCHMARKS.md "GEMV").
+QUANT_GATED_GEMV = False
 _HALF = ("float16", "bfloat16")
 # linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
 _QUANT_OPS = {f: (f"gemv_{f}", f"qgemm_{f}") for f in ("fp8", "int4", "nvfp4")}
@@ -163,10 +177,15 @@ def decode_gemv(x: GPUArray, weight: GPUArray) -> bool:
     )
 
 
-def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+def linear_silu_mul(
+    x: GPUArray, w_gate_up: GPUArray | QuantizedWeight, *, out: GPUArray | None = None
+) -> GPUArray:
     """silu(x @ w_gate_up[:I]^T) * (x @ w_gate_up[I:]^T): x [..., K], w_gate_up [2I, K] (the
-    gate rows, then the up rows) of x's floating dtype. Returns [..., I] (or out=)."""
+    gate rows, then the up rows) of x's floating dtype, or a QuantizedWeight of that shape.
+    Returns [..., I] (or out=)."""
     op = "linear_silu_mul"
+    if isinstance(w_gate_up, QuantizedWeight):
+        return _quantized_silu_mul(x, w_gate_up, out)
     chk.array(op, "x", x)
     chk.array(op, "w_gate_up", w_gate_up)
     chk.floating(op, "x", x)
@@ -193,6 +212,41 @@ def linear_silu_mul(x: GPUArray, w_gate_up: GPUArray, *, out: GPUArray | None = 
     from pygpukit.ops.matmul import linear
 
     h = linear(x, w_gate_up)
+    return silu_mul(h[..., : i2 // 2], h[..., i2 // 2 :], out=out)
+
+
+def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) -> GPUArray:
+    """linear_silu_mul with a quantized [Wg; Wu] (module docstring)."""
+    op = "linear_silu_mul"
+    i2, k = qw.shape
+    if i2 % 2:
+        raise ValueError(
+            f"{op}: w_gate_up must hold 2 * intermediate rows (gate rows, then up rows), "
+            f"got a QuantizedWeight of shape {qw.shape}"
+        )
+    rows = _x_checks(op, x, k, (*_HALF, "float32") if qw.is_gguf else _HALF)
+    if x.device != qw.device:
+        raise ValueError(f"{op}: x is on {x.device} but w_gate_up is on {qw.device}")
+    chk.out_arg(op, out, (*x.shape[:-1], i2 // 2), x.dtype)
+    fmt = qw.format
+    if fmt in _QUANT_OPS:
+        fused = f"gemv_{fmt}_silu_mul"
+        decode = (
+            QUANT_GATED_GEMV
+            and x.device.type == "cuda"
+            and rows <= QGEMV_MAX_ROWS[fmt]
+            and not determinism.is_deterministic()
+        )
+        if decode or named_backend(fused) is not None:
+            params: dict[str, Any] = (
+                {"block": qw.block} if fmt == "fp8"
+                else {"group": qw.block} if fmt == "int4"
+                else {"global_scale": qw.global_scale}
+            )  # fmt: skip
+            return run(fused, (x, qw.data, qw.scales), params, out=out)
+    from pygpukit.ops.activation import silu_mul
+
+    h = linear_quantized(x, qw)
     return silu_mul(h[..., : i2 // 2], h[..., i2 // 2 :], out=out)
 
 

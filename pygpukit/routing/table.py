@@ -447,7 +447,8 @@ _ROUTES: list[OpRoute] = [
     # dtypes of each operand; these sets only admit them). The quantized ones have a Triton twin
     # after the native kernel, the mixed-input GEMM of backends/triton_kernels/qgemm.py, which
     # serves them under the deterministic mode (one tile: batch invariant) and where the native
-    # extension is not built.
+    # extension is not built. Each format also has its gated form, gemv_<format>_silu_mul (a
+    # gated MLP's stacked gate/up weight, silu(g) * u stored: gp.linear_silu_mul's decode path).
     # The dense GEMV: gp.gemv on the native kernel (built for up to 16 rows), its Triton twin
     # after it (rows computed on their own: batch invariant). gp.linear's one-row decode path
     # (linear_gemv), the fused gate/up product (linear_silu_mul) and the product with the
@@ -472,7 +473,7 @@ _ROUTES: list[OpRoute] = [
     ),
     *(
         _entry(
-            f"gemv_{fmt}",
+            op,
             "gemv",
             Candidate(
                 "native",
@@ -484,6 +485,7 @@ _ROUTES: list[OpRoute] = [
             Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
         )
         for fmt, extra in _QUANT_OPERANDS.items()
+        for op in (f"gemv_{fmt}", f"gemv_{fmt}_silu_mul")
     ),
     # The mixed-input GEMM for more rows than QGEMV_MAX_ROWS: the weight dequantized in the
     # mainloop (Triton, qgemm.py); behind it the native GEMV kernels, which serve any number of

@@ -28,7 +28,10 @@ import pygpukit as gp
 
 gpu = pytest.mark.gpu
 HALF = ["bfloat16", "float16"]
-ROUTE = "gemv:native,gemv_fp8:native,gemv_int4:native,gemv_nvfp4:native"
+ROUTE = (
+    "gemv:native,gemv_fp8:native,gemv_int4:native,gemv_nvfp4:native,"
+    "gemv_fp8_silu_mul:native,gemv_int4_silu_mul:native,gemv_nvfp4_silu_mul:native"
+)
 U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 # K = 4096 + an odd multiple of the 16-byte granule: 8 (dense), 16 (fp8), 32 (4-bit).
 K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
@@ -149,6 +152,43 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> No
     y = gp.linear_quantized(_up(x, "rows"), qw, _up(b), out=out)
     assert y is out
     _check(y, x, w64, b, dtype)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("m", [1, 8, 9, 40])  # 40: the route takes any row count
+@pytest.mark.parametrize("kn", ["small", "odd", "many", "tiny"])
+@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
+def test_gated_product(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
+    """gp.linear_silu_mul with a quantized [Wg; Wu] on the native gated kernel: silu(g) * u of
+    the float32 sums, one rounding. The bound adds each sum's documented error carried through
+    silu(g) * u (|d/dg| <= 1.1 |u|, |d/du| = |silu(g)|) to one rounding of the result. W rows
+    n = 2I: 1000 (63 blocks: 16 warps), 8194 (I = 4097, a partial last tile of 8 columns; 513
+    blocks), 16400 (the two-row-tile launch), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
+    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "many": KN_MANY, "tiny": (96, 38)}
+    k, n = shapes[kn]
+    qw, w64 = _quantized(fmt, kw, n, k)
+    i = n // 2
+    rng = np.random.default_rng(seed("ngated", dtype, fmt, str(kw), m, kn))
+    # x / 8: g * u grows as K (|g|, |u| ~ sqrt(K)) and would pass float16's 65504 at K ~ 4100
+    x = rand(rng, (m, k), dtype) / 8
+    out = _poison((m, i), dtype)
+    gp.routing.reset_stats()
+    y = gp.linear_silu_mul(_up(x, "rows"), qw, out=out)
+    assert y is out
+    assert gp.routing.stats()[f"gemv_{fmt}_silu_mul"] == {"native": 1}
+    x64 = as64(x)
+    g, u = x64 @ w64[:i].T, x64 @ w64[i:].T
+    sg = g / (1.0 + np.exp(-g))
+    ref = sg * u
+    assert_close(y, ref, dtype)
+    e = (k / 4 + 32) * 2.0**-24
+    mg, mu = np.abs(x64) @ np.abs(w64[:i]).T, np.abs(x64) @ np.abs(w64[i:]).T
+    bound = U[dtype] * np.abs(ref) + 1.1 * np.abs(u) * e * mg + np.abs(sg) * e * mu + 2.0**-24
+    err = np.abs(as64(y.to_numpy()) - ref)
+    bad = np.argwhere(~(err <= bound))
+    assert not bad.size, f"{len(bad)} beyond the bound, first at {tuple(bad[0])}"
 
 
 @gpu
@@ -378,6 +418,10 @@ def _args(**kw: object) -> dict[str, object]:
         ({"format": "nvfp4", "sdtype": "float8_e4m3fn", "block": 16, "s_row_stride": 3},
          "^gemv_nvfp4: .* even row stride"),
         ({"format": "dense", "w_row_bytes": 128, "y": 0}, "^gemv_dense: y must be a device"),
+        ({"gated": True}, "^gemv_int4: a gated product needs an even n"),
+        ({"gated": True, "n": 6, "bias": 65536}, "^gemv_int4: a gated product .* no bias$"),
+        ({"format": "dense", "w_row_bytes": 128, "gated": True, "n": 6},
+         "^gemv_dense: the dense gemv has no gated product$"),
     ],
     ids=lambda v: str(v) if isinstance(v, str) else "",
 )  # fmt: skip
@@ -398,6 +442,6 @@ def test_extension_without_a_driver_raises_cuda_error() -> None:
 def test_lookup_finds_the_gemv_adapters() -> None:
 
     _ext()
-    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
+    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "gemv_int4_silu_mul"):
         fn, why = native_impl(op)
         assert why == "" and fn is not None and fn.__module__.endswith("backends.native.gemv")

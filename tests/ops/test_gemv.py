@@ -238,7 +238,8 @@ def test_native_adapters_match_the_reference_signatures() -> None:
     from pygpukit.backends.native import gemv as nat
     from pygpukit.routing.table import TABLE
 
-    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4"):
+    gated = ("gemv_fp8_silu_mul", "gemv_int4_silu_mul", "gemv_nvfp4_silu_mul")
+    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", *gated):
         want = list(inspect.signature(getattr(cpu, op)).parameters)
         got = [p for p in inspect.signature(getattr(nat, op)).parameters if p != "out"]
         assert got == want, op
@@ -251,12 +252,7 @@ def test_native_adapters_match_the_reference_signatures() -> None:
     from pygpukit.backends.triton_kernels import gemv as tgemv
     from pygpukit.backends.triton_kernels import qgemm
 
-    for op in (
-        "gemv",
-        "linear_gemv",
-        "linear_silu_mul",
-        "rmsnorm_linear",
-    ):
+    for op in ("gemv", "linear_gemv", "linear_silu_mul", "rmsnorm_linear", *gated):
         want = list(inspect.signature(getattr(cpu, op)).parameters)
         assert [p for p in inspect.signature(getattr(tgemv, op)).parameters if p != "out"] == want
     for fmt in ("fp8", "int4", "nvfp4"):
@@ -339,6 +335,98 @@ def test_linear_silu_mul_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"linear_silu_mul: out has shape \(2, 6\)"):
         gp.linear_silu_mul(x, w, out=poisoned((2, 6), "bfloat16"))
     assert gp.linear_silu_mul(x, w).shape == (2, 3)
+
+
+QUANT_LAYOUTS = [
+    ("fp8", {}),
+    ("fp8", {"block": 128}),
+    ("int4", {}),
+    ("int4", {"scale_dtype": "bfloat16"}),
+    ("nvfp4", {}),
+]
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["shipped", "gated-on"])
+@pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
+@pytest.mark.parametrize("lead", [(1,), (2, 3), (3, 13)], ids=str)
+@pytest.mark.parametrize("fmt,kw", QUANT_LAYOUTS, ids=str)
+@pytest.mark.parametrize("dtype", HALF)
+def test_linear_silu_mul_quantized(
+    monkeypatch: pytest.MonkeyPatch,
+    dtype: str,
+    fmt: str,
+    kw: dict,
+    lead: tuple[int, ...],
+    det: bool,
+    gated: bool,
+) -> None:
+    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, up to QGEMV_MAX_ROWS rows on
+    CUDA outside the deterministic mode take the gated decode GEMV (op gemv_<format>_silu_mul:
+    float32 g and u, one rounding); anything else gp.linear_quantized + gp.silu_mul (g and u
+    rounded to x's dtype first). x strided, out a poisoned array; against float64 with the
+    weight dequantized from its raw layout."""
+    import importlib
+
+    assert importlib.import_module("pygpukit.ops.gemv").QUANT_GATED_GEMV is False  # shipped
+    monkeypatch.setattr(importlib.import_module("pygpukit.ops.gemv"), "QUANT_GATED_GEMV", gated)
+    rng = np.random.default_rng(seed("lsm_q", dtype, fmt, str(kw), str(lead), det))
+    k, i = 160, 19  # a partial last group / block of 128; an odd intermediate size
+    qw = gp.quantize_weight(rand(rng, (2 * i, k), "float32"), fmt, device=DEVICE, **kw)
+    x = rand(rng, (*lead, k), dtype)
+    out = poisoned((*lead, i), dtype)
+    gp.routing.reset_stats()
+    with gp.deterministic(det):
+        y = gp.linear_silu_mul(view(x, "strided"), qw, out=out)
+    assert y is out
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    rows = math.prod(lead)
+    fused = gated and DEVICE != "cpu" and rows <= QGEMV_MAX_ROWS[fmt] and not det
+    assert (f"gemv_{fmt}_silu_mul" in ran) == fused and ("silu_mul" in ran) != fused
+    h = as64(x) @ _ref_dequant(qw).T
+    g, u = h[..., :i], h[..., i:]
+    if not fused:
+        g, u = as64(round_to(g, x.dtype)), as64(round_to(u, x.dtype))
+    assert_close(y, g / (1.0 + np.exp(-g)) * u, x.dtype)
+
+
+@pytest.mark.parametrize("fmt,kw", QUANT_LAYOUTS, ids=str)
+def test_gated_quantized_op_on_a_route(fmt: str, kw: dict) -> None:
+    """A route naming op gemv_<format>_silu_mul runs it at any row count; on the CPU it is the
+    NumPy reference: float64 g and u, silu(g) * u rounded once."""
+    rng = np.random.default_rng(seed("lsm_q_route", fmt, str(kw)))
+    k, i = 96, 24
+    qw = gp.quantize_weight(rand(rng, (2 * i, k), "float32"), fmt, device=DEVICE, **kw)
+    x = rand(rng, (40, k), "bfloat16")  # past every format's QGEMV_MAX_ROWS
+    op = f"gemv_{fmt}_silu_mul"
+    gp.routing.reset_stats()
+    with gp.route(**{op: "cpu" if DEVICE == "cpu" else "native"}):
+        y = gp.linear_silu_mul(up(x), qw)
+    assert gp.routing.stats()[op] and not sum(gp.routing.stats().get("silu_mul", {}).values())
+    h = _fsum_product(as64(x), _ref_dequant(qw), None)
+    g = h[:, :i]
+    want = g / (1.0 + np.exp(-g)) * h[:, i:]
+    if DEVICE == "cpu":
+        np.testing.assert_array_equal(
+            y.to_numpy().astype(np.float64), round_to(want, x.dtype).astype(np.float64)
+        )
+    else:
+        assert_close(y, want, x.dtype)
+
+
+def test_linear_silu_mul_quantized_rejects_bad_arguments() -> None:
+    rng = np.random.default_rng(seed("lsm_q_bad"))
+    qw = gp.quantize_weight(rand(rng, (6, 32), "float32"), "int4", device=DEVICE)
+    odd = gp.quantize_weight(rand(rng, (5, 32), "float32"), "int4", device=DEVICE)
+    x = up(rand(rng, (2, 32), "bfloat16"))
+    with pytest.raises(ValueError, match=r"linear_silu_mul: w_gate_up must hold 2 \* intermediate"):
+        gp.linear_silu_mul(x, odd)
+    with pytest.raises(ValueError, match=r"linear_silu_mul: x has shape \(2, 16\)"):
+        gp.linear_silu_mul(up(rand(rng, (2, 16), "bfloat16")), qw)
+    with pytest.raises(TypeError, match=r"linear_silu_mul: x must be a float16 or bfloat16"):
+        gp.linear_silu_mul(x.astype("float32"), qw)
+    with pytest.raises(ValueError, match=r"linear_silu_mul: out has shape \(2, 6\)"):
+        gp.linear_silu_mul(x, qw, out=poisoned((2, 6), "bfloat16"))
+    assert gp.linear_silu_mul(x, qw).shape == (2, 3)
 
 
 def test_routes_that_force_linear_or_the_fused_op() -> None:

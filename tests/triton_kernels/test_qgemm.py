@@ -93,6 +93,28 @@ def test_strided_x_bias_and_out_slice(device: str, fmt: str, opt: object, dtype:
     np.testing.assert_array_equal(after[..., 4 + n :], before[..., 4 + n :])
 
 
+@pytest.mark.parametrize(("fmt", "opt"), LAYOUTS)
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("m", [1, 19])
+def test_gated_product_against_float64(device: str, fmt: str, opt: object, dtype: str,
+                                       m: int) -> None:  # fmt: skip
+    """gemv_<format>_silu_mul: W [2I, K] = gate rows then up rows, y = silu(g) * u of the two
+    float32 sums (their scales applied), one rounding. I = 69: a partial weight tile whose
+    padding columns read neither the up rows nor past W; K = 160: partial group and K tile."""
+    i, k = 69, 160
+    qw = _weight(fmt, opt, 2 * i, k, device, seed=11 + m)
+    x = up(np.random.default_rng(m + 2).standard_normal((m, k)), device).astype(dtype)
+    kw = {"fp8": {"block": qw.block}, "int4": {"group": qw.block}}.get(
+        qw.format, {"global_scale": qw.global_scale}
+    )
+    out = poisoned((m, i), dtype, device)
+    y = getattr(qgemm, f"gemv_{fmt}_silu_mul")(x, qw.data, qw.scales, out=out, **kw)
+    assert y is out and y.shape == (m, i)
+    h = _want(x.astype("float32").to_numpy(), qw, None)
+    g = h[:, :i]
+    assert_close(y, g / (1.0 + np.exp(-g)) * h[:, i:], dtype)
+
+
 @GPU
 @pytest.mark.parametrize(("fmt", "opt"), [("fp8", 128), ("int4", "float32"), ("nvfp4", None)])
 def test_deterministic_mode_is_batch_invariant(device: str, fmt: str, opt: object) -> None:

@@ -45,6 +45,10 @@ struct GemvArgs {
   // With pdl: W and its scales are constant for the kernels in flight (the engine's
   // constant_weights()), so the first weight loads are issued before the wait.
   bool prefetch = false;
+  // The gated MLP's fused product (quantized formats): W holds n = 2I rows, the gate rows, then
+  // the up rows; y [M, I] = silu(x @ Wg^T) * (x @ Wu^T), both sums finished in fp32 (their
+  // scales), silu(g) * u in fp32, one rounding. No bias.
+  bool gated = false;
 };
 
 // format: "dense", "fp8", "int4" or "nvfp4" (std::invalid_argument for anything else).

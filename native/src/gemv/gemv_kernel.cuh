@@ -32,6 +32,7 @@
 #include "pygpukit_native/check.h"
 #include "pygpukit_native/convert.cuh"
 #include "pygpukit_native/pdl.cuh"
+#include "pygpukit_native/sigmoid.cuh"
 #include "pygpukit_native/tensor_core.cuh"
 
 namespace pgk {
@@ -201,7 +202,11 @@ __device__ __forceinline__ void load_super(const Ctx<T>& c,
 // here, the A operand in gemv_wa.cuh, so C's rows are x rows in one and W rows in the other).
 // kWarps: the warps of a block of the kernel (sizes the reduction buffer). The kernels'
 // at captures m0 and n0 by value: capturing them by reference changed gemv_kernel's SASS.
-template <typename T, typename F, int kWarps, typename Acc, typename At>
+// kUp != 0: the gated product (gemv_wa.cuh; W's n rows are gate rows, then up rows): value
+// i + kUp of the same lane is the up row's sum of the output column whose gate row's sum is
+// value i; at gives the gate value its column n < I = p.n / 2 and the up value n >= I
+// (skipped: its gate value's thread reads it), and the store is silu(g) * u.
+template <typename T, typename F, int kWarps, int kUp = 0, typename Acc, typename At>
 __device__ __forceinline__ void epilogue(const Params& p, const Acc& acc, At at) {
   static_assert(std::is_same_v<std::remove_all_extents_t<Acc>, float>, "fp32 accumulators");
   constexpr int kVals = sizeof(Acc) / sizeof(float);
@@ -213,16 +218,25 @@ __device__ __forceinline__ void epilogue(const Params& p, const Acc& acc, At at)
   __syncthreads();
   const T* bias = static_cast<const T*>(p.bias);
   T* y = static_cast<T*>(p.y);
+  constexpr bool gated = kUp != 0;
+  const std::int64_t ny = gated ? p.n / 2 : p.n;  // columns of y
   for (int idx = threadIdx.x; idx < kVals * 32; idx += blockDim.x) {
     const int i = idx >> 5, l = idx & 31;
     float v = 0.f;
     for (int w = 0; w < nwarps; ++w) v += red[w][i][l];
     std::int64_t m, n;
     at(i, l, m, n);
-    if (m < p.m && n < p.n) {
+    if (m < p.m && n < ny) {
       v = F::finish(p, v, n);
-      if (bias != nullptr) v += to_compute(bias[n]);
-      y[m * p.n + n] = from_compute<T>(v);
+      if constexpr (gated) {
+        float u = 0.f;
+        for (int w = 0; w < nwarps; ++w) u += red[w][i + kUp][l];
+        u = F::finish(p, u, n + ny);
+        v = v * sigmoid_c(v) * u;  // the activation family's silu(g) * u
+      } else if (bias != nullptr) {
+        v += to_compute(bias[n]);
+      }
+      y[m * ny + n] = from_compute<T>(v);
     }
   }
 }
@@ -296,6 +310,8 @@ inline void check_common(const GemvArgs& a, int elems, const char* who) {
   PGK_REQUIRE_AS(who, a.dtype == DType::bf16 || a.dtype == DType::f16,
                  "x, bias and y must be float16 or bfloat16");
   PGK_REQUIRE_AS(who, a.m >= 0 && a.n >= 0 && a.k >= 0, "m, n, k must be >= 0");
+  PGK_REQUIRE_AS(who, !a.gated || (a.n % 2 == 0 && a.bias == 0),
+                 "a gated product needs an even n (gate rows, then up rows) and no bias");
   PGK_REQUIRE_AS(who, a.k % elems == 0,
                  "k must be a multiple of the 16-byte granule of the format");
   if (a.m == 0 || a.n == 0) return;

@@ -187,7 +187,12 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
   }
 }
 
-template <typename T, typename F, typename C>
+// Gated (GemvArgs::gated, its own instantiations so the plain kernels are untouched): W holds
+// n = 2I rows, and lane row g of a row tile is the gate row o = 8 tile + g of output column o
+// (tile = RT blockIdx.x + r), lane row g + 8 its up row I + o. The lane holding one sum holds
+// the other (C's c0, c1 and c2, c3), and the epilogue stores silu(g) * u (kUp = 2). A gated row
+// tile covers 8 output columns with 16 rows of W like any other, so the grid is the same.
+template <typename T, typename F, typename C, bool Gated>
 __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     gemv_wa_kernel(const Params p) {
   constexpr int RT = C::RT, MT = C::MT, kStages = C::Stages, nwarps = C::Warps;
@@ -221,8 +226,15 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   for (int r = 0; r < RT; ++r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const std::int64_t n = n0 + kRowTile * r + 8 * h + c.g;
-      c.wok[r][h] = n < p.n;
+      std::int64_t n;
+      if constexpr (Gated) {  // n0 / 2 + 8 r + g < I, its gate row or its up row
+        const std::int64_t o = n0 / 2 + 8 * r + c.g;
+        c.wok[r][h] = o < p.n / 2;
+        n = o + h * (p.n / 2);
+      } else {
+        n = n0 + kRowTile * r + 8 * h + c.g;
+        c.wok[r][h] = n < p.n;
+      }
       const std::int64_t row = c.wok[r][h] ? n : 0;
       c.wrow[r][h] = p.w + row * p.sw;
       c.srow[r][h] = static_cast<const unsigned char*>(p.scales) + row * p.ss * F::kScaleBytes;
@@ -291,15 +303,25 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   }
   cp_async_wait<0>();
   // C value e of row tile r and x tile mt: W row (output column) g or g + 8 (e >> 1), x row 2t
-  // or 2t + 1 (e & 1).
-  epilogue<T, F, nwarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
-    const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
-    n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
-    m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
-  });
+  // or 2t + 1 (e & 1). Gated: the gate value (e < 2) of output column n0 / 2 + 8 r + g, whose up
+  // value is e + 2 (kUp); the up values get a column past I, so they are not stored.
+  if constexpr (Gated) {
+    epilogue<T, F, nwarps, 2>(p, acc, [m0, n0, &p](int i, int l, std::int64_t& m,
+                                                   std::int64_t& n) {
+      const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
+      n = (e >> 1) ? p.n : n0 / 2 + 8 * r + (l >> 2);
+      m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
+    });
+  } else {
+    epilogue<T, F, nwarps>(p, acc, [m0, n0](int i, int l, std::int64_t& m, std::int64_t& n) {
+      const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
+      n = n0 + kRowTile * r + (l >> 2) + (e >> 1) * 8;
+      m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
+    });
+  }
 }
 
-template <typename T, typename F, typename C>
+template <typename T, typename F, typename C, bool Gated = false>
 void launch_config(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
   const Params p = make_params(a);
@@ -307,8 +329,8 @@ void launch_config(const GemvArgs& a, const char* name) {
   const dim3 grid(static_cast<unsigned>((a.n + rows - 1) / rows),
                   static_cast<unsigned>((a.m + xrows - 1) / xrows));
   use_device(a.device);
-  check(launch_kernel(gemv_wa_kernel<T, F, C>, grid, dim3(C::Warps * 32), as_stream(a.stream),
-                      a.pdl, p),
+  check(launch_kernel(gemv_wa_kernel<T, F, C, Gated>, grid, dim3(C::Warps * 32),
+                      as_stream(a.stream), a.pdl, p),
         name, __FILE__, __LINE__);
 }
 
@@ -321,28 +343,43 @@ void launch_config(const GemvArgs& a, const char* name) {
 // configuration of each format at every shape timed; more stages and blocks forced resident (a
 // register cap) were slower or level. More rows of x: two row tiles, two x tiles (W is read
 // once per 16 rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
-template <typename T, typename F>
-void launch(const GemvArgs& a, const char* name) {
+//
+// The gated product (a.gated) takes the same rule up to 8 rows (its W is as large as a plain
+// one of n rows); beyond, where it serves batched decode up to QGEMV_MAX_ROWS rows, one
+// configuration (two row tiles, two x tiles, 4 warps) keeps its instantiations few.
+template <typename T, typename F, bool Gated>
+void launch_rule(const GemvArgs& a, const char* name) {
   if (a.m <= kXTile) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
     if (nblk < 256) {
-      launch_config<T, F, Config<1, 1, 16, 2>>(a, name);
+      launch_config<T, F, Config<1, 1, 16, 2>, Gated>(a, name);
     } else if (nblk < 512) {
-      launch_config<T, F, Config<1, 1, 8, 2>>(a, name);
+      launch_config<T, F, Config<1, 1, 8, 2>, Gated>(a, name);
     } else if (nblk < 1024) {
-      launch_config<T, F, Config<1, 1, 4, 2>>(a, name);
+      launch_config<T, F, Config<1, 1, 4, 2>, Gated>(a, name);
     } else {
-      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>>(a, name);
+      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated>(a, name);
     }
     return;
   }
   constexpr int RT = 2;
   const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
   const std::int64_t mblk = (a.m + 2 * kXTile - 1) / (2 * kXTile);
-  if (nblk * mblk >= 256) {
+  if constexpr (Gated) {
+    launch_config<T, F, Config<RT, 2, 4, 2>, true>(a, name);
+  } else if (nblk * mblk >= 256) {
     launch_config<T, F, Config<RT, 2, 4, 2>>(a, name);
   } else {
     launch_config<T, F, Config<RT, 2, 8, 2>>(a, name);
+  }
+}
+
+template <typename T, typename F>
+void launch(const GemvArgs& a, const char* name) {
+  if (a.gated) {
+    launch_rule<T, F, true>(a, name);
+  } else {
+    launch_rule<T, F, false>(a, name);
   }
 }
 

@@ -45,6 +45,9 @@ __all__ = [
     "gemv_fp8",
     "gemv_int4",
     "gemv_nvfp4",
+    "gemv_fp8_silu_mul",
+    "gemv_int4_silu_mul",
+    "gemv_nvfp4_silu_mul",
 ]
 
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
@@ -270,3 +273,20 @@ def gemv_nvfp4(
 ) -> Array:
     """x @ dequantize_nvfp4_weight(data, scales, global_scale)^T (+ bias), float64, rounded once."""
     return _product(x, dequantize_nvfp4_weight(data, scales, global_scale), bias)
+
+
+# The gated forms (ops gemv_<format>_silu_mul): data holds 2I rows, a gated MLP's gate rows then
+# its up rows; silu(x @ Wg^T) * (x @ Wu^T) in float64, rounded once (as linear_silu_mul).
+def gemv_fp8_silu_mul(x: Array, data: Array, scales: Array, *, block: int) -> Array:
+    """linear_silu_mul(x, dequantize_fp8_weight(data, scales, block))."""
+    return linear_silu_mul(x, dequantize_fp8_weight(data, scales, block))
+
+
+def gemv_int4_silu_mul(x: Array, data: Array, scales: Array, *, group: int) -> Array:
+    """linear_silu_mul(x, dequantize_int4_weight(data, scales, group))."""
+    return linear_silu_mul(x, dequantize_int4_weight(data, scales, group))
+
+
+def gemv_nvfp4_silu_mul(x: Array, data: Array, scales: Array, *, global_scale: float) -> Array:
+    """linear_silu_mul(x, dequantize_nvfp4_weight(data, scales, global_scale))."""
+    return linear_silu_mul(x, dequantize_nvfp4_weight(data, scales, global_scale))

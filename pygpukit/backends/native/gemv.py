@@ -1,5 +1,6 @@
 """Decode GEMV and quantized-weight products on the native backend (native/src/gemv): the
-implementations of the routed ops gemv, gemv_fp8, gemv_int4 and gemv_nvfp4, with the signatures
+implementations of the routed ops gemv, gemv_fp8, gemv_int4 and gemv_nvfp4 and the gated forms
+gemv_<format>_silu_mul (a gated MLP's gate/up product in one launch), with the signatures
 of their NumPy references (pygpukit/backends/cpu/gemv.py), plus ``linear_rows``, the entry
 pygpukit/backends/native/matmul.py uses when gp.linear hands a small-M product to the GEMV kernel.
 
@@ -29,7 +30,16 @@ from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
 from pygpukit.backends.native._libs import extension
 
-__all__ = ["gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "linear_rows"]
+__all__ = [
+    "gemv",
+    "gemv_fp8",
+    "gemv_fp8_silu_mul",
+    "gemv_int4",
+    "gemv_int4_silu_mul",
+    "gemv_nvfp4",
+    "gemv_nvfp4_silu_mul",
+    "linear_rows",
+]
 
 # True: launched with programmatic dependent launch where pdl_enabled says so (see above).
 # H200, 2026-11-28 (benchmarks/quantized.py --at-load llama-3.2-1b --layers 16 --gemv-pdl off on
@@ -77,12 +87,13 @@ def _run(
     bias: GPUArray | None,
     out: GPUArray | None,
     copied: bool = False,
+    gated: bool = False,
 ) -> GPUArray:
     """The launch; copied: the caller copied the weight for this call (a copy of the scales
-    here counts too)."""
+    here counts too); gated: W's n rows are gate then up, y [..., n / 2] = silu(g) * u."""
     lead = x.shape[:-1]
     x, m, k, sx = aligned_rows(x)
-    y = target(out, (*lead, n), x._dtype, x)
+    y = target(out, (*lead, n // 2 if gated else n), x._dtype, x)
     given = scales
     bias, scales = _ready(bias), _ready(scales)
     pdl, prefetch = _launch_flags(x, copied or scales is not given)
@@ -92,7 +103,7 @@ def _run(
         "float32" if scales is None else scales._dtype.name, m, n, k,
         x.data_ptr(), sx, w.data_ptr(), w_row_bytes,
         0 if scales is None else scales.data_ptr(), s_row, block, float(global_scale),
-        0 if bias is None else bias.data_ptr(), y.data_ptr(), pdl, prefetch,
+        0 if bias is None else bias.data_ptr(), y.data_ptr(), pdl, prefetch, gated,
     )
     # fmt: on
     return deliver(y, out)
@@ -112,6 +123,38 @@ def gemv(
     return _run("dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out, copied)
 
 
+def _fp8(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None, block: int,
+         out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+    n, k = data.shape
+    s_row = 1 if block == 0 else scales.shape[1]
+    w = aligned(data)
+    return _run("fp8", x, w, k, n, scales, s_row, block, 1.0, bias, out, w is not data, gated)
+
+
+def _int4(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None, group: int,
+          out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+    n, k = data.shape
+    w = aligned(data)
+    # fmt: off
+    return _run(
+        "int4", x, w, k // 2, n, scales, scales.shape[1], group, 1.0, bias, out, w is not data,
+        gated,
+    )
+    # fmt: on
+
+
+def _nvfp4(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None,
+           global_scale: float, out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+    n, half_k = data.shape
+    w = aligned(data)
+    # fmt: off
+    return _run(
+        "nvfp4", x, w, half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
+        w is not data, gated,
+    )
+    # fmt: on
+
+
 def gemv_fp8(
     x: GPUArray,
     data: GPUArray,
@@ -123,10 +166,7 @@ def gemv_fp8(
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data float8_e4m3fn [N, K], float32 scales [N] (block 0)
     or [N, ceil(K/128)] (block 128)."""
-    n, k = data.shape
-    s_row = 1 if block == 0 else scales.shape[1]
-    w = aligned(data)
-    return _run("fp8", x, w, k, n, scales, s_row, block, 1.0, bias, out, w is not data)
+    return _fp8(x, data, scales, bias, block, out, False)
 
 
 def gemv_int4(
@@ -139,13 +179,7 @@ def gemv_int4(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data int4 [N, K], scales [N, ceil(K/128)]."""
-    n, k = data.shape
-    w = aligned(data)
-    # fmt: off
-    return _run(
-        "int4", x, w, k // 2, n, scales, scales.shape[1], group, 1.0, bias, out, w is not data,
-    )
-    # fmt: on
+    return _int4(x, data, scales, bias, group, out, False)
 
 
 def gemv_nvfp4(
@@ -158,14 +192,37 @@ def gemv_nvfp4(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """x @ dequant(data)^T (+ bias): e2m1 codes uint8 [N, K/2], e4m3 scales [N, K/16]."""
-    n, half_k = data.shape
-    w = aligned(data)
-    # fmt: off
-    return _run(
-        "nvfp4", x, w, half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
-        w is not data,
-    )
-    # fmt: on
+    return _nvfp4(x, data, scales, bias, global_scale, out, False)
+
+
+# The gated forms (ops gemv_<format>_silu_mul): data holds 2I rows, a gated MLP's gate rows
+# then its up rows, and one launch stores silu(x @ Wg^T) * (x @ Wu^T) [..., I]: a row tile's
+# 16 W rows are 8 gate rows and their 8 up rows (native/src/gemv/gemv_wa.cuh w_row), so the
+# epilogue finds both sums of an output in one lane.
+def gemv_fp8_silu_mul(
+    x: GPUArray, data: GPUArray, scales: GPUArray, *, block: int, out: GPUArray | None = None
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the fp8 weight [Wg; Wu] (scales as gemv_fp8's)."""
+    return _fp8(x, data, scales, None, block, out, True)
+
+
+def gemv_int4_silu_mul(
+    x: GPUArray, data: GPUArray, scales: GPUArray, *, group: int, out: GPUArray | None = None
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the int4 weight [Wg; Wu] (scales as gemv_int4's)."""
+    return _int4(x, data, scales, None, group, out, True)
+
+
+def gemv_nvfp4_silu_mul(
+    x: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    *,
+    global_scale: float,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the nvfp4 weight [Wg; Wu] (scales as gemv_nvfp4's)."""
+    return _nvfp4(x, data, scales, None, global_scale, out, True)
 
 
 def linear_rows(

@@ -2,7 +2,9 @@
 (fp8 e4m3 with per-channel or 128-block scales, int4 with 128-group scales, nvfp4), x float16 or
 bfloat16, the weight dequantized in the mainloop: the routed ops qgemm_fp8, qgemm_int4 and
 qgemm_nvfp4 (prefill and batched decode, more rows than the decode GEMV's crossover), and the
-Triton twins of gemv_fp8 / gemv_int4 / gemv_nvfp4 (the same kernel at any row count).
+Triton twins of gemv_fp8 / gemv_int4 / gemv_nvfp4 (the same kernel at any row count) and of
+their gated forms gemv_<format>_silu_mul (a gated MLP's stacked gate/up weight: the program
+also multiplies the up rows and stores silu(g) * u of the two float32 sums).
 
 Numerics (the reference: pygpukit/backends/cpu/gemv.py, the float64 product with the dequantized
 weight, rounded once):
@@ -42,6 +44,7 @@ from pygpukit.array import GPUArray
 from pygpukit.backends._support.output import deliver
 from pygpukit.backends._support.rows import as_rows, out_rows
 from pygpukit.backends.triton_kernels._common import cdiv
+from pygpukit.backends.triton_kernels.activation import sigmoid_c
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.creation import empty
 from pygpukit.dtypes import DataType, as_dtype
@@ -53,8 +56,11 @@ __all__ = [
     "config_for",
     "dequantize_weight",
     "gemv_fp8",
+    "gemv_fp8_silu_mul",
     "gemv_int4",
+    "gemv_int4_silu_mul",
     "gemv_nvfp4",
+    "gemv_nvfp4_silu_mul",
     "qgemm_fp8",
     "qgemm_int4",
     "qgemm_nvfp4",
@@ -142,14 +148,37 @@ def _weights(W, S, rn, k0, N, K, swn, ssn, FMT: tl.constexpr, DT: tl.constexpr,
 
 
 @triton.jit
+def _tile_product(acc, xt, W, S, rn, k0, N, K, swn, ssn, FMT: tl.constexpr, GROUP: tl.constexpr,
+                  DT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    """acc + W[rn, k0 : k0 + BK] @ xt, the weight tile exact in DT (rows rn < N of W)."""
+    w = _weights(W, S, rn, k0, N, K, swn, ssn, FMT=FMT, DT=DT, BN=BN, BK=BK)
+    if GROUP > 0:  # the tile's float32 partial times its group's scale
+        s = tl.load(S + rn.to(tl.int64) * ssn + k0 // GROUP, mask=rn < N, other=0)
+        return acc + tl.dot(w, xt) * s.to(tl.float32)[:, None]
+    return tl.dot(w, xt, acc)
+
+
+@triton.jit
+def _finish(acc, S, rn, N, gscale, FMT: tl.constexpr, GROUP: tl.constexpr):
+    """The scales that do not vary along K, on the float32 sums of W rows rn."""
+    if FMT == 0 and GROUP == 0:  # per-channel scales
+        acc *= tl.load(S + rn, mask=rn < N, other=0.0)[:, None]
+    if FMT == 2:
+        acc *= gscale
+    return acc
+
+
+@triton.jit
 def _qgemm_kernel(
     X, RS, W, S, Bias, Y, M, N, K, sxm, swn, ssn, sym, gscale,
     FMT: tl.constexpr, GROUP: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
-    X_FP8: tl.constexpr, HAS_RS: tl.constexpr,
+    X_FP8: tl.constexpr, HAS_RS: tl.constexpr, GATED: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_N: tl.constexpr,
 ):  # fmt: skip
     # Programs sweep GROUP_N weight tiles against every x tile before moving on, so a weight
     # tile is read from HBM once and re-read from L2 by the x tiles (prefill: many x tiles).
+    # GATED: N is the number of output columns and W holds 2N rows (gate, then up); the program
+    # also multiplies the up rows rn + N and stores silu(g) * u of the two float32 sums.
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
@@ -161,27 +190,28 @@ def _qgemm_kernel(
     rn = pid_n * BN + tl.arange(0, BN)
     rm = pid_m * BM + tl.arange(0, BM)
     mok = rm < M
+    nw = 2 * N if GATED else N  # rows of W
+    ru = tl.where(rn < N, rn + N, nw)  # the up rows (GATED), past the end beside the gate's
     acc = tl.zeros([BN, BM], tl.float32)  # y^T tile
+    acu = tl.zeros([BN, BM], tl.float32)  # the up rows' tile (GATED)
     for k0 in range(0, K, BK):
         rk = k0 + tl.arange(0, BK)
         xt = tl.load(X + rm.to(tl.int64)[None, :] * sxm + rk[:, None],
                      mask=mok[None, :] & (rk < K)[:, None], other=0)  # fmt: skip
         if X_FP8:  # e4m3 codes of a quantized x (W8A8): exact in DT
             xt = xt.to(tl.float8e4nv, bitcast=True).to(DT)
-        w = _weights(W, S, rn, k0, N, K, swn, ssn, FMT=FMT, DT=DT, BN=BN, BK=BK)
-        if GROUP > 0:  # the tile's float32 partial times its group's scale
-            s = tl.load(S + rn.to(tl.int64) * ssn + k0 // GROUP, mask=rn < N, other=0.0)
-            acc += tl.dot(w, xt) * s.to(tl.float32)[:, None]
-        else:
-            acc = tl.dot(w, xt, acc)
-    if FMT == 0 and GROUP == 0:  # per-channel scales
-        acc *= tl.load(S + rn, mask=rn < N, other=0.0)[:, None]
-    if FMT == 2:
-        acc *= gscale
+        acc = _tile_product(acc, xt, W, S, rn, k0, nw, K, swn, ssn, FMT=FMT, GROUP=GROUP,
+                            DT=DT, BN=BN, BK=BK)  # fmt: skip
+        if GATED:
+            acu = _tile_product(acu, xt, W, S, ru, k0, nw, K, swn, ssn, FMT=FMT, GROUP=GROUP,
+                                DT=DT, BN=BN, BK=BK)  # fmt: skip
+    acc = _finish(acc, S, rn, nw, gscale, FMT=FMT, GROUP=GROUP)
     if HAS_RS:  # x's per-row scales (W8A8)
         acc *= tl.load(RS + rm, mask=mok, other=0.0)[None, :]
     if HAS_BIAS:
         acc += tl.load(Bias + rn, mask=rn < N, other=0.0).to(tl.float32)[:, None]
+    if GATED:  # silu(g) * u in float32, as the activation family computes it
+        acc = acc * sigmoid_c(acc) * _finish(acu, S, ru, nw, gscale, FMT=FMT, GROUP=GROUP)
     yp = Y + rm.to(tl.int64)[None, :] * sym + rn[:, None]
     tl.store(yp, acc.to(DT), mask=mok[None, :] & (rn < N)[:, None])
 
@@ -201,9 +231,10 @@ def _as_u8(a: GPUArray) -> GPUArray:
 
 def _run(fmt: int, x: GPUArray, w: GPUArray, scales: GPUArray, group: int, gscale: float,
          k: int, bias: GPUArray | None, out: GPUArray | None, rs: GPUArray | None = None,
-         out_dtype: DataType | None = None) -> GPUArray:  # fmt: skip
-    """y = x @ W^T: x half (or e4m3 codes with per-row scales rs), y of out_dtype (x's)."""
-    n = w._shape[0]
+         out_dtype: DataType | None = None, gated: bool = False) -> GPUArray:  # fmt: skip
+    """y = x @ W^T: x half (or e4m3 codes with per-row scales rs), y of out_dtype (x's);
+    gated: W's rows are gate then up, y = silu(x @ Wg^T) * (x @ Wu^T)."""
+    n = w._shape[0] // 2 if gated else w._shape[0]
     x, m, _, sx = as_rows(x)
     if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()  # the kernel reads bias[n] at unit stride
@@ -220,7 +251,7 @@ def _run(fmt: int, x: GPUArray, w: GPUArray, scales: GPUArray, group: int, gscal
             _as_u8(x) if x_fp8 else x, rs if rs is not None else scales, w, scales,
             bias if bias is not None else y, y, m, n, k, sx, w._estrides[0], ssn, sy, gscale,
             FMT=fmt, GROUP=group, HAS_BIAS=bias is not None, DT=dt, X_FP8=x_fp8,
-            HAS_RS=rs is not None, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_N=8,
+            HAS_RS=rs is not None, GATED=gated, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_N=8,
             num_warps=cfg.warps, num_stages=cfg.stages,
         )  # fmt: skip
     return deliver(y, out)
@@ -357,3 +388,34 @@ def dequantize_weight(
 gemv_fp8 = qgemm_fp8
 gemv_int4 = qgemm_int4
 gemv_nvfp4 = qgemm_nvfp4
+
+
+# ... and of their gated forms (ops gemv_<format>_silu_mul): data holds 2I rows, the gate rows
+# then the up rows of a gated MLP; y [..., I] = silu(x @ Wg^T) * (x @ Wu^T) of the two float32
+# sums (each with its scales), one rounding.
+def gemv_fp8_silu_mul(
+    x: GPUArray, data: GPUArray, scales: GPUArray, *, block: int, out: GPUArray | None = None
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the fp8 weight [Wg; Wu] (scales as gemv_fp8's)."""
+    return _run(_FP8, x, _as_u8(data), scales, block, 1.0, data._shape[1], None, out, gated=True)
+
+
+def gemv_int4_silu_mul(
+    x: GPUArray, data: GPUArray, scales: GPUArray, *, group: int, out: GPUArray | None = None
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the int4 weight [Wg; Wu] (scales as gemv_int4's)."""
+    k = data._shape[1]
+    return _run(_INT4, x, _bytes(data, k // 2), scales, group, 1.0, k, None, out, gated=True)
+
+
+def gemv_nvfp4_silu_mul(
+    x: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    *,
+    global_scale: float,
+    out: GPUArray | None = None,
+) -> GPUArray:
+    """silu(x @ Wg^T) * (x @ Wu^T) for the nvfp4 weight [Wg; Wu] (scales as gemv_nvfp4's)."""
+    k = 2 * data._shape[1]
+    return _run(_NVFP4, x, data, _as_u8(scales), 0, float(global_scale), k, None, out, gated=True)
