@@ -1,6 +1,7 @@
 """The quantized gated MLP's gate/up product in one launch or two, graph-timed.
 
     python benchmarks/tuning/gated_gemv_ab.py [--shapes 2048x16384 4096x28672] [--rows 1 4]
+                                              [--formats int4 fp8 nvfp4] [--gemv-pdl on|off]
 
 For each shape (K x 2I: the stacked [Wg; Wu] of a gated MLP), format (int4, fp8, nvfp4) and row
 count, three chains of 20 calls each captured in a CUDA graph and timed over its replay (the
@@ -12,7 +13,8 @@ median of 5 replays, two alternating rounds):
 Consecutive calls read different copies of W (enough copies for 200 MB), so the L2 does not
 serve them, and the chain keeps each launch's programmatic dependent launch as the decode step
 has it. The weights are random values quantized on the device (the speed does not depend on
-them). ops/gemv.QUANT_GATED_GEMV's comment records the result.
+them). --gemv-pdl off launches the native GEMVs plainly (backends/native/gemv.PDL_LAUNCH).
+ops/gemv.QUANT_GATED_GEMV's comment records the result.
 """
 
 from __future__ import annotations
@@ -90,8 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", nargs="+", default=["2048x16384", "4096x28672"])
     p.add_argument("--rows", type=int, nargs="+", default=[1, 4])
     p.add_argument("--formats", nargs="+", default=["int4", "fp8", "nvfp4"])
+    p.add_argument("--gemv-pdl", default="on", choices=["on", "off"])
     args = p.parse_args(argv)
-    shipped = ops_gemv.QUANT_GATED_GEMV
+    from pygpukit.backends.native import gemv as native_gemv
+
+    shipped = ops_gemv.QUANT_GATED_GEMV, native_gemv.PDL_LAUNCH
+    native_gemv.PDL_LAUNCH = args.gemv_pdl == "on"
     rng = np.random.default_rng(0)
 
     def upload(rows: int, cols: int) -> gp.GPUArray:
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"K{k} 2I{n2} {fmt} M{m} (us, two rounds): {cells}", flush=True)
                 del qws, q0
     finally:
-        ops_gemv.QUANT_GATED_GEMV = shipped
+        ops_gemv.QUANT_GATED_GEMV, native_gemv.PDL_LAUNCH = shipped
     return 0
 
 

@@ -95,8 +95,9 @@ GEMV_MAX_ROWS = 16
 # 2026-11-28, graph-replayed chains with the weight rotated out of L2 (benchmarks/tuning/
 # gated_gemv_ab.py), one launch / two, us: 1B MLP (K2048, I8192) int4 13.6 / 10.9, fp8 13.1 /
 # 14.4, nvfp4 12.7 / 13.4; 8B MLP (K4096, I14336) int4 24.8 / 26.8, fp8 40.1 / 34.6, nvfp4
-# 31.6 / 30.1 (one row; four rows alike). The gated kernel reads the same bytes up to 3.6 us
-# slower than the plain GEMV (BENCHMARKS.md "GEMV").
+# 31.6 / 30.1 (one row; four rows alike). Launched without the early launch the one launch
+# wins at four of the six, ties at one (8B fp8) and loses 4% at one (8B nvfp4): the decode
+# step, where the early launch measured faster, has to decide (BENCHMARKS.md "GEMV").
 QUANT_GATED_GEMV = False
 _HALF = ("float16", "bfloat16")
 # linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
