@@ -205,39 +205,43 @@ def at_load(
     prompt = random_prompts(cfg, 1)[0]
     long_prompt = random_prompts(cfg, 1, length=1024)[0]
     res: dict[str, Any] = {"model": f"{name}, {layers} layers"}
-    for name_mode in modes:
-        mode = None if name_mode == "bf16" else name_mode
-        src = RandomBf16(hf_shapes(cfg))
-        w = load_weights(src, config, gp.bfloat16, dev, where="random", quantize=mode)
-        m = CausalTransformerModel(config, w, gp.bfloat16, dev, source=name)
-        toks: dict[str, Any] = {}
-        repeated = len(set(variants)) < len(variants)
-        for i, variant in enumerate(variants if mode is not None else ["default"]):
-            (native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV), suffix = VARIANTS[variant]
-            key = name_mode + suffix
-            key += f", round {i // len(set(variants)) + 1}" if repeated and mode else ""
-            m.drop_step_graphs()  # captured with the other launch
-            toks[key] = m.generate(prompt, 16, temperature=0, stop_token_ids=())  # compile, capture
-            rates = []
-            for _ in range(3):
-                st = GenerationStats()
-                m.generate(prompt, new, temperature=0, stop_token_ids=(), stats=st)
-                rates.append(st.decode_tokens_per_s)
-            res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1]}
-            if i == 0:
-                pre = []
+    try:
+        for name_mode in modes:
+            mode = None if name_mode == "bf16" else name_mode
+            src = RandomBf16(hf_shapes(cfg))
+            w = load_weights(src, config, gp.bfloat16, dev, where="random", quantize=mode)
+            m = CausalTransformerModel(config, w, gp.bfloat16, dev, source=name)
+            toks: dict[str, Any] = {}
+            repeated = len(set(variants)) < len(variants)
+            for i, variant in enumerate(variants if mode is not None else ["default"]):
+                (native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV), suffix = VARIANTS[variant]
+                key = name_mode + suffix
+                key += f", round {i // len(set(variants)) + 1}" if repeated and mode else ""
+                m.drop_step_graphs()  # captured with the other launch
+                toks[key] = m.generate(
+                    prompt, 16, temperature=0, stop_token_ids=()
+                )  # compile, capture
+                rates = []
                 for _ in range(3):
-                    sp = GenerationStats()
-                    m.generate(long_prompt, 1, temperature=0, stop_token_ids=(), stats=sp)
-                    pre.append(sp.prefill_tokens_per_s)
-                res[key]["prefill_tok_s"] = sorted(pre)[1]
-            same = len({str(t) for t in toks.values()}) == 1
-            print(f"{name} x{layers} {key}: weights {w.nbytes() / 2**20:.1f} MiB, decode "
-                  f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode}), prefill 1024 tokens "
-                  f"{res[key].get('prefill_tok_s', float('nan')):.0f} tok/s, tokens as the "
-                  f"first launch: {same}", flush=True)  # fmt: skip
-        del m, w
-    native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = VARIANTS["default"][0]
+                    st = GenerationStats()
+                    m.generate(prompt, new, temperature=0, stop_token_ids=(), stats=st)
+                    rates.append(st.decode_tokens_per_s)
+                res[key] = {"weight_bytes": w.nbytes(), "decode_tok_s": sorted(rates)[1]}
+                if i == 0:
+                    pre = []
+                    for _ in range(3):
+                        sp = GenerationStats()
+                        m.generate(long_prompt, 1, temperature=0, stop_token_ids=(), stats=sp)
+                        pre.append(sp.prefill_tokens_per_s)
+                    res[key]["prefill_tok_s"] = sorted(pre)[1]
+                same = len({str(t) for t in toks.values()}) == 1
+                print(f"{name} x{layers} {key}: weights {w.nbytes() / 2**20:.1f} MiB, decode "
+                      f"{sorted(rates)[1]:.0f} tok/s ({st.decode_mode}), prefill 1024 tokens "
+                      f"{res[key].get('prefill_tok_s', float('nan')):.0f} tok/s, tokens as the "
+                      f"first launch: {same}", flush=True)  # fmt: skip
+            del m, w
+    finally:  # the shipped switches, whatever happened
+        native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = VARIANTS["default"][0]
     return res
 
 

@@ -157,7 +157,8 @@ def test_gemv_quant(bench: Any, shape: tuple[int, int], m: int, impl: str) -> No
 GATED_SHAPES = [(2048, 16384), (4096, 28672)]
 GATED_IMPLS = [
     "torch",  # F.linear, then F.silu(g) * u
-    "bf16",  # gp.linear_silu_mul: the Triton decode GEMV with silu(g) * u in its epilogue
+    "bf16",  # gp.linear_silu_mul: one row the Triton decode GEMV (silu(g) * u in its epilogue),
+    # more rows cuBLASLt then silu_mul
     *(f"{q}_{how}" for q in ("fp8_channel", "int4_bf16", "nvfp4") for how in ("fused", "unfused")),
 ]
 

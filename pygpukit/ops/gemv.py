@@ -93,9 +93,10 @@ GEMV_MAX_ROWS = 16
 # gemv_<format>_silu_mul) where the module docstring says; False (shipped): linear_quantized +
 # silu_mul, unless a route names the gated op. Off because it did not win everywhere: H200,
 # 2026-11-28, graph-replayed chains with the weight rotated out of L2 (benchmarks/tuning/
-# gated_gemv_ab.py), one launch / two, us: 1B MLP (K2048, I8192) int4 13.6 / 10.9, fp8 13.1 /
-# 14.4, nvfp4 12.7 / 13.4; 8B MLP (K4096, I14336) int4 24.8 / 26.8, fp8 40.1 / 34.6, nvfp4
-# 31.6 / 30.1 (one row; four rows alike). Launched without the early launch the one launch
+# gated_gemv_ab.py --rows 1), one launch / two, us, two rounds: 1B MLP (K2048, I8192) int4
+# 13.78-13.93 / 10.88-10.95, fp8 13.14-13.17 / 14.52-14.60, nvfp4 12.61-12.62 / 13.24-13.26;
+# 8B MLP (K4096, I14336) int4 24.76-24.82 / 27.04-27.06, fp8 39.56-39.87 / 34.73-34.81, nvfp4
+# 31.60-31.61 / 30.05-30.09. With the GEMVs launched plainly (--gemv-pdl off) the one launch
 # wins at four of the six, ties at one (8B fp8) and loses 4% at one (8B nvfp4): the decode
 # step, where the early launch measured faster, has to decide (BENCHMARKS.md "GEMV").
 QUANT_GATED_GEMV = False

@@ -413,6 +413,33 @@ def test_gated_quantized_op_on_a_route(fmt: str, kw: dict) -> None:
         assert_close(y, want, x.dtype)
 
 
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k", "w8a8"])
+def test_linear_silu_mul_gguf_and_w8a8_take_two_ops(fmt: str) -> None:
+    """A GGUF block weight and a W8A8 one have no gated kernel: linear_quantized + silu_mul,
+    within the dtype's bound of the float64 product (g and u rounded to x's dtype first; W8A8
+    also quantizes x per row, so against that recipe's loose bound)."""
+    from _gguf_ref import random_blocks
+
+    rng = np.random.default_rng(seed("lsm_gguf", fmt))
+    k, i = 256, 8
+    if fmt == "w8a8":
+        qw = gp.quantize_weight(rand(rng, (2 * i, k), "float32"), "w8a8", device=DEVICE)
+    else:
+        qw = gp.QuantizedWeight(fmt, up(random_blocks(fmt, 2 * i, k, seed=3)))
+    x = rand(rng, (3, k), "bfloat16")
+    gp.routing.reset_stats()
+    y = gp.linear_silu_mul(up(x), qw)
+    ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
+    assert "silu_mul" in ran and not any(op.endswith("_silu_mul") for op in ran - {"silu_mul"})
+    h = as64(x) @ qw.dequantize().T
+    g, u = as64(round_to(h[:, :i], x.dtype)), as64(round_to(h[:, i:], x.dtype))
+    want = g / (1.0 + np.exp(-g)) * u
+    if fmt == "w8a8":  # x's e4m3 codes: about 2^-4 relative per product
+        assert np.allclose(as64(y.to_numpy()), want, rtol=0.1, atol=0.1 * np.abs(want).max())
+    else:
+        assert_close(y, want, x.dtype)
+
+
 def test_linear_silu_mul_quantized_rejects_bad_arguments() -> None:
     rng = np.random.default_rng(seed("lsm_q_bad"))
     qw = gp.quantize_weight(rand(rng, (6, 32), "float32"), "int4", device=DEVICE)

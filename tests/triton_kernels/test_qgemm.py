@@ -99,8 +99,9 @@ def test_strided_x_bias_and_out_slice(device: str, fmt: str, opt: object, dtype:
 def test_gated_product_against_float64(device: str, fmt: str, opt: object, dtype: str,
                                        m: int) -> None:  # fmt: skip
     """gemv_<format>_silu_mul: W [2I, K] = gate rows then up rows, y = silu(g) * u of the two
-    float32 sums (their scales applied), one rounding. I = 69: a partial weight tile whose
-    padding columns read neither the up rows nor past W; K = 160: partial group and K tile."""
+    float32 sums (their scales applied), one rounding. I = 69: a partial weight tile (its
+    padding columns read no up row and are not stored); K = 160: partial group and K tile.
+    An odd number of rows is refused."""
     i, k = 69, 160
     qw = _weight(fmt, opt, 2 * i, k, device, seed=11 + m)
     x = up(np.random.default_rng(m + 2).standard_normal((m, k)), device).astype(dtype)
@@ -113,6 +114,9 @@ def test_gated_product_against_float64(device: str, fmt: str, opt: object, dtype
     h = _want(x.astype("float32").to_numpy(), qw, None)
     g = h[:, :i]
     assert_close(y, g / (1.0 + np.exp(-g)) * h[:, i:], dtype)
+    odd = _weight(fmt, opt, 2 * i - 1, k, device)
+    with pytest.raises(ValueError, match="a gated product needs an even number of weight rows"):
+        getattr(qgemm, f"gemv_{fmt}_silu_mul")(x, odd.data, odd.scales, **kw)
 
 
 @GPU

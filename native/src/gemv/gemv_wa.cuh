@@ -306,10 +306,10 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   // or 2t + 1 (e & 1). Gated: the gate value (e < 2) of output column n0 / 2 + 8 r + g, whose up
   // value is e + 2 (kUp); the up values get a column past I, so they are not stored.
   if constexpr (Gated) {
-    epilogue<T, F, nwarps, 2>(p, acc, [m0, n0, &p](int i, int l, std::int64_t& m,
-                                                   std::int64_t& n) {
+    epilogue<T, F, nwarps, 2>(p, acc, [m0, n0, rows = p.n](int i, int l, std::int64_t& m,
+                                                           std::int64_t& n) {
       const int e = i & 3, mt = (i >> 2) % MT, r = (i >> 2) / MT;
-      n = (e >> 1) ? p.n : n0 / 2 + 8 * r + (l >> 2);
+      n = (e >> 1) ? rows : n0 / 2 + 8 * r + (l >> 2);
       m = m0 + kXTile * mt + 2 * (l & 3) + (e & 1);
     });
   } else {

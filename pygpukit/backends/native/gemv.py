@@ -197,8 +197,9 @@ def gemv_nvfp4(
 
 # The gated forms (ops gemv_<format>_silu_mul): data holds 2I rows, a gated MLP's gate rows
 # then its up rows, and one launch stores silu(x @ Wg^T) * (x @ Wu^T) [..., I]: a row tile's
-# 16 W rows are 8 gate rows and their 8 up rows (native/src/gemv/gemv_wa.cuh w_row), so the
-# epilogue finds both sums of an output in one lane.
+# 16 W rows are 8 gate rows and their 8 up rows (native/src/gemv/gemv_wa.cuh, gemv_wa_kernel's
+# Gated instantiations), so the epilogue finds both sums of an output in one lane. The
+# extension rejects an odd number of rows (ValueError) before anything runs.
 def gemv_fp8_silu_mul(
     x: GPUArray, data: GPUArray, scales: GPUArray, *, block: int, out: GPUArray | None = None
 ) -> GPUArray:

@@ -191,7 +191,7 @@ def _qgemm_kernel(
     rm = pid_m * BM + tl.arange(0, BM)
     mok = rm < M
     nw = 2 * N if GATED else N  # rows of W
-    ru = tl.where(rn < N, rn + N, nw)  # the up rows (GATED), past the end beside the gate's
+    ru = tl.where(rn < N, rn + N, nw)  # the up rows (GATED); columns past N read no row
     acc = tl.zeros([BN, BM], tl.float32)  # y^T tile
     acu = tl.zeros([BN, BM], tl.float32)  # the up rows' tile (GATED)
     for k0 in range(0, K, BK):
@@ -200,12 +200,12 @@ def _qgemm_kernel(
                      mask=mok[None, :] & (rk < K)[:, None], other=0)  # fmt: skip
         if X_FP8:  # e4m3 codes of a quantized x (W8A8): exact in DT
             xt = xt.to(tl.float8e4nv, bitcast=True).to(DT)
-        acc = _tile_product(acc, xt, W, S, rn, k0, nw, K, swn, ssn, FMT=FMT, GROUP=GROUP,
+        acc = _tile_product(acc, xt, W, S, rn, k0, N, K, swn, ssn, FMT=FMT, GROUP=GROUP,
                             DT=DT, BN=BN, BK=BK)  # fmt: skip
         if GATED:
             acu = _tile_product(acu, xt, W, S, ru, k0, nw, K, swn, ssn, FMT=FMT, GROUP=GROUP,
                                 DT=DT, BN=BN, BK=BK)  # fmt: skip
-    acc = _finish(acc, S, rn, nw, gscale, FMT=FMT, GROUP=GROUP)
+    acc = _finish(acc, S, rn, N, gscale, FMT=FMT, GROUP=GROUP)
     if HAS_RS:  # x's per-row scales (W8A8)
         acc *= tl.load(RS + rm, mask=mok, other=0.0)[None, :]
     if HAS_BIAS:
@@ -233,7 +233,12 @@ def _run(fmt: int, x: GPUArray, w: GPUArray, scales: GPUArray, group: int, gscal
          k: int, bias: GPUArray | None, out: GPUArray | None, rs: GPUArray | None = None,
          out_dtype: DataType | None = None, gated: bool = False) -> GPUArray:  # fmt: skip
     """y = x @ W^T: x half (or e4m3 codes with per-row scales rs), y of out_dtype (x's);
-    gated: W's rows are gate then up, y = silu(x @ Wg^T) * (x @ Wu^T)."""
+    gated: W's rows are gate then up, y = silu(x @ Wg^T) * (x @ Wu^T) (no bias, no rs)."""
+    if gated and (w._shape[0] % 2 or bias is not None or rs is not None):
+        raise ValueError(
+            f"qgemm: a gated product needs an even number of weight rows (gate, then up) and no "
+            f"bias or row scales; got {w._shape[0]} rows"
+        )
     n = w._shape[0] // 2 if gated else w._shape[0]
     x, m, _, sx = as_rows(x)
     if bias is not None and not bias.is_contiguous():
