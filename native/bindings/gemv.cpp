@@ -13,7 +13,8 @@ PGK_FAMILY(gemv) {
          const std::string& sdtype, std::int64_t m, std::int64_t n, std::int64_t k,
          std::uintptr_t x, std::int64_t x_row_stride, std::uintptr_t w, std::int64_t w_row_bytes,
          std::uintptr_t scales, std::int64_t s_row_stride, std::int64_t block,
-         double global_scale, std::uintptr_t bias, std::uintptr_t y, bool pdl, bool prefetch, bool gated) {
+         double global_scale, std::uintptr_t bias, std::uintptr_t y, bool pdl, bool prefetch,
+         bool gated) {
         pgk::GemvArgs a{};
         a.device = device;
         a.stream = stream;
