@@ -97,6 +97,12 @@ def _variant(wide: bool, q_in_write: bool) -> None:
 def _rate(model: Any, prompt: list[list[int]], new: int, repeats: int) -> dict[str, Any]:
     """decode_e2e's decode tok/s of greedy generate at steps_per_sync 32 (a fresh capture)."""
     model.drop_step_graphs()
+    # One cache for all that _rounds runs after this (its 200-token generate, _run_step_us's
+    # positions): a later, larger request would reallocate it and drop the run graph captured
+    # here, which _run_step_us reads (with --new under 200 it failed that way).
+    model.ensure_cache(
+        len(prompt), min(len(prompt[0]) + max(new, 200) + 64, model.config.max_context)
+    )
 
     def run(n: int) -> Any:
         out = model.generate(
