@@ -217,6 +217,15 @@ def linear_silu_mul(
     return silu_mul(h[..., : i2 // 2], h[..., i2 // 2 :], out=out)
 
 
+def _format_params(qw: QuantizedWeight) -> dict[str, Any]:
+    """The keyword parameters an fp8 / int4 / nvfp4 product op takes for qw's scales."""
+    if qw.format == "fp8":
+        return {"block": qw.block}
+    if qw.format == "int4":
+        return {"group": qw.block}
+    return {"global_scale": qw.global_scale}
+
+
 def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) -> GPUArray:
     """linear_silu_mul with a quantized [Wg; Wu] (module docstring)."""
     op = "linear_silu_mul"
@@ -240,12 +249,7 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
             and not determinism.is_deterministic()
         )
         if decode or named_backend(fused) is not None:
-            params: dict[str, Any] = (
-                {"block": qw.block} if fmt == "fp8"
-                else {"group": qw.block} if fmt == "int4"
-                else {"global_scale": qw.global_scale}
-            )  # fmt: skip
-            return run(fused, (x, qw.data, qw.scales), params, out=out)
+            return run(fused, (x, qw.data, qw.scales), _format_params(qw), out=out)
     from pygpukit.ops.activation import silu_mul
 
     h = linear_quantized(x, qw)
@@ -322,11 +326,7 @@ def linear_quantized(
     fmt = qw.format
     inputs = (x, qw.data, qw.scales, bias)
     gemv_op, gemm_op = _QUANT_OPS[fmt]
-    params: dict[str, Any] = (
-        {"block": qw.block} if fmt == "fp8"
-        else {"group": qw.block} if fmt == "int4"
-        else {"global_scale": qw.global_scale}
-    )  # fmt: skip
+    params = _format_params(qw)
     if rows >= QDENSE_MIN_ROWS[fmt] and _dense_path(fmt, x):
         if rows < QDENSE_FUSED_MAX_ROWS.get(fmt, 0) and serves(
             f"{gemm_op}_dense", x.device, inputs, params
