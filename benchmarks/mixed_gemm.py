@@ -2,9 +2,10 @@
 mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
 
     python benchmarks/mixed_gemm.py [--rows 1 4 16 32 64 512 4096] [--formats fp8 int4 ...]
-                                    [--sweep] [--accuracy] [--json OUT]
+                                    [--sweep] [--accuracy] [--json OUT] [--shapes NxK ...]
 
-1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP) and each
+1. For each weight format and shape (K4096 N14336, K14336 N4096: a Llama-3-8B MLP; --shapes
+   14336x4096 4096x4096 ... names others, N outputs x K inputs) and each
    number of rows M: gp.linear_quantized as routed ("routed", its ratio to bf16 and % of
    copy bandwidth on the weight bytes), and each of its paths alone: the Triton mixed-input
    GEMM (qgemm_<format>, or qgemm_w8a8 on quantize_fp8's codes), the native decode GEMV
@@ -102,7 +103,13 @@ def _native_mixed() -> Any:
     return None
 
 
-def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> list[dict]:
+def products(
+    timer: Any,
+    names: list[str],
+    rows: list[int],
+    copy_gbs: float,
+    shapes: list[tuple[int, int]] = SHAPES,
+) -> list[dict]:
     """Each path of linear_quantized timed alone at every M, and the routed call (module
     docstring)."""
     ng = _native_gemv()
@@ -120,7 +127,7 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
     def us(t: float | None) -> str:
         return "-" if t is None else f"{t * 1e6:.1f}"
 
-    for n, k, m, x, t_dense, t_torch in dense_peers(timer, SHAPES, rows):
+    for n, k, m, x, t_dense, t_torch in dense_peers(timer, shapes, rows):
         for name in names:
             qw = _weight(name, n, k)
             t = timer.median_seconds(lambda x=x, qw=qw: gp.linear_quantized(x, qw))
@@ -184,7 +191,9 @@ def products(timer: Any, names: list[str], rows: list[int], copy_gbs: float) -> 
     return out
 
 
-def sweep(timer: Any, names: list[str], rows: list[int]) -> list[dict]:
+def sweep(
+    timer: Any, names: list[str], rows: list[int], shapes: list[tuple[int, int]] = SHAPES
+) -> list[dict]:
     """qgemm tiles per M (module docstring); restores CONFIGS after."""
     best = []
     orig = tq.config_for
@@ -192,7 +201,7 @@ def sweep(timer: Any, names: list[str], rows: list[int]) -> list[dict]:
         for name in names:
             if FORMATS[name][0] == "w8a8":
                 continue
-            for n, k in SHAPES:
+            for n, k in shapes:
                 qw = _weight(name, n, k)
                 fn = getattr(tq, f"qgemm_{qw.format}")
                 kw = _params(qw)
@@ -303,7 +312,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-products", action="store_true")
     p.add_argument("--device", default=None, help="for --accuracy alone (default: the GPU)")
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--shapes", nargs="+", default=[f"{n}x{k}" for n, k in SHAPES], metavar="NxK",
+        help="weight shapes, N (outputs) x K (inputs)",
+    )  # fmt: skip
     args = p.parse_args(argv)
+    try:
+        shapes = [(int(a), int(b)) for a, b in (t.lower().split("x") for t in args.shapes)]
+    except ValueError:
+        p.error(f"--shapes takes NxK pairs such as 14336x4096, got {args.shapes}")
+    if any(n < 1 or k < 1 for n, k in shapes):
+        p.error("--shapes: N and K must be positive")
     res: dict[str, Any] = {}
     if args.accuracy:
         res["accuracy"] = accuracy(args.device or ("cuda:0" if gp.device_count() else "cpu"))
@@ -315,9 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         res["copy_gbs"] = copy_gbs
         print(f"device copy {copy_gbs:.0f} GB/s (read + write)", flush=True)
         if args.sweep:
-            res["sweep"] = sweep(timer, args.formats, args.sweep_rows)
+            res["sweep"] = sweep(timer, args.formats, args.sweep_rows, shapes)
         if not args.skip_products:
-            res["products"] = products(timer, args.formats, args.rows, copy_gbs)
+            res["products"] = products(timer, args.formats, args.rows, copy_gbs, shapes)
     text = json.dumps(res, default=str)
     if args.json:
         Path(args.json).write_text(text)

@@ -19,7 +19,7 @@ the float64 product of x with the (dequantized) weight, rounded once.
   for an fp8 / int4 / nvfp4 one the gated decode GEMV (op gemv_<format>_silu_mul: the native
   kernel's row tiles pair each gate row with its up row, one launch, the same float32
   silu(g) * u and one rounding) wherever a route names that op, and with QUANT_GATED_GEMV on
-  (off as shipped: measured slower at some shapes) for at most QGEMV_MAX_ROWS[format] rows on
+  (off as shipped: measured slower at some shapes) for at most qgemv_max_rows(...) rows on
   CUDA outside the deterministic mode.
 - ``rmsnorm_linear(x, norm_weight, weight, bias, eps=, residual=)``: gp.rmsnorm then
   gp.linear, the pre-norm block's norm and the dense projection after it. Where
@@ -34,7 +34,8 @@ the float64 product of x with the (dequantized) weight, rounded once.
   mode, a route forcing op linear) the two routed ops run.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
-  to QGEMV_MAX_ROWS[format] rows (the routing table's measured crossover) take the decode GEMV
+  to qgemv_max_rows(format, N, K) rows (the routing table's measured crossover: QGEMV_MAX_ROWS,
+  more for fp8 when K >= N, QGEMV_MAX_ROWS_DEEP) take the decode GEMV
   (op gemv_<format>: the native kernel, or its Triton twin under the deterministic mode or
   without the native extension), more rows the mixed-input GEMM (op qgemm_<format>, Triton:
   the weight dequantized in the mainloop, tensor-core products). Both give the reference's
@@ -74,9 +75,9 @@ from pygpukit.routing.table import (
     DENSE_GEMV_MAX_ROWS,
     QDENSE_FUSED_MAX_ROWS,
     QDENSE_MIN_ROWS,
-    QGEMV_MAX_ROWS,
     QUANT_CAPABILITY,
     W8A8_MAX_ROWS,
+    qgemv_max_rows,
 )
 
 __all__ = [
@@ -245,7 +246,7 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
         decode = (
             QUANT_GATED_GEMV
             and x.device.type == "cuda"
-            and rows <= QGEMV_MAX_ROWS[fmt]
+            and rows <= qgemv_max_rows(fmt, i2, k)
             and not determinism.is_deterministic()
         )
         if decode or named_backend(fused) is not None:
@@ -341,7 +342,7 @@ def linear_quantized(
         from pygpukit.ops.matmul import linear
 
         return linear(x, w, bias, out=out)
-    name = gemv_op if rows <= QGEMV_MAX_ROWS[fmt] else gemm_op
+    name = gemv_op if rows <= qgemv_max_rows(fmt, n, k) else gemm_op
     return run(name, inputs, params, out=out)
 
 

@@ -17,7 +17,7 @@ from _data import as64, rand, seed
 import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from pygpukit.backends.cpu.gemv import E2M1_VALUES, round_to
-from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS
+from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS, qgemv_max_rows
 
 HALF = ["bfloat16", "float16"]
 
@@ -115,8 +115,28 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
     if dense:
         assert {"dequantize_weight", "linear"} <= ran
     else:
-        assert f"{'gemv' if rows <= QGEMV_MAX_ROWS[fmt] else 'qgemm'}_{fmt}" in ran
+        assert f"{'gemv' if rows <= qgemv_max_rows(fmt, 11, k) else 'qgemm'}_{fmt}" in ran
     np.testing.assert_array_equal(qw.dequantize(), _ref_dequant(qw))
+
+
+@pytest.mark.parametrize("fmt", ["fp8", "int4", "nvfp4"])
+def test_crossover_by_shape(fmt: str) -> None:
+    """24 rows: fp8 keeps the decode GEMV for a square or deep weight (K >= N) and takes the
+    mixed-input GEMM for a wide one; int4 and nvfp4 keep the GEMV for both (their crossover is
+    higher)."""
+    assert qgemv_max_rows(fmt, 4096, 14336) >= QGEMV_MAX_ROWS[fmt]
+    assert qgemv_max_rows(fmt, 4096, 4096) >= QGEMV_MAX_ROWS[fmt]
+    assert qgemv_max_rows(fmt, 4096, 4095) == QGEMV_MAX_ROWS[fmt]  # K < N
+    rng = np.random.default_rng(seed("lq_shape", fmt))
+    for n, k, deep in ((40, 96, True), (96, 96, True), (120, 96, False)):
+        qw = gp.quantize_weight(rand(rng, (n, k), "float32"), fmt, device=DEVICE)
+        x, bias = rand(rng, (24, k), "bfloat16"), rand(rng, n, "bfloat16")
+        gp.routing.reset_stats()
+        y = gp.linear_quantized(up(x), qw, up(bias))
+        _expect(y, x, _ref_dequant(qw), bias)
+        ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
+        gemv = fmt != "fp8" or deep
+        assert (f"gemv_{fmt}" in ran) == gemv and (f"qgemm_{fmt}" in ran) != gemv
 
 
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])

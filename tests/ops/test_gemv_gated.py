@@ -17,7 +17,7 @@ import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from ops.test_gemv import HALF, _fsum_product, _ref_dequant
 from pygpukit.backends.cpu.gemv import round_to
-from pygpukit.routing.table import QGEMV_MAX_ROWS
+from pygpukit.routing.table import qgemv_max_rows
 
 QUANT_LAYOUTS = [
     ("fp8", {}),
@@ -42,7 +42,7 @@ def test_linear_silu_mul_quantized(
     det: bool,
     gated: bool,
 ) -> None:
-    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, up to QGEMV_MAX_ROWS rows on
+    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, up to qgemv_max_rows rows on
     CUDA outside the deterministic mode take the gated decode GEMV (op gemv_<format>_silu_mul:
     float32 g and u, one rounding); anything else gp.linear_quantized + gp.silu_mul (g and u
     rounded to x's dtype first). x strided, out a poisoned array; against float64 with the
@@ -62,7 +62,7 @@ def test_linear_silu_mul_quantized(
     assert y is out
     ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
     rows = math.prod(lead)
-    fused = gated and DEVICE != "cpu" and rows <= QGEMV_MAX_ROWS[fmt] and not det
+    fused = gated and DEVICE != "cpu" and rows <= qgemv_max_rows(fmt, 2 * i, k) and not det
     assert (f"gemv_{fmt}_silu_mul" in ran) == fused and ("silu_mul" in ran) != fused
     h = as64(x) @ _ref_dequant(qw).T
     g, u = h[..., :i], h[..., i:]
