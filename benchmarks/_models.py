@@ -142,9 +142,13 @@ def weight_bytes(cfg: dict[str, Any]) -> int:
     return sum(int(np.prod(s)) * 2 for s in hf_shapes(cfg).values())
 
 
-def random_model(name: str, seed: int = 0) -> tuple[Any, dict[str, Any], int]:
-    """(pygpukit model on cuda:0, config dict, weight bytes) of config ``name`` with random bf16
-    weights made on the host (no torch needed): enough to time a decode, not to read its text."""
+def random_model(
+    name: str, seed: int = 0, quantize: str | None = None
+) -> tuple[Any, dict[str, Any], int]:
+    """(pygpukit model on cuda:0, config dict, bf16 weight bytes) of config ``name`` with random
+    bf16 weights made on the host (no torch needed): enough to time a decode, not to read its
+    text. quantize: load_weights' quantize= ("fp8", "int4", "nvfp4", ...), the weights
+    quantized at load."""
     import pygpukit as gp
     from pygpukit.models.config import config_from_dict
     from pygpukit.models.transformer import CausalTransformerModel
@@ -154,7 +158,9 @@ def random_model(name: str, seed: int = 0) -> tuple[Any, dict[str, Any], int]:
     dev = gp.device("cuda:0")
     config = config_from_dict(cfg, source=name)
     shapes = hf_shapes(cfg)
-    weights = load_weights(RandomBf16(shapes, seed), config, gp.bfloat16, dev, where="random")
+    weights = load_weights(
+        RandomBf16(shapes, seed), config, gp.bfloat16, dev, where="random", quantize=quantize
+    )
     model = CausalTransformerModel(config, weights, gp.bfloat16, dev, source=name)
     return model, cfg, weight_bytes(cfg)
 

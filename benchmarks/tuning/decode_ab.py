@@ -3,6 +3,7 @@ model shape with random bf16 weights.
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|lean|leave-out]
+    python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -47,6 +48,14 @@ Experiments:
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step.
+- quant-sites (with --quantize: the weights quantized at load, each product a native decode
+  GEMV): measured as prefetch and the others below, the native GEMV's early launch
+  (backends/native/gemv.PDL_LAUNCH) on at every product (shipped), off at every product, and
+  off at one product class at a time (qkv, output projection, gate/up, down, lm_head), then
+  the gated MLP's gate/up product in one launch (ops/gemv.QUANT_GATED_GEMV), launched early
+  and not. In back-to-back chains of one product the early launch made the GEMV slower (up to
+  17%); inside the step it measured faster as a whole; this says which products gain and which
+  lose. The one-launch gate/up rounds silu(g) * u once, so its tokens may differ.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -323,6 +332,71 @@ def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None
         decode_loop.LEAN_STEPS = shipped
 
 
+def _product_class(cfg: dict[str, Any], n: int, k: int) -> str:
+    """Which product of the step an [n, k] weight is, from the model's config."""
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    heads = cfg["num_attention_heads"]
+    d = cfg.get("head_dim") or h // heads
+    kv = cfg.get("num_key_value_heads", heads)
+    if n == cfg["vocab_size"]:
+        return "lm_head"
+    if k == inter:
+        return "down"
+    if k == h and n in (inter, 2 * inter):
+        return "gate/up"
+    if k == h and n == (heads + 2 * kv) * d:
+        return "qkv"  # the engine's stacked q, k, v
+    if n == h and k == heads * d:
+        return "o_proj"  # (a separate q projection of a square model would land here)
+    if k == h and n == kv * d:
+        return "qkv"
+    return f"{n}x{k}"
+
+
+def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    import importlib
+
+    from pygpukit.backends.native import gemv as native_gemv
+
+    if args.quantize is None:
+        raise SystemExit("--experiment quant-sites needs --quantize (the native GEMVs' products)")
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
+    shipped = native_gemv._run, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV
+    plain: set[str] = set()  # product classes launched plainly in the variant that runs
+    seen: set[str] = set()
+
+    def run(fmt: str, x: Any, w: Any, w_row_bytes: int, n: int, *a: Any, **kw: Any) -> Any:
+        site = _product_class(args.cfg, n, x.shape[-1])
+        seen.add(site)
+        early = native_gemv.PDL_LAUNCH
+        native_gemv.PDL_LAUNCH = early and site not in plain and "all" not in plain
+        try:
+            return shipped[0](fmt, x, w, w_row_bytes, n, *a, **kw)
+        finally:
+            native_gemv.PDL_LAUNCH = early
+
+    def variant(off: set[str], gated: bool) -> Callable[[], None]:
+        def apply() -> None:
+            plain.clear()
+            plain.update(off)
+            ops_gemv.QUANT_GATED_GEMV = gated
+
+        return apply
+
+    sites = ("qkv", "o_proj", "gate/up", "down", "lm_head")
+    variants = [("early launch everywhere (shipped)", variant(set(), False)),
+                ("early launch nowhere", variant({"all"}, False))]  # fmt: skip
+    variants += [(f"early launch off at {s}", variant({s}, False)) for s in sites]
+    variants += [("gate/up in one launch", variant(set(), True)),
+                 ("gate/up in one launch, plain", variant({"gate/up"}, True))]  # fmt: skip
+    native_gemv._run = run
+    try:
+        _rounds(model, prompt, args, variants)
+    finally:
+        native_gemv._run, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = shipped
+    print(f"{args.model} {args.quantize}: native GEMV products seen {sorted(seen)}")
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.transformer as tr
 
@@ -378,15 +452,22 @@ def main(argv: list[str] | None = None) -> int:
             "splits",
             "lean",
             "leave-out",
+            "quant-sites",
         ),
     )
+    p.add_argument("--quantize", default=None, choices=("fp8", "int4", "nvfp4"),
+                   help="the weights quantized at load (quant-sites needs it)")  # fmt: skip
     args = p.parse_args(argv)
-    model, cfg, _ = random_model(args.model)
+    if args.experiment == "quant-sites" and args.quantize is None:
+        p.error("--experiment quant-sites needs --quantize")
+    model, cfg, _ = random_model(args.model, quantize=args.quantize)
+    args.cfg = cfg
     prompt = random_prompts(cfg, 1)
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
             "append": _append, "splits": _splits, "lean": _lean, "leave-out": _leave_out,
+            "quant-sites": _quant_sites,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0
