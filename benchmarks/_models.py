@@ -165,6 +165,29 @@ def random_model(
     return model, cfg, weight_bytes(cfg)
 
 
+def product_class(cfg: dict[str, Any], n: int, k: int) -> str:
+    """Which product of a decode step an [n, k] weight of config ``cfg`` is: "qkv" (the engine's
+    stacked q, k and v, or a lone k or v), "o_proj", "gate/up" (stacked or one of them), "down",
+    "lm_head", else "NxK"."""
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    heads = cfg["num_attention_heads"]
+    d = cfg.get("head_dim") or h // heads
+    kv = cfg.get("num_key_value_heads", heads)
+    if n == cfg["vocab_size"]:
+        return "lm_head"
+    if k == inter:
+        return "down"
+    if k == h and n in (inter, 2 * inter):
+        return "gate/up"
+    if k == h and n == (heads + 2 * kv) * d:
+        return "qkv"
+    if n == h and k == heads * d:
+        return "o_proj"  # (a separate q projection of a square model would land here)
+    if k == h and n == kv * d:
+        return "qkv"
+    return f"{n}x{k}"
+
+
 def random_prompts(cfg: dict[str, Any], rows: int, length: int = 16) -> list[list[int]]:
     """A different random prompt of ``length`` tokens for each of ``rows`` rows."""
     rng = np.random.default_rng(1)

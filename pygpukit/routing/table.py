@@ -114,22 +114,25 @@ _QUANT_OPERANDS = {
 # the mixed-input GEMM (qgemm_<format>). H100, 2026-11-26: fp8 34 us at 32 rows against the
 # GEMV's 64. H200, 2026-11-28, with the GEMV's launch rules of that day (GEMV / qgemm us): fp8 at
 # 24-32 rows 41.4-45.0 / 34.0-34.5 at N14336 but 59.7-59.8 / 76.8-81.5 at K14336 (the mixed-input
-# GEMM has no split of K), so 16 stays; int4 at 32 rows 43.6 / 41.0 and 44.8 / 81.3; nvfp4 at 48
-# rows 61.5 / 70.7 and 59.1 / 175.5 (at 64 rows 77.5 / 70.1 at N14336), so nvfp4 takes 48.
+# GEMM has no split of K), so 16 stays for wide weights; int4 at 32 rows 43.6 / 41.0 and 44.8 /
+# 81.3; nvfp4 at 48 rows 61.5 / 70.7 and 59.1 / 175.5 (at 64 rows 77.5 / 70.1 at N14336), so
+# nvfp4 takes 48.
 QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 48}
 # ... and for a weight at least as deep as it is wide (K >= N: square projections, an MLP's down
-# projection), where the mixed-input GEMM has few output tiles and no split of K: fp8's GEMV up
-# to 32 rows. H200, GEMV / qgemm us at 24 and 32 rows: K14336 N4096 59.8 / 81.5 and 59.7 / 76.8
-# (above); K8192 N2048 22.2 / 48.7 and 22.6 / 45.9, K4096 N4096 21.2 / 27.3 and 21.4 / 26.0
-# (2026-11-28, driver 580.159.04, benchmarks/mixed_gemm.py --formats fp8 --rows 24 32 --shapes
-# 2048x8192 4096x4096).
+# projection) with at most QGEMV_DEEP_MAX_N outputs, where the mixed-input GEMM has few output
+# tiles and no split of K: fp8's GEMV up to 32 rows. H200, GEMV / qgemm us at 24 and 32 rows:
+# K14336 N4096 59.8 / 81.5 and 59.7 / 76.8 (above); K8192 N2048 22.2 / 48.7 and 22.6 / 45.9,
+# K4096 N4096 21.2 / 27.3 and 21.4 / 26.0 (2026-11-28, driver 580.159.04,
+# benchmarks/mixed_gemm.py --formats fp8 --rows 24 32 --shapes 2048x8192 4096x4096). Measured at
+# N 2048 and 4096 only: wider weights (70B-class, twice the GEMM's tiles) keep 16 until measured.
 QGEMV_MAX_ROWS_DEEP = {"fp8": 32}
+QGEMV_DEEP_MAX_N = 4096
 
 
 def qgemv_max_rows(fmt: str, n: int, k: int) -> int:
     """The most rows of x that gp.linear_quantized gives the decode GEMV for an [n, k] weight
-    of this format (QGEMV_MAX_ROWS, or QGEMV_MAX_ROWS_DEEP when k >= n)."""
-    if k >= n:
+    of this format (QGEMV_MAX_ROWS, or QGEMV_MAX_ROWS_DEEP when k >= n and n <= 4096)."""
+    if k >= n and n <= QGEMV_DEEP_MAX_N:
         return QGEMV_MAX_ROWS_DEEP.get(fmt, QGEMV_MAX_ROWS[fmt])
     return QGEMV_MAX_ROWS[fmt]
 

@@ -121,22 +121,27 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
 
 @pytest.mark.parametrize("fmt", ["fp8", "int4", "nvfp4"])
 def test_crossover_by_shape(fmt: str) -> None:
-    """24 rows: fp8 keeps the decode GEMV for a square or deep weight (K >= N) and takes the
-    mixed-input GEMM for a wide one; int4 and nvfp4 keep the GEMV for both (their crossover is
-    higher)."""
-    assert qgemv_max_rows(fmt, 4096, 14336) >= QGEMV_MAX_ROWS[fmt]
-    assert qgemv_max_rows(fmt, 4096, 4096) >= QGEMV_MAX_ROWS[fmt]
-    assert qgemv_max_rows(fmt, 4096, 4095) == QGEMV_MAX_ROWS[fmt]  # K < N
+    """24 rows: fp8 keeps the decode GEMV for a square or deep weight (K >= N, N <= 4096) and
+    takes the mixed-input GEMM for a wide one, and at 33 rows for any; int4 and nvfp4 keep the
+    GEMV up to their own crossovers (32, 48) for every shape."""
+    limit = {"fp8": 16, "int4": 32, "nvfp4": 48}[fmt]
+    deep = 32 if fmt == "fp8" else limit
+    assert QGEMV_MAX_ROWS[fmt] == limit
+    assert qgemv_max_rows(fmt, 4096, 14336) == deep
+    assert qgemv_max_rows(fmt, 4096, 4096) == deep
+    assert qgemv_max_rows(fmt, 4096, 4095) == limit  # K < N
+    assert qgemv_max_rows(fmt, 8192, 8192) == limit  # wider than measured
     rng = np.random.default_rng(seed("lq_shape", fmt))
-    for n, k, deep in ((40, 96, True), (96, 96, True), (120, 96, False)):
+    cases = ((40, 96, 24, True), (96, 96, 24, True), (120, 96, 24, False), (96, 96, 33, False))
+    for n, k, rows, on_gemv in cases:
         qw = gp.quantize_weight(rand(rng, (n, k), "float32"), fmt, device=DEVICE)
-        x, bias = rand(rng, (24, k), "bfloat16"), rand(rng, n, "bfloat16")
+        x, bias = rand(rng, (rows, k), "bfloat16"), rand(rng, n, "bfloat16")
         gp.routing.reset_stats()
         y = gp.linear_quantized(up(x), qw, up(bias))
         _expect(y, x, _ref_dequant(qw), bias)
         ran = {op for op, c in gp.routing.stats().items() if sum(c.values())}
-        gemv = fmt != "fp8" or deep
-        assert (f"gemv_{fmt}" in ran) == gemv and (f"qgemm_{fmt}" in ran) != gemv
+        gemv = rows <= limit or (on_gemv and fmt == "fp8")
+        assert (f"gemv_{fmt}" in ran) == gemv and (f"qgemm_{fmt}" in ran) != gemv, (n, k, rows)
 
 
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])

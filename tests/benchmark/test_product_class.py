@@ -1,5 +1,5 @@
-"""benchmarks/tuning/decode_ab.py's quant-sites experiment names each quantized product of the
-step by its weight's shape: every weight of the benchmark configs lands in its class."""
+"""benchmarks/_models.product_class (decode_ab.py's quant-sites experiment names each quantized
+product of the step by it): every weight of the benchmark configs lands in its class."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._models import CONFIGS, hf_shapes  # noqa: E402
-from benchmarks.tuning.decode_ab import _product_class  # noqa: E402
+from benchmarks._models import product_class as _product_class  # noqa: E402
 
 CLASS_OF = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "o_proj": "o_proj",
             "gate_proj": "gate/up", "up_proj": "gate/up", "down_proj": "down",
