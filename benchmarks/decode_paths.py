@@ -32,7 +32,7 @@ import pygpukit as gp
 from benchmarks._models import CONFIGS, random_model, random_prompts, timed_generate
 from pygpukit import runtime
 from pygpukit.backends.triton_kernels import driver
-from pygpukit.benchmark.timing import DeviceTimer
+from pygpukit.benchmark.timing import DeviceTimer, replay_seconds
 
 
 def _path(name: str) -> None:
@@ -92,17 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 def _step_us(model: Any, rows: int) -> float:
     """Device seconds of one replay of the captured decode step, 50 replays back to back."""
     sg = model.step_graph(rows)
-    stream = runtime.current_stream(model.device)
-    for _ in range(3):
-        sg.graph.replay(stream)
-    a = runtime.Event(device=model.device.index, enable_timing=True)
-    b = runtime.Event(device=model.device.index, enable_timing=True)
-    a.record(stream)
-    for _ in range(50):
-        sg.graph.replay(stream)
-    b.record(stream)
-    b.synchronize()
-    return float(a.elapsed_time(b)) / 1000.0 / 50
+    return replay_seconds(sg.graph, runtime.current_stream(model.device), 50)
 
 
 if __name__ == "__main__":

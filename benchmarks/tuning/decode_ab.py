@@ -86,6 +86,7 @@ from benchmarks.decode_e2e import _decode_rate
 from benchmarks.decode_paths import _step_us
 from pygpukit import ops
 from pygpukit.backends.triton_kernels import attention_decode, gemv_dense, kv_write
+from pygpukit.benchmark.timing import replay_seconds
 from pygpukit.creation import arange
 
 _KV_WRITE = ops.kv_cache_write
@@ -212,21 +213,11 @@ def _run_step_us(model: Any, steps: int = 32, reps: int = 10, at: int = 128) -> 
     assert run.graph is not None and at + steps <= run.cache.max_seq_len
     stream = runtime.current_stream(model.device)
 
-    def replay() -> None:
+    def inputs() -> None:
         run.pos[:] = np.array([[at]], np.int64)
         run.marks[:] = np.array([[at], [at + 1]], np.int32)
-        run.graph.replay(stream)
 
-    for _ in range(2):
-        replay()
-    a = runtime.Event(device=model.device.index, enable_timing=True)
-    b = runtime.Event(device=model.device.index, enable_timing=True)
-    a.record(stream)
-    for _ in range(reps):
-        replay()
-    b.record(stream)
-    b.synchronize()
-    return float(a.elapsed_time(b)) * 1000.0 / reps / steps
+    return replay_seconds(run.graph, stream, reps, warmup=2, before=inputs) * 1e6 / steps
 
 
 def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -344,8 +335,6 @@ def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
 
     from pygpukit.backends.native import gemv as native_gemv
 
-    if args.quantize is None:
-        raise SystemExit("--experiment quant-sites needs --quantize (the native GEMVs' products)")
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
     shipped = native_gemv._run, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV
     plain: set[str] = set()  # product classes launched plainly in the variant that runs

@@ -32,6 +32,7 @@ import numpy as np
 
 import pygpukit as gp
 from pygpukit import runtime
+from pygpukit.benchmark.timing import replay_seconds
 
 # the module (pygpukit.ops.gemv the attribute is the function gp.gemv)
 ops_gemv = importlib.import_module("pygpukit.ops.gemv")
@@ -46,16 +47,7 @@ def chain_us(fn: Callable[[], object], reps: int = 20) -> float:
     with g.capture():
         for _ in range(reps):
             fn()
-    times = []
-    for _ in range(5):
-        g.replay(stream)
-        a = runtime.Event(device=dev.index, enable_timing=True)
-        b = runtime.Event(device=dev.index, enable_timing=True)
-        a.record(stream)
-        g.replay(stream)
-        b.record(stream)
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0 / reps)
+    times = [replay_seconds(g, stream, 1, warmup=1) * 1e6 / reps for _ in range(5)]
     return sorted(times)[2]
 
 

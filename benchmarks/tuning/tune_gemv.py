@@ -31,7 +31,7 @@ import pygpukit as gp
 from pygpukit import runtime
 from pygpukit.backends._support.weights import constant_weights
 from pygpukit.backends.triton_kernels import gemv_dense
-from pygpukit.benchmark.timing import DeviceTimer
+from pygpukit.benchmark.timing import DeviceTimer, replay_seconds
 from pygpukit.graphs import CUDAGraph
 
 # The decode products of the Llama-3.2-1B and Qwen3-8B shapes: qkv, output, gate/up, down.
@@ -91,17 +91,7 @@ def _time(
                     fn(x, w)
     finally:
         gemv_dense.tile = old  # type: ignore[assignment]
-    stream = runtime.current_stream(g.device)
-    for _ in range(3):
-        g.replay(stream)
-    a = runtime.Event(device=0, enable_timing=True)
-    b = runtime.Event(device=0, enable_timing=True)
-    a.record(stream)
-    for _ in range(reps):
-        g.replay(stream)
-    b.record(stream)
-    b.synchronize()
-    return float(a.elapsed_time(b)) / 1000.0 / reps / CHAIN
+    return replay_seconds(g, runtime.current_stream(g.device), reps) / CHAIN
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from pygpukit.creation import empty, zeros
 from pygpukit.dtypes import int32, uint8
 from pygpukit.ops import reduce as _reduce
 
-__all__ = ["DeviceTimer", "L2Flush"]
+__all__ = ["DeviceTimer", "L2Flush", "replay_seconds"]
 
 FLUSH_BYTES = 256 << 20  # larger than any Hopper L2 (50-60 MiB)
 
@@ -40,6 +40,35 @@ class L2Flush:
 
     def __call__(self) -> None:
         _reduce.max(self._buf, out=self._sink)
+
+
+def replay_seconds(
+    graph: Any,
+    stream: Any,
+    reps: int,
+    *,
+    warmup: int = 3,
+    before: Callable[[], None] | None = None,
+) -> float:
+    """Device seconds per replay of a captured CUDA graph on ``stream``: ``warmup`` replays,
+    then ``reps`` back to back between two events. ``before`` runs on the host ahead of every
+    replay (writing the graph's inputs, say); what it enqueues is timed with the replays."""
+
+    def once() -> None:
+        if before is not None:
+            before()
+        graph.replay(stream)
+
+    for _ in range(warmup):
+        once()
+    a = runtime.Event(device=stream.device, enable_timing=True)
+    b = runtime.Event(device=stream.device, enable_timing=True)
+    a.record(stream)
+    for _ in range(reps):
+        once()
+    b.record(stream)
+    b.synchronize()
+    return float(a.elapsed_time(b)) / 1000.0 / reps
 
 
 class DeviceTimer:
