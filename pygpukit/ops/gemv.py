@@ -35,7 +35,7 @@ the float64 product of x with the (dequantized) weight, rounded once.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
   to qgemv_max_rows(format, N, K) rows (the routing table's measured crossover: QGEMV_MAX_ROWS,
-  more for fp8 when K >= N <= 4096, QGEMV_MAX_ROWS_DEEP) take the decode GEMV
+  more for fp8 when N <= 1.5 K, QGEMV_MAX_ROWS_DEEP) take the decode GEMV
   (op gemv_<format>: the native kernel, or its Triton twin under the deterministic mode or
   without the native extension), more rows the mixed-input GEMM (op qgemm_<format>, Triton:
   the weight dequantized in the mainloop, tensor-core products). Both give the reference's

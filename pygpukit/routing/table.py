@@ -118,21 +118,23 @@ _QUANT_OPERANDS = {
 # 81.3; nvfp4 at 48 rows 61.5 / 70.7 and 59.1 / 175.5 (at 64 rows 77.5 / 70.1 at N14336), so
 # nvfp4 takes 48.
 QGEMV_MAX_ROWS = {"fp8": 16, "int4": 32, "nvfp4": 48}
-# ... and for a weight at least as deep as it is wide (K >= N: square projections, an MLP's down
-# projection) with at most QGEMV_DEEP_MAX_N outputs, where the mixed-input GEMM has few output
-# tiles and no split of K: fp8's GEMV up to 32 rows. H200, GEMV / qgemm us at 24 and 32 rows:
-# K14336 N4096 59.8 / 81.5 and 59.7 / 76.8 (above); K8192 N2048 22.2 / 48.7 and 22.6 / 45.9,
-# K4096 N4096 21.2 / 27.3 and 21.4 / 26.0 (2026-11-28, driver 580.159.04,
-# benchmarks/mixed_gemm.py --formats fp8 --rows 24 32 --shapes 2048x8192 4096x4096). Measured at
-# N 2048 and 4096 only: wider weights (70B-class, twice the GEMM's tiles) keep 16 until measured.
+# ... and for a weight no more than 1.5 times as wide as it is deep (N <= 1.5 K: square
+# projections, an MLP's down projection, a GQA qkv projection), where the mixed-input GEMM has
+# few output tiles and no split of K: fp8's GEMV up to 32 rows. H200, driver 580.159.04, GEMV /
+# qgemm us at 24 and 32 rows (benchmarks/mixed_gemm.py --formats fp8 --rows 24 32 --shapes
+# NxK): 2026-11-28, N2048 K8192 22.2 / 48.7 and 22.6 / 45.9, N4096 K4096 21.2 / 27.3 and
+# 21.4 / 26.0, N4096 K14336 59.8 / 81.5 and 59.7 / 76.8 (above); a later call the same day,
+# N6144 K4096 21.9 / 27.3 and 21.9 / 26.2, N8192 K8192 42.5 / 50.0 and 42.2 / 47.2, N10240
+# K8192 53.9 / 62.4 and 55.4 / 60.7, N8192 K28672 142.0 / 157.2 and 145.9 / 149.5. The wide
+# N14336 K4096 (N = 3.5 K) goes the other way; between 1.5 K and 3.5 K nothing was measured.
 QGEMV_MAX_ROWS_DEEP = {"fp8": 32}
-QGEMV_DEEP_MAX_N = 4096
+QGEMV_DEEP_MAX_ASPECT = 1.5  # N / K
 
 
 def qgemv_max_rows(fmt: str, n: int, k: int) -> int:
     """The most rows of x that gp.linear_quantized gives the decode GEMV for an [n, k] weight
-    of this format (QGEMV_MAX_ROWS, or QGEMV_MAX_ROWS_DEEP when k >= n and n <= 4096)."""
-    if k >= n and n <= QGEMV_DEEP_MAX_N:
+    of this format (QGEMV_MAX_ROWS, or QGEMV_MAX_ROWS_DEEP when n <= 1.5 k)."""
+    if n <= QGEMV_DEEP_MAX_ASPECT * k:
         return QGEMV_MAX_ROWS_DEEP.get(fmt, QGEMV_MAX_ROWS[fmt])
     return QGEMV_MAX_ROWS[fmt]
 

@@ -121,18 +121,20 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, lead: tuple[int, int])
 
 @pytest.mark.parametrize("fmt", ["fp8", "int4", "nvfp4"])
 def test_crossover_by_shape(fmt: str) -> None:
-    """24 rows: fp8 keeps the decode GEMV for a square or deep weight (K >= N, N <= 4096) and
-    takes the mixed-input GEMM for a wide one, and at 33 rows for any; int4 and nvfp4 keep the
+    """24 rows: fp8 keeps the decode GEMV for a weight with N <= 1.5 K (square, deep, a GQA qkv)
+    and takes the mixed-input GEMM for a wider one, and at 33 rows for any; int4 and nvfp4 keep the
     GEMV up to their own crossovers (32, 48) for every shape."""
     limit = {"fp8": 16, "int4": 32, "nvfp4": 48}[fmt]
     deep = 32 if fmt == "fp8" else limit
     assert QGEMV_MAX_ROWS[fmt] == limit
     assert qgemv_max_rows(fmt, 4096, 14336) == deep
     assert qgemv_max_rows(fmt, 4096, 4096) == deep
-    assert qgemv_max_rows(fmt, 4096, 4095) == limit  # K < N
-    assert qgemv_max_rows(fmt, 8192, 8192) == limit  # wider than measured
+    assert qgemv_max_rows(fmt, 6144, 4096) == deep  # N = 1.5 K
+    assert qgemv_max_rows(fmt, 6145, 4096) == limit
+    assert qgemv_max_rows(fmt, 8192, 28672) == deep
+    assert qgemv_max_rows(fmt, 14336, 4096) == limit
     rng = np.random.default_rng(seed("lq_shape", fmt))
-    cases = ((40, 96, 24, True), (96, 96, 24, True), (120, 96, 24, False), (96, 96, 33, False))
+    cases = ((40, 96, 24, True), (144, 96, 24, True), (152, 96, 24, False), (96, 96, 33, False))
     for n, k, rows, on_gemv in cases:
         qw = gp.quantize_weight(rand(rng, (n, k), "float32"), fmt, device=DEVICE)
         x, bias = rand(rng, (rows, k), "bfloat16"), rand(rng, n, "bfloat16")
