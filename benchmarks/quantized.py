@@ -172,11 +172,13 @@ def model(path: str, new: int) -> dict[str, Any]:
 
 
 # --variants: the switches each one sets (backends/native/gemv.PDL_LAUNCH, ops/gemv.
-# QUANT_GATED_GEMV) and the suffix of its result key.
-VARIANTS = {
-    "default": ((True, False), ""),
-    "gemv-pdl-off": ((False, False), ", native GEMV PDL off"),
+# QUANT_GATED_GEMV: None leaves the gate/up product to QUANT_GATED_FORMATS) and the suffix of
+# its result key.
+VARIANTS: dict[str, tuple[tuple[bool, bool | None], str]] = {
+    "default": ((True, None), ""),
+    "gemv-pdl-off": ((False, None), ", native GEMV PDL off"),
     "gated-mlp": ((True, True), ", gate/up in one launch"),
+    "two-launch-mlp": ((True, False), ", gate/up in two launches"),
 }
 
 

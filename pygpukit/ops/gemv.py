@@ -18,9 +18,9 @@ the float64 product of x with the (dequantized) weight, rounded once.
   needs. w_gate_up may also be a QuantizedWeight: gp.linear_quantized then gp.silu_mul, or
   for an fp8 / int4 / nvfp4 one the gated decode GEMV (op gemv_<format>_silu_mul: the native
   kernel's row tiles pair each gate row with its up row, one launch, the same float32
-  silu(g) * u and one rounding) wherever a route names that op, and with QUANT_GATED_GEMV on
-  (off as shipped: measured slower at some shapes) for at most qgemv_max_rows(...) rows on
-  CUDA outside the deterministic mode.
+  silu(g) * u and one rounding) wherever a route names that op, and for the formats in
+  QUANT_GATED_FORMATS (int4: measured faster in the decode step; fp8 and nvfp4 were not) for
+  at most qgemv_max_rows(...) rows on CUDA outside the deterministic mode.
 - ``rmsnorm_linear(x, norm_weight, weight, bias, eps=, residual=)``: gp.rmsnorm then
   gp.linear, the pre-norm block's norm and the dense projection after it. Where
   ``decode_gemv`` takes the product (one half-precision row on CUDA outside the deterministic
@@ -90,17 +90,22 @@ __all__ = [
 ]
 
 GEMV_MAX_ROWS = 16
-# True: linear_silu_mul with an fp8 / int4 / nvfp4 [Wg; Wu] takes the gated decode GEMV (op
-# gemv_<format>_silu_mul) where the module docstring says; False (shipped): linear_quantized +
-# silu_mul, unless a route names the gated op. Off because it did not win everywhere: H200,
-# 2026-11-28, graph-replayed chains with the weight rotated out of L2 (benchmarks/tuning/
-# gated_gemv_ab.py --rows 1), one launch / two, us, two rounds: 1B MLP (K2048, I8192) int4
-# 13.78-13.93 / 10.88-10.95, fp8 13.14-13.17 / 14.52-14.60, nvfp4 12.61-12.62 / 13.24-13.26;
-# 8B MLP (K4096, I14336) int4 24.76-24.82 / 27.04-27.06, fp8 39.56-39.87 / 34.73-34.81, nvfp4
-# 31.60-31.61 / 30.05-30.09. With the GEMVs launched plainly (--gemv-pdl off) the one launch
-# wins at four of the six, ties at one (8B fp8) and loses 4% at one (8B nvfp4): the decode
-# step, where the early launch measured faster, has to decide (BENCHMARKS.md "GEMV").
-QUANT_GATED_GEMV = False
+# The formats whose [Wg; Wu] linear_silu_mul gives the gated decode GEMV (op
+# gemv_<format>_silu_mul) by default, where the module docstring says; the others take
+# linear_quantized + silu_mul unless a route names the gated op. In isolated chains it won at
+# some shapes and lost at others: H200, 2026-11-28, graph-replayed chains with the weight rotated
+# out of L2 (benchmarks/tuning/gated_gemv_ab.py --rows 1), one launch / two, us, two rounds: 1B
+# MLP (K2048, I8192) int4 13.78-13.93 / 10.88-10.95, fp8 13.14-13.17 / 14.52-14.60, nvfp4
+# 12.61-12.62 / 13.24-13.26; 8B MLP (K4096, I14336) int4 24.76-24.82 / 27.04-27.06, fp8
+# 39.56-39.87 / 34.73-34.81, nvfp4 31.60-31.61 / 30.05-30.09. The decode step decided (same
+# day, benchmarks/tuning/decode_ab.py --quantize <format> --experiment quant-sites, the
+# Llama-3.2-1B shape, a step inside the 32-step graph, two rounds): int4 640.3-640.8 us with the
+# one launch against 651.0-651.1 with two, nvfp4 701.0-701.1 against 704.0-704.7 (0.4%, not
+# taken), fp8 852.6-852.8 against 800.7-801.1.
+QUANT_GATED_FORMATS = frozenset({"int4"})
+# None (shipped): QUANT_GATED_FORMATS decides; True / False: every format / none (the A/B
+# scripts' switch).
+QUANT_GATED_GEMV: bool | None = None
 _HALF = ("float16", "bfloat16")
 # linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
 _QUANT_OPS = {f: (f"gemv_{f}", f"qgemm_{f}") for f in ("fp8", "int4", "nvfp4")}
@@ -243,8 +248,9 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
     fmt = qw.format
     if fmt in _QUANT_OPS:
         fused = f"gemv_{fmt}_silu_mul"
+        gated = fmt in QUANT_GATED_FORMATS if QUANT_GATED_GEMV is None else QUANT_GATED_GEMV
         decode = (
-            QUANT_GATED_GEMV
+            gated
             and x.device.type == "cuda"
             and rows <= qgemv_max_rows(fmt, i2, k)
             and not determinism.is_deterministic()

@@ -1,8 +1,9 @@
 """gp.linear_silu_mul with a quantized gate/up weight [Wg; Wu] on the test device
-(ops/_helpers.DEVICE): the gated decode GEMV (ops gemv_<format>_silu_mul) where the knob
-ops/gemv.QUANT_GATED_GEMV or a route asks for it, linear_quantized + silu_mul otherwise (and for
-the GGUF and W8A8 formats), against the float64 product with the weight dequantized from its
-raw layout; and the errors for bad arguments."""
+(ops/_helpers.DEVICE): the gated decode GEMV (ops gemv_<format>_silu_mul) for the formats of
+ops/gemv.QUANT_GATED_FORMATS (int4), where the knob ops/gemv.QUANT_GATED_GEMV or a route asks for
+it, linear_quantized + silu_mul otherwise (and for the GGUF and W8A8 formats), against the
+float64 product with the weight dequantized from its raw layout; and the errors for bad
+arguments."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ QUANT_LAYOUTS = [
 ]
 
 
-@pytest.mark.parametrize("gated", [False, True], ids=["shipped", "gated-on"])
+@pytest.mark.parametrize("gated", [None, False, True], ids=["shipped", "gated-off", "gated-on"])
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
 @pytest.mark.parametrize("lead", [(1,), (2, 3), (4, 6), (3, 13)], ids=str)
 @pytest.mark.parametrize("fmt,kw", QUANT_LAYOUTS, ids=str)
@@ -40,17 +41,21 @@ def test_linear_silu_mul_quantized(
     kw: dict,
     lead: tuple[int, ...],
     det: bool,
-    gated: bool,
+    gated: bool | None,
 ) -> None:
-    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, up to qgemv_max_rows rows on
-    CUDA outside the deterministic mode take the gated decode GEMV (op gemv_<format>_silu_mul:
-    float32 g and u, one rounding); anything else gp.linear_quantized + gp.silu_mul (g and u
-    rounded to x's dtype first). x strided, out a poisoned array; against float64 with the
-    weight dequantized from its raw layout."""
+    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, or left to QUANT_GATED_FORMATS
+    (None, shipped: int4 only), up to qgemv_max_rows rows on CUDA outside the deterministic mode
+    take the gated decode GEMV (op gemv_<format>_silu_mul: float32 g and u, one rounding);
+    anything else gp.linear_quantized + gp.silu_mul (g and u rounded to x's dtype first). x
+    strided, out a poisoned array; against float64 with the weight dequantized from its raw
+    layout."""
     import importlib
 
-    assert importlib.import_module("pygpukit.ops.gemv").QUANT_GATED_GEMV is False  # shipped
-    monkeypatch.setattr(importlib.import_module("pygpukit.ops.gemv"), "QUANT_GATED_GEMV", gated)
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")
+    assert ops_gemv.QUANT_GATED_GEMV is None  # shipped
+    assert ops_gemv.QUANT_GATED_FORMATS == {"int4"}
+    monkeypatch.setattr(ops_gemv, "QUANT_GATED_GEMV", gated)
+    on = fmt == "int4" if gated is None else gated
     rng = np.random.default_rng(seed("lsm_q", dtype, fmt, str(kw), str(lead), det))
     k, i = 160, 19  # a partial last group / block of 128; an odd intermediate size
     qw = gp.quantize_weight(rand(rng, (2 * i, k), "float32"), fmt, device=DEVICE, **kw)
@@ -62,7 +67,7 @@ def test_linear_silu_mul_quantized(
     assert y is out
     ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
     rows = math.prod(lead)
-    fused = gated and DEVICE != "cpu" and rows <= qgemv_max_rows(fmt, 2 * i, k) and not det
+    fused = on and DEVICE != "cpu" and rows <= qgemv_max_rows(fmt, 2 * i, k) and not det
     assert (f"gemv_{fmt}_silu_mul" in ran) == fused and ("silu_mul" in ran) != fused
     h = as64(x) @ _ref_dequant(qw).T
     g, u = h[..., :i], h[..., i:]
