@@ -19,8 +19,9 @@ kept quantized against the same file dequantized at load.
    quantized at load (fp8, int4, nvfp4, w8a8): weight bytes, greedy decode tok/s at batch 1 from
    the CUDA graph, and prefill tok/s of a 1024-token prompt; --variants runs each quantized
    mode in turn as shipped ("default"), with the native decode GEMV's early launch off
-   ("gemv-pdl-off") and with the gated MLP's gate/up product in one launch ("gated-mlp": op
-   gemv_<format>_silu_mul, off as shipped), the step graph recaptured at each switch
+   ("gemv-pdl-off"), with the gated MLP's gate/up product in one launch for every format
+   ("gated-mlp": op gemv_<format>_silu_mul, shipped for int4 only) and in two for every format
+   ("two-launch-mlp": linear_quantized + silu_mul), the step graph recaptured at each switch
    (--gemv-pdl on off: the same as --variants default gemv-pdl-off).
 4. --moe FORMAT: one Mixtral-8x7B layer's expert MLP with its experts in FORMAT (random blocks,
    gp.moe_linear over QuantizedWeight experts) against the dense bf16 experts, at --moe-tokens

@@ -168,10 +168,11 @@ GATED_IMPLS = [
 @pytest.mark.parametrize("shape", GATED_SHAPES, ids=_shape_id)
 def test_gemv_gated(bench: Any, shape: tuple[int, int], m: int, impl: str) -> None:
     """gp.linear_silu_mul with a quantized weight: one launch (op gemv_<format>_silu_mul,
-    "_fused": ops/gemv.QUANT_GATED_GEMV on) against linear_quantized + silu_mul ("_unfused",
-    as shipped), the bf16 weight and torch in the same group. Eager calls, each its host cost
-    included where it exceeds the device time: benchmarks/tuning/gated_gemv_ab.py times the
-    same products as graph-replayed chains."""
+    "_fused": ops/gemv.QUANT_GATED_GEMV on, shipped for one int4 row) against
+    linear_quantized + silu_mul ("_unfused", shipped for the rest), the bf16 weight and torch
+    in the same group. Eager calls, each its host cost included where it exceeds the device
+    time: benchmarks/tuning/gated_gemv_ab.py times the same products as graph-replayed
+    chains."""
     torch = pytest.importorskip("torch")
     # the module (pygpukit.ops.gemv the attribute is the function gp.gemv)
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")

@@ -15,7 +15,7 @@ serve them. The native GEMVs are launched early as shipped (--gemv-pdl off: plai
 backends/native/gemv.PDL_LAUNCH); unlike in the decode step, no other kernel sits between the
 products and W is read after the wait (no constant_weights()). The weights are random values
 quantized on the device (the speed does not depend on them).
-ops/gemv.QUANT_GATED_GEMV's comment records the result.
+The comment above ops/gemv.QUANT_GATED_FORMATS records the result.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ the float64 product of x with the (dequantized) weight, rounded once.
   needs. w_gate_up may also be a QuantizedWeight: gp.linear_quantized then gp.silu_mul, or
   for an fp8 / int4 / nvfp4 one the gated decode GEMV (op gemv_<format>_silu_mul: the native
   kernel's row tiles pair each gate row with its up row, one launch, the same float32
-  silu(g) * u and one rounding) wherever a route names that op, and for the formats in
-  QUANT_GATED_FORMATS (int4: measured faster in the decode step; fp8 and nvfp4 were not) for
-  at most qgemv_max_rows(...) rows on CUDA outside the deterministic mode.
+  silu(g) * u and one rounding) wherever a route names that op, and on CUDA outside the
+  deterministic mode for the formats in QUANT_GATED_FORMATS at one row of x (int4: measured
+  faster in the batch-1 decode step; fp8 and nvfp4 slower or level), or for every format up
+  to qgemv_max_rows(...) rows with QUANT_GATED_GEMV on.
 - ``rmsnorm_linear(x, norm_weight, weight, bias, eps=, residual=)``: gp.rmsnorm then
   gp.linear, the pre-norm block's norm and the dense projection after it. Where
   ``decode_gemv`` takes the product (one half-precision row on CUDA outside the deterministic
@@ -101,10 +102,13 @@ GEMV_MAX_ROWS = 16
 # day, benchmarks/tuning/decode_ab.py --quantize <format> --experiment quant-sites, the
 # Llama-3.2-1B shape, a step inside the 32-step graph, two rounds): int4 640.3-640.8 us with the
 # one launch against 651.0-651.1 with two, nvfp4 701.0-701.1 against 704.0-704.7 (0.4%, not
-# taken), fp8 852.6-852.8 against 800.7-801.1.
+# taken), fp8 852.6-852.8 against 800.7-801.1. Measured at one row of x only (batch-1 decode;
+# in the chains at 4 rows the 1B int4 one launch lost), so the default stops at
+# QUANT_GATED_DEFAULT_MAX_ROWS.
 QUANT_GATED_FORMATS = frozenset({"int4"})
-# None (shipped): QUANT_GATED_FORMATS decides; True / False: every format / none (the A/B
-# scripts' switch).
+QUANT_GATED_DEFAULT_MAX_ROWS = 1
+# None (shipped): QUANT_GATED_FORMATS and QUANT_GATED_DEFAULT_MAX_ROWS decide; True / False:
+# every format up to qgemv_max_rows / none (the A/B scripts' switch).
 QUANT_GATED_GEMV: bool | None = None
 _HALF = ("float16", "bfloat16")
 # linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
@@ -248,7 +252,10 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
     fmt = qw.format
     if fmt in _QUANT_OPS:
         fused = f"gemv_{fmt}_silu_mul"
-        gated = fmt in QUANT_GATED_FORMATS if QUANT_GATED_GEMV is None else QUANT_GATED_GEMV
+        if QUANT_GATED_GEMV is None:
+            gated = fmt in QUANT_GATED_FORMATS and rows <= QUANT_GATED_DEFAULT_MAX_ROWS
+        else:
+            gated = QUANT_GATED_GEMV
         decode = (
             gated
             and x.device.type == "cuda"

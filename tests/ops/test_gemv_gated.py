@@ -43,19 +43,20 @@ def test_linear_silu_mul_quantized(
     det: bool,
     gated: bool | None,
 ) -> None:
-    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on, or left to QUANT_GATED_FORMATS
-    (None, shipped: int4 only), up to qgemv_max_rows rows on CUDA outside the deterministic mode
-    take the gated decode GEMV (op gemv_<format>_silu_mul: float32 g and u, one rounding);
-    anything else gp.linear_quantized + gp.silu_mul (g and u rounded to x's dtype first). x
-    strided, out a poisoned array; against float64 with the weight dequantized from its raw
-    layout."""
+    """A quantized [Wg; Wu]: with ops/gemv.QUANT_GATED_GEMV on (up to qgemv_max_rows rows), or
+    left to QUANT_GATED_FORMATS (None, shipped: int4 at one row), on CUDA outside the
+    deterministic mode take the gated decode GEMV (op gemv_<format>_silu_mul: float32 g and u,
+    one rounding); anything else gp.linear_quantized + gp.silu_mul (g and u rounded to x's
+    dtype first). x strided, out a poisoned array; against float64 with the weight dequantized
+    from its raw layout."""
     import importlib
 
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")
     assert ops_gemv.QUANT_GATED_GEMV is None  # shipped
-    assert ops_gemv.QUANT_GATED_FORMATS == {"int4"}
+    assert ops_gemv.QUANT_GATED_FORMATS == {"int4"} and ops_gemv.QUANT_GATED_DEFAULT_MAX_ROWS == 1
     monkeypatch.setattr(ops_gemv, "QUANT_GATED_GEMV", gated)
-    on = fmt == "int4" if gated is None else gated
+    rows = math.prod(lead)
+    on = fmt == "int4" and rows == 1 if gated is None else gated
     rng = np.random.default_rng(seed("lsm_q", dtype, fmt, str(kw), str(lead), det))
     k, i = 160, 19  # a partial last group / block of 128; an odd intermediate size
     qw = gp.quantize_weight(rand(rng, (2 * i, k), "float32"), fmt, device=DEVICE, **kw)
@@ -66,7 +67,6 @@ def test_linear_silu_mul_quantized(
         y = gp.linear_silu_mul(view(x, "strided"), qw, out=out)
     assert y is out
     ran = {op for op, n in gp.routing.stats().items() if sum(n.values())}
-    rows = math.prod(lead)
     fused = on and DEVICE != "cpu" and rows <= qgemv_max_rows(fmt, 2 * i, k) and not det
     assert (f"gemv_{fmt}_silu_mul" in ran) == fused and ("silu_mul" in ran) != fused
     h = as64(x) @ _ref_dequant(qw).T
