@@ -252,14 +252,14 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
     fmt = qw.format
     if fmt in _QUANT_OPS:
         fused = f"gemv_{fmt}_silu_mul"
-        if QUANT_GATED_GEMV is None:
-            gated = fmt in QUANT_GATED_FORMATS and rows <= QUANT_GATED_DEFAULT_MAX_ROWS
+        if QUANT_GATED_GEMV is None:  # the shipped rule
+            gated, max_rows = fmt in QUANT_GATED_FORMATS, QUANT_GATED_DEFAULT_MAX_ROWS
         else:
-            gated = QUANT_GATED_GEMV
+            gated, max_rows = QUANT_GATED_GEMV, qgemv_max_rows(fmt, i2, k)
         decode = (
             gated
             and x.device.type == "cuda"
-            and rows <= qgemv_max_rows(fmt, i2, k)
+            and rows <= max_rows
             and not determinism.is_deterministic()
         )
         if decode or named_backend(fused) is not None:
