@@ -4,6 +4,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|lean|leave-out]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
+    python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
 
 Experiments:
 - tiles (the default): the graph-replayed step's device time (50 replays back to back, two
@@ -58,6 +59,10 @@ Experiments:
   and not. In back-to-back chains of one product the early launch made the GEMV slower (up to
   17%); inside the step it measured faster as a whole; this says which products gain and which
   lose. The one-launch gate/up rounds silu(g) * u once, so its tokens may differ.
+- quant-norm (with --quantize): the pre-norm block's RMSNorm read into the quantized qkv GEMV
+  (and an untied lm_head's; gp.rmsnorm_linear, op rmsnorm_gemv_<format>: the shipped rule,
+  ops/gemv.QUANT_NORM_GEMV None) or run apart (QUANT_NORM_GEMV False: gp.rmsnorm, then the
+  GEMV). The norm form's rstd sums its squares in another order, so tokens may differ.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -337,7 +342,7 @@ def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
     from pygpukit.backends.native import gemv as native_gemv
 
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
-    shipped = native_gemv._run, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV
+    shipped = native_gemv._launch, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV
     plain: set[str] = set()  # product classes launched plainly in the variant that runs
     seen: set[str] = set()
 
@@ -359,7 +364,7 @@ def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
 
         return apply
 
-    native_gemv._run = run
+    native_gemv._launch = run
     try:
         model.drop_step_graphs()
         model.generate(prompt, 8, temperature=0, stop_token_ids=())  # which products run natively
@@ -373,7 +378,22 @@ def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
                      ("gate/up in two launches", variant(set(), False))]  # fmt: skip
         _rounds(model, prompt, args, variants)
     finally:
-        native_gemv._run, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = shipped
+        native_gemv._launch, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = shipped
+
+
+def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    import importlib
+
+    ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
+    shipped = ops_gemv.QUANT_NORM_GEMV
+    try:
+        knob = (ops_gemv, "QUANT_NORM_GEMV")
+        _rounds(model, prompt, args, [
+            ("RMSNorm read into the GEMV (shipped rule)", _setting((*knob, None))),
+            ("RMSNorm apart", _setting((*knob, False))),
+        ])  # fmt: skip
+    finally:
+        ops_gemv.QUANT_NORM_GEMV = shipped
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -432,14 +452,15 @@ def main(argv: list[str] | None = None) -> int:
             "lean",
             "leave-out",
             "quant-sites",
+            "quant-norm",
         ),
     )
     p.add_argument("--quantize", default=None, choices=("fp8", "int4", "nvfp4"),
-                   help="the weights quantized at load (quant-sites needs it; the other "
-                        "experiments then run on the quantized model)")  # fmt: skip
+                   help="the weights quantized at load (quant-sites and quant-norm need it; "
+                        "the other experiments then run on the quantized model)")  # fmt: skip
     args = p.parse_args(argv)
-    if args.experiment == "quant-sites" and args.quantize is None:
-        p.error("--experiment quant-sites needs --quantize")
+    if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
+        p.error(f"--experiment {args.experiment} needs --quantize")
     model, cfg, _ = random_model(args.model, quantize=args.quantize)
     args.cfg = cfg
     prompt = random_prompts(cfg, 1)
@@ -448,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
             "append": _append, "splits": _splits, "lean": _lean, "leave-out": _leave_out,
             "quant-sites": _quant_sites,
+            "quant-norm": _quant_norm,
         }  # fmt: skip
         experiments[args.experiment](model, prompt, args)
         return 0

@@ -32,6 +32,7 @@ from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.moe import moe_forward
 from pygpukit.models.weights import LayerWeights, ModelWeights
 from pygpukit.ops.gemv import constant_weights
+from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.overrides import forced_backend, named_backend
 from pygpukit.runtime import Device
 
@@ -59,6 +60,10 @@ APPEND_ATTENTION = False
 # do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
 # 256-key split) stay bounded.
 DETERMINISTIC_CHUNK = 256
+# The quantized formats whose weight after an RMSNorm goes to gp.rmsnorm_linear (which reads the
+# norm into the decode GEMV where ops/gemv.QUANT_NORM_FORMATS says); the GGUF formats and w8a8
+# keep gp.rmsnorm then the product.
+NORM_READ_FORMATS = frozenset({"fp8", "int4", "nvfp4"})
 
 
 def append_attention() -> bool:
@@ -390,10 +395,13 @@ class CausalTransformerModel:
         weight: Weight,
         bias: GPUArray | None,
     ) -> tuple[GPUArray, GPUArray]:
-        """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense weight is
-        one call, gp.rmsnorm_linear, which at decode reads the norm into the GEMV: one kernel
-        instead of two (the qkv projection and the lm_head)."""
-        if self.spec.norm == "rmsnorm" and isinstance(weight, GPUArray):
+        """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense weight, or
+        an fp8 / int4 / nvfp4 one, is one call, gp.rmsnorm_linear, which at decode reads the
+        norm into the GEMV: one kernel instead of two (the qkv projection and the lm_head)."""
+        if self.spec.norm == "rmsnorm" and (
+            isinstance(weight, GPUArray)
+            or (isinstance(weight, QuantizedWeight) and weight.format in NORM_READ_FORMATS)
+        ):
             eps = self.config.norm_eps
             if delta is None:
                 return ops.rmsnorm_linear(x, nw, weight, bias, eps=eps), x

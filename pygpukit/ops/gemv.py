@@ -33,6 +33,14 @@ the float64 product of x with the (dequantized) weight, rounded once.
   two-op form's in the last place. h (x + residual rounded to x's dtype, the residual stream)
   has the bits gp.rmsnorm(residual=) stores. Otherwise (more rows, float32, the deterministic
   mode, a route forcing op linear) the two routed ops run.
+  With a QuantizedWeight (fp8, int4, nvfp4) and one half-precision row on CUDA outside the
+  deterministic mode, for the formats in QUANT_NORM_FORMATS, it is one launch too (op
+  rmsnorm_gemv_<format>, the native kernel): each block of the quantized decode GEMV computes
+  h, its rstd and the normalised row (gp.rmsnorm's formula, rounded to x's dtype as the
+  tensor cores' operand, as the two-op form rounds it) into shared memory, then runs the
+  product; its bits differ from gp.rmsnorm + gp.linear_quantized only where the block's order
+  of the sum of squares moves rstd. Otherwise (and for the GGUF formats and w8a8) those two
+  routed ops run.
 - ``linear_quantized(x, qw, bias)``: W quantized once by ``gp.quantize_weight`` (fp8, int4 or
   nvfp4, pygpukit/qweight.py), dequantized in registers on every call. Any number of rows: up
   to qgemv_max_rows(format, N, K) rows (the routing table's measured crossover: QGEMV_MAX_ROWS,
@@ -110,6 +118,15 @@ QUANT_GATED_DEFAULT_MAX_ROWS = 1
 # None (shipped): QUANT_GATED_FORMATS and QUANT_GATED_DEFAULT_MAX_ROWS decide; True / False:
 # every format up to qgemv_max_rows / none (the A/B scripts' switch).
 QUANT_GATED_GEMV: bool | None = None
+# The formats whose rmsnorm_linear gives the RMSNorm form (op rmsnorm_gemv_<format>: the
+# pre-norm block's norm and the decode GEMV after it in one launch) by default, at one row of x
+# on CUDA outside the deterministic mode, where the native kernel serves; the others take
+# gp.rmsnorm + gp.linear_quantized unless a route names the op. QUANT_NORM_GEMV None (shipped):
+# QUANT_NORM_FORMATS decides; True / False: every format / none (the A/B scripts' switch).
+QUANT_NORM_FORMATS = frozenset({"fp8", "int4", "nvfp4"})
+QUANT_NORM_GEMV: bool | None = None
+# The norm form keeps the row in shared memory (native/src/gemv/gemv.h, kGemvNormMaxK).
+NORM_GEMV_MAX_K = 16384
 _HALF = ("float16", "bfloat16")
 # linear_quantized's two ops per format: the decode GEMV and the mixed-input GEMM.
 _QUANT_OPS = {f: (f"gemv_{f}", f"qgemm_{f}") for f in ("fp8", "int4", "nvfp4")}
@@ -273,7 +290,7 @@ def _quantized_silu_mul(x: GPUArray, qw: QuantizedWeight, out: GPUArray | None) 
 def rmsnorm_linear(
     x: GPUArray,
     norm_weight: GPUArray,
-    weight: GPUArray,
+    weight: GPUArray | QuantizedWeight,
     bias: GPUArray | None = None,
     *,
     eps: float = 1e-6,
@@ -281,12 +298,15 @@ def rmsnorm_linear(
     out: GPUArray | None = None,
 ) -> Any:
     """rmsnorm(h, norm_weight, eps) @ weight^T + bias with h = x (+ residual): x [..., K],
-    norm_weight [K], weight [N, K] of x's floating dtype, bias [N]. Returns y [..., N], or
-    (y, h) when residual is given (then out= is not accepted, as in gp.rmsnorm)."""
+    norm_weight [K], weight [N, K] of x's floating dtype (or a QuantizedWeight of that shape),
+    bias [N]. Returns y [..., N], or (y, h) when residual is given (then out= is not accepted,
+    as in gp.rmsnorm)."""
     from pygpukit.ops.norm import rms_args
 
     op = "rmsnorm_linear"
     e = rms_args(op, x, norm_weight, eps, residual, out, "norm_weight")
+    if isinstance(weight, QuantizedWeight):
+        return _quantized_rmsnorm_linear(x, norm_weight, weight, bias, e, residual, out)
     chk.array(op, "weight", weight)
     if weight.ndim != 2:
         raise ValueError(
@@ -312,6 +332,51 @@ def rmsnorm_linear(
         return linear(rmsnorm(x, norm_weight, e), weight, bias, out=out)
     nx, h = rmsnorm(x, norm_weight, e, residual=residual)
     return linear(nx, weight, bias), h
+
+
+def _quantized_rmsnorm_linear(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    qw: QuantizedWeight,
+    bias: GPUArray | None,
+    eps: float,
+    residual: GPUArray | None,
+    out: GPUArray | None,
+) -> Any:
+    """rmsnorm_linear with a quantized weight (module docstring): one launch (op
+    rmsnorm_gemv_<format>) where the shipped rule or a route says, else gp.rmsnorm then
+    gp.linear_quantized."""
+    op = "rmsnorm_linear"
+    n, k = qw.shape
+    rows = _x_checks(op, x, k, (*_HALF, "float32") if qw.is_gguf else _HALF)
+    _bias_checks(op, bias, x, n)
+    for name, a in (("norm_weight", norm_weight), ("weight", qw), ("residual", residual)):
+        if a is not None and a.device != x.device:
+            raise ValueError(f"{op}: x is on {x.device} but {name} is on {a.device}")
+    chk.out_arg(op, out, (*x.shape[:-1], n), x.dtype)
+    fmt = qw.format
+    if fmt in _QUANT_OPS:
+        fused = f"rmsnorm_gemv_{fmt}"
+        inputs = (x, norm_weight, qw.data, qw.scales, bias, residual)
+        params = {"eps": eps, **_format_params(qw)}
+        wanted = fmt in QUANT_NORM_FORMATS if QUANT_NORM_GEMV is None else QUANT_NORM_GEMV
+        decode = (
+            wanted
+            and rows == 1
+            and x.device.type == "cuda"
+            and norm_weight.dtype is x.dtype
+            and k <= NORM_GEMV_MAX_K
+            and not determinism.is_deterministic()
+            and serves(fused, x.device, inputs, params)
+        )
+        if decode or named_backend(fused) is not None:
+            return run(fused, inputs, params, out=out)
+    from pygpukit.ops.norm import rmsnorm
+
+    if residual is None:
+        return linear_quantized(rmsnorm(x, norm_weight, eps), qw, bias, out=out)
+    nx, h = rmsnorm(x, norm_weight, eps, residual=residual)
+    return linear_quantized(nx, qw, bias), h
 
 
 def linear_quantized(

@@ -509,6 +509,24 @@ _ROUTES: list[OpRoute] = [
         for fmt, extra in _QUANT_OPERANDS.items()
         for op in (f"gemv_{fmt}", f"gemv_{fmt}_silu_mul")
     ),
+    # The RMSNorm forms, rmsnorm_gemv_<format> (one row of x: the pre-norm block's RMSNorm read
+    # into the decode GEMV, gp.rmsnorm_linear with a quantized weight): the native kernel, the
+    # NumPy reference. No Triton twin: where the native one cannot serve, gp.rmsnorm_linear runs
+    # gp.rmsnorm and gp.linear_quantized (the same result within one rounding of the row).
+    *(
+        _entry(
+            f"rmsnorm_gemv_{fmt}",
+            "gemv",
+            Candidate(
+                "native",
+                dtypes=_GEMV_IO | extra,
+                min_capability=(8, 0),
+                invariant=_NOT_INVARIANT,
+            ),
+            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+        )
+        for fmt, extra in _QUANT_OPERANDS.items()
+    ),
     # The mixed-input GEMM for more rows than QGEMV_MAX_ROWS: the weight dequantized in the
     # mainloop (Triton, qgemm.py); behind it the native GEMV kernels, which serve any number of
     # rows (slower: W re-read per 16 rows) where Triton cannot run; the same NumPy reference on

@@ -422,6 +422,18 @@ def _args(**kw: object) -> dict[str, object]:
         ({"gated": True, "n": 6, "bias": 65536}, "^gemv_int4: a gated product .* no bias$"),
         ({"format": "dense", "w_row_bytes": 128, "gated": True, "n": 6},
          "^gemv_dense: the dense gemv has no gated product$"),
+        ({"norm": True, "m": 1, "gated": True, "n": 6},
+         "^gemv_int4: the RMSNorm form has no gated product$"),
+        ({"norm": True, "norm_w": 65536}, "^gemv_int4: the RMSNorm form takes one row of x$"),
+        ({"norm": True, "m": 1, "k": 16416, "w_row_bytes": 8208, "s_row_stride": 129},
+         "^gemv_int4: the RMSNorm form takes k <= 16384$"),
+        ({"norm": True, "m": 1, "norm_w": 65536, "residual": 131072},
+         "^gemv_int4: residual and h are given together"),
+        ({"norm": True, "m": 1, "norm_w": 65538}, "^gemv_int4: norm_w, residual and h must be"),
+        ({"norm": True, "m": 1}, "^gemv_int4: norm_w, residual and h must be"),
+        ({"norm": True, "m": 1, "norm_w": 65536, "eps": -1.0}, "^gemv_int4: eps must be >= 0$"),
+        ({"format": "dense", "w_row_bytes": 128, "norm": True, "m": 1, "norm_w": 65536},
+         "^gemv_dense: the dense gemv has no RMSNorm form$"),
     ],
     ids=lambda v: str(v) if isinstance(v, str) else "",
 )  # fmt: skip
@@ -442,6 +454,7 @@ def test_extension_without_a_driver_raises_cuda_error() -> None:
 def test_lookup_finds_the_gemv_adapters() -> None:
 
     _ext()
-    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "gemv_int4_silu_mul"):
+    for op in ("gemv", "gemv_fp8", "gemv_int4", "gemv_nvfp4", "gemv_int4_silu_mul",
+               "rmsnorm_gemv_int4"):  # fmt: skip
         fn, why = native_impl(op)
         assert why == "" and fn is not None and fn.__module__.endswith("backends.native.gemv")

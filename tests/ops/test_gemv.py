@@ -275,6 +275,12 @@ def test_native_adapters_match_the_reference_signatures() -> None:
         assert route.family == "gemv"
     for op in ("linear_gemv", "linear_silu_mul", "rmsnorm_linear"):
         assert [c.backend for c in TABLE[op].candidates] == ["triton", "cpu"]
+    for op in ("rmsnorm_gemv_fp8", "rmsnorm_gemv_int4", "rmsnorm_gemv_nvfp4"):
+        want = list(inspect.signature(getattr(cpu, op)).parameters)
+        got = [p for p in inspect.signature(getattr(nat, op)).parameters if p != "out"]
+        assert got == want, op
+        assert [c.backend for c in TABLE[op].candidates] == ["native", "cpu"]
+        assert TABLE[op].family == "gemv"
     pytest.importorskip("triton")
     from pygpukit.backends.triton_kernels import gemv as tgemv
     from pygpukit.backends.triton_kernels import qgemm

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -59,14 +60,17 @@ inline bool compiled_to_wait(const void* kernel) {
 // is sm_90+); returns the launch's status, with CUDA's last-error slot cleared on failure so
 // the error is not reported again by the next launch of another op. The kernel must call
 // pdl_wait() before its first dependent access.
+// launch_kernel_smem: the same with `smem` bytes of dynamic shared memory a block, which the
+// caller has allowed the kernel (allow_dynamic_smem) where it is above 48 KiB with the static.
 template <typename... KArgs, typename... Args>
-inline cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block,
-                                 cudaStream_t stream, bool pdl, Args&&... args) {
+inline cudaError_t launch_kernel_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                                      std::size_t smem, cudaStream_t stream, bool pdl,
+                                      Args&&... args) {
   pdl = pdl && compiled_to_wait(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
-  cfg.dynamicSmemBytes = 0;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -76,6 +80,32 @@ inline cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block
   const cudaError_t status = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   if (status != cudaSuccess) cudaGetLastError();
   return status;
+}
+
+template <typename... KArgs, typename... Args>
+inline cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                                 cudaStream_t stream, bool pdl, Args&&... args) {
+  return launch_kernel_smem(kernel, grid, block, 0, stream, pdl, std::forward<Args>(args)...);
+}
+
+// Let `kernel` take up to `bytes` of dynamic shared memory on the current device (the opt-in
+// above 48 KiB); asked of the driver once per kernel, device and larger size.
+inline cudaError_t allow_dynamic_smem(const void* kernel, int bytes) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> allowed;
+  int device = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  std::lock_guard<std::mutex> lock(mu);
+  int& have = allowed[std::make_pair(kernel, device)];
+  if (bytes <= have) return cudaSuccess;
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return status;
+  }
+  have = bytes;
+  return cudaSuccess;
 }
 
 }  // namespace pgk

@@ -49,7 +49,22 @@ struct GemvArgs {
   // the up rows; y [M, I] = silu(x @ Wg^T) * (x @ Wu^T), both sums finished in fp32 (their
   // scales), silu(g) * u in fp32, one rounding. No bias.
   bool gated = false;
+  // The pre-norm block's RMSNorm read in (quantized formats, one row of x, no gated product):
+  // h = x (+ residual) rounded to dtype, y = rmsnorm(h) @ dequant(W)^T (+ bias) with
+  // rmsnorm(h)[k] = dtype(h[k] * rstd * norm_w[k]), rstd = 1 / sqrt(mean(h^2) + eps) in fp32:
+  // gp.rmsnorm's formula, rounded to dtype as the mma's operand. Each block normalises the row
+  // into shared memory; block 0 stores h (contiguous [k] of dtype) when residual is given.
+  // norm_w, residual and h: contiguous [k] of dtype, 16-byte aligned; h must not overlap x or
+  // residual (the other blocks still read them).
+  bool norm = false;
+  std::uintptr_t norm_w = 0;
+  std::uintptr_t residual = 0;  // 0: h = x
+  std::uintptr_t h = 0;         // with residual: where h goes
+  float eps = 0.f;
 };
+
+// The norm form's largest k: the row lives in shared memory (2 bytes a value).
+constexpr std::int64_t kGemvNormMaxK = 16384;
 
 // format: "dense", "fp8", "int4" or "nvfp4" (std::invalid_argument for anything else).
 void gemv(const GemvArgs& a, const char* format);

@@ -51,6 +51,8 @@ void gemv_dense(const GemvArgs& a) {
   gemv_detail::check_common(a, gemv_detail::Dense::kElems, "gemv_dense");
   // The dense gated product is the Triton kernel's (op linear_silu_mul); this kernel has none.
   PGK_REQUIRE(!a.gated, "the dense gemv has no gated product");
+  // Likewise the dense product with the RMSNorm read in (op rmsnorm_linear).
+  PGK_REQUIRE(!a.norm, "the dense gemv has no RMSNorm form");
   gemv_detail::dispatch_half(a.dtype, [&](auto t) {
     using T = decltype(t);
     gemv_detail::launch<T, gemv_detail::Dense>(a, "gemv_dense_kernel");

@@ -55,6 +55,11 @@ struct Params {
   float gscale;
   bool pdl;       // launched early: wait on the kernel ahead before reading x (GemvArgs::pdl)
   bool prefetch;  // constant W: its first loads go before that wait (GemvArgs::prefetch)
+  // The RMSNorm read in (GemvArgs::norm; gemv_wa.cuh's Norm instantiations only).
+  const void* norm_w;
+  const void* residual;
+  void* h;
+  float eps;
 };
 
 // The start of every gemv kernel: with p.pdl, wait on the kernel ahead and release the one
@@ -312,6 +317,19 @@ inline void check_common(const GemvArgs& a, int elems, const char* who) {
   PGK_REQUIRE_AS(who, a.m >= 0 && a.n >= 0 && a.k >= 0, "m, n, k must be >= 0");
   PGK_REQUIRE_AS(who, !a.gated || (a.n % 2 == 0 && a.bias == 0),
                  "a gated product needs an even n (gate rows, then up rows) and no bias");
+  if (a.norm) {
+    PGK_REQUIRE_AS(who, !a.gated, "the RMSNorm form has no gated product");
+    PGK_REQUIRE_AS(who, a.m <= 1, "the RMSNorm form takes one row of x");
+    PGK_REQUIRE_AS(who, a.k <= kGemvNormMaxK, "the RMSNorm form takes k <= 16384");
+    PGK_REQUIRE_AS(who, a.eps >= 0.f, "eps must be >= 0");
+    PGK_REQUIRE_AS(who, (a.residual == 0) == (a.h == 0),
+                   "residual and h are given together (h = x + residual is stored)");
+    if (a.m == 1 && a.n > 0 && a.k > 0) {
+      PGK_REQUIRE_AS(who, a.norm_w != 0 && a.norm_w % 16 == 0 && a.residual % 16 == 0 &&
+                              a.h % 16 == 0,
+                     "norm_w, residual and h must be 16-byte aligned device pointers");
+    }
+  }
   PGK_REQUIRE_AS(who, a.k % elems == 0,
                  "k must be a multiple of the 16-byte granule of the format");
   if (a.m == 0 || a.n == 0) return;
@@ -345,6 +363,10 @@ inline Params make_params(const GemvArgs& a) {
   p.gscale = a.global_scale;
   p.pdl = a.pdl;
   p.prefetch = a.pdl && a.prefetch;
+  p.norm_w = reinterpret_cast<const void*>(a.norm_w);
+  p.residual = reinterpret_cast<const void*>(a.residual);
+  p.h = reinterpret_cast<void*>(a.h);
+  p.eps = a.eps;
   return p;
 }
 

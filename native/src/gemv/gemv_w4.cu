@@ -28,8 +28,6 @@ namespace pgk {
 namespace gemv_detail {
 namespace {
 
-using wa::Ctx;
-
 template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
@@ -42,8 +40,8 @@ struct Int4 {
   struct Side {
     float s[RT][2];
 
-    template <typename T, int MT>
-    __device__ void load(const Params&, const Ctx<T, RT, MT>& c, std::int64_t step) {
+    template <typename X>
+    __device__ void load(const Params&, const X& c, std::int64_t step) {
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
 #pragma unroll
@@ -55,10 +53,9 @@ struct Int4 {
     }
   };
 
-  template <typename T, int RT, int MT>
-  __device__ __forceinline__ static void step(const Ctx<T, RT, MT>& c,
-                                              const uint4 (&w)[RT][2], const Side<RT>& side,
-                                              float (&acc)[RT][MT][4]) {
+  template <typename T, int RT, int MT, typename X>
+  __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],
+                                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
     float part[RT][MT][4];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
@@ -111,8 +108,8 @@ struct Nvfp4 {
   struct Side {
     std::uint32_t pair[RT][2];
 
-    template <typename T, int MT>
-    __device__ void load(const Params&, const Ctx<T, RT, MT>& c, std::int64_t step) {
+    template <typename X>
+    __device__ void load(const Params&, const X& c, std::int64_t step) {
       const std::int64_t gi = step * 4 + c.t;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
@@ -127,10 +124,9 @@ struct Nvfp4 {
     }
   };
 
-  template <typename T, int RT, int MT>
-  __device__ __forceinline__ static void step(const Ctx<T, RT, MT>& c,
-                                              const uint4 (&w)[RT][2], const Side<RT>& side,
-                                              float (&acc)[RT][MT][4]) {
+  template <typename T, int RT, int MT, typename X>
+  __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],
+                                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
     std::uint32_t s2[RT][2][2];  // [row tile][row g / g + 8][block of 16]
 #pragma unroll
     for (int r = 0; r < RT; ++r) {

@@ -42,8 +42,8 @@ struct Fp8 {
   struct Side {
     float s[RT][2];
 
-    template <typename T, int MT>
-    __device__ void load(const Params&, const wa::Ctx<T, RT, MT>& c, std::int64_t step) {
+    template <typename X>
+    __device__ void load(const Params&, const X& c, std::int64_t step) {
       if constexpr (kBlock) {
 #pragma unroll
         for (int r = 0; r < RT; ++r) {
@@ -57,17 +57,16 @@ struct Fp8 {
     }
   };
 
-  template <typename T, int RT, int MT>
-  __device__ __forceinline__ static void step(const wa::Ctx<T, RT, MT>& c,
-                                              const uint4 (&w)[RT][2], const Side<RT>& side,
-                                              float (&acc)[RT][MT][4]) {
+  template <typename T, int RT, int MT, typename X>
+  __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],
+                                              const Side<RT>& side, float (&acc)[RT][MT][4]) {
     uint4 xv[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         xv[mt][j] = make_uint4(0u, 0u, 0u, 0u);
-        if (c.ok && c.xok[mt]) xv[mt][j] = __ldg(reinterpret_cast<const uint4*>(c.xcur[mt]) + j);
+        if (c.ok && c.xok[mt]) xv[mt][j] = c.xload(mt, j);
       }
     }
     float part[RT][MT][4];

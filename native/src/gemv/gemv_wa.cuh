@@ -30,6 +30,7 @@
 #pragma once
 
 #include "gemv/gemv_kernel.cuh"
+#include "pygpukit_native/reduce.cuh"
 
 namespace pgk {
 namespace gemv_detail {
@@ -54,8 +55,9 @@ struct Config {
                 "static shared memory above 48 KiB");
 };
 
-// The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows.
-template <typename T, int RT, int MT>
+// The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows. XS:
+// x lies in shared memory (the RMSNorm form's normalised row), else in global memory.
+template <typename T, int RT, int MT, bool XS = false>
 struct Ctx {
   const unsigned char* wrow[RT][2];
   const unsigned char* srow[RT][2];  // the same rows of the scales (F::kScaleBytes a value)
@@ -67,6 +69,15 @@ struct Ctx {
   std::int64_t granules;  // 16-byte granules per W row
   std::int64_t steps;     // warp-steps (4 granules each) per W row
   int t, g;
+
+  // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it).
+  __device__ __forceinline__ uint4 xload(int mt, int j) const {
+    if constexpr (XS) {
+      return *reinterpret_cast<const uint4*>(xcur[mt] + 8 * j);
+    } else {
+      return __ldg(reinterpret_cast<const uint4*>(xcur[mt] + 8 * j));
+    }
+  }
 };
 
 // Two-byte constants of the 4-bit decoders (duplicated into both halves of a word): the int4
@@ -145,15 +156,58 @@ __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t lo, std::u
 }
 
 // x pairs of word i (8 values of K from the step's granule start) for each x tile.
-template <typename T, int RT, int MT>
-__device__ __forceinline__ void x_pairs(const Ctx<T, RT, MT>& c, int i,
-                                        std::uint32_t (&b)[MT][4]) {
+template <typename X, int MT>
+__device__ __forceinline__ void x_pairs(const X& c, int i, std::uint32_t (&b)[MT][4]) {
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (c.ok && c.xok[mt]) v = __ldg(reinterpret_cast<const uint4*>(c.xcur[mt] + 8 * i));
+    if (c.ok && c.xok[mt]) v = c.xload(mt, i);
     pairs04(v, b[mt]);
   }
+}
+
+// The RMSNorm form's prologue (GemvArgs::norm, one row of x): h = x (+ residual) rounded to T,
+// rstd = 1 / sqrt(sum(h^2) / k + eps), xs[j] = T(h[j] * rstd * norm_w[j]) in shared memory:
+// gp.rmsnorm's formula (native/src/norm/norm.cu), its sum of squares in this block's order.
+// Every block computes the same row (the same order: blockDim is the launch's); block 0 stores
+// h. Runs after the wait on the kernel ahead; ends with a barrier, so xs is ready for all warps.
+template <typename T>
+__device__ __forceinline__ void norm_row(const Params& p, T* xs) {
+  __shared__ float scratch[32];
+  const T* x = static_cast<const T*>(p.x);
+  const T* res = static_cast<const T*>(p.residual);
+  const T* nw = static_cast<const T*>(p.norm_w);
+  T* h = blockIdx.x == 0 && blockIdx.y == 0 ? static_cast<T*>(p.h) : nullptr;
+  const std::int64_t vecs = p.k / 8;  // k % 32 == 0 (the 4-bit granule) or % 16 (fp8)
+  float sq = 0.f;
+  for (std::int64_t v = threadIdx.x; v < vecs; v += blockDim.x) {
+    uint4 raw = __ldg(reinterpret_cast<const uint4*>(x) + v);
+    T* e = reinterpret_cast<T*>(&raw);
+    if (res != nullptr) {
+      const uint4 rr = __ldg(reinterpret_cast<const uint4*>(res) + v);
+      const T* r = reinterpret_cast<const T*>(&rr);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) e[j] = from_compute<T>(to_compute(e[j]) + to_compute(r[j]));
+      if (h != nullptr) reinterpret_cast<uint4*>(h)[v] = raw;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float f = to_compute(e[j]);
+      sq += f * f;
+    }
+    reinterpret_cast<uint4*>(xs)[v] = raw;
+  }
+  const float rstd = 1.f / sqrtf(block_sum(sq, scratch) / static_cast<float>(p.k) + p.eps);
+  for (std::int64_t v = threadIdx.x; v < vecs; v += blockDim.x) {  // the thread's own values
+    uint4 raw = reinterpret_cast<const uint4*>(xs)[v];
+    const uint4 wr = __ldg(reinterpret_cast<const uint4*>(nw) + v);
+    T* e = reinterpret_cast<T*>(&raw);
+    const T* w = reinterpret_cast<const T*>(&wr);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) e[j] = from_compute<T>(to_compute(e[j]) * rstd * to_compute(w[j]));
+    reinterpret_cast<uint4*>(xs)[v] = raw;
+  }
+  __syncthreads();
 }
 
 // e2m1 codes -> T with the block scale folded in: the rebias 2^(bias - 1) of the codes is split
@@ -192,16 +246,22 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
 // (tile = RT blockIdx.x + r), lane row g + 8 its up row I + o. The lane holding one sum holds
 // the other (C's c0, c1 and c2, c3), and the epilogue stores silu(g) * u (kUp = 2). A gated row
 // tile covers 8 output columns with 16 rows of W like any other, so the grid is the same.
-template <typename T, typename F, typename C, bool Gated>
+//
+// Norm (GemvArgs::norm, its own instantiations; one row of x, not gated): x is read from the
+// block's normalised copy in dynamic shared memory (norm_row, after the weights' first loads
+// and the wait), so the product's loop is the plain one with shared loads of x.
+template <typename T, typename F, typename C, bool Gated, bool Norm = false>
 __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     gemv_wa_kernel(const Params p) {
+  static_assert(!(Gated && Norm), "the RMSNorm form has no gated product");
   constexpr int RT = C::RT, MT = C::MT, kStages = C::Stages, nwarps = C::Warps;
   using Side = typename F::template Side<RT>;
+  extern __shared__ uint4 xs_dyn[];  // Norm: the normalised row, k values of T
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * (kRowTile * RT);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * (kXTile * MT);
-  Ctx<T, RT, MT> c;
+  Ctx<T, RT, MT, Norm> c;
   c.g = lane >> 2;
   c.t = lane & 3;
   // Constants ptxas cannot see as such (p.k >= 0): kept in registers instead of being
@@ -215,12 +275,12 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   // x and the granule bound at the math) walks by that stride, no index arithmetic per step.
   const std::int64_t g0 = static_cast<std::int64_t>(warp) * 4 + c.t;
   constexpr std::int64_t kStride = 4 * nwarps;
-  const T* x = static_cast<const T*>(p.x);
+  const T* x = Norm ? reinterpret_cast<const T*>(xs_dyn) : static_cast<const T*>(p.x);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const std::int64_t m = m0 + kXTile * mt + c.g;
     c.xok[mt] = m < p.m;
-    c.xcur[mt] = x + (c.xok[mt] ? m * p.sx : 0) + g0 * F::kElems;
+    c.xcur[mt] = x + (c.xok[mt] && !Norm ? m * p.sx : 0) + g0 * F::kElems;
   }
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
@@ -279,6 +339,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     }
     side.load(p, c, warp);
   });
+  if constexpr (Norm) norm_row<T>(p, reinterpret_cast<T*>(xs_dyn));
   int stage = 0;
   std::int64_t gcur = g0;  // the granule of the step being computed
   for (std::int64_t s = warp; s < steps; s += nwarps) {
@@ -321,7 +382,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   }
 }
 
-template <typename T, typename F, typename C, bool Gated = false>
+template <typename T, typename F, typename C, bool Gated = false, bool Norm = false>
 void launch_config(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
   const Params p = make_params(a);
@@ -329,8 +390,14 @@ void launch_config(const GemvArgs& a, const char* name) {
   const dim3 grid(static_cast<unsigned>((a.n + rows - 1) / rows),
                   static_cast<unsigned>((a.m + xrows - 1) / xrows));
   use_device(a.device);
-  check(launch_kernel(gemv_wa_kernel<T, F, C, Gated>, grid, dim3(C::Warps * 32),
-                      as_stream(a.stream), a.pdl, p),
+  const auto kernel = gemv_wa_kernel<T, F, C, Gated, Norm>;
+  const int smem = Norm ? static_cast<int>(a.k * sizeof(T)) : 0;
+  if (Norm) {
+    check(allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem), name, __FILE__,
+          __LINE__);
+  }
+  check(launch_kernel_smem(kernel, grid, dim3(C::Warps * 32), static_cast<std::size_t>(smem),
+                           as_stream(a.stream), a.pdl, p),
         name, __FILE__, __LINE__);
 }
 
@@ -347,25 +414,29 @@ void launch_config(const GemvArgs& a, const char* name) {
 // The gated product (a.gated) takes the same rule up to 8 rows (its W is as large as a plain
 // one of n rows); beyond, where it serves batched decode up to QGEMV_MAX_ROWS rows, one
 // configuration (two row tiles, two x tiles, 4 warps) keeps its instantiations few.
-template <typename T, typename F, bool Gated>
+//
+// The RMSNorm form (one row) takes the rule of up to 8 rows.
+template <typename T, typename F, bool Gated, bool Norm = false>
 void launch_rule(const GemvArgs& a, const char* name) {
-  if (a.m <= kXTile) {
+  if (Norm || a.m <= kXTile) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
     if (nblk < 256) {
-      launch_config<T, F, Config<1, 1, 16, 2>, Gated>(a, name);
+      launch_config<T, F, Config<1, 1, 16, 2>, Gated, Norm>(a, name);
     } else if (nblk < 512) {
-      launch_config<T, F, Config<1, 1, 8, 2>, Gated>(a, name);
+      launch_config<T, F, Config<1, 1, 8, 2>, Gated, Norm>(a, name);
     } else if (nblk < 1024) {
-      launch_config<T, F, Config<1, 1, 4, 2>, Gated>(a, name);
+      launch_config<T, F, Config<1, 1, 4, 2>, Gated, Norm>(a, name);
     } else {
-      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated>(a, name);
+      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated, Norm>(a, name);
     }
     return;
   }
   constexpr int RT = 2;
   const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
   const std::int64_t mblk = (a.m + 2 * kXTile - 1) / (2 * kXTile);
-  if constexpr (Gated) {
+  if constexpr (Norm) {
+    // unreachable: the norm form is one row (check_common)
+  } else if constexpr (Gated) {
     launch_config<T, F, Config<RT, 2, 4, 2>, true>(a, name);
   } else if (nblk * mblk >= 256) {
     launch_config<T, F, Config<RT, 2, 4, 2>>(a, name);
@@ -378,6 +449,8 @@ template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
   if (a.gated) {
     launch_rule<T, F, true>(a, name);
+  } else if (a.norm) {
+    launch_rule<T, F, false, true>(a, name);
   } else {
     launch_rule<T, F, false>(a, name);
   }

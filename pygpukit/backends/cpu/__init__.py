@@ -46,6 +46,9 @@ from .gemv import (
     gemv_nvfp4_silu_mul,
     linear_gemv,
     linear_silu_mul,
+    rmsnorm_gemv_fp8,
+    rmsnorm_gemv_int4,
+    rmsnorm_gemv_nvfp4,
     rmsnorm_linear,
 )
 from .matmul import linear, linear_bias_gelu, matmul
@@ -131,6 +134,9 @@ __all__ = [
     "rfft_frames",
     "rfft_windowed",
     "rmsnorm",
+    "rmsnorm_gemv_fp8",
+    "rmsnorm_gemv_int4",
+    "rmsnorm_gemv_nvfp4",
     "rmsnorm_linear",
     "rope",
     "rope_tables",

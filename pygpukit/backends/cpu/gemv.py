@@ -48,6 +48,9 @@ __all__ = [
     "gemv_fp8_silu_mul",
     "gemv_int4_silu_mul",
     "gemv_nvfp4_silu_mul",
+    "rmsnorm_gemv_fp8",
+    "rmsnorm_gemv_int4",
+    "rmsnorm_gemv_nvfp4",
 ]
 
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
@@ -290,3 +293,55 @@ def gemv_int4_silu_mul(x: Array, data: Array, scales: Array, *, group: int) -> A
 def gemv_nvfp4_silu_mul(x: Array, data: Array, scales: Array, *, global_scale: float) -> Array:
     """linear_silu_mul(x, dequantize_nvfp4_weight(data, scales, global_scale))."""
     return linear_silu_mul(x, dequantize_nvfp4_weight(data, scales, global_scale))
+
+
+# The RMSNorm forms (ops rmsnorm_gemv_<format>): rmsnorm(x (+ residual)) @ dequant(W)^T (+ bias)
+# as rmsnorm_linear computes it (float64, the normalised row not rounded); returns y, or (y, h)
+# with a residual. The native kernel rounds the normalised row to x's dtype (its mma operand):
+# the tests bound that rounding apart.
+def rmsnorm_gemv_fp8(
+    x: Array,
+    norm_weight: Array,
+    data: Array,
+    scales: Array,
+    bias: Array | None = None,
+    residual: Array | None = None,
+    *,
+    eps: float,
+    block: int,
+) -> Array | tuple[Array, Array]:
+    """rmsnorm_linear(x, norm_weight, dequantize_fp8_weight(data, scales, block), ...)."""
+    w = dequantize_fp8_weight(data, scales, block)
+    return rmsnorm_linear(x, norm_weight, w, bias, residual, eps=eps)
+
+
+def rmsnorm_gemv_int4(
+    x: Array,
+    norm_weight: Array,
+    data: Array,
+    scales: Array,
+    bias: Array | None = None,
+    residual: Array | None = None,
+    *,
+    eps: float,
+    group: int,
+) -> Array | tuple[Array, Array]:
+    """rmsnorm_linear(x, norm_weight, dequantize_int4_weight(data, scales, group), ...)."""
+    w = dequantize_int4_weight(data, scales, group)
+    return rmsnorm_linear(x, norm_weight, w, bias, residual, eps=eps)
+
+
+def rmsnorm_gemv_nvfp4(
+    x: Array,
+    norm_weight: Array,
+    data: Array,
+    scales: Array,
+    bias: Array | None = None,
+    residual: Array | None = None,
+    *,
+    eps: float,
+    global_scale: float,
+) -> Array | tuple[Array, Array]:
+    """rmsnorm_linear(x, norm_weight, dequantize_nvfp4_weight(data, scales, global_scale), ...)."""
+    w = dequantize_nvfp4_weight(data, scales, global_scale)
+    return rmsnorm_linear(x, norm_weight, w, bias, residual, eps=eps)

@@ -1,6 +1,7 @@
 """Decode GEMV and quantized-weight products on the native backend (native/src/gemv): the
-implementations of the routed ops gemv, gemv_fp8, gemv_int4 and gemv_nvfp4 and the gated forms
-gemv_<format>_silu_mul (a gated MLP's gate/up product in one launch), with the signatures
+implementations of the routed ops gemv, gemv_fp8, gemv_int4 and gemv_nvfp4, the gated forms
+gemv_<format>_silu_mul (a gated MLP's gate/up product in one launch) and the RMSNorm forms
+rmsnorm_gemv_<format> (a pre-norm block's norm and the product after it), with the signatures
 of their NumPy references (pygpukit/backends/cpu/gemv.py), plus ``linear_rows``, the entry
 pygpukit/backends/native/matmul.py uses when gp.linear hands a small-M product to the GEMV kernel.
 
@@ -29,6 +30,7 @@ from pygpukit.backends._support.rows import rows_of
 from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.native._common import aligned, aligned_rows, stream_of
 from pygpukit.backends.native._libs import extension
+from pygpukit.creation import empty
 
 __all__ = [
     "gemv",
@@ -39,6 +41,9 @@ __all__ = [
     "gemv_nvfp4",
     "gemv_nvfp4_silu_mul",
     "linear_rows",
+    "rmsnorm_gemv_fp8",
+    "rmsnorm_gemv_int4",
+    "rmsnorm_gemv_nvfp4",
 ]
 
 # True: launched with programmatic dependent launch where pdl_enabled says so (see above).
@@ -74,6 +79,11 @@ def _launch_flags(x: GPUArray, copied: bool) -> tuple[bool, bool]:
     return pdl, pdl and not copied and weights_are_constant()
 
 
+# The RMSNorm form's operands (ops rmsnorm_gemv_<format>): the norm weight, eps and the
+# residual (or None).
+Norm = tuple[GPUArray, float, GPUArray | None]
+
+
 def _run(
     fmt: str,
     x: GPUArray,
@@ -91,12 +101,41 @@ def _run(
 ) -> GPUArray:
     """The launch; copied: the caller copied the weight for this call (a copy of the scales
     here counts too); gated: W's n rows are gate then up, y [..., n / 2] = silu(g) * u."""
+    y, _ = _launch(fmt, x, w, w_row_bytes, n, scales, s_row, block, global_scale, bias, out,
+                   copied, gated)  # fmt: skip
+    return y
+
+
+def _launch(
+    fmt: str,
+    x: GPUArray,
+    w: GPUArray,
+    w_row_bytes: int,
+    n: int,
+    scales: GPUArray | None,
+    s_row: int,
+    block: int,
+    global_scale: float,
+    bias: GPUArray | None,
+    out: GPUArray | None,
+    copied: bool,
+    gated: bool,
+    norm: Norm | None = None,
+) -> tuple[GPUArray, GPUArray | None]:
+    """_run's launch, and with ``norm`` the RMSNorm form (one row of x): returns (y, h), h = x
+    + residual in a fresh array where a residual is given, else None."""
     lead = x.shape[:-1]
     x, m, k, sx = aligned_rows(x)
     y = target(out, (*lead, n // 2 if gated else n), x._dtype, x)
     given = scales
     bias, scales = _ready(bias), _ready(scales)
     pdl, prefetch = _launch_flags(x, copied or scales is not given)
+    nw = res = h = None
+    eps = 0.0
+    if norm is not None:
+        nw, eps, res = aligned(norm[0]), float(norm[1]), _ready(norm[2])
+        # A fresh block: the kernel's block 0 stores h while the others still read x and res.
+        h = None if res is None else empty((*lead, k), x._dtype, x._device)
     # fmt: off
     _ext().gemv(
         x._device.index, stream_of(x), fmt, x._dtype.name,
@@ -104,9 +143,11 @@ def _run(
         x.data_ptr(), sx, w.data_ptr(), w_row_bytes,
         0 if scales is None else scales.data_ptr(), s_row, block, float(global_scale),
         0 if bias is None else bias.data_ptr(), y.data_ptr(), pdl, prefetch, gated,
+        norm is not None, 0 if nw is None else nw.data_ptr(),
+        0 if res is None else res.data_ptr(), 0 if h is None else h.data_ptr(), eps,
     )
     # fmt: on
-    return deliver(y, out)
+    return deliver(y, out), h
 
 
 def gemv(
@@ -124,33 +165,40 @@ def gemv(
 
 
 def _fp8(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None, block: int,
-         out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+         out: GPUArray | None, gated: bool,
+         norm: Norm | None = None) -> tuple[GPUArray, GPUArray | None]:  # fmt: skip
     n, k = data.shape
     s_row = 1 if block == 0 else scales.shape[1]
     w = aligned(data)
-    return _run("fp8", x, w, k, n, scales, s_row, block, 1.0, bias, out, w is not data, gated)
+    # fmt: off
+    return _launch(
+        "fp8", x, w, k, n, scales, s_row, block, 1.0, bias, out, w is not data, gated, norm
+    )
+    # fmt: on
 
 
 def _int4(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None, group: int,
-          out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+          out: GPUArray | None, gated: bool,
+          norm: Norm | None = None) -> tuple[GPUArray, GPUArray | None]:  # fmt: skip
     n, k = data.shape
     w = aligned(data)
     # fmt: off
-    return _run(
+    return _launch(
         "int4", x, w, k // 2, n, scales, scales.shape[1], group, 1.0, bias, out, w is not data,
-        gated,
+        gated, norm,
     )
     # fmt: on
 
 
 def _nvfp4(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None,
-           global_scale: float, out: GPUArray | None, gated: bool) -> GPUArray:  # fmt: skip
+           global_scale: float, out: GPUArray | None, gated: bool,
+           norm: Norm | None = None) -> tuple[GPUArray, GPUArray | None]:  # fmt: skip
     n, half_k = data.shape
     w = aligned(data)
     # fmt: off
-    return _run(
+    return _launch(
         "nvfp4", x, w, half_k, n, scales, scales.shape[1], 16, global_scale, bias, out,
-        w is not data, gated,
+        w is not data, gated, norm,
     )
     # fmt: on
 
@@ -166,7 +214,7 @@ def gemv_fp8(
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data float8_e4m3fn [N, K], float32 scales [N] (block 0)
     or [N, ceil(K/128)] (block 128)."""
-    return _fp8(x, data, scales, bias, block, out, False)
+    return _fp8(x, data, scales, bias, block, out, False)[0]
 
 
 def gemv_int4(
@@ -179,7 +227,7 @@ def gemv_int4(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """x @ (scales * data)^T (+ bias): data int4 [N, K], scales [N, ceil(K/128)]."""
-    return _int4(x, data, scales, bias, group, out, False)
+    return _int4(x, data, scales, bias, group, out, False)[0]
 
 
 def gemv_nvfp4(
@@ -192,7 +240,7 @@ def gemv_nvfp4(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """x @ dequant(data)^T (+ bias): e2m1 codes uint8 [N, K/2], e4m3 scales [N, K/16]."""
-    return _nvfp4(x, data, scales, bias, global_scale, out, False)
+    return _nvfp4(x, data, scales, bias, global_scale, out, False)[0]
 
 
 # The gated forms (ops gemv_<format>_silu_mul): data holds 2I rows, a gated MLP's gate rows
@@ -204,14 +252,14 @@ def gemv_fp8_silu_mul(
     x: GPUArray, data: GPUArray, scales: GPUArray, *, block: int, out: GPUArray | None = None
 ) -> GPUArray:
     """silu(x @ Wg^T) * (x @ Wu^T) for the fp8 weight [Wg; Wu] (scales as gemv_fp8's)."""
-    return _fp8(x, data, scales, None, block, out, True)
+    return _fp8(x, data, scales, None, block, out, True)[0]
 
 
 def gemv_int4_silu_mul(
     x: GPUArray, data: GPUArray, scales: GPUArray, *, group: int, out: GPUArray | None = None
 ) -> GPUArray:
     """silu(x @ Wg^T) * (x @ Wu^T) for the int4 weight [Wg; Wu] (scales as gemv_int4's)."""
-    return _int4(x, data, scales, None, group, out, True)
+    return _int4(x, data, scales, None, group, out, True)[0]
 
 
 def gemv_nvfp4_silu_mul(
@@ -223,7 +271,66 @@ def gemv_nvfp4_silu_mul(
     out: GPUArray | None = None,
 ) -> GPUArray:
     """silu(x @ Wg^T) * (x @ Wu^T) for the nvfp4 weight [Wg; Wu] (scales as gemv_nvfp4's)."""
-    return _nvfp4(x, data, scales, None, global_scale, out, True)
+    return _nvfp4(x, data, scales, None, global_scale, out, True)[0]
+
+
+# The RMSNorm forms (ops rmsnorm_gemv_<format>): one row of x; rmsnorm(h, norm_weight, eps) @
+# dequant(W)^T (+ bias) with h = x (+ residual), in one launch: each block normalises the row
+# into shared memory (gp.rmsnorm's formula, the row rounded to x's dtype as the mma's operand)
+# before the product's loop (native/src/gemv/gemv_wa.cuh, norm_row). Returns y, or (y, h) with
+# a residual (h = x + residual rounded to x's dtype, gp.rmsnorm(residual=)'s bits).
+def _pair(yh: tuple[GPUArray, GPUArray | None]) -> GPUArray | tuple[GPUArray, GPUArray]:
+    y, h = yh
+    return y if h is None else (y, h)
+
+
+def rmsnorm_gemv_fp8(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    residual: GPUArray | None = None,
+    *,
+    eps: float,
+    block: int,
+    out: GPUArray | None = None,
+) -> GPUArray | tuple[GPUArray, GPUArray]:
+    """rmsnorm(x (+ residual)) @ (scales * data)^T (+ bias), scales as gemv_fp8's."""
+    return _pair(_fp8(x, data, scales, bias, block, out, False, (norm_weight, eps, residual)))
+
+
+def rmsnorm_gemv_int4(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    residual: GPUArray | None = None,
+    *,
+    eps: float,
+    group: int,
+    out: GPUArray | None = None,
+) -> GPUArray | tuple[GPUArray, GPUArray]:
+    """rmsnorm(x (+ residual)) @ (scales * data)^T (+ bias), scales as gemv_int4's."""
+    return _pair(_int4(x, data, scales, bias, group, out, False, (norm_weight, eps, residual)))
+
+
+def rmsnorm_gemv_nvfp4(
+    x: GPUArray,
+    norm_weight: GPUArray,
+    data: GPUArray,
+    scales: GPUArray,
+    bias: GPUArray | None = None,
+    residual: GPUArray | None = None,
+    *,
+    eps: float,
+    global_scale: float,
+    out: GPUArray | None = None,
+) -> GPUArray | tuple[GPUArray, GPUArray]:
+    """rmsnorm(x (+ residual)) @ dequant(data)^T (+ bias), scales as gemv_nvfp4's."""
+    norm = (norm_weight, eps, residual)
+    return _pair(_nvfp4(x, data, scales, bias, global_scale, out, False, norm))
 
 
 def linear_rows(
