@@ -59,10 +59,11 @@ Experiments:
   and not. In back-to-back chains of one product the early launch made the GEMV slower (up to
   17%); inside the step it measured faster as a whole; this says which products gain and which
   lose. The one-launch gate/up rounds silu(g) * u once, so its tokens may differ.
-- quant-norm (with --quantize): the pre-norm block's RMSNorm read into the quantized qkv GEMV
-  (and an untied lm_head's; gp.rmsnorm_linear, op rmsnorm_gemv_<format>: the shipped rule,
-  ops/gemv.QUANT_NORM_GEMV None) or run apart (QUANT_NORM_GEMV False: gp.rmsnorm, then the
-  GEMV). The norm form's rstd sums its squares in another order, so tokens may differ.
+- quant-norm (with --quantize): the pre-norm block's RMSNorm read into the quantized GEMV after
+  it (gp.rmsnorm_linear, op rmsnorm_gemv_<format>) by the shipped rule (ops/gemv.QUANT_NORM_GEMV
+  None: the qkv product, not a large untied lm_head: QUANT_NORM_MAX_N), run apart
+  (QUANT_NORM_GEMV False: gp.rmsnorm, then the GEMV), or read in at every size (True: the
+  lm_head too). The norm form's rstd sums its squares in another order, so tokens may differ.
 - leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
   the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
   write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
@@ -389,8 +390,9 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
     try:
         knob = (ops_gemv, "QUANT_NORM_GEMV")
         _rounds(model, prompt, args, [
-            ("RMSNorm read into the GEMV (shipped rule)", _setting((*knob, None))),
+            ("RMSNorm read in (shipped rule)", _setting((*knob, None))),
             ("RMSNorm apart", _setting((*knob, False))),
+            ("RMSNorm read in at every size", _setting((*knob, True))),
         ])  # fmt: skip
     finally:
         ops_gemv.QUANT_NORM_GEMV = shipped

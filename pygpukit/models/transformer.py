@@ -397,7 +397,8 @@ class CausalTransformerModel:
     ) -> tuple[GPUArray, GPUArray]:
         """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense weight, or
         an fp8 / int4 / nvfp4 one, is one call, gp.rmsnorm_linear, which at decode reads the
-        norm into the GEMV: one kernel instead of two (the qkv projection and the lm_head)."""
+        norm into the GEMV: one kernel instead of two (the qkv projection and the lm_head; for
+        a quantized weight where ops/gemv.QUANT_NORM_MAX_K and QUANT_NORM_MAX_N allow)."""
         if self.spec.norm == "rmsnorm" and (
             isinstance(weight, GPUArray)
             or (isinstance(weight, QuantizedWeight) and weight.format in NORM_READ_FORMATS)

@@ -34,7 +34,9 @@ the float64 product of x with the (dequantized) weight, rounded once.
   has the bits gp.rmsnorm(residual=) stores. Otherwise (more rows, float32, the deterministic
   mode, a route forcing op linear) the two routed ops run.
   With a QuantizedWeight (fp8, int4, nvfp4) and one half-precision row on CUDA outside the
-  deterministic mode, for the formats in QUANT_NORM_FORMATS, it is one launch too (op
+  deterministic mode, for the formats in QUANT_NORM_FORMATS with K <= QUANT_NORM_MAX_K and N <=
+  QUANT_NORM_MAX_N (measured faster: a 1B model's qkv projection; slower at K = 4096 and for a
+  large lm_head), it is one launch too (op
   rmsnorm_gemv_<format>, the native kernel): each block of the quantized decode GEMV computes
   h, its rstd and the normalised row (gp.rmsnorm's formula, rounded to x's dtype as the
   tensor cores' operand, as the two-op form rounds it) into shared memory, then runs the
@@ -122,8 +124,23 @@ QUANT_GATED_GEMV: bool | None = None
 # pre-norm block's norm and the decode GEMV after it in one launch) by default, at one row of x
 # on CUDA outside the deterministic mode, where the native kernel serves; the others take
 # gp.rmsnorm + gp.linear_quantized unless a route names the op. QUANT_NORM_GEMV None (shipped):
-# QUANT_NORM_FORMATS decides; True / False: every format / none (the A/B scripts' switch).
+# QUANT_NORM_FORMATS, QUANT_NORM_MAX_K and QUANT_NORM_MAX_N decide; True / False: every format
+# and size / none (the A/B scripts' switch).
 QUANT_NORM_FORMATS = frozenset({"fp8", "int4", "nvfp4"})
+# ... and in_features at most QUANT_NORM_MAX_K, out_features at most QUANT_NORM_MAX_N: every
+# block of the kernel reads the whole row, its residual and the norm weight again (6 K bytes)
+# and normalises it before its first product; what the saved launch buys back shrinks as K and
+# the number of blocks grow. H200, 2026-11-28 (benchmarks/tuning/decode_ab.py --quantize
+# <format> --experiment quant-norm, a step inside the 32-step graph, two rounds):
+# - Llama-3.2-1B shape, the qkv product (K 2048, N 3072; its lm_head is tied and dense): int4
+#   623.2-624.0 us read in against 637.2-637.5 apart, nvfp4 689.6-689.7 against 702.6-703.0,
+#   fp8 772.8-772.9 against 801.0-801.1 (1.9-3.5% shorter);
+# - Qwen3-8B shape, int4: the qkv product (K 4096, N 6144) read in 2457.9-2458.7 against
+#   2445.2-2446.0 apart (0.5% longer); with the untied lm_head (N 151936, 4748 blocks) read in
+#   too 2467.8 (two earlier rounds: 2461.5-2463.0 against 2440.1-2440.5).
+# So the rule takes the measured win only; K between 2048 and 4096 was not measured.
+QUANT_NORM_MAX_K = 2048
+QUANT_NORM_MAX_N = 16384
 QUANT_NORM_GEMV: bool | None = None
 # The norm form keeps the row in shared memory (native/src/gemv/gemv.h, kGemvNormMaxK).
 NORM_GEMV_MAX_K = 16384
@@ -359,7 +376,10 @@ def _quantized_rmsnorm_linear(
         fused = f"rmsnorm_gemv_{fmt}"
         inputs = (x, norm_weight, qw.data, qw.scales, bias, residual)
         params = {"eps": eps, **_format_params(qw)}
-        wanted = fmt in QUANT_NORM_FORMATS if QUANT_NORM_GEMV is None else QUANT_NORM_GEMV
+        if QUANT_NORM_GEMV is None:  # the shipped rule
+            wanted = fmt in QUANT_NORM_FORMATS and k <= QUANT_NORM_MAX_K and n <= QUANT_NORM_MAX_N
+        else:
+            wanted = QUANT_NORM_GEMV
         decode = (
             wanted
             and rows == 1

@@ -40,7 +40,8 @@ def _ran() -> set[str]:
     return {o for o, c in gp.routing.stats().items() if sum(c.values())}
 
 
-@pytest.mark.parametrize("knob", [None, False], ids=["shipped", "norm-off"])
+@pytest.mark.parametrize("limit", [None, "QUANT_NORM_MAX_N", "QUANT_NORM_MAX_K"])
+@pytest.mark.parametrize("knob", [None, False, True], ids=["shipped", "norm-off", "norm-on"])
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
 @pytest.mark.parametrize("lead", [(1,), (1, 1), (2, 3)], ids=str)
 @pytest.mark.parametrize("fmt,kw", QUANT_LAYOUTS, ids=str)
@@ -53,13 +54,20 @@ def test_rmsnorm_linear_quantized(
     lead: tuple[int, ...],
     det: bool,
     knob: bool | None,
+    limit: str | None,
 ) -> None:
-    """With and without a residual, x strided, a bias, out= poisoned."""
+    """With and without a residual, x strided, a bias, out= poisoned. A limit set to 8: the
+    shipped rule keeps the product (19 output features, K 160) apart (ops/gemv.QUANT_NORM_MAX_N
+    or QUANT_NORM_MAX_K), the knob on does not."""
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")
     assert ops_gemv.QUANT_NORM_GEMV is None  # shipped
+    assert ops_gemv.QUANT_NORM_FORMATS == {"fp8", "int4", "nvfp4"}
+    assert ops_gemv.QUANT_NORM_MAX_N == 16384 and ops_gemv.QUANT_NORM_MAX_K == 2048
     monkeypatch.setattr(ops_gemv, "QUANT_NORM_GEMV", knob)
-    on = fmt in ops_gemv.QUANT_NORM_FORMATS if knob is None else knob
-    rng = np.random.default_rng(seed("rms_lin_q", dtype, fmt, str(kw), str(lead), det, knob))
+    if limit is not None:
+        monkeypatch.setattr(ops_gemv, limit, 8)
+    on = (fmt in ops_gemv.QUANT_NORM_FORMATS and limit is None) if knob is None else knob
+    rng = np.random.default_rng(seed("rms_lin_q", dtype, fmt, str(kw), str(lead), det, knob, limit))
     k, n, eps = 160, 19, 1e-5  # a partial last group / block of 128
     qw = gp.quantize_weight(rand(rng, (n, k), "float32"), fmt, device=DEVICE, **kw)
     x, r = rand(rng, (*lead, k), dtype) * 2, rand(rng, (*lead, k), dtype)
