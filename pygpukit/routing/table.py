@@ -108,6 +108,20 @@ _QUANT_OPERANDS = {
     "int4": frozenset({"int4", "float32", "float16", "bfloat16"}),
     "nvfp4": frozenset({"uint8", "float8_e4m3fn"}),
 }
+
+
+def _quant_native(extra: frozenset[str]) -> Candidate:
+    """The native candidate of a quantized decode-GEMV op (gemv_<format>, its gated and RMSNorm
+    forms, qgemm_<format>'s fallback): tensor-core mma, sm_80+."""
+    return Candidate(
+        "native", dtypes=_GEMV_IO | extra, min_capability=(8, 0), invariant=_NOT_INVARIANT
+    )
+
+
+# Their NumPy reference (float64 on the dequantized weight; int4 data arrives as int4).
+_QUANT_CPU = Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"}))
+
+
 # gp.linear_quantized's crossovers (pygpukit/ops/gemv.py), measured with
 # benchmarks/mixed_gemm.py (bf16 x, K4096 N14336 and K14336 N4096; BENCHMARKS.md "Mixed-input
 # GEMM"): x with at most QGEMV_MAX_ROWS rows goes to the decode GEMV (gemv_<format>); more rows to
@@ -497,14 +511,9 @@ _ROUTES: list[OpRoute] = [
         _entry(
             op,
             "gemv",
-            Candidate(
-                "native",
-                dtypes=_GEMV_IO | extra,
-                min_capability=(8, 0),
-                invariant=_NOT_INVARIANT,
-            ),
+            _quant_native(extra),
             Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=QUANT_CAPABILITY[fmt]),
-            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+            _QUANT_CPU,
         )
         for fmt, extra in _QUANT_OPERANDS.items()
         for op in (f"gemv_{fmt}", f"gemv_{fmt}_silu_mul")
@@ -517,13 +526,8 @@ _ROUTES: list[OpRoute] = [
         _entry(
             f"rmsnorm_gemv_{fmt}",
             "gemv",
-            Candidate(
-                "native",
-                dtypes=_GEMV_IO | extra,
-                min_capability=(8, 0),
-                invariant=_NOT_INVARIANT,
-            ),
-            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+            _quant_native(extra),
+            _QUANT_CPU,
         )
         for fmt, extra in _QUANT_OPERANDS.items()
     ),
@@ -536,13 +540,8 @@ _ROUTES: list[OpRoute] = [
             f"qgemm_{fmt}",
             "qgemm",
             Candidate("triton", dtypes=_GEMV_IO | extra, min_capability=QUANT_CAPABILITY[fmt]),
-            Candidate(
-                "native",
-                dtypes=_GEMV_IO | extra,
-                min_capability=(8, 0),
-                invariant=_NOT_INVARIANT,
-            ),
-            Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
+            _quant_native(extra),
+            _QUANT_CPU,
         )
         for fmt, extra in _QUANT_OPERANDS.items()
     ),
