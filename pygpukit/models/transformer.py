@@ -60,10 +60,6 @@ APPEND_ATTENTION = False
 # do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
 # 256-key split) stay bounded.
 DETERMINISTIC_CHUNK = 256
-# The quantized formats whose weight after an RMSNorm goes to gp.rmsnorm_linear (which reads the
-# norm into the decode GEMV where ops/gemv.QUANT_NORM_FORMATS says); the GGUF formats and w8a8
-# keep gp.rmsnorm then the product.
-NORM_READ_FORMATS = frozenset({"fp8", "int4", "nvfp4"})
 
 
 def append_attention() -> bool:
@@ -395,14 +391,12 @@ class CausalTransformerModel:
         weight: Weight,
         bias: GPUArray | None,
     ) -> tuple[GPUArray, GPUArray]:
-        """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense weight, or
-        an fp8 / int4 / nvfp4 one, is one call, gp.rmsnorm_linear, which at decode reads the
-        norm into the GEMV: one kernel instead of two (the qkv projection and the lm_head; for
-        a quantized weight where ops/gemv.QUANT_NORM_MAX_K and QUANT_NORM_MAX_N allow)."""
-        if self.spec.norm == "rmsnorm" and (
-            isinstance(weight, GPUArray)
-            or (isinstance(weight, QuantizedWeight) and weight.format in NORM_READ_FORMATS)
-        ):
+        """(Norm(x + delta) @ weight^T + bias, x + delta). An RMSNorm before a dense or quantized
+        weight is one call, gp.rmsnorm_linear, which at decode reads the norm into the GEMV:
+        one kernel instead of two (the qkv projection and the lm_head; for an fp8 / int4 /
+        nvfp4 weight where ops/gemv.QUANT_NORM_MAX_K and QUANT_NORM_MAX_N allow; the GGUF
+        formats and w8a8 run gp.rmsnorm, then the product)."""
+        if self.spec.norm == "rmsnorm" and isinstance(weight, (GPUArray, QuantizedWeight)):
             eps = self.config.norm_eps
             if delta is None:
                 return ops.rmsnorm_linear(x, nw, weight, bias, eps=eps), x

@@ -415,28 +415,31 @@ void launch_config(const GemvArgs& a, const char* name) {
 // one of n rows); beyond, where it serves batched decode up to QGEMV_MAX_ROWS rows, one
 // configuration (two row tiles, two x tiles, 4 warps) keeps its instantiations few.
 //
-// The RMSNorm form (one row) takes the rule of up to 8 rows.
+// The RMSNorm form (one row) takes the rule of up to 8 rows (launch_few_rows).
 template <typename T, typename F, bool Gated, bool Norm = false>
+void launch_few_rows(const GemvArgs& a, const char* name) {
+  const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
+  if (nblk < 256) {
+    launch_config<T, F, Config<1, 1, 16, 2>, Gated, Norm>(a, name);
+  } else if (nblk < 512) {
+    launch_config<T, F, Config<1, 1, 8, 2>, Gated, Norm>(a, name);
+  } else if (nblk < 1024) {
+    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Norm>(a, name);
+  } else {
+    launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated, Norm>(a, name);
+  }
+}
+
+template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
-  if (Norm || a.m <= kXTile) {
-    const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-    if (nblk < 256) {
-      launch_config<T, F, Config<1, 1, 16, 2>, Gated, Norm>(a, name);
-    } else if (nblk < 512) {
-      launch_config<T, F, Config<1, 1, 8, 2>, Gated, Norm>(a, name);
-    } else if (nblk < 1024) {
-      launch_config<T, F, Config<1, 1, 4, 2>, Gated, Norm>(a, name);
-    } else {
-      launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated, Norm>(a, name);
-    }
+  if (a.m <= kXTile) {
+    launch_few_rows<T, F, Gated>(a, name);
     return;
   }
   constexpr int RT = 2;
   const std::int64_t nblk = (a.n + kRowTile * RT - 1) / (kRowTile * RT);
   const std::int64_t mblk = (a.m + 2 * kXTile - 1) / (2 * kXTile);
-  if constexpr (Norm) {
-    // unreachable: the norm form is one row (check_common)
-  } else if constexpr (Gated) {
+  if constexpr (Gated) {
     launch_config<T, F, Config<RT, 2, 4, 2>, true>(a, name);
   } else if (nblk * mblk >= 256) {
     launch_config<T, F, Config<RT, 2, 4, 2>>(a, name);
@@ -449,8 +452,8 @@ template <typename T, typename F>
 void launch(const GemvArgs& a, const char* name) {
   if (a.gated) {
     launch_rule<T, F, true>(a, name);
-  } else if (a.norm) {
-    launch_rule<T, F, false, true>(a, name);
+  } else if (a.norm) {  // one row (check_common)
+    launch_few_rows<T, F, false, true>(a, name);
   } else {
     launch_rule<T, F, false>(a, name);
   }

@@ -84,28 +84,6 @@ def _launch_flags(x: GPUArray, copied: bool) -> tuple[bool, bool]:
 Norm = tuple[GPUArray, float, GPUArray | None]
 
 
-def _run(
-    fmt: str,
-    x: GPUArray,
-    w: GPUArray,
-    w_row_bytes: int,
-    n: int,
-    scales: GPUArray | None,
-    s_row: int,
-    block: int,
-    global_scale: float,
-    bias: GPUArray | None,
-    out: GPUArray | None,
-    copied: bool = False,
-    gated: bool = False,
-) -> GPUArray:
-    """The launch; copied: the caller copied the weight for this call (a copy of the scales
-    here counts too); gated: W's n rows are gate then up, y [..., n / 2] = silu(g) * u."""
-    y, _ = _launch(fmt, x, w, w_row_bytes, n, scales, s_row, block, global_scale, bias, out,
-                   copied, gated)  # fmt: skip
-    return y
-
-
 def _launch(
     fmt: str,
     x: GPUArray,
@@ -122,8 +100,10 @@ def _launch(
     gated: bool,
     norm: Norm | None = None,
 ) -> tuple[GPUArray, GPUArray | None]:
-    """_run's launch, and with ``norm`` the RMSNorm form (one row of x): returns (y, h), h = x
-    + residual in a fresh array where a residual is given, else None."""
+    """The launch; copied: the caller copied the weight for this call (a copy of the scales
+    here counts too); gated: W's n rows are gate then up, y [..., n / 2] = silu(g) * u; norm:
+    the RMSNorm form (one row of x). Returns (y, h), h = x + residual in a fresh array where
+    norm gives a residual, else None."""
     lead = x.shape[:-1]
     x, m, k, sx = aligned_rows(x)
     y = target(out, (*lead, n // 2 if gated else n), x._dtype, x)
@@ -161,7 +141,11 @@ def gemv(
         w = w.copy()
         got = rows_of(w)
     assert got is not None
-    return _run("dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out, copied)
+    # fmt: off
+    return _launch(
+        "dense", x, w, got[2] * w.itemsize, n, None, 1, 0, 1.0, bias, out, copied, False
+    )[0]
+    # fmt: on
 
 
 def _fp8(x: GPUArray, data: GPUArray, scales: GPUArray, bias: GPUArray | None, block: int,
