@@ -10,7 +10,8 @@ K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, 
 scale group); N = 1000 and 4097 (columns past the last 16-column tile). The shapes reach every
 launch configuration the kernels pick by block count and K (gemv_kernel.cuh, gemv_wa.cuh): N =
 1000 under 256 blocks of 16 columns, 4097 under 512, "wide" (K 1056, N 8200) under 1024 with
-short rows, and "many" (K 128, N 16400) from 1024 (the quantized kernel's two row tiles a block).
+short rows, "many" (K 128, N 16400) from 1024 and "huge" (K 128, N 65552) from 4096 (the quantized
+kernel's wide launches: gemv_wa.cuh's launch_few_rows, F::Wide and F::Wider).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
 # the kernels' configurations for many blocks and short rows.
 KN_WIDE = (1056, 8200)
 KN_MANY = (128, 16400)  # 1025 blocks of 16 columns
+KN_HUGE = (128, 65552)  # 4097 blocks of 16 columns
 QUANT = [
     ("fp8", {}),
     ("fp8", {"block": 128}),
@@ -140,10 +142,11 @@ def _quantized(fmt: str, kw: dict, n: int, k: int) -> tuple[gp.QuantizedWeight, 
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("m", [1, 3, 8, 9, 16])  # 8 | 9: the 4-bit kernels' x tiles of 8
-@pytest.mark.parametrize("kn", ["small", "odd", "wide", "many"])
+@pytest.mark.parametrize("kn", ["small", "odd", "wide", "many", "huge"])
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
-    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 4097), "wide": KN_WIDE, "many": KN_MANY}
+    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 4097), "wide": KN_WIDE, "many": KN_MANY,
+              "huge": KN_HUGE}  # fmt: skip
     k, n = shapes[kn]
     qw, w64 = _quantized(fmt, kw, n, k)
     rng = np.random.default_rng(seed("nlq", dtype, fmt, str(kw), m, kn))
@@ -158,15 +161,16 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> No
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("m", [1, 8, 9, 40])  # 40: the route takes any row count
-@pytest.mark.parametrize("kn", ["small", "odd", "many", "tiny"])
+@pytest.mark.parametrize("kn", ["small", "odd", "many", "huge", "tiny"])
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_gated_product(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
     """gp.linear_silu_mul with a quantized [Wg; Wu] on the native gated kernel: silu(g) * u of
     the float32 sums, one rounding. The bound adds each sum's documented error carried through
     silu(g) * u (|d/dg| <= 1.1 |u|, |d/du| = |silu(g)|) to one rounding of the result. W rows
     n = 2I: 1000 (63 blocks: 16 warps), 8194 (I = 4097, a partial last tile of 8 columns; 513
-    blocks), 16400 (the two-row-tile launch), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
-    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "many": KN_MANY, "tiny": (96, 38)}
+    blocks), 16400 and 65552 (the wide launches), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
+    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "many": KN_MANY, "huge": KN_HUGE,
+              "tiny": (96, 38)}  # fmt: skip
     k, n = shapes[kn]
     qw, w64 = _quantized(fmt, kw, n, k)
     i = n // 2
@@ -408,6 +412,8 @@ def _args(**kw: object) -> dict[str, object]:
         # The checks every format shares name the format's launcher, like its own checks.
         ({"dtype": "float32"}, "^gemv_int4: x, bias and y must be float16 or bfloat16$"),
         ({"k": 48}, "^gemv_int4: k must be a multiple of the 16-byte granule"),
+        # 2^27 + 1 granules of 16 bytes: past the quantized kernel's 32-bit row offsets
+        ({"k": 2**32 + 32}, r"^gemv_int4: k is too large \(at most 2\^27 granules"),
         ({"x": 4098}, "^gemv_int4: x and w must be 16-byte aligned$"),
         ({"x_row_stride": 68}, "^gemv_int4: x's row stride must be a multiple of 8 elements"),
         ({"w_row_bytes": 16}, "^gemv_int4: w's row stride .* hold k values$"),

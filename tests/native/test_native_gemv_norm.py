@@ -7,7 +7,7 @@ dtype (the mma's operand; its rstd comes from a float32 sum of K squares), so th
 (u + K 2^-24) |n| @ |W|^T to the GEMV's documented one:
     |y - ref| <= u |ref| + (u + (5K/4 + 32) 2^-24) (|n| @ |W|^T) + (K/4 + 32) 2^-24 |bias|
 h = x + residual must have gp.rmsnorm(residual=)'s bits. Shapes reach every launch
-configuration of one row (gemv_wa.cuh's launch_rule: 16, 8 and 4 warps, two row tiles), K up
+configuration of one row (gemv_wa.cuh's launch_few_rows: 16, 8 and 4 warps, the wide ones), K up
 to the form's 16384 (the row then needs the dynamic shared memory opt-in above 48 KiB)."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ HALF = ["bfloat16", "float16"]
 U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 QUANT = [("fp8", {}), ("fp8", {"block": 128}), ("int4", {}), ("int4", {"scale_dtype": "float16"}),
          ("nvfp4", {})]  # fmt: skip
-# (K, N): 63 blocks of 16 columns (16 warps), 257 (8), 513 (4), 1025 (two row tiles), and the
-# largest K the form takes.
+# (K, N): 63 blocks of 16 columns (16 warps), 257 (8), 513 (4), 1025 and 4097 (the formats' wide
+# launches, F::Wide and F::Wider), and the largest K the form takes.
 SHAPES = {"small": (128, 1000), "odd": (4128, 4097), "wide": (1056, 8200), "many": (128, 16400),
-          "deep": (16384, 64)}  # fmt: skip
+          "huge": (128, 65552), "deep": (16384, 64)}  # fmt: skip
 
 
 def _route(fmt: str) -> gp.route:

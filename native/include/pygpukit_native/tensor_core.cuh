@@ -72,11 +72,24 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* r
 }
 
 // 16 bytes global -> shared, bypassing L1, 256-byte L2 prefetch; zero-filled without a read when
-// !pred (past the end; gmem must still be a valid address).
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
+// !pred (past the end; gmem must still be a valid address). smem: a shared-memory address
+// (smem_addr), for loops that keep their slots' addresses in registers.
+__device__ __forceinline__ void cp_async16_to(unsigned smem, const void* gmem, bool pred) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem),
                "l"(gmem), "r"(pred ? 16 : 0)
                : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
+  cp_async16_to(smem_addr(smem), gmem, pred);
+}
+// 16 bytes from a shared-memory address (smem_addr). Ordered after the cp.async wait and the
+// barriers that guard it by the "memory" clobber those carry.
+__device__ __forceinline__ uint4 lds128(unsigned smem) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem));
+  return v;
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -332,6 +332,9 @@ inline void check_common(const GemvArgs& a, int elems, const char* who) {
   }
   PGK_REQUIRE_AS(who, a.k % elems == 0,
                  "k must be a multiple of the 16-byte granule of the format");
+  // The quantized kernel counts granules and byte offsets within a row in 32 bits.
+  PGK_REQUIRE_AS(who, a.k / elems <= (std::int64_t(1) << 27),
+                 "k is too large (at most 2^27 granules of 16 bytes a row)");
   if (a.m == 0 || a.n == 0) return;
   PGK_REQUIRE_AS(who, a.y != 0, "y must be a device pointer");
   PGK_REQUIRE_AS(who, (a.n + kTileN - 1) / kTileN <= INT_MAX, "n is too large for the grid");

@@ -32,7 +32,13 @@ template <typename S>
 struct Int4 {
   static constexpr int kElems = 32;
   static constexpr int kScaleBytes = sizeof(S);
-  static constexpr int kWarpsWide = 4;  // warps a block of two row tiles (wa::launch)
+  // From 1024 blocks of 16 output columns at up to 8 rows of x (wa::launch_few_rows): Wide,
+  // then Wider from kWiderFrom blocks. Measured on an H200 (BENCHMARKS.md "GEMV"): one row tile
+  // took 0.86-0.91x the time of two at 1536-1848 blocks (K 4096-8192), two 0.92x that of one at
+  // 9496 (K 4096, N 151936); at 1024 (K 2048) one row tile took 1.02x.
+  using Wide = wa::Config<1, 1, 4, 2, 8>;
+  using Wider = wa::Config<2, 1, 4, 2>;
+  static constexpr std::int64_t kWiderFrom = 4096;
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
@@ -41,17 +47,21 @@ struct Int4 {
     float s[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c, std::int64_t step) {
+    __device__ void load(const Params&, const X& c) {
+      const bool in = c.sstep < c.steps;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const S* row = reinterpret_cast<const S*>(c.srow[r][h]);
-          s[r][h] = c.wok[r][h] && step < c.steps ? to_compute(row[step]) : 0.f;
+          s[r][h] = in ? to_compute(*reinterpret_cast<const S*>(c.snext[r][h])) : 0.f;
         }
       }
     }
   };
+  // Bytes from a scale row's start to warp-step `step`'s scale (Ctx::snext).
+  __host__ __device__ static constexpr int scale_offset(int step, int) {
+    return step * static_cast<int>(sizeof(S));
+  }
 
   template <typename T, int RT, int MT, typename X>
   __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],
@@ -100,7 +110,11 @@ struct Int4 {
 struct Nvfp4 {
   static constexpr int kElems = 32;
   static constexpr int kScaleBytes = 1;
-  static constexpr int kWarpsWide = 8;  // warps a block of two row tiles (wa::launch)
+  // From 1024 blocks (wa::launch_few_rows): one row tile, 4 warps, at every block count
+  // measured (1024-9496: 0.88-0.95x the time of two row tiles of 8 warps).
+  using Wide = wa::Config<1, 1, 4, 2>;
+  using Wider = Wide;
+  static constexpr std::int64_t kWiderFrom = 0;
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).
@@ -109,20 +123,22 @@ struct Nvfp4 {
     std::uint32_t pair[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c, std::int64_t step) {
-      const std::int64_t gi = step * 4 + c.t;
+    __device__ void load(const Params&, const X& c) {
+      const bool in = c.sstep * 4 + c.t < c.granules;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           pair[r][h] = 0;
-          if (gi < c.granules && c.wok[r][h]) {
-            pair[r][h] = __ldg(reinterpret_cast<const unsigned short*>(c.srow[r][h] + 2 * gi));
-          }
+          if (in) pair[r][h] = __ldg(reinterpret_cast<const unsigned short*>(c.snext[r][h]));
         }
       }
     }
   };
+  // Bytes from a scale row's start to the block scales of granule 4 step + t (Ctx::snext).
+  __host__ __device__ static constexpr int scale_offset(int step, int t) {
+    return 2 * (step * 4 + t);
+  }
 
   template <typename T, int RT, int MT, typename X>
   __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],

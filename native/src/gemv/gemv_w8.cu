@@ -34,7 +34,13 @@ template <bool kBlock>
 struct Fp8 {
   static constexpr int kElems = 16;
   static constexpr int kScaleBytes = 4;
-  static constexpr int kWarpsWide = kBlock ? 8 : 4;  // warps a block of two row tiles
+  // From 1024 blocks of 16 output columns at up to 8 rows of x (wa::launch_few_rows): Wide,
+  // then Wider from kWiderFrom blocks. Measured on an H200 (BENCHMARKS.md "GEMV"): per-channel
+  // scales keep two row tiles of 4 warps (within 4% of the best configuration at 1024-9496
+  // blocks); block scales take one row tile of 8 warps (0.91-0.98x the time of two row tiles).
+  using Wide = std::conditional_t<kBlock, wa::Config<1, 1, 8, 2>, wa::Config<2, 1, 4, 2>>;
+  using Wider = Wide;
+  static constexpr std::int64_t kWiderFrom = 0;
 
   // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
   // step's 64 values of K lie in block step / 2. Loaded a step ahead.
@@ -43,19 +49,24 @@ struct Fp8 {
     float s[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c, std::int64_t step) {
+    __device__ void load(const Params&, const X& c) {
       if constexpr (kBlock) {
+        const bool in = c.sstep < c.steps;
 #pragma unroll
         for (int r = 0; r < RT; ++r) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const float* row = reinterpret_cast<const float*>(c.srow[r][h]);
-            s[r][h] = c.wok[r][h] && step < c.steps ? __ldg(row + (step >> 1)) : 0.f;
+            s[r][h] = in ? __ldg(reinterpret_cast<const float*>(c.snext[r][h])) : 0.f;
           }
         }
       }
     }
   };
+  // Bytes from a scale row's start to warp-step `step`'s block scale (Ctx::snext; per-channel
+  // scales are read in finish, not streamed).
+  __host__ __device__ static constexpr int scale_offset(int step, int) {
+    return kBlock ? (step >> 1) * 4 : 0;
+  }
 
   template <typename T, int RT, int MT, typename X>
   __device__ __forceinline__ static void step(const X& c, const uint4 (&w)[RT][2],
@@ -66,7 +77,7 @@ struct Fp8 {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         xv[mt][j] = make_uint4(0u, 0u, 0u, 0u);
-        if (c.ok && c.xok[mt]) xv[mt][j] = c.xload(mt, j);
+        if (c.xleft[mt] > 0) xv[mt][j] = c.xload(mt, j);
       }
     }
     float part[RT][MT][4];

@@ -59,15 +59,23 @@ struct Config {
 // x lies in shared memory (the RMSNorm form's normalised row), else in global memory.
 template <typename T, int RT, int MT, bool XS = false>
 struct Ctx {
-  const unsigned char* wrow[RT][2];
-  const unsigned char* srow[RT][2];  // the same rows of the scales (F::kScaleBytes a value)
-  bool wok[RT][2];
+  // The scales of warp-step sstep (the next Side::load) in the thread's rows: snext points at
+  // that step's scale bytes of each row (F::scale_offset). Rows of W past N read row 0 of W and
+  // of the scales (valid memory; their sums are never stored), so the loads in the loop need
+  // no row predicate. Loop-carried like the W stream: ptxas re-derived the row addresses from
+  // the thread index every step otherwise.
+  const unsigned char* snext[RT][2];
+  int sstep;
   const T* xcur[MT];  // x row g of each x tile at the current step's granule
-  bool xok[MT];       // x row g of the tile exists (< M)
-  bool ok;            // the current step's granule lies inside K
+  // Granules of x row g of each x tile from the current step's on (0 for rows past M): the
+  // step reads x where it is > 0. Loop-carried, so ptxas cannot re-derive the row test from
+  // the thread index every step (it did, to save registers).
+  int xleft[MT];
   std::uint32_t i4lo, i4hi;  // the int4 decoder's xor-magic words, in registers (see int4x8)
-  std::int64_t granules;  // 16-byte granules per W row
-  std::int64_t steps;     // warp-steps (4 granules each) per W row
+  // Granule and step counts are 32-bit (check_common bounds K): the loop's compares and
+  // offsets are then one instruction each instead of two.
+  int granules;  // 16-byte granules per W row
+  int steps;     // warp-steps (4 granules each) per W row
   int t, g;
 
   // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it).
@@ -161,7 +169,7 @@ __device__ __forceinline__ void x_pairs(const X& c, int i, std::uint32_t (&b)[MT
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (c.ok && c.xok[mt]) v = c.xload(mt, i);
+    if (c.xleft[mt] > 0) v = c.xload(mt, i);
     pairs04(v, b[mt]);
   }
 }
@@ -241,6 +249,19 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
   }
 }
 
+// Moves the scale stream of Ctx to the lane's next warp-step (nwarps steps on). F::scale_offset
+// is linear in the step over the strides used (nwarps even).
+template <typename F, int nwarps, typename X>
+__device__ __forceinline__ void next_scales(X& c) {
+  constexpr int kAdvance = F::scale_offset(nwarps, 0) - F::scale_offset(0, 0);
+  c.sstep += nwarps;
+#pragma unroll
+  for (int r = 0; r < static_cast<int>(sizeof(c.snext) / sizeof(c.snext[0])); ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) c.snext[r][h] += kAdvance;
+  }
+}
+
 // Gated (GemvArgs::gated, its own instantiations so the plain kernels are untouched): W holds
 // n = 2I rows, and lane row g of a row tile is the gate row o = 8 tile + g of output column o
 // (tile = RT blockIdx.x + r), lane row g + 8 its up row I + o. The lane holding one sum holds
@@ -269,38 +290,43 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   const std::uint32_t opaque = static_cast<std::uint32_t>(p.k < 0 ? p.k : 0);
   c.i4lo = Bits4<T>::kI4XorLo | opaque;
   c.i4hi = Bits4<T>::kI4XorHi | opaque;
-  c.granules = p.k / F::kElems;
+  c.granules = static_cast<int>(p.k / F::kElems);
   c.steps = (c.granules + 3) / 4;
+  c.sstep = warp;
   // The lane's first granule and the granules between its steps: each stream (W issued ahead,
   // x and the granule bound at the math) walks by that stride, no index arithmetic per step.
-  const std::int64_t g0 = static_cast<std::int64_t>(warp) * 4 + c.t;
-  constexpr std::int64_t kStride = 4 * nwarps;
+  const int g0 = warp * 4 + c.t;
+  constexpr int kStride = 4 * nwarps;
   const T* x = Norm ? reinterpret_cast<const T*>(xs_dyn) : static_cast<const T*>(p.x);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const std::int64_t m = m0 + kXTile * mt + c.g;
-    c.xok[mt] = m < p.m;
-    c.xcur[mt] = x + (c.xok[mt] && !Norm ? m * p.sx : 0) + g0 * F::kElems;
+    const bool xok = m < p.m;
+    c.xleft[mt] = xok ? c.granules - g0 : 0;
+    c.xcur[mt] = x + (xok && !Norm ? m * p.sx : 0) + g0 * F::kElems;
   }
+  const unsigned char* wrow[RT][2];  // the thread's rows of W
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       std::int64_t n;
+      bool wok;
       if constexpr (Gated) {  // n0 / 2 + 8 r + g < I, its gate row or its up row
         const std::int64_t o = n0 / 2 + 8 * r + c.g;
-        c.wok[r][h] = o < p.n / 2;
+        wok = o < p.n / 2;
         n = o + h * (p.n / 2);
       } else {
         n = n0 + kRowTile * r + 8 * h + c.g;
-        c.wok[r][h] = n < p.n;
+        wok = n < p.n;
       }
-      const std::int64_t row = c.wok[r][h] ? n : 0;
-      c.wrow[r][h] = p.w + row * p.sw;
-      c.srow[r][h] = static_cast<const unsigned char*>(p.scales) + row * p.ss * F::kScaleBytes;
+      const std::int64_t row = wok ? n : 0;
+      wrow[r][h] = p.w + row * p.sw;
+      c.snext[r][h] = static_cast<const unsigned char*>(p.scales) + row * p.ss * F::kScaleBytes +
+                      F::scale_offset(warp, c.t);
     }
   }
-  const std::int64_t steps = c.steps;
+  const int steps = c.steps;
 
   float acc[RT][MT][4];
 #pragma unroll
@@ -313,54 +339,71 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   }
   // Each lane streams its own granules through a private ring slot ([stage][granule][lane],
   // 16 bytes: conflict-free), kStages - 1 warp-steps ahead of the math, with no registers
-  // held for them; the scales are prefetched one step ahead in registers.
+  // held for them; the scales are prefetched one step ahead in registers. The slots are
+  // addressed by 32-bit shared-memory addresses held in registers (kSlot bytes a stage,
+  // kRowSlot a W row): indexing the array every step cost the loop a dozen instructions.
   __shared__ uint4 ring[nwarps][kStages][RT * 2][32];
-  uint4(*const mine)[RT * 2][32] = ring[warp];
-  // The W stream: the next granule to fetch in every row of the lane (rows past N read row 0,
-  // whose products are never stored); past K nothing is read (zero fill) and the source stays
-  // the row start.
-  std::int64_t gnext = g0;
-  const auto issue = [&](uint4(*slot)[32]) {
+  constexpr unsigned kRowSlot = 32 * 16, kSlot = RT * 2 * kRowSlot;
+  const unsigned ring0 = smem_addr(&ring[warp][0][0][lane]);
+  const unsigned ring_last = ring0 + (kStages - 1) * kSlot;
+  // The W stream: wnext[r][h] is the address of granule gnext of the row while that lies
+  // inside K; past K nothing is read (zero fill) and the address stays on the row's last
+  // granule issued. Loop-carried pointers: ptxas recomputed row * stride every step otherwise.
+  int gnext = g0;
+  const unsigned char* wnext[RT][2];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) wnext[r][h] = wrow[r][h] + (g0 < c.granules ? g0 * 16 : 0);
+  }
+  const auto issue = [&](unsigned slot) {
     const bool ok = gnext < c.granules;
-    const std::int64_t off = ok ? gnext * 16 : 0;
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) cp_async16(&slot[r * 2 + h][lane], c.wrow[r][h] + off, ok);
+      for (int h = 0; h < 2; ++h) cp_async16_to(slot + (r * 2 + h) * kRowSlot, wnext[r][h], ok);
     }
     gnext += kStride;
+    const int advance = gnext < c.granules ? kStride * 16 : 0;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) wnext[r][h] += advance;
+    }
   };
   Side side, nside;
   start(p, [&] {
 #pragma unroll
     for (int j = 0; j < kStages - 1; ++j) {
-      issue(mine[j]);
+      issue(ring0 + j * kSlot);
       cp_async_commit();
     }
-    side.load(p, c, warp);
+    side.load(p, c);
+    next_scales<F, nwarps>(c);
   });
   if constexpr (Norm) norm_row<T>(p, reinterpret_cast<T*>(xs_dyn));
-  int stage = 0;
-  std::int64_t gcur = g0;  // the granule of the step being computed
-  for (std::int64_t s = warp; s < steps; s += nwarps) {
-    nside.load(p, c, s + nwarps);  // zeros past the end
-    const int ahead = stage == 0 ? kStages - 1 : stage - 1;  // the slot read last step
-    issue(mine[ahead]);
+  unsigned rd = ring0, wr = ring_last;  // the slot computed this step, the slot issued into
+  for (int s = warp; s < steps; s += nwarps) {
+    nside.load(p, c);  // zeros past the end
+    next_scales<F, nwarps>(c);
+    issue(wr);  // the slot read last step
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this step's group has landed
     uint4 w[RT][2];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) w[r][h] = mine[stage][r * 2 + h][lane];
+      for (int h = 0; h < 2; ++h) w[r][h] = lds128(rd + (r * 2 + h) * kRowSlot);
     }
-    c.ok = gcur < c.granules;
     F::template step<T, RT, MT>(c, w, side, acc);
     side = nside;
-    stage = stage == kStages - 1 ? 0 : stage + 1;
-    gcur += kStride;
+    wr = rd;
+    rd = rd == ring_last ? ring0 : rd + kSlot;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) c.xcur[mt] += kStride * F::kElems;
+    for (int mt = 0; mt < MT; ++mt) {
+      c.xcur[mt] += kStride * F::kElems;
+      c.xleft[mt] -= kStride;
+    }
   }
   cp_async_wait<0>();
   // C value e of row tile r and x tile mt: W row (output column) g or g + 8 (e >> 1), x row 2t
@@ -403,13 +446,14 @@ void launch_config(const GemvArgs& a, const char* name) {
 
 // Up to 8 rows of x (decoding), by blocks of one row tile (16 output columns): under 256 of them
 // one row tile a block and 16 warps, under 512 8 warps, under 1024 4 warps; from 1024 (N >=
-// 16369) two row tiles a block and F::kWarpsWide warps (8 for the formats that load scales
-// every step, nvfp4 and fp8 with block scales; 4 for int4 and per-channel fp8: why was not
-// measured). Two ring stages. Measured on an H200 against the other configurations
-// (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"): within 5% of the fastest
-// configuration of each format at every shape timed; more stages and blocks forced resident (a
-// register cap) were slower or level. More rows of x: two row tiles, two x tiles (W is read
-// once per 16 rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
+// 16369) the format's F::Wide, and F::Wider from F::kWiderFrom blocks (int4: one row tile of 4
+// warps, two row tiles from 4096 blocks; nvfp4 and fp8 with block scales: one row tile of 4 or
+// 8 warps; per-channel fp8: two row tiles of 4 warps). Two ring stages. Measured on an H200
+// against the other configurations (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"):
+// within 5% of the fastest configuration of each format at every shape timed, except int4 at
+// 9496 blocks (one row tile 1.08x; two take over from 4096, a bound not measured between 1848
+// and 9496). More stages were slower or level. More rows of x: two row tiles, two x tiles (W
+// is read once per 16 rows of x, as in gemv_kernel.cuh), 4 warps from 256 blocks, else 8.
 //
 // The gated product (a.gated) takes the same rule up to 8 rows (its W is as large as a plain
 // one of n rows); beyond, where it serves batched decode up to QGEMV_MAX_ROWS rows, one
@@ -425,8 +469,10 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
     launch_config<T, F, Config<1, 1, 8, 2>, Gated, Norm>(a, name);
   } else if (nblk < 1024) {
     launch_config<T, F, Config<1, 1, 4, 2>, Gated, Norm>(a, name);
+  } else if (nblk < F::kWiderFrom) {
+    launch_config<T, F, typename F::Wide, Gated, Norm>(a, name);
   } else {
-    launch_config<T, F, Config<2, 1, F::kWarpsWide, 2>, Gated, Norm>(a, name);
+    launch_config<T, F, typename F::Wider, Gated, Norm>(a, name);
   }
 }
 
