@@ -6,22 +6,47 @@
 # (the shipped one alone for fp8, whose earlier kernel is gone). NVCC (default: nvcc on PATH,
 # else /usr/local/cuda/bin/nvcc), ARCH (default sm_90a), GEMV_CONFIGS_BIN (the binaries'
 # folder, default /tmp/gemv_configs).
+#
+# GEMV_BASE=<git revision>: a before/after run instead. The same harness is also built from
+# that revision's sources (git archive of native/ and the harness), and each format's shipped
+# launch runs alternately, the revision's first, GEMV_ROUNDS times (default 2), at GEMV_M rows
+# (default 1). Needs a git checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${ARCH:-sm_90a}
 BIN=${GEMV_CONFIGS_BIN:-/tmp/gemv_configs}
+BASE=${GEMV_BASE:-}
 mkdir -p "$BIN"
 FORMATS="INT4 NVFP4 FP8 FP8B DENSE"
-pids=()
-for f in $FORMATS; do
-  rm -f "$BIN/gemv_configs_$f"
-  "$NVCC" -O3 -std=c++17 -arch="$ARCH" --expt-relaxed-constexpr -Inative/include -Inative/src \
-    -DFORMAT_"$f" benchmarks/tuning/gemv_configs.cu native/src/common/dtype.cpp \
-    -o "$BIN/gemv_configs_$f" &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed build stops the script
+build() {  # build <source root> <binary prefix>: one binary a format, in parallel
+  local pids=()
+  for f in $FORMATS; do
+    rm -f "$BIN/$2$f"
+    (cd "$1" && "$NVCC" -O3 -std=c++17 -arch="$ARCH" --expt-relaxed-constexpr -Inative/include \
+      -Inative/src -DFORMAT_"$f" benchmarks/tuning/gemv_configs.cu native/src/common/dtype.cpp \
+      -o "$BIN/$2$f") &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed build stops the script
+}
+if [ -n "$BASE" ]; then
+  src=$(mktemp -d)
+  trap 'rm -rf "$src"' EXIT
+  git archive "$BASE" native benchmarks/tuning/gemv_configs.cu | tar -x -C "$src"
+  build "$src" base_
+  build . gemv_configs_
+  for r in $(seq "${GEMV_ROUNDS:-2}"); do
+    for f in $FORMATS; do
+      echo "## round $r, $BASE, $f"
+      GEMV_ONLY=1 "$BIN/base_$f" "$@"
+      echo "## round $r, this tree, $f"
+      GEMV_ONLY=1 "$BIN/gemv_configs_$f" "$@"
+    done
+  done
+  exit 0
+fi
+build . gemv_configs_
 for f in $FORMATS; do "$BIN/gemv_configs_$f" "$@"; done
 for f in $FORMATS; do
   case $f in FP8*) only=1 ;; *) only=2 ;; esac
