@@ -253,6 +253,7 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
 // is linear in the step over the strides used (nwarps even).
 template <typename F, int nwarps, typename X>
 __device__ __forceinline__ void next_scales(X& c) {
+  static_assert(nwarps % 2 == 0, "fp8's block scale index step / 2 advances by nwarps / 2");
   constexpr int kAdvance = F::scale_offset(nwarps, 0) - F::scale_offset(0, 0);
   c.sstep += nwarps;
 #pragma unroll
