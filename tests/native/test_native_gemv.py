@@ -10,8 +10,10 @@ K = 128 and 4096 + an odd multiple of the format's granule (partial warp-steps, 
 scale group); N = 1000 and 4097 (columns past the last 16-column tile). The shapes reach every
 launch configuration the kernels pick by block count and K (gemv_kernel.cuh, gemv_wa.cuh): N =
 1000 under 256 blocks of 16 columns, 4097 under 512, "wide" (K 1056, N 8200) under 1024 with
-short rows, "many" (K 128, N 16400) from 1024 and "huge" (K 128, N 65552) from 4096 (the quantized
-kernel's wide launches: gemv_wa.cuh's launch_few_rows, F::Wide and F::Wider).
+short rows, "many" (K 544, N 16400) from 1024 and "huge" (K 128, N 65552) from 4096 (the quantized
+kernel's wide launches: gemv_wa.cuh's launch_few_rows, F::Wide and F::Wider). K 544 gives the
+wide launch several warp-steps a warp and a partial last one (its streams advance, its ring
+turns); "huge" only reaches F::Wider (its rows stay short to keep the float64 reference cheap).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
 # 513 blocks of 16 columns, K <= 4096 (a multiple of every granule, a partial last int4 group):
 # the kernels' configurations for many blocks and short rows.
 KN_WIDE = (1056, 8200)
-KN_MANY = (128, 16400)  # 1025 blocks of 16 columns
+KN_MANY = (544, 16400)  # 1025 blocks of 16 columns; 17 int4 granules a row
 KN_HUGE = (128, 65552)  # 4097 blocks of 16 columns
 QUANT = [
     ("fp8", {}),

@@ -26,7 +26,7 @@ QUANT = [("fp8", {}), ("fp8", {"block": 128}), ("int4", {}), ("int4", {"scale_dt
          ("nvfp4", {})]  # fmt: skip
 # (K, N): 63 blocks of 16 columns (16 warps), 257 (8), 513 (4), 1025 and 4097 (the formats' wide
 # launches, F::Wide and F::Wider), and the largest K the form takes.
-SHAPES = {"small": (128, 1000), "odd": (4128, 4097), "wide": (1056, 8200), "many": (128, 16400),
+SHAPES = {"small": (128, 1000), "odd": (4128, 4097), "wide": (1056, 8200), "many": (544, 16400),
           "huge": (128, 65552), "deep": (16384, 64)}  # fmt: skip
 
 

@@ -82,8 +82,8 @@ __device__ __forceinline__ void cp_async16_to(unsigned smem, const void* gmem, b
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
   cp_async16_to(smem_addr(smem), gmem, pred);
 }
-// 16 bytes from a shared-memory address (smem_addr). Ordered after the cp.async wait and the
-// barriers that guard it by the "memory" clobber those carry.
+// 16 bytes from a shared-memory address (smem_addr). asm volatile keeps it in program order
+// with the other volatile asm (the cp.async issue and wait that guard its slot).
 __device__ __forceinline__ uint4 lds128(unsigned smem) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"

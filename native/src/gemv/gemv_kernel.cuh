@@ -332,7 +332,8 @@ inline void check_common(const GemvArgs& a, int elems, const char* who) {
   }
   PGK_REQUIRE_AS(who, a.k % elems == 0,
                  "k must be a multiple of the 16-byte granule of the format");
-  // The quantized kernel counts granules and byte offsets within a row in 32 bits.
+  // The quantized kernels count a row's granules in 32-bit ints, with room for the loop's
+  // look-ahead past the end (applies to every format; no real weight comes near it).
   PGK_REQUIRE_AS(who, a.k / elems <= (std::int64_t(1) << 27),
                  "k is too large (at most 2^27 granules of 16 bytes a row)");
   if (a.m == 0 || a.n == 0) return;

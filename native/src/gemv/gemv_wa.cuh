@@ -448,7 +448,8 @@ void launch_config(const GemvArgs& a, const char* name) {
 // Up to 8 rows of x (decoding), by blocks of one row tile (16 output columns): under 256 of them
 // one row tile a block and 16 warps, under 512 8 warps, under 1024 4 warps; from 1024 (N >=
 // 16369) the format's F::Wide, and F::Wider from F::kWiderFrom blocks (int4: one row tile of 4
-// warps, two row tiles from 4096 blocks; nvfp4 and fp8 with block scales: one row tile of 4 or
+// warps with a 64-register cap (MinBlocks 8: 0.95x the uncapped time at 1536-1848 blocks), two
+// row tiles from 4096 blocks; nvfp4 and fp8 with block scales: one row tile of 4 or
 // 8 warps; per-channel fp8: two row tiles of 4 warps). Two ring stages. Measured on an H200
 // against the other configurations (benchmarks/tuning/gemv_configs.sh, BENCHMARKS.md "GEMV"):
 // within 5% of the fastest configuration of each format at every shape timed, except int4 at
