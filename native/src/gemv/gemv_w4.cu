@@ -47,8 +47,8 @@ struct Int4 {
     float s[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c) {
-      const bool in = c.sstep < c.steps;
+    __device__ void load(const Params&, const X& c, int step) {
+      const bool in = step < c.steps;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
 #pragma unroll
@@ -123,8 +123,8 @@ struct Nvfp4 {
     std::uint32_t pair[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c) {
-      const bool in = c.sstep * 4 + c.t < c.granules;
+    __device__ void load(const Params&, const X& c, int step) {
+      const bool in = step * 4 + c.t < c.granules;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
 #pragma unroll

@@ -49,9 +49,9 @@ struct Fp8 {
     float s[RT][2];
 
     template <typename X>
-    __device__ void load(const Params&, const X& c) {
+    __device__ void load(const Params&, const X& c, int step) {
       if constexpr (kBlock) {
-        const bool in = c.sstep < c.steps;
+        const bool in = step < c.steps;
 #pragma unroll
         for (int r = 0; r < RT; ++r) {
 #pragma unroll

@@ -59,13 +59,12 @@ struct Config {
 // x lies in shared memory (the RMSNorm form's normalised row), else in global memory.
 template <typename T, int RT, int MT, bool XS = false>
 struct Ctx {
-  // The scales of warp-step sstep (the next Side::load) in the thread's rows: snext points at
-  // that step's scale bytes of each row (F::scale_offset). Rows of W past N read row 0 of W and
-  // of the scales (valid memory; their sums are never stored), so the loads in the loop need
-  // no row predicate. Loop-carried like the W stream: ptxas re-derived the row addresses from
-  // the thread index every step otherwise.
+  // The scales of the next Side::load's warp-step in the thread's rows: snext points at that
+  // step's scale bytes of each row (F::scale_offset). Rows of W past N read row 0 of W and of
+  // the scales (valid memory; their sums are never stored), so the loads in the loop need no
+  // row predicate. Loop-carried like the W stream: ptxas re-derived the row addresses from the
+  // thread index every step otherwise.
   const unsigned char* snext[RT][2];
-  int sstep;
   const T* xcur[MT];  // x row g of each x tile at the current step's granule
   // Granules of x row g of each x tile from the current step's on (0 for rows past M): the
   // step reads x where it is > 0. Loop-carried, so ptxas cannot re-derive the row test from
@@ -77,6 +76,19 @@ struct Ctx {
   int granules;  // 16-byte granules per W row
   int steps;     // warp-steps (4 granules each) per W row
   int t, g;
+
+  // Moves the scale stream to the lane's next warp-step (Warps steps on). F::scale_offset is
+  // linear in the step over the strides used (an even warp count).
+  template <typename F, int Warps>
+  __device__ __forceinline__ void next_scales() {
+    static_assert(Warps % 2 == 0, "fp8's block scale index step / 2 advances by Warps / 2");
+    constexpr int kAdvance = F::scale_offset(Warps, 0) - F::scale_offset(0, 0);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) snext[r][h] += kAdvance;
+    }
+  }
 
   // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it).
   __device__ __forceinline__ uint4 xload(int mt, int j) const {
@@ -249,20 +261,6 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
   }
 }
 
-// Moves the scale stream of Ctx to the lane's next warp-step (nwarps steps on). F::scale_offset
-// is linear in the step over the strides used (nwarps even).
-template <typename F, int nwarps, typename X>
-__device__ __forceinline__ void next_scales(X& c) {
-  static_assert(nwarps % 2 == 0, "fp8's block scale index step / 2 advances by nwarps / 2");
-  constexpr int kAdvance = F::scale_offset(nwarps, 0) - F::scale_offset(0, 0);
-  c.sstep += nwarps;
-#pragma unroll
-  for (int r = 0; r < static_cast<int>(sizeof(c.snext) / sizeof(c.snext[0])); ++r) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) c.snext[r][h] += kAdvance;
-  }
-}
-
 // Gated (GemvArgs::gated, its own instantiations so the plain kernels are untouched): W holds
 // n = 2I rows, and lane row g of a row tile is the gate row o = 8 tile + g of output column o
 // (tile = RT blockIdx.x + r), lane row g + 8 its up row I + o. The lane holding one sum holds
@@ -293,7 +291,6 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   c.i4hi = Bits4<T>::kI4XorHi | opaque;
   c.granules = static_cast<int>(p.k / F::kElems);
   c.steps = (c.granules + 3) / 4;
-  c.sstep = warp;
   // The lane's first granule and the granules between its steps: each stream (W issued ahead,
   // x and the granule bound at the math) walks by that stride, no index arithmetic per step.
   const int g0 = warp * 4 + c.t;
@@ -379,14 +376,14 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
       issue(ring0 + j * kSlot);
       cp_async_commit();
     }
-    side.load(p, c);
-    next_scales<F, nwarps>(c);
+    side.load(p, c, warp);
+    c.template next_scales<F, nwarps>();
   });
   if constexpr (Norm) norm_row<T>(p, reinterpret_cast<T*>(xs_dyn));
   unsigned rd = ring0, wr = ring_last;  // the slot computed this step, the slot issued into
   for (int s = warp; s < steps; s += nwarps) {
-    nside.load(p, c);  // zeros past the end
-    next_scales<F, nwarps>(c);
+    nside.load(p, c, s + nwarps);  // zeros past the end
+    c.template next_scales<F, nwarps>();
     issue(wr);  // the slot read last step
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this step's group has landed
