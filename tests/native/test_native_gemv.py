@@ -14,6 +14,8 @@ short rows, "many" (K 544, N 16400) from 1024 and "huge" (K 128, N 65552) from 4
 kernel's wide launches: gemv_wa.cuh's launch_few_rows, F::Wide and F::Wider). K 544 gives the
 wide launch several warp-steps a warp and a partial last one (its streams advance, its ring
 turns); "huge" only reaches F::Wider (its rows stay short to keep the float64 reference cheap).
+At M = 1 nvfp4 reads x staged in shared memory from 512 blocks ("wide", "many", "huge"; the
+gated product's "odd" too): zero-padded past K, in the decoder's pair order.
 """
 
 from __future__ import annotations

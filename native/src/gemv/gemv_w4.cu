@@ -12,7 +12,8 @@
 //
 // Kernel: gemv_wa.cuh (W as the A operand of the mma). Granule: 32 values (16 bytes); word i
 // (values 8i..8i+7) of two W rows feeds two mma: the dequantizers produce pairs (8i+j, 8i+j+4),
-// so x is regrouped the same way with byte permutes (pairs04).
+// so x is regrouped the same way with byte permutes (pairs04: each step in the loop, or once a
+// block where one row of x is staged in shared memory, wa::XFrom).
 //
 // Numerics: int4 values are exact in bf16/f16; the fp32 partial sum of each warp-step (128
 // values of K = one scale group) is multiplied by its group scale before it joins the
@@ -39,6 +40,10 @@ struct Int4 {
   using Wide = wa::Config<1, 1, 4, 2, 8>;
   using Wider = wa::Config<2, 1, 4, 2>;
   static constexpr std::int64_t kWiderFrom = 4096;
+  // x regrouped in the decoders' pairs (wa::pairs04). x is always read in the loop, never
+  // staged in shared memory (wa::launch_rule: 0.96-1.13x, level or slower on the wide shapes).
+  static constexpr bool kPairs04 = true;
+  static constexpr std::int64_t kStageMaxK = 0, kStageFromBlocks = 0;
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
@@ -115,6 +120,10 @@ struct Nvfp4 {
   using Wide = wa::Config<1, 1, 4, 2>;
   using Wider = Wide;
   static constexpr std::int64_t kWiderFrom = 0;
+  static constexpr bool kPairs04 = true;  // as Int4's
+  // One row of x staged in shared memory from 512 blocks up to K 8192 (wa::launch_rule:
+  // 0.89-0.95x the time of x read in the loop there).
+  static constexpr std::int64_t kStageMaxK = 8192, kStageFromBlocks = 512;
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).

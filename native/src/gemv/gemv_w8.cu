@@ -41,6 +41,10 @@ struct Fp8 {
   using Wide = std::conditional_t<kBlock, wa::Config<1, 1, 8, 2>, wa::Config<2, 1, 4, 2>>;
   using Wider = Wide;
   static constexpr std::int64_t kWiderFrom = 0;
+  // x as it lies (one fp8 word feeds one mma). x is always read in the loop, never staged in
+  // shared memory (wa::launch_rule: 0.94-1.34x, slower on the wide shapes).
+  static constexpr bool kPairs04 = false;
+  static constexpr std::int64_t kStageMaxK = 0, kStageFromBlocks = 0;
 
   // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
   // step's 64 values of K lie in block step / 2. Loaded a step ahead.
@@ -77,7 +81,7 @@ struct Fp8 {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         xv[mt][j] = make_uint4(0u, 0u, 0u, 0u);
-        if (c.xleft[mt] > 0) xv[mt][j] = c.xload(mt, j);
+        if (c.xvalid(mt)) xv[mt][j] = c.xload(mt, j);
       }
     }
     float part[RT][MT][4];

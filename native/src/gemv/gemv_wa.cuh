@@ -15,8 +15,9 @@
 // consecutive granules of the same rows (one per thread t = lane % 4), and warp
 // w takes steps w, w + nwarps, ... Each lane copies its granules of the next step into its own
 // slots of a shared-memory ring with cp.async while it decodes the current one (registers stay
-// free for occupancy), the scales one step ahead in registers. Partial sums meet in shared
-// memory in a fixed warp order (deterministic), then one rounding at the store.
+// free for occupancy), the scales one step ahead in registers. x is read in the loop, or (one
+// row, XFrom) staged in shared memory by each block first. Partial sums meet in shared memory
+// in a fixed warp order (deterministic), then one rounding at the store.
 //
 // Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds A (= W) rows g and
 // g + 8 of the row tile and B (= x^T) column g (= x row g of the x tile); its k-slots are
@@ -56,9 +57,10 @@ struct Config {
 };
 
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows. XS:
-// x lies in shared memory (the RMSNorm form's normalised row), else in global memory.
+// x lies in shared memory (XFrom::shared or norm: one row), else in global memory.
 template <typename T, int RT, int MT, bool XS = false>
 struct Ctx {
+  static constexpr bool kShared = XS;
   // The scales of the next Side::load's warp-step in the thread's rows: snext points at that
   // step's scale bytes of each row (F::scale_offset). Rows of W past N read row 0 of W and of
   // the scales (valid memory; their sums are never stored), so the loads in the loop need no
@@ -90,7 +92,13 @@ struct Ctx {
     }
   }
 
-  // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it).
+  // Whether the step reads x row g of tile mt. x in shared memory (XS) is zero-padded to the
+  // loop's last granule and every lane's row is a real one (rows past M read row 0: their sums
+  // are never stored), so no load there needs a test or a zeroed register.
+  __device__ __forceinline__ bool xvalid(int mt) const { return XS || xleft[mt] > 0; }
+
+  // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it; in
+  // shared memory, the 4-bit formats' pair order, see stage_row).
   __device__ __forceinline__ uint4 xload(int mt, int j) const {
     if constexpr (XS) {
       return *reinterpret_cast<const uint4*>(xcur[mt] + 8 * j);
@@ -175,23 +183,69 @@ __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t lo, std::u
   }
 }
 
-// x pairs of word i (8 values of K from the step's granule start) for each x tile.
+__device__ __forceinline__ uint4 pairs04(const uint4& r) {
+  std::uint32_t a[4];
+  pairs04(r, a);
+  return make_uint4(a[0], a[1], a[2], a[3]);
+}
+
+// x pairs of word i (8 values of K from the step's granule start) for each x tile. x staged in
+// shared memory lies in pair order already (stage_row, norm_row): one shared load, where x in
+// global memory costs a load, a zeroed register pair for the test and four byte permutes.
 template <typename X, int MT>
 __device__ __forceinline__ void x_pairs(const X& c, int i, std::uint32_t (&b)[MT][4]) {
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (c.xleft[mt] > 0) v = c.xload(mt, i);
-    pairs04(v, b[mt]);
+    if constexpr (X::kShared) {
+      const uint4 v = c.xload(mt, i);
+      b[mt][0] = v.x;
+      b[mt][1] = v.y;
+      b[mt][2] = v.z;
+      b[mt][3] = v.w;
+    } else {
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (c.xvalid(mt)) v = c.xload(mt, i);
+      pairs04(v, b[mt]);
+    }
   }
+}
+
+// Where the kernel reads x: global memory in the loop (any rows); or one row copied into
+// shared memory by every block before its loop (stage_row), or normalised there (norm_row, the
+// RMSNorm form). In shared memory the row is zero-padded to the loop's last granule (the loop
+// reads it untested) and, for the 4-bit formats (F::kPairs04), stored in the decoders' pair
+// order, each 16 bytes through pairs04 once a block instead of once a warp-step and row tile.
+enum class XFrom { global, shared, norm };
+
+// Values of x the shared row holds: whole warp-steps of granules (every granule the loop reads).
+template <typename F>
+__host__ __device__ constexpr std::int64_t staged_values(std::int64_t k) {
+  const std::int64_t step_values = 4 * F::kElems;
+  return (k + step_values - 1) / step_values * step_values;
+}
+
+// One row of x (row 0, k values) into xs: pair order for the 4-bit formats, zeros from k to
+// staged_values. Runs after the wait on the kernel ahead; ends with a barrier.
+template <typename T, typename F>
+__device__ __forceinline__ void stage_row(const Params& p, T* xs) {
+  const T* x = static_cast<const T*>(p.x);
+  const std::int64_t vecs = p.k / 8, padded = staged_values<F>(p.k) / 8;
+  for (std::int64_t v = threadIdx.x; v < padded; v += blockDim.x) {
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    if (v < vecs) r = __ldg(reinterpret_cast<const uint4*>(x) + v);
+    if constexpr (F::kPairs04) r = pairs04(r);
+    reinterpret_cast<uint4*>(xs)[v] = r;
+  }
+  __syncthreads();
 }
 
 // The RMSNorm form's prologue (GemvArgs::norm, one row of x): h = x (+ residual) rounded to T,
 // rstd = 1 / sqrt(sum(h^2) / k + eps), xs[j] = T(h[j] * rstd * norm_w[j]) in shared memory:
 // gp.rmsnorm's formula (native/src/norm/norm.cu), its sum of squares in this block's order.
 // Every block computes the same row (the same order: blockDim is the launch's); block 0 stores
-// h. Runs after the wait on the kernel ahead; ends with a barrier, so xs is ready for all warps.
-template <typename T>
+// h. xs is laid out as stage_row lays it (pair order, zero-padded). Runs after the wait on the
+// kernel ahead; ends with a barrier, so xs is ready for all warps.
+template <typename T, typename F>
 __device__ __forceinline__ void norm_row(const Params& p, T* xs) {
   __shared__ float scratch[32];
   const T* x = static_cast<const T*>(p.x);
@@ -218,13 +272,20 @@ __device__ __forceinline__ void norm_row(const Params& p, T* xs) {
     reinterpret_cast<uint4*>(xs)[v] = raw;
   }
   const float rstd = 1.f / sqrtf(block_sum(sq, scratch) / static_cast<float>(p.k) + p.eps);
-  for (std::int64_t v = threadIdx.x; v < vecs; v += blockDim.x) {  // the thread's own values
-    uint4 raw = reinterpret_cast<const uint4*>(xs)[v];
-    const uint4 wr = __ldg(reinterpret_cast<const uint4*>(nw) + v);
-    T* e = reinterpret_cast<T*>(&raw);
-    const T* w = reinterpret_cast<const T*>(&wr);
+  const std::int64_t padded = staged_values<F>(p.k) / 8;
+  for (std::int64_t v = threadIdx.x; v < padded; v += blockDim.x) {  // the thread's own values
+    uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+    if (v < vecs) {
+      raw = reinterpret_cast<const uint4*>(xs)[v];
+      const uint4 wr = __ldg(reinterpret_cast<const uint4*>(nw) + v);
+      T* e = reinterpret_cast<T*>(&raw);
+      const T* w = reinterpret_cast<const T*>(&wr);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) e[j] = from_compute<T>(to_compute(e[j]) * rstd * to_compute(w[j]));
+      for (int j = 0; j < 8; ++j) {
+        e[j] = from_compute<T>(to_compute(e[j]) * rstd * to_compute(w[j]));
+      }
+      if constexpr (F::kPairs04) raw = pairs04(raw);
+    }
     reinterpret_cast<uint4*>(xs)[v] = raw;
   }
   __syncthreads();
@@ -267,21 +328,22 @@ __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
 // the other (C's c0, c1 and c2, c3), and the epilogue stores silu(g) * u (kUp = 2). A gated row
 // tile covers 8 output columns with 16 rows of W like any other, so the grid is the same.
 //
-// Norm (GemvArgs::norm, its own instantiations; one row of x, not gated): x is read from the
-// block's normalised copy in dynamic shared memory (norm_row, after the weights' first loads
-// and the wait), so the product's loop is the plain one with shared loads of x.
-template <typename T, typename F, typename C, bool Gated, bool Norm = false>
+// Xf (XFrom): x read from global memory in the loop, or one row in dynamic shared memory,
+// copied (stage_row) or normalised (norm_row: GemvArgs::norm, not gated) by every block after
+// the weights' first loads and the wait; the loop is the same with shared loads of x.
+template <typename T, typename F, typename C, bool Gated, XFrom Xf = XFrom::global>
 __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     gemv_wa_kernel(const Params p) {
+  constexpr bool Norm = Xf == XFrom::norm, XS = Xf != XFrom::global;
   static_assert(!(Gated && Norm), "the RMSNorm form has no gated product");
   constexpr int RT = C::RT, MT = C::MT, kStages = C::Stages, nwarps = C::Warps;
   using Side = typename F::template Side<RT>;
-  extern __shared__ uint4 xs_dyn[];  // Norm: the normalised row, k values of T
+  extern __shared__ uint4 xs_dyn[];  // XS: the row, staged_values<F>(k) values of T
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * (kRowTile * RT);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * (kXTile * MT);
-  Ctx<T, RT, MT, Norm> c;
+  Ctx<T, RT, MT, XS> c;
   c.g = lane >> 2;
   c.t = lane & 3;
   // Constants ptxas cannot see as such (p.k >= 0): kept in registers instead of being
@@ -295,13 +357,13 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   // x and the granule bound at the math) walks by that stride, no index arithmetic per step.
   const int g0 = warp * 4 + c.t;
   constexpr int kStride = 4 * nwarps;
-  const T* x = Norm ? reinterpret_cast<const T*>(xs_dyn) : static_cast<const T*>(p.x);
+  const T* x = XS ? reinterpret_cast<const T*>(xs_dyn) : static_cast<const T*>(p.x);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const std::int64_t m = m0 + kXTile * mt + c.g;
     const bool xok = m < p.m;
-    c.xleft[mt] = xok ? c.granules - g0 : 0;
-    c.xcur[mt] = x + (xok && !Norm ? m * p.sx : 0) + g0 * F::kElems;
+    c.xleft[mt] = xok ? c.granules - g0 : 0;  // unused with XS (xvalid)
+    c.xcur[mt] = x + (xok && !XS ? m * p.sx : 0) + g0 * F::kElems;
   }
   const unsigned char* wrow[RT][2];  // the thread's rows of W
 #pragma unroll
@@ -379,7 +441,11 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     side.load(p, c, warp);
     c.template next_scales<F, nwarps>();
   });
-  if constexpr (Norm) norm_row<T>(p, reinterpret_cast<T*>(xs_dyn));
+  if constexpr (Norm) {
+    norm_row<T, F>(p, reinterpret_cast<T*>(xs_dyn));
+  } else if constexpr (XS) {
+    stage_row<T, F>(p, reinterpret_cast<T*>(xs_dyn));
+  }
   unsigned rd = ring0, wr = ring_last;  // the slot computed this step, the slot issued into
   for (int s = warp; s < steps; s += nwarps) {
     nside.load(p, c, s + nwarps);  // zeros past the end
@@ -423,7 +489,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   }
 }
 
-template <typename T, typename F, typename C, bool Gated = false, bool Norm = false>
+template <typename T, typename F, typename C, bool Gated = false, XFrom Xf = XFrom::global>
 void launch_config(const GemvArgs& a, const char* name) {
   if (a.m == 0 || a.n == 0) return;
   const Params p = make_params(a);
@@ -431,9 +497,10 @@ void launch_config(const GemvArgs& a, const char* name) {
   const dim3 grid(static_cast<unsigned>((a.n + rows - 1) / rows),
                   static_cast<unsigned>((a.m + xrows - 1) / xrows));
   use_device(a.device);
-  const auto kernel = gemv_wa_kernel<T, F, C, Gated, Norm>;
-  const int smem = Norm ? static_cast<int>(a.k * sizeof(T)) : 0;
-  if (Norm) {
+  const auto kernel = gemv_wa_kernel<T, F, C, Gated, Xf>;
+  constexpr bool XS = Xf != XFrom::global;
+  const int smem = XS ? static_cast<int>(staged_values<F>(a.k) * sizeof(T)) : 0;
+  if (XS) {
     check(allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem), name, __FILE__,
           __LINE__);
   }
@@ -459,24 +526,47 @@ void launch_config(const GemvArgs& a, const char* name) {
 // configuration (two row tiles, two x tiles, 4 warps) keeps its instantiations few.
 //
 // The RMSNorm form (one row) takes the rule of up to 8 rows (launch_few_rows).
-template <typename T, typename F, bool Gated, bool Norm = false>
+//
+// One row of x staged in shared memory (XFrom::shared) where the format asks for it: from
+// F::kStageFromBlocks blocks up to F::kStageMaxK values of K (0: never), with the few-rows
+// rule's configuration. Measured on an H200 at M = 1 against x read in the loop (BENCHMARKS.md
+// "GEMV"): nvfp4, whose loop is the longest, took 0.89-0.95x the time at 896-9496 blocks (K
+// 2048-8192), 0.99-1.00x at 256 (K 12288-16384) and 1.07-1.09x at 128-192, where the copy
+// before the first product is not hidden behind other blocks; int4 took 0.96-1.13x and fp8
+// 0.94-1.34x (1.34x at K 8192 N 29568, 16 KiB of x a block: fewer blocks a multiprocessor is
+// the likely cause, not profiled), so they read x in the loop.
+template <typename T, typename F, bool Gated, XFrom Xf = XFrom::global>
 void launch_few_rows(const GemvArgs& a, const char* name) {
   const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
   if (nblk < 256) {
-    launch_config<T, F, Config<1, 1, 16, 2>, Gated, Norm>(a, name);
+    launch_config<T, F, Config<1, 1, 16, 2>, Gated, Xf>(a, name);
   } else if (nblk < 512) {
-    launch_config<T, F, Config<1, 1, 8, 2>, Gated, Norm>(a, name);
+    launch_config<T, F, Config<1, 1, 8, 2>, Gated, Xf>(a, name);
   } else if (nblk < 1024) {
-    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Norm>(a, name);
+    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
   } else if (nblk < F::kWiderFrom) {
-    launch_config<T, F, typename F::Wide, Gated, Norm>(a, name);
+    launch_config<T, F, typename F::Wide, Gated, Xf>(a, name);
   } else {
-    launch_config<T, F, typename F::Wider, Gated, Norm>(a, name);
+    launch_config<T, F, typename F::Wider, Gated, Xf>(a, name);
   }
 }
 
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
+  if constexpr (F::kStageMaxK > 0) {
+    static_assert(F::kStageFromBlocks >= 512, "staged x is instantiated from 512 blocks on");
+    const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
+    if (a.m == 1 && a.k <= F::kStageMaxK && nblk >= F::kStageFromBlocks) {
+      if (nblk < 1024) {
+        launch_config<T, F, Config<1, 1, 4, 2>, Gated, XFrom::shared>(a, name);
+      } else if (nblk < F::kWiderFrom) {
+        launch_config<T, F, typename F::Wide, Gated, XFrom::shared>(a, name);
+      } else {
+        launch_config<T, F, typename F::Wider, Gated, XFrom::shared>(a, name);
+      }
+      return;
+    }
+  }
   if (a.m <= kXTile) {
     launch_few_rows<T, F, Gated>(a, name);
     return;
@@ -498,7 +588,7 @@ void launch(const GemvArgs& a, const char* name) {
   if (a.gated) {
     launch_rule<T, F, true>(a, name);
   } else if (a.norm) {  // one row (check_common)
-    launch_few_rows<T, F, false, true>(a, name);
+    launch_few_rows<T, F, false, XFrom::norm>(a, name);
   } else {
     launch_rule<T, F, false>(a, name);
   }
