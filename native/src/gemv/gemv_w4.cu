@@ -43,7 +43,7 @@ struct Int4 {
   // x regrouped in the decoders' pairs (wa::pairs04). x is always read in the loop, never
   // staged in shared memory (wa::launch_rule: 0.96-1.13x, level or slower on the wide shapes).
   static constexpr bool kPairs04 = true;
-  static constexpr std::int64_t kStageMaxK = 0, kStageFromBlocks = 0;
+  static constexpr std::int64_t kStageMaxK = 0;
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
