@@ -241,19 +241,20 @@ def _writer(rows: int, k: int, rng: np.random.Generator) -> tuple[gp.GPUArray, A
 
 @gpu
 @pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("kn", ["odd", "wide"])
 @pytest.mark.parametrize("fmt,kw", [("dense", {}), *QUANT], ids=str)
-def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict) -> None:
+def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict, kn: str) -> None:
     """Launched early (programmatic dependent launch, sm_90+), the kernel must read x only after
     the kernel ahead, which writes it, is done: x is the last row of a 64 MiB array that an
     RMSNorm which releases the next launch at its start writes right before the product, with
     the weight read before the wait (constant_weights) and after it, eagerly and replayed from
     a graph. The result is the product of the new x, bit for bit the same as without the early
-    launch."""
+    launch. "wide" (513 blocks) reaches nvfp4's x staged in shared memory by every block."""
     from pygpukit.backends._support import pdl
     from pygpukit.backends._support.weights import constant_weights
 
-    k, n = (K_ODD[fmt], 4097)
-    rng = np.random.default_rng(seed("pdl_x", fmt, str(kw)))
+    k, n = (K_ODD[fmt], 4097) if kn == "odd" else KN_WIDE
+    rng = np.random.default_rng(seed("pdl_x", fmt, str(kw), kn))
     if fmt == "dense":
         w = rand(rng, (n, k), "bfloat16")
         w64, wd = as64(w), _up(w)

@@ -40,8 +40,9 @@ struct Int4 {
   using Wide = wa::Config<1, 1, 4, 2, 8>;
   using Wider = wa::Config<2, 1, 4, 2>;
   static constexpr std::int64_t kWiderFrom = 4096;
-  // x regrouped in the decoders' pairs (wa::pairs04). x is always read in the loop, never
-  // staged in shared memory (wa::launch_rule: 0.96-1.13x, level or slower on the wide shapes).
+  // x regrouped in the decoders' pairs (wa::pairs04). Outside the RMSNorm form x is read in the
+  // loop, never staged in shared memory (wa::launch_rule: 0.96-1.13x, level or slower on the
+  // wide shapes).
   static constexpr bool kPairs04 = true;
   static constexpr std::int64_t kStageMaxK = 0;
 

@@ -41,8 +41,8 @@ struct Fp8 {
   using Wide = std::conditional_t<kBlock, wa::Config<1, 1, 8, 2>, wa::Config<2, 1, 4, 2>>;
   using Wider = Wide;
   static constexpr std::int64_t kWiderFrom = 0;
-  // x as it lies (one fp8 word feeds one mma). x is always read in the loop, never staged in
-  // shared memory (wa::launch_rule: 0.94-1.34x, slower on the wide shapes).
+  // x as it lies (one fp8 word feeds one mma). Outside the RMSNorm form x is read in the loop,
+  // never staged in shared memory (wa::launch_rule: 0.94-1.34x, slower on the wide shapes).
   static constexpr bool kPairs04 = false;
   static constexpr std::int64_t kStageMaxK = 0;
 

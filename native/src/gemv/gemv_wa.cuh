@@ -26,8 +26,8 @@
 // its k-slots from ITS OWN granule in the pairing its dequantizer produces: one 32-bit word of
 // 4-bit W (8 values) decodes to pairs (k0,k4), (k1,k5), (k2,k6), (k3,k7) and feeds two mma, with
 // x regrouped the same way (pairs04); one word of fp8 W (4 values) feeds one mma with x as it
-// lies (gemv_w8.cu). Rows of x past M load zeros; rows of W past N read row 0 of W: their sums
-// are never stored.
+// lies (gemv_w8.cu). Rows of x past M load zeros (read row 0 where x is in shared memory); rows
+// of W past N read row 0 of W: their sums are never stored.
 #pragma once
 
 #include "gemv/gemv_kernel.cuh"
@@ -191,7 +191,7 @@ __device__ __forceinline__ uint4 pairs04(const uint4& r) {
 
 // x pairs of word i (8 values of K from the step's granule start) for each x tile. x staged in
 // shared memory lies in pair order already (stage_row, norm_row): one shared load, where x in
-// global memory costs a load, a zeroed register pair for the test and four byte permutes.
+// global memory costs a load, zeroed registers for the test and four byte permutes.
 template <typename X, int MT>
 __device__ __forceinline__ void x_pairs(const X& c, int i, std::uint32_t (&b)[MT][4]) {
 #pragma unroll
