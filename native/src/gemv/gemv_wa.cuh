@@ -535,14 +535,26 @@ void launch_config(const GemvArgs& a, const char* name) {
 // before the first product is not hidden behind other blocks; int4 took 0.96-1.13x and fp8
 // 0.94-1.34x (1.34x at K 8192 N 29568, 16 KiB of x a block: fewer blocks a multiprocessor is
 // the likely cause, not profiled), so they read x in the loop.
-template <typename T, typename F, bool Gated, XFrom Xf = XFrom::global>
+//
+// FromBlocks: the caller launches only from this many blocks (the staged row: kStageFromBlocks),
+// so the configurations below it are not instantiated.
+template <typename T, typename F, bool Gated, XFrom Xf = XFrom::global,
+          std::int64_t FromBlocks = 0>
 void launch_few_rows(const GemvArgs& a, const char* name) {
   const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-  if (nblk < 256) {
-    launch_config<T, F, Config<1, 1, 16, 2>, Gated, Xf>(a, name);
-  } else if (nblk < 512) {
-    launch_config<T, F, Config<1, 1, 8, 2>, Gated, Xf>(a, name);
-  } else if (nblk < 1024) {
+  if constexpr (FromBlocks < 256) {
+    if (nblk < 256) {
+      launch_config<T, F, Config<1, 1, 16, 2>, Gated, Xf>(a, name);
+      return;
+    }
+  }
+  if constexpr (FromBlocks < 512) {
+    if (nblk < 512) {
+      launch_config<T, F, Config<1, 1, 8, 2>, Gated, Xf>(a, name);
+      return;
+    }
+  }
+  if (nblk < 1024) {
     launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
   } else if (nblk < F::kWiderFrom) {
     launch_config<T, F, typename F::Wide, Gated, Xf>(a, name);
@@ -554,16 +566,9 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
   if constexpr (F::kStageMaxK > 0) {
-    static_assert(F::kStageFromBlocks >= 512, "staged x is instantiated from 512 blocks on");
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
     if (a.m == 1 && a.k <= F::kStageMaxK && nblk >= F::kStageFromBlocks) {
-      if (nblk < 1024) {
-        launch_config<T, F, Config<1, 1, 4, 2>, Gated, XFrom::shared>(a, name);
-      } else if (nblk < F::kWiderFrom) {
-        launch_config<T, F, typename F::Wide, Gated, XFrom::shared>(a, name);
-      } else {
-        launch_config<T, F, typename F::Wider, Gated, XFrom::shared>(a, name);
-      }
+      launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks>(a, name);
       return;
     }
   }
