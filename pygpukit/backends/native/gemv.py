@@ -261,7 +261,7 @@ def gemv_nvfp4_silu_mul(
 # The RMSNorm forms (ops rmsnorm_gemv_<format>): one row of x; rmsnorm(h, norm_weight, eps) @
 # dequant(W)^T (+ bias) with h = x (+ residual), in one launch: each block normalises the row
 # into shared memory (gp.rmsnorm's formula, the row rounded to x's dtype as the mma's operand)
-# before the product's loop (native/src/gemv/gemv_wa.cuh, norm_row). Returns y, or (y, h) with
+# before the product's loop (native/src/gemv/gemv_wa_x.cuh, norm_row). Returns y, or (y, h) with
 # a residual (h = x + residual rounded to x's dtype, gp.rmsnorm(residual=)'s bits).
 def _pair(yh: tuple[GPUArray, GPUArray | None]) -> GPUArray | tuple[GPUArray, GPUArray]:
     y, h = yh
