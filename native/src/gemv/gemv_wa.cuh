@@ -16,8 +16,8 @@
 // w takes steps w, w + nwarps, ... Each lane copies its granules of the next step into its own
 // slots of a shared-memory ring with cp.async while it decodes the current one (registers stay
 // free for occupancy), the scales one step ahead in registers. x is read in the loop, or (one
-// row, XFrom) staged in shared memory by each block first (gemv_wa_x.cuh). Partial sums meet in shared memory
-// in a fixed warp order (deterministic), then one rounding at the store.
+// row, XFrom) staged in shared memory by each block first (gemv_wa_x.cuh). Partial sums meet in
+// shared memory in a fixed warp order (deterministic), then one rounding at the store.
 //
 // Fragment mapping (PTX ISA, mma.m16n8k16 .bf16/.f16): lane = 4 g + t holds A (= W) rows g and
 // g + 8 of the row tile and B (= x^T) column g (= x row g of the x tile); its k-slots are
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   for (int mt = 0; mt < MT; ++mt) {
     const std::int64_t m = m0 + kXTile * mt + c.g;
     const bool xok = m < p.m;
-    c.xleft[mt] = xok ? c.granules - g0 : 0;  // unused with XS (xvalid)
+    if constexpr (!XS) c.xleft[mt] = xok ? c.granules - g0 : 0;  // XS: xvalid needs no count
     c.xcur[mt] = x + (xok && !XS ? m * p.sx : 0) + g0 * F::kElems;
   }
   const unsigned char* wrow[RT][2];  // the thread's rows of W
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       c.xcur[mt] += kStride * F::kElems;
-      c.xleft[mt] -= kStride;
+      if constexpr (!XS) c.xleft[mt] -= kStride;
     }
   }
   cp_async_wait<0>();
