@@ -58,7 +58,7 @@ struct Config {
 
 // The thread's view of its block: its W rows (two per row tile: g and g + 8) and x rows. XS:
 // x lies in shared memory (XFrom::shared or norm: one row), else in global memory.
-template <typename T, int RT, int MT, bool XS = false>
+template <typename T, int RT, int MT, bool XS = false, int XJ = 8>
 struct Ctx {
   static constexpr bool kShared = XS;
   // The scales of the next Side::load's warp-step in the thread's rows: snext points at that
@@ -98,10 +98,10 @@ struct Ctx {
   __device__ __forceinline__ bool xvalid(int mt) const { return XS || xleft[mt] > 0; }
 
   // 16 bytes j of x row g of tile mt at the current step (x values 8 j ... 8 j + 7 of it; in
-  // shared memory, the 4-bit formats' pair order, see stage_row).
+  // shared memory, the 4-bit formats' pair order XJ values apart, see staged_index).
   __device__ __forceinline__ uint4 xload(int mt, int j) const {
     if constexpr (XS) {
-      return *reinterpret_cast<const uint4*>(xcur[mt] + 8 * j);
+      return *reinterpret_cast<const uint4*>(xcur[mt] + XJ * j);
     } else {
       return __ldg(reinterpret_cast<const uint4*>(xcur[mt] + 8 * j));
     }
@@ -226,7 +226,9 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
   const int warp = threadIdx.x >> 5;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * (kRowTile * RT);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * (kXTile * MT);
-  Ctx<T, RT, MT, XS> c;
+  // x in shared memory, 4-bit formats: a granule's words lie 4 vectors apart (staged_index)
+  constexpr int XJ = XS && F::kPairs04 ? 32 : 8;
+  Ctx<T, RT, MT, XS, XJ> c;
   c.g = lane >> 2;
   c.t = lane & 3;
   // Constants ptxas cannot see as such (p.k >= 0): kept in registers instead of being
@@ -246,7 +248,9 @@ __global__ void __launch_bounds__(C::Warps * 32, C::MinBlocks)
     const std::int64_t m = m0 + kXTile * mt + c.g;
     const bool xok = m < p.m;
     if constexpr (!XS) c.xleft[mt] = xok ? c.granules - g0 : 0;  // XS: xvalid needs no count
-    c.xcur[mt] = x + (xok && !XS ? m * p.sx : 0) + g0 * F::kElems;
+    // staged_index of the lane's first granule, word 0: 16 warp + t vectors (4-bit, XS)
+    const int first = XJ == 32 ? (16 * warp + c.t) * 8 : g0 * F::kElems;
+    c.xcur[mt] = x + (xok && !XS ? m * p.sx : 0) + first;
   }
   const unsigned char* wrow[RT][2];  // the thread's rows of W
 #pragma unroll

@@ -60,8 +60,22 @@ __host__ __device__ constexpr std::int64_t staged_values(std::int64_t k) {
   return (k + step_values - 1) / step_values * step_values;
 }
 
-// One row of x (row 0, k values) into xs: pair order for the 4-bit formats, zeros from k to
-// staged_values. Runs after the wait on the kernel ahead; ends with a barrier.
+// Where 16-byte vector v of the row (values 8 v ... 8 v + 7) lies in shared memory. The
+// 4-bit formats: v = 16 s + 4 t + j is word j of granule 4 s + t, which lane t reads at
+// warp-step s; it lies at 16 s + 4 j + t, so the four lanes t of a shared load read 64
+// contiguous bytes (in the row's own order the granules lay 64 bytes apart: lanes t and t + 2
+// met in the same banks). fp8 (two words a granule, 32 bytes apart): the row's own order.
+template <typename F>
+__device__ __forceinline__ std::int64_t staged_index(std::int64_t v) {
+  if constexpr (F::kPairs04) {
+    return (v & ~std::int64_t(15)) | ((v & 3) << 2) | ((v >> 2) & 3);
+  } else {
+    return v;
+  }
+}
+
+// One row of x (row 0, k values) into xs: pair order and staged_index for the 4-bit formats,
+// zeros from k to staged_values. Runs after the wait on the kernel ahead; ends with a barrier.
 template <typename T, typename F>
 __device__ __forceinline__ void stage_row(const Params& p, T* xs) {
   const T* x = static_cast<const T*>(p.x);
@@ -70,7 +84,7 @@ __device__ __forceinline__ void stage_row(const Params& p, T* xs) {
     uint4 r = make_uint4(0u, 0u, 0u, 0u);
     if (v < vecs) r = __ldg(reinterpret_cast<const uint4*>(x) + v);
     if constexpr (F::kPairs04) r = pairs04(r);
-    reinterpret_cast<uint4*>(xs)[v] = r;
+    reinterpret_cast<uint4*>(xs)[staged_index<F>(v)] = r;
   }
   __syncthreads();
 }
@@ -105,14 +119,15 @@ __device__ __forceinline__ void norm_row(const Params& p, T* xs) {
       const float f = to_compute(e[j]);
       sq += f * f;
     }
-    reinterpret_cast<uint4*>(xs)[v] = raw;
+    // at its staged place already: the second pass reads and rewrites only its own slots
+    reinterpret_cast<uint4*>(xs)[staged_index<F>(v)] = raw;
   }
   const float rstd = 1.f / sqrtf(block_sum(sq, scratch) / static_cast<float>(p.k) + p.eps);
   const std::int64_t padded = staged_values<F>(p.k) / 8;
   for (std::int64_t v = threadIdx.x; v < padded; v += blockDim.x) {  // the thread's own values
     uint4 raw = make_uint4(0u, 0u, 0u, 0u);
     if (v < vecs) {
-      raw = reinterpret_cast<const uint4*>(xs)[v];
+      raw = reinterpret_cast<const uint4*>(xs)[staged_index<F>(v)];
       const uint4 wr = __ldg(reinterpret_cast<const uint4*>(nw) + v);
       T* e = reinterpret_cast<T*>(&raw);
       const T* w = reinterpret_cast<const T*>(&wr);
@@ -122,7 +137,7 @@ __device__ __forceinline__ void norm_row(const Params& p, T* xs) {
       }
       if constexpr (F::kPairs04) raw = pairs04(raw);
     }
-    reinterpret_cast<uint4*>(xs)[v] = raw;
+    reinterpret_cast<uint4*>(xs)[staged_index<F>(v)] = raw;
   }
   __syncthreads();
 }
