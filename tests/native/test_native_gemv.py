@@ -14,8 +14,10 @@ short rows, "many" (K 544, N 16400) from 1024 and "huge" (K 128, N 65552) from 4
 kernel's wide launches: gemv_wa.cuh's launch_few_rows, F::Wide and F::Wider). K 544 gives the
 wide launch several warp-steps a warp and a partial last one (its streams advance, its ring
 turns); "huge" only reaches F::Wider (its rows stay short to keep the float64 reference cheap).
-At M = 1 nvfp4 reads x staged in shared memory from 512 blocks ("wide", "many", "huge"; the
-gated product's "odd" too): zero-padded past K, in the decoder's pair order.
+At M = 1 the 4-bit formats read x staged in shared memory, zero-padded past K, in the decoders'
+pair order: nvfp4 from 512 blocks ("wide", "many", "huge"; the gated product's "odd" and
+"wide" too), int4 at 512-1023 blocks up to K 4096 ("wide", plain and gated) and at 256-511
+blocks from K 12288 (KN_LONG).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
 KN_WIDE = (1056, 8200)
 KN_MANY = (544, 16400)  # 1025 blocks of 16 columns; 17 int4 granules a row
 KN_HUGE = (128, 65552)  # 4097 blocks of 16 columns
+# 257 blocks of 16 columns (plain; gated: I = 2049), K 12288 + a 4-bit granule: long rows
+KN_LONG = (12320, 4098)
 QUANT = [
     ("fp8", {}),
     ("fp8", {"block": 128}),
@@ -165,22 +169,49 @@ def test_linear_quantized(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> No
 @pytest.mark.usefixtures("_native")
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("m", [1, 8, 9, 40])  # 40: the route takes any row count
-@pytest.mark.parametrize("kn", ["small", "odd", "many", "huge", "tiny"])
+@pytest.mark.parametrize("kn", ["small", "odd", "wide", "many", "huge", "tiny"])
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_gated_product(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
     """gp.linear_silu_mul with a quantized [Wg; Wu] on the native gated kernel: silu(g) * u of
     the float32 sums, one rounding. The bound adds each sum's documented error carried through
     silu(g) * u (|d/dg| <= 1.1 |u|, |d/du| = |silu(g)|) to one rounding of the result. W rows
     n = 2I: 1000 (63 blocks: 16 warps), 8194 (I = 4097, a partial last tile of 8 columns; 513
-    blocks), 16400 and 65552 (the wide launches), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
-    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "many": KN_MANY, "huge": KN_HUGE,
-              "tiny": (96, 38)}  # fmt: skip
+    blocks), 8200 (513 blocks, K 1056), 16400 and 65552 (the wide launches), 38 (I = 19); m = 9
+    and 40 the x tiles of 16."""
+    shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "wide": KN_WIDE, "many": KN_MANY,
+              "huge": KN_HUGE, "tiny": (96, 38)}  # fmt: skip
     k, n = shapes[kn]
     qw, w64 = _quantized(fmt, kw, n, k)
-    i = n // 2
     rng = np.random.default_rng(seed("ngated", dtype, fmt, str(kw), m, kn))
     # x / 8: g * u grows as K (|g|, |u| ~ sqrt(K)) and would pass float16's 65504 at K ~ 4100
     x = rand(rng, (m, k), dtype) / 8
+    _check_gated(x, qw, w64, fmt, dtype)
+
+
+@gpu
+@pytest.mark.usefixtures("_native")
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
+def test_long_rows(dtype: str, fmt: str, kw: dict) -> None:
+    """K 12320 over 257 blocks of 16 columns (KN_LONG), plain and gated, at M = 1 (int4: x staged
+    in shared memory, 24 KiB a block; a partial last warp-step) and M = 3 (x read in the loop)."""
+    k, n = KN_LONG
+    qw, w64 = _quantized(fmt, kw, n, k)
+    for m in (1, 3):
+        rng = np.random.default_rng(seed("nlong", dtype, fmt, str(kw), m))
+        x, b = rand(rng, (m, k), dtype), rand(rng, n, dtype)
+        out = _poison((m, n), dtype)
+        assert gp.linear_quantized(_up(x, "rows"), qw, _up(b), out=out) is out
+        _check(out, x, w64, b, dtype)
+        _check_gated(x / 8, qw, w64, fmt, dtype)
+
+
+def _check_gated(
+    x: np.ndarray, qw: gp.QuantizedWeight, w64: np.ndarray, fmt: str, dtype: str
+) -> None:
+    """gp.linear_silu_mul(x, qw) on the native gated kernel against its float64 reference."""
+    m, k = x.shape
+    i = w64.shape[0] // 2
     out = _poison((m, i), dtype)
     gp.routing.reset_stats()
     y = gp.linear_silu_mul(_up(x, "rows"), qw, out=out)

@@ -44,7 +44,7 @@ struct Fp8 {
   // x as it lies (one fp8 word feeds one mma). Outside the RMSNorm form x is read in the loop,
   // never staged in shared memory (wa::launch_rule: 0.94-1.34x, slower on the wide shapes).
   static constexpr bool kPairs04 = false;
-  static constexpr std::int64_t kStageMaxK = 0;
+  static constexpr std::int64_t kStageFromBlocks = 0, kStageToBlocks = 0;
 
   // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
   // step's 64 values of K lie in block step / 2. Loaded a step ahead.

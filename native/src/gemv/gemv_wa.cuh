@@ -30,6 +30,8 @@
 // of W past N read row 0 of W: their sums are never stored.
 #pragma once
 
+#include <limits>
+
 #include "gemv/gemv_kernel.cuh"
 #include "gemv/gemv_wa_x.cuh"
 
@@ -39,6 +41,8 @@ namespace wa {
 
 constexpr int kRowTile = 16;  // rows of W per mma (A operand)
 constexpr int kXTile = 8;     // rows of x per mma (B operand)
+// No upper bound on the blocks of a launch rule's range (F::kStageToBlocks).
+constexpr std::int64_t kNoBlockLimit = std::numeric_limits<std::int64_t>::max();
 
 // A launch configuration: RT row tiles of 16 W rows a block, MT x tiles of 8 rows, Warps warps
 // splitting K, Stages warp-steps of W in each lane's cp.async ring in shared memory (Stages - 1
@@ -414,19 +418,22 @@ void launch_config(const GemvArgs& a, const char* name) {
 //
 // The RMSNorm form (one row) takes the rule of up to 8 rows (launch_few_rows).
 //
-// One row of x staged in shared memory (XFrom::shared) where the format asks for it: from
-// F::kStageFromBlocks blocks up to F::kStageMaxK values of K (0: never), with the few-rows
-// rule's configuration. Measured on an H200 at M = 1 against x read in the loop (BENCHMARKS.md
-// "GEMV"): nvfp4, whose loop is the longest, took 0.89-0.95x the time at 896-9496 blocks (K
-// 2048-8192), 0.99-1.00x at 256 (K 12288-16384) and 1.07-1.09x at 128-192, where the copy
-// before the first product is not hidden behind other blocks; int4 took 0.96-1.13x and fp8
-// 0.94-1.34x (1.34x at K 8192 N 29568, 16 KiB of x a block: fewer blocks a multiprocessor is
-// the likely cause, not profiled), so they read x in the loop.
+// One row of x staged in shared memory (XFrom::shared) where the format asks for it: at
+// F::kStageFromBlocks to F::kStageToBlocks - 1 blocks where F::stage_row(K, blocks) holds (none
+// where the range is empty), with the few-rows rule's configuration. Measured on an H200 at
+// M = 1 against x read in the loop (BENCHMARKS.md "GEMV"): nvfp4, whose loop is the longest,
+// took 0.89-0.95x the time at 896-9496 blocks (K 2048-8192), 0.99-1.00x at 256 (K
+// 12288-16384) and 1.07-1.09x at 128-192, where the copy before the first product is not
+// hidden behind other blocks. int4, with x in a bank-conflict-free order (staged_index), gains
+// in two ranges only (its Int4::stage_row); fp8 took 0.94-1.34x (1.34x at K 8192 N 29568, 16
+// KiB of x a block: fewer blocks a multiprocessor is the likely cause, not profiled), so it
+// reads x in the loop.
 //
-// FromBlocks: the caller launches only from this many blocks (the staged row: kStageFromBlocks),
-// so the configurations below it are not instantiated.
+// FromBlocks, ToBlocks: the caller launches only from FromBlocks blocks and below ToBlocks
+// (the staged row: F::kStageFromBlocks, F::kStageToBlocks), so the configurations outside are
+// not instantiated.
 template <typename T, typename F, bool Gated, XFrom Xf = XFrom::global,
-          std::int64_t FromBlocks = 0>
+          std::int64_t FromBlocks = 0, std::int64_t ToBlocks = kNoBlockLimit>
 void launch_few_rows(const GemvArgs& a, const char* name) {
   const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
   if constexpr (FromBlocks < 256) {
@@ -441,7 +448,9 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
       return;
     }
   }
-  if (nblk < 1024) {
+  if constexpr (ToBlocks <= 1024) {
+    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
+  } else if (nblk < 1024) {
     launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
   } else if (nblk < F::kWiderFrom) {
     launch_config<T, F, typename F::Wide, Gated, Xf>(a, name);
@@ -452,10 +461,12 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
 
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
-  if constexpr (F::kStageMaxK > 0) {
+  if constexpr (F::kStageToBlocks > F::kStageFromBlocks) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-    if (a.m == 1 && a.k <= F::kStageMaxK && nblk >= F::kStageFromBlocks) {
-      launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks>(a, name);
+    if (a.m == 1 && nblk >= F::kStageFromBlocks && nblk < F::kStageToBlocks &&
+        F::stage_row(a.k, nblk)) {
+      launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks, F::kStageToBlocks>(a,
+                                                                                       name);
       return;
     }
   }
