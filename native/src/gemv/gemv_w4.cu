@@ -42,12 +42,13 @@ struct Int4 {
   static constexpr std::int64_t kWiderFrom = 4096;
   // x regrouped in the decoders' pairs (wa::pairs04). One row of x staged in shared memory
   // (wa::launch_rule) where that measured faster than x read in the loop (H200, at M = 1): 256
-  // to 511 blocks from K 12288 (0.92-0.95x the time; at K 2048-4096 there 1.02x), 512 to 1023
-  // blocks up to K 4096 (0.96-1.00x; K 8192 at 896 blocks 1.03x). Elsewhere level or slower:
-  // 128-192 blocks 1.03-1.11x, 1024-1536 level, 1848 blocks at K 8192 1.05x.
+  // to 511 blocks at K 12288-16384 (0.92-0.95x the time at 256 blocks; at K 2048-4096 there
+  // 1.02-1.03x), 512 to 1023 blocks up to K 4096 (0.96-1.00x at 512-896; K 8192 at 896 blocks
+  // 1.03x). Elsewhere level or slower: 128-192 blocks 1.03-1.11x, 1024-1536 level, 1848 blocks
+  // at K 8192 1.05x. 257-511 blocks with long rows were not timed.
   static constexpr bool kPairs04 = true;
   static constexpr std::int64_t kStageFromBlocks = 256, kStageToBlocks = 1024;
-  static constexpr bool stage_row(std::int64_t k, std::int64_t blocks) {
+  static constexpr bool stages_x(std::int64_t k, std::int64_t blocks) {
     return blocks < 512 ? k >= 12288 && k <= 16384 : k <= 4096;
   }
 
@@ -130,7 +131,7 @@ struct Nvfp4 {
   // One row of x staged in shared memory from 512 blocks up to K 8192 (wa::launch_rule:
   // 0.89-0.95x the time of x read in the loop there).
   static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = wa::kNoBlockLimit;
-  static constexpr bool stage_row(std::int64_t k, std::int64_t) { return k <= 8192; }
+  static constexpr bool stages_x(std::int64_t k, std::int64_t) { return k <= 8192; }
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).

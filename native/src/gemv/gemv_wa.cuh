@@ -71,7 +71,9 @@ struct Ctx {
   // row predicate. Loop-carried like the W stream: ptxas re-derived the row addresses from the
   // thread index every step otherwise.
   const unsigned char* snext[RT][2];
-  const T* xcur[MT];  // x row g of each x tile at the current step's granule
+  // x row g of each x tile at the current step's granule (in shared memory, 4-bit formats: its
+  // word 0 at staged_index, the next words XJ values apart)
+  const T* xcur[MT];
   // Granules of x row g of each x tile from the current step's on (0 for rows past M): the
   // step reads x where it is > 0. Loop-carried, so ptxas cannot re-derive the row test from
   // the thread index every step (it did, to save registers).
@@ -419,13 +421,13 @@ void launch_config(const GemvArgs& a, const char* name) {
 // The RMSNorm form (one row) takes the rule of up to 8 rows (launch_few_rows).
 //
 // One row of x staged in shared memory (XFrom::shared) where the format asks for it: at
-// F::kStageFromBlocks to F::kStageToBlocks - 1 blocks where F::stage_row(K, blocks) holds (none
+// F::kStageFromBlocks to F::kStageToBlocks - 1 blocks where F::stages_x(K, blocks) holds (none
 // where the range is empty), with the few-rows rule's configuration. Measured on an H200 at
 // M = 1 against x read in the loop (BENCHMARKS.md "GEMV"): nvfp4, whose loop is the longest,
 // took 0.89-0.95x the time at 896-9496 blocks (K 2048-8192), 0.99-1.00x at 256 (K
 // 12288-16384) and 1.07-1.09x at 128-192, where the copy before the first product is not
 // hidden behind other blocks. int4, with x in a bank-conflict-free order (staged_index), gains
-// in two ranges only (its Int4::stage_row); fp8 took 0.94-1.34x (1.34x at K 8192 N 29568, 16
+// in two ranges only (its Int4::stages_x); fp8 took 0.94-1.34x (1.34x at K 8192 N 29568, 16
 // KiB of x a block: fewer blocks a multiprocessor is the likely cause, not profiled), so it
 // reads x in the loop.
 //
@@ -464,7 +466,7 @@ void launch_rule(const GemvArgs& a, const char* name) {
   if constexpr (F::kStageToBlocks > F::kStageFromBlocks) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
     if (a.m == 1 && nblk >= F::kStageFromBlocks && nblk < F::kStageToBlocks &&
-        F::stage_row(a.k, nblk)) {
+        F::stages_x(a.k, nblk)) {
       launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks, F::kStageToBlocks>(a,
                                                                                        name);
       return;

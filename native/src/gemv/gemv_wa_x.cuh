@@ -50,7 +50,8 @@ __device__ __forceinline__ void x_pairs(const X& c, int i, std::uint32_t (&b)[MT
 // shared memory by every block before its loop (stage_row), or normalised there (norm_row, the
 // RMSNorm form). In shared memory the row is zero-padded to the loop's last granule (the loop
 // reads it untested) and, for the 4-bit formats (F::kPairs04), stored in the decoders' pair
-// order, each 16 bytes through pairs04 once a block instead of once a warp-step and row tile.
+// order, each 16 bytes through pairs04 once a block instead of once a warp-step and row tile,
+// at staged_index (bank-conflict-free loads in the loop).
 enum class XFrom { global, shared, norm };
 
 // Values of x the shared row holds: whole warp-steps of granules (every granule the loop reads).
