@@ -4,9 +4,14 @@
 (the torch.nn.Linear layout, out_features x in_features) into a ``QuantizedWeight``, and
 ``gp.linear_quantized(x, qw, bias)`` computes x @ dequant(W)^T + bias (pygpukit/ops/gemv.py).
 
-Quantization runs on the host in float64 with NumPy (the reference quantizers of
-pygpukit/backends/cpu/gemv.py) and uploads the result: it happens once per weight at load time,
-so no GPU path is provided. Formats (layouts in native/src/gemv/gemv.h):
+Quantization (fp8, int4, nvfp4, w8a8) runs where the weight is going: routed ops
+``weight_amax`` and ``quantize_weight``, Triton kernels on CUDA
+(pygpukit/backends/triton_kernels/qweight.py), the NumPy reference quantizers of
+pygpukit/backends/cpu/gemv.py on the CPU device; both compute in float64 and give the same bits.
+A NumPy weight bound for a GPU is uploaded as it is (a bfloat16 checkpoint's 2 bytes a value)
+and quantized there, with one read-back of its row maxima (the NaN / inf check, int4's scale
+range, nvfp4's global scale). The GGUF formats below quantize on the host (the ``gguf``
+package's reference). Formats (layouts in native/src/gemv/gemv.h):
 
 ======  ==========================  ===================================  ====================
 format  data                        scales                               K
@@ -52,15 +57,16 @@ from pygpukit.array import GPUArray
 from pygpukit.backends.cpu.gemv import (
     FP8_BLOCK,
     INT4_GROUP,
+    INT4_MAX,
     NVFP4_BLOCK,
     dequantize_fp8_weight,
     dequantize_int4_weight,
     dequantize_nvfp4_weight,
-    quantize_fp8_weight,
-    quantize_int4_weight,
-    quantize_nvfp4_weight,
+    nvfp4_global_scale,
+    round_to,
 )
 from pygpukit.dtypes import DataType, as_dtype
+from pygpukit.routing.dispatch import run
 
 __all__ = ["FORMATS", "GGUF_BLOCKS", "GGUF_FORMATS", "QuantizedWeight", "quantize_weight"]
 
@@ -334,23 +340,22 @@ def quantize_weight(
         dev = w.device if device is None else device
         if not w.dtype.is_floating:
             raise TypeError(f"quantize_weight: w must be a float array, got {_desc(w)}")
-        host = w.to_numpy()
     elif isinstance(w, np.ndarray):
         dev = device
-        host = w
         try:
-            dt: DataType | None = as_dtype(host.dtype)
+            dt: DataType | None = as_dtype(w.dtype)
         except TypeError:
             dt = None
         if dt is None or not dt.is_floating:
-            raise TypeError(f"quantize_weight: w must be a float array, got dtype {host.dtype}")
+            raise TypeError(f"quantize_weight: w must be a float array, got dtype {w.dtype}")
     else:
         raise TypeError(
             f"quantize_weight: w must be a GPUArray or numpy.ndarray, got {type(w).__name__}"
         )
-    if host.ndim != 2:
-        raise ValueError(f"quantize_weight: w must be 2-D [N, K], got shape {host.shape}")
-    k = host.shape[1]
+    shape = tuple(w.shape)
+    if len(shape) != 2:
+        raise ValueError(f"quantize_weight: w must be 2-D [N, K], got shape {shape}")
+    k = shape[1]
     mult = GGUF_BLOCKS[format][0] if format in GGUF_BLOCKS else _K_MULTIPLE[format]
     if k == 0 or k % mult:
         raise ValueError(
@@ -360,14 +365,14 @@ def quantize_weight(
         raise ValueError(
             f"quantize_weight: scale_dtype applies to int4 only ({format} scales are fixed)"
         )
-    w64 = host.astype(np.float32).astype(np.float64) if host.dtype != np.float64 else host
-    if not np.isfinite(w64).all():
-        raise ValueError("quantize_weight: w has NaN or inf values")
-    from pygpukit.creation import from_numpy
 
     if format in GGUF_BLOCKS:
         if block not in (None, GGUF_BLOCKS[format][0]) or scale_dtype is not None:
             raise ValueError(f"quantize_weight: {format} takes no block= or scale_dtype=")
+        host = w.to_numpy() if isinstance(w, GPUArray) else w
+        w64 = host.astype(np.float32).astype(np.float64) if host.dtype != np.float64 else host
+        if not np.isfinite(w64).all():
+            raise ValueError("quantize_weight: w has NaN or inf values")
         import gguf
 
         # gguf's quantizers are llama.cpp's reference (quantize_row_*_ref), bit for bit.
@@ -387,6 +392,7 @@ def quantize_weight(
                 "scale w down or use fp8/int4"
             )
         return QuantizedWeight.from_blocks(format, blocks, device=dev)
+    sname = "float32"
     if format in ("fp8", "w8a8"):
         blk = 0 if block is None else block
         if blk not in ((0, FP8_BLOCK) if format == "fp8" else (0,)):
@@ -395,11 +401,7 @@ def quantize_weight(
                 + (" or 128" if format == "fp8" else " (per-channel weight scales)")
                 + f", got {block!r}"
             )
-        codes, scales = quantize_fp8_weight(w64, blk)
-        return QuantizedWeight(
-            format, from_numpy(codes, device=dev), from_numpy(scales, device=dev), block=blk
-        )
-    if format == "int4":
+    elif format == "int4":
         if block not in (None, INT4_GROUP):
             raise ValueError(f"quantize_weight: int4 groups are 128 values, got block={block!r}")
         sname = as_dtype("float32" if scale_dtype is None else scale_dtype).name
@@ -407,12 +409,48 @@ def quantize_weight(
             raise ValueError(
                 f"quantize_weight: int4 scale_dtype must be one of {_INT4_SCALES}, got {sname}"
             )
-        vals, scales = quantize_int4_weight(w64, INT4_GROUP, as_dtype(sname).np_dtype)
-        data = from_numpy(vals.astype(as_dtype("int4").np_dtype), device=dev)
-        return QuantizedWeight("int4", data, from_numpy(scales, device=dev))
-    if block not in (None, NVFP4_BLOCK):
-        raise ValueError(f"quantize_weight: nvfp4 blocks are 16 values, got block={block!r}")
-    packed, scales, g = quantize_nvfp4_weight(w64)
-    return QuantizedWeight(
-        "nvfp4", from_numpy(packed, device=dev), from_numpy(scales, device=dev), global_scale=g
-    )
+        blk = INT4_GROUP
+    else:
+        if block not in (None, NVFP4_BLOCK):
+            raise ValueError(f"quantize_weight: nvfp4 blocks are 16 values, got block={block!r}")
+        blk = NVFP4_BLOCK
+    arr = _on_device(w, dev)
+    amax = run("weight_amax", (arr,))
+    top = float(np.max(amax.to_numpy(), initial=0.0))  # the one read-back (load time)
+    if not np.isfinite(top):
+        raise ValueError("quantize_weight: w has NaN or inf values")
+    g = 1.0
+    if format == "int4" and not np.isfinite(round_to(np.array(top / INT4_MAX), sname)):
+        raise ValueError(
+            f"quantize int4: |w| up to {top:.4g} needs scales beyond {sname}'s range; use "
+            "scale_dtype float32"
+        )
+    if format == "nvfp4":
+        g = nvfp4_global_scale(top)
+    params = {"format": format, "block": blk, "scale_dtype": sname, "global_scale": g}
+    data, scales = run("quantize_weight", (arr, amax), params)
+    if format == "nvfp4":
+        return QuantizedWeight("nvfp4", data, scales, global_scale=g)
+    if format == "int4":
+        return QuantizedWeight("int4", data, scales)
+    return QuantizedWeight(format, data, scales, block=blk)
+
+
+# Input dtypes the quantize kernels read as they are.
+_QUANT_INPUTS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _on_device(w: Any, dev: Any) -> GPUArray:
+    """w as a float array on dev (default: w's device, or the default device for NumPy input),
+    uploaded as it is (float types other than float16 / bfloat16 / float32 / float64, e.g. fp8,
+    widened to float32 on the host first: exact)."""
+    from pygpukit.creation import from_numpy
+    from pygpukit.runtime import device
+
+    if isinstance(w, GPUArray):
+        if w.dtype.name in _QUANT_INPUTS and (dev is None or w.device == device(dev)):
+            return w
+        w = w.to_numpy()
+    if np.dtype(w.dtype).name not in _QUANT_INPUTS:
+        w = w.astype(np.float32)
+    return from_numpy(w, device=dev)

@@ -59,6 +59,7 @@ from .norm import layernorm, rmsnorm
 from .pitch import pyin_observations
 from .qgemm import dequantize_weight, qgemm_fp8, qgemm_int4, qgemm_nvfp4, qgemm_w8a8
 from .quant import dequantize_fp8, quantize_fp8
+from .qweight import quantize_weight, weight_amax
 from .reduce import argmax, max, mean, min, sum
 from .rope import rope, rope_tables
 from .sampling import sample
@@ -129,6 +130,7 @@ __all__ = [
     "qgemm_nvfp4",
     "qgemm_w8a8",
     "quantize_fp8",
+    "quantize_weight",
     "relu",
     "rfft",
     "rfft_frames",
@@ -157,6 +159,7 @@ __all__ = [
     "sum",
     "tanh",
     "viterbi",
+    "weight_amax",
     "where",
 ]
 

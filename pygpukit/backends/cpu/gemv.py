@@ -35,6 +35,7 @@ __all__ = [
     "quantize_fp8_weight",
     "quantize_int4_weight",
     "quantize_nvfp4_weight",
+    "nvfp4_global_scale",
     "dequantize_fp8_weight",
     "dequantize_int4_weight",
     "dequantize_nvfp4_weight",
@@ -111,13 +112,15 @@ def quantize_fp8_weight(w: Array, block: int = 0) -> tuple[Array, Array]:
 
     scale = amax / 448 per output channel (block 0) or per block of 128 along K (block 128);
     codes = round(w / scale) with the stored float32 scale, clipped to +-448. All-zero rows or
-    blocks get scale 1.
+    blocks get scale 1; a scale that underflows float32 (amax below 2^-140) gives codes 0.
     """
     w = np.asarray(w, dtype=_F64)
     amax = np.abs(w).max(axis=1, initial=0.0) if block == 0 else _blocks(w, block)
     scales = np.where(amax > 0, amax / FP8_MAX, 1.0).astype(np.float32)
     s64 = scales.astype(_F64)[:, None] if block == 0 else _expand(scales, block, w.shape[1])
-    codes = round_to(np.clip(w / s64, -FP8_MAX, FP8_MAX), _E4M3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(s64 > 0, w / s64, 0.0)
+    codes = round_to(np.clip(v, -FP8_MAX, FP8_MAX), _E4M3)
     return codes, scales
 
 
@@ -145,21 +148,26 @@ def quantize_int4_weight(
     return np.clip(q, -8, 7).astype(np.int8), scales
 
 
-def quantize_nvfp4_weight(w: Array) -> tuple[Array, Array, float]:
+def nvfp4_global_scale(amax: float) -> float:
+    """nvfp4's global scale for a weight whose max |w| is amax: amax / (6 * 448) as float32, 1
+    for an all-zero weight or one so small that the float32 quotient underflows."""
+    g = float(np.float32(amax / (E2M1_MAX * FP8_MAX))) if amax > 0 else 1.0
+    return g if g != 0.0 else 1.0
+
+
+def quantize_nvfp4_weight(w: Array, g: float | None = None) -> tuple[Array, Array, float]:
     """(codes packed uint8 [N, K/2], scales float8_e4m3fn [N, K/16], global scale).
 
-    global = amax(w) / (6 * 448) as float32 (1 for an all-zero w); block scale = the block's
-    amax / 6 / global rounded to e4m3; codes = e2m1 round-to-nearest-even of
-    w / (scale * global), clipped to +-6. K must be even (K % 32 == 0 for the GPU kernel).
+    global = nvfp4_global_scale(amax(w)) (or g when given); block scale = the block's amax / 6
+    / global rounded to e4m3; codes = e2m1 round-to-nearest-even of w / (scale * global),
+    clipped to +-6. K must be even (K % 32 == 0 for the GPU kernel).
     """
     w = np.asarray(w, dtype=_F64)
     k = w.shape[1]
     if k % NVFP4_BLOCK:
         raise ValueError(f"quantize nvfp4: K={k} must be a multiple of {NVFP4_BLOCK}")
-    amax = float(np.abs(w).max(initial=0.0))
-    g = float(np.float32(amax / (E2M1_MAX * FP8_MAX))) if amax > 0 else 1.0
-    if g == 0.0:  # amax so small that the float32 global underflows
-        g = 1.0
+    if g is None:
+        g = nvfp4_global_scale(float(np.abs(w).max(initial=0.0)))
     bmax = _blocks(w, NVFP4_BLOCK)
     scales = round_to(np.minimum(bmax / (E2M1_MAX * g), FP8_MAX), _E4M3)
     s_el = _expand(scales, NVFP4_BLOCK, k) * g
