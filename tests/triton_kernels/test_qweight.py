@@ -191,5 +191,5 @@ def test_quantize_weight_on_the_gpu_checks_first() -> None:
     qw = gp.quantize_weight(tiny, "nvfp4", device="cuda:0")
     assert qw.global_scale == 1.0
     assert (qw.dequantize() == 0).all()
-    ok = gp.quantize_weight(np.ones((4, 64), np.float32), "int4", device="cuda:0")
-    assert (ok.dequantize() == 1).all()  # the runtime is usable after the refusals
+    ok = gp.quantize_weight(np.full((4, 64), 7.0, np.float32), "int4", device="cuda:0")
+    assert (ok.dequantize() == 7).all()  # scale 1: the runtime is usable after the refusals
