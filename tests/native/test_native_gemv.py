@@ -16,8 +16,8 @@ wide launch several warp-steps a warp and a partial last one (its streams advanc
 turns); "huge" only reaches F::Wider (its rows stay short to keep the float64 reference cheap).
 At M = 1 the 4-bit formats read x staged in shared memory, zero-padded past K, in the decoders'
 pair order: nvfp4 from 512 blocks ("wide", "many", "huge"; the gated product's "odd", "wide",
-"many" and "huge" too), int4 at 512-1023 blocks up to K 4096 ("wide", plain and gated) and at
-256-511 blocks at K 12288-16384 (KN_LONG).
+"many" and "huge" too), int4 at 512-1023 blocks up to K 4096 ("wide", plain and gated). KN_LONG
+(K 16352) covers long rows read in the loop.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ KN_WIDE = (1056, 8200)
 KN_MANY = (544, 16400)  # 1025 blocks of 16 columns; 17 int4 granules a row
 KN_HUGE = (128, 65552)  # 4097 blocks of 16 columns
 # 257 blocks of 16 columns (plain; gated: I = 2049), K 16384 - a 4-bit granule: long rows (a
-# partial last warp-step; int4's staged row then needs more than 48 KiB of shared memory a block)
+# partial last warp-step)
 KN_LONG = (16352, 4098)
 QUANT = [
     ("fp8", {}),
@@ -194,9 +194,8 @@ def test_gated_product(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("fmt,kw", QUANT, ids=str)
 def test_long_rows(dtype: str, fmt: str, kw: dict) -> None:
-    """K 16352 over 257 blocks of 16 columns (KN_LONG), plain and gated, at M = 1 (int4: x staged
-    in shared memory, 32 KiB a block with the zero pad, past 48 KiB with the static ring: the
-    opt-in) and M = 3 (x read in the loop)."""
+    """K 16352 over 257 blocks of 16 columns (KN_LONG), plain and gated, at M = 1 and 3: long
+    rows, a partial last warp-step (x read in the loop: no format stages x at 257 blocks)."""
     k, n = KN_LONG
     qw, w64 = _quantized(fmt, kw, n, k)
     for m in (1, 3):

@@ -41,16 +41,15 @@ struct Int4 {
   using Wider = wa::Config<2, 1, 4, 2>;
   static constexpr std::int64_t kWiderFrom = 4096;
   // x regrouped in the decoders' pairs (wa::pairs04). One row of x staged in shared memory
-  // (wa::launch_rule) where that measured faster than x read in the loop (H200, at M = 1): 256
-  // to 511 blocks at K 12288-16384 (0.92-0.95x the time at 256 blocks; at K 2048-4096 there
-  // 1.02-1.03x), 512 to 1023 blocks up to K 4096 (0.96-1.00x at 512-896; K 8192 at 896 blocks
-  // 1.03x). Elsewhere level or slower: 128-192 blocks 1.03-1.11x, 1024-1536 level, 1848 blocks
-  // at K 8192 1.05x. 257-511 blocks with long rows were not timed.
+  // (wa::launch_rule) at 512 to 1023 blocks up to K 4096, where it measured 0.96-1.00x the time
+  // of x read in the loop (H200, M = 1, 512-896 blocks; K 8192 at 896 blocks 1.03x). Elsewhere
+  // level or slower alone (128-192 blocks 1.03-1.11x, 1024-1536 level, 1848 blocks at K 8192
+  // 1.05x), except 256 blocks at K 12288-16384 (0.92-0.95x alone): there, as the down
+  // projection of the Qwen3-8B shape's decode step (launched early behind the gate/up product),
+  // it made the step 0.9% slower, so long rows read x in the loop.
   static constexpr bool kPairs04 = true;
-  static constexpr std::int64_t kStageFromBlocks = 256, kStageToBlocks = 1024;
-  static constexpr bool stages_x(std::int64_t k, std::int64_t blocks) {
-    return blocks < 512 ? k >= 12288 && k <= 16384 : k <= 4096;
-  }
+  static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = 1024;
+  static constexpr bool stages_x(std::int64_t k, std::int64_t) { return k <= 4096; }
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
