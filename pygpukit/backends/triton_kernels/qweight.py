@@ -4,7 +4,8 @@ scales in float32 / bfloat16 / float16) and nvfp4 (e2m1 codes, e4m3 scales per b
 float32 global scale). The results are the NumPy reference's (backends/cpu/gemv.py) bit for bit:
 
 - every quotient and scale is computed in float64 as the reference computes it (w / scale with
-  the stored scale, amax / 448, amax / 7, bmax / (6 g): IEEE division, one rounding each);
+  the stored scale, amax / 448, amax / 7, bmax / (6 g): IEEE division, one rounding each; the
+  PTX for sm_90 has div.rn.f64);
 - rounding to a narrow format (e4m3, e2m1, bfloat16 and float16 scales) is done on the float64
   value by hand (``_round_grid``: the format's grid at the value's exponent, ties to even), the
   correct rounding the reference gets from its round-to-odd step, so no conversion instruction
