@@ -56,12 +56,14 @@ from pygpukit._gguf_planes import BLOCKS, to_blocks, to_planes
 from pygpukit.array import GPUArray
 from pygpukit.backends.cpu.gemv import (
     FP8_BLOCK,
+    FP8_MAX,
     INT4_GROUP,
     INT4_MAX,
     NVFP4_BLOCK,
     dequantize_fp8_weight,
     dequantize_int4_weight,
     dequantize_nvfp4_weight,
+    int4_range_error,
     nvfp4_global_scale,
     round_to,
 )
@@ -327,8 +329,12 @@ def quantize_weight(
     codes, e4m3 scales per block of 16, float32 global scale. "w8a8": fp8's per-channel codes
     and scales, for the FP8 x FP8 product (x quantized per row on every call; module
     docstring). Rounding is round-to-nearest-even
-    with the stored scales (pygpukit/backends/cpu/gemv.py). Runs on the host (NumPy, float64)
-    and uploads to ``device`` (default: w's device, or the default device for NumPy input).
+    with the stored scales (pygpukit/backends/cpu/gemv.py). fp8 / int4 / nvfp4 / w8a8 run on
+    ``device`` (default: w's device, or the default device for NumPy input; the routed ops
+    weight_amax and quantize_weight, module docstring), in float64, the same bits on every
+    device; the GGUF formats run on the host and upload. Weights whose scales would overflow
+    their type (fp8's float32 scales from |w| about 1.5e41, nvfp4's float32 global scale, int4's
+    scale_dtype) raise ValueError before any quantization.
     """
     if not isinstance(format, str) or (format not in FORMATS and format not in _GGUF_QUANTIZERS):
         raise ValueError(
@@ -421,12 +427,21 @@ def quantize_weight(
         raise ValueError("quantize_weight: w has NaN or inf values")
     g = 1.0
     if format == "int4" and not np.isfinite(round_to(np.array(top / INT4_MAX), sname)):
+        raise ValueError(int4_range_error(top, sname))
+    with np.errstate(over="ignore"):
+        fp8_scale = np.float32(top / FP8_MAX)
+    if format in ("fp8", "w8a8") and not np.isfinite(fp8_scale):
         raise ValueError(
-            f"quantize int4: |w| up to {top:.4g} needs scales beyond {sname}'s range; use "
-            "scale_dtype float32"
+            f"quantize_weight: |w| up to {top:.4g} needs {format} scales beyond float32's range; "
+            "scale w down"
         )
     if format == "nvfp4":
         g = nvfp4_global_scale(top)
+        if not np.isfinite(g):
+            raise ValueError(
+                f"quantize_weight: |w| up to {top:.4g} needs an nvfp4 global scale beyond "
+                "float32's range; scale w down"
+            )
     params = {"format": format, "block": blk, "scale_dtype": sname, "global_scale": g}
     data, scales = run("quantize_weight", (arr, amax), params)
     if format == "nvfp4":

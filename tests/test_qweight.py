@@ -154,8 +154,13 @@ def test_quantize_weight_rejects_bad_input() -> None:
         gp.quantize_weight(w, "int4", block=64)
     with pytest.raises(ValueError, match=r"w8a8 block must be None/0 \(per-channel"):
         gp.quantize_weight(w, "w8a8", block=128)
-    with pytest.raises(ValueError, match="beyond float16's range"):
+    with pytest.raises(ValueError, match="beyond float16's range; use scale_dtype float32"):
         gp.quantize_weight(np.full((2, 64), 1e6), "int4", scale_dtype="float16")
+    with pytest.raises(ValueError, match="beyond float32's range; scale w down"):
+        gp.quantize_weight(np.full((2, 64), 1e40), "int4")
+    for fmt, what in (("fp8", "fp8 scales"), ("w8a8", "w8a8 scales"), ("nvfp4", "global scale")):
+        with pytest.raises(ValueError, match=f"{what} beyond float32's range"):
+            gp.quantize_weight(np.full((2, 64), 1e42), fmt)
 
 
 def test_quantized_weight_checks_its_arrays() -> None:

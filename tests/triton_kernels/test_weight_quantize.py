@@ -33,13 +33,8 @@ LAYOUTS = [
     ("int4", 128, "float16"),
     ("nvfp4", 16, "float32"),
 ]
-# float32 and float16 inputs under the interpreter too; bfloat16 and float64 on the GPU
-INPUTS = [
-    "float32",
-    "float16",
-    pytest.param("bfloat16", marks=GPU),
-    pytest.param("float64", marks=GPU),
-]
+# every input dtype, under the interpreter too (bfloat16 travels as its bits)
+INPUTS = ["float32", "float16", "bfloat16", "float64"]
 
 
 def _bits(a: Any) -> np.ndarray:
@@ -136,6 +131,53 @@ def test_int4_half_scales_round_ties_to_even(sdt: str, device: str) -> None:
     for i, a in enumerate(amax):
         w[i, 0], w[i, 1:] = a, np.linspace(-a, a, 127)
     _check(w, "int4", 128, sdt, device)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "sdt", "grid"),
+    [
+        ("int4", "float16", 2.0**-24),  # float16's subnormal step
+        ("int4", "bfloat16", 2.0**-133),  # bfloat16's
+        ("nvfp4", "float32", 2.0**-9),  # e4m3's (the block scale; g = 1)
+    ],
+)
+def test_subnormal_scales_round_ties_to_even(fmt: str, sdt: str, grid: float, device: str) -> None:
+    """Groups whose scale (amax / 7; nvfp4: amax / 6) lies halfway between two subnormals of
+    the scale's type, below an odd (rounds up) and an even (rounds down) step: rounded down, the
+    group's amax over its scale passes 7, which int4 clips."""
+    div, g = (7.0, 128) if fmt == "int4" else (6.0, 16)
+    rows = []
+    for m in (5, 6, 1, 2):
+        a = div * (m + 0.5) * grid
+        rows.append(np.concatenate([[a, -a], np.linspace(-a, a, g - 2)] * (128 // g)))
+    if fmt == "nvfp4":
+        rows.append(np.full(128, 2688.0))  # the global maximum: g = 2688 / (6 * 448) = 1
+    _check(np.array(rows, np.float32), fmt, 128 if fmt == "int4" else 16, sdt, device)
+
+
+def test_fp8_scale_underflow_gives_code_zero(device: str) -> None:
+    """A row whose amax / 448 underflows float32 (float64 input): scale 0, codes 0, and the
+    dequantized row 0 (not NaN)."""
+    w = np.ones((2, 64))
+    w[1] = np.linspace(-1e-300, 1e-300, 64)
+    _check(w, "fp8", 0, "float32", device)
+    codes, scales = ref.quantize_weight(w, ref.weight_amax(w), format="fp8", block=0,
+                                        scale_dtype="float32", global_scale=1.0)  # fmt: skip
+    assert scales[1] == 0 and not _bits(codes)[1].any()
+
+
+def test_bfloat16_subnormal_inputs(device: str) -> None:
+    w = np.linspace(-1.01e-39, 2e-39, 5 * 128).reshape(5, 128).astype(ml_dtypes.bfloat16)
+    w[0, 0] = 3.0
+    for fmt, block, sdt in LAYOUTS:
+        _check(w, fmt, block, sdt, device)
+
+
+def test_global_scale_must_be_a_float32_value(device: str) -> None:
+    w = gp.from_numpy(np.ones((2, 32), np.float32), device=device)
+    with pytest.raises(ValueError, match="global_scale must be a float32 value"):
+        tq.quantize_weight(w, tq.weight_amax(w), format="nvfp4", block=16,
+                           scale_dtype="float32", global_scale=0.1)  # fmt: skip
 
 
 @pytest.mark.parametrize(("fmt", "block", "sdt"), LAYOUTS)

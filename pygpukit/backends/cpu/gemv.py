@@ -36,6 +36,7 @@ __all__ = [
     "quantize_int4_weight",
     "quantize_nvfp4_weight",
     "nvfp4_global_scale",
+    "int4_range_error",
     "dequantize_fp8_weight",
     "dequantize_int4_weight",
     "dequantize_nvfp4_weight",
@@ -112,7 +113,7 @@ def quantize_fp8_weight(w: Array, block: int = 0) -> tuple[Array, Array]:
 
     scale = amax / 448 per output channel (block 0) or per block of 128 along K (block 128);
     codes = round(w / scale) with the stored float32 scale, clipped to +-448. All-zero rows or
-    blocks get scale 1; a scale that underflows float32 (amax below 2^-140) gives codes 0.
+    blocks get scale 1; a scale that underflows float32 (amax below about 2^-141) gives codes 0.
     """
     w = np.asarray(w, dtype=_F64)
     amax = np.abs(w).max(axis=1, initial=0.0) if block == 0 else _blocks(w, block)
@@ -122,6 +123,12 @@ def quantize_fp8_weight(w: Array, block: int = 0) -> tuple[Array, Array]:
         v = np.where(s64 > 0, w / s64, 0.0)
     codes = round_to(np.clip(v, -FP8_MAX, FP8_MAX), _E4M3)
     return codes, scales
+
+
+def int4_range_error(amax: float, scale_dtype: str) -> str:
+    """The message for int4 scales (amax / 7) that overflow scale_dtype."""
+    fix = "scale w down" if scale_dtype == "float32" else "use scale_dtype float32"
+    return f"quantize int4: |w| up to {amax:.4g} needs scales beyond {scale_dtype}'s range; {fix}"
 
 
 def quantize_int4_weight(
@@ -138,10 +145,7 @@ def quantize_int4_weight(
     scales = round_to(np.where(amax > 0, amax / INT4_MAX, 1.0), scale_dtype)
     s64 = scales.astype(_F64)
     if not np.isfinite(s64).all():
-        raise ValueError(
-            f"quantize int4: |w| up to {float(amax.max()):.4g} needs scales beyond "
-            f"{scales.dtype.name}'s range; use scale_dtype float32"
-        )
+        raise ValueError(int4_range_error(float(amax.max()), scales.dtype.name))
     s_el = _expand(s64, group, w.shape[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(s_el > 0, np.rint(w / s_el), 0.0)
@@ -151,7 +155,8 @@ def quantize_int4_weight(
 def nvfp4_global_scale(amax: float) -> float:
     """nvfp4's global scale for a weight whose max |w| is amax: amax / (6 * 448) as float32, 1
     for an all-zero weight or one so small that the float32 quotient underflows."""
-    g = float(np.float32(amax / (E2M1_MAX * FP8_MAX))) if amax > 0 else 1.0
+    with np.errstate(over="ignore"):  # inf past float32's range: the caller refuses it
+        g = float(np.float32(amax / (E2M1_MAX * FP8_MAX))) if amax > 0 else 1.0
     return g if g != 0.0 else 1.0
 
 

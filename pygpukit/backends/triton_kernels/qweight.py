@@ -10,7 +10,8 @@ float32 global scale). The results are the NumPy reference's (backends/cpu/gemv.
   value by hand (``_round_grid``: the format's grid at the value's exponent, ties to even), the
   correct rounding the reference gets from its round-to-odd step, so no conversion instruction
   of the GPU (or of the interpreter) decides a bit; codes are assembled from the rounded value's
-  exponent and mantissa bits;
+  exponent and mantissa bits, and bfloat16 (inputs and int4 scales) travels as its 16 bits,
+  widened or cut by hand (Triton 3.6's interpreter mis-converts bfloat16 subnormals);
 - int4 values are the quotient rounded half to even, as NumPy's rint.
 
 The whole-tensor maximum nvfp4's global scale needs, the NaN / inf check and int4's overflow
@@ -27,6 +28,7 @@ writes the tile's scales and codes (two 4-bit codes a byte, the low nibble the e
 
 from __future__ import annotations
 
+import numpy as np
 import triton
 import triton.language as tl
 
@@ -34,11 +36,13 @@ from pygpukit.backends.triton_kernels._common import GPUArray, cdiv
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.qgemm import _as_u8, _bytes
 from pygpukit.creation import empty
+from pygpukit.dtypes import as_dtype
 
 __all__ = ["quantize_weight", "weight_amax"]
 
 _FMT = {"fp8": 0, "w8a8": 0, "int4": 1, "nvfp4": 2}
 _SCALE_TL = {"float32": tl.float32, "bfloat16": tl.bfloat16, "float16": tl.float16}
+_INT16 = as_dtype("int16")
 _TR, _TC = 16, 256  # a tile of 16 rows x 256 values: two int4 / fp8 blocks, 16 nvfp4 blocks
 
 
@@ -102,28 +106,38 @@ def _e2m1_code(v):
 
 
 @triton.jit
+def _load_f64(ptr, mask, BF16: tl.constexpr):
+    """Values at ptr as float64, exactly: BF16, int16 words holding bfloat16 bits."""
+    if BF16:
+        u = tl.load(ptr, mask=mask, other=0).to(tl.uint16, bitcast=True).to(tl.uint32)
+        return (u << 16).to(tl.float32, bitcast=True).to(tl.float64)
+    return tl.load(ptr, mask=mask, other=0.0).to(tl.float64)
+
+
+@triton.jit
 def _max_nan(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
-def _amax_kernel(W, A, N, K, swn, swk, TR: tl.constexpr, TC: tl.constexpr):
+def _amax_kernel(W, A, N, K, swn, swk, BF16: tl.constexpr, TR: tl.constexpr, TC: tl.constexpr):
     rows = tl.program_id(0) * TR + tl.arange(0, TR)
     rok = rows < N
     acc = tl.zeros([TR, TC], tl.float64)
     for c0 in range(0, K, TC):
         cols = c0 + tl.arange(0, TC)
         m = rok[:, None] & (cols < K)[None, :]
-        w = tl.load(W + rows.to(tl.int64)[:, None] * swn + cols.to(tl.int64)[None, :] * swk,
-                    mask=m, other=0.0)  # fmt: skip
-        acc = _max_nan(acc, tl.abs(w.to(tl.float64)))
+        w = _load_f64(W + rows.to(tl.int64)[:, None] * swn + cols.to(tl.int64)[None, :] * swk,
+                      m, BF16)  # fmt: skip
+        acc = _max_nan(acc, tl.abs(w))
     tl.store(A + rows, tl.reduce(acc, 1, _max_nan), mask=rok)
 
 
 @triton.jit
 def _quantize_kernel(
     W, A, Q, S, N, K, swn, swk, sqn, ssn, nb, gscale,
-    FMT: tl.constexpr, G: tl.constexpr, SDT: tl.constexpr, TR: tl.constexpr, TC: tl.constexpr,
+    FMT: tl.constexpr, G: tl.constexpr, SDT: tl.constexpr, BF16: tl.constexpr, TR: tl.constexpr,
+    TC: tl.constexpr,
 ):  # fmt: skip
     rows = tl.program_id(0) * TR + tl.arange(0, TR)
     c0 = tl.program_id(1) * TC
@@ -131,8 +145,7 @@ def _quantize_kernel(
     rok = rows < N
     r64 = rows.to(tl.int64)
     m = rok[:, None] & (cols < K)[None, :]
-    w = tl.load(W + r64[:, None] * swn + cols.to(tl.int64)[None, :] * swk, mask=m, other=0.0)
-    w = w.to(tl.float64)
+    w = _load_f64(W + r64[:, None] * swn + cols.to(tl.int64)[None, :] * swk, m, BF16)
     if G == 0:  # fp8, one scale a row: amax / 448 as float32 (1 for a row of zeros)
         amax = tl.load(A + rows, mask=rok, other=0.0)
         s32 = tl.where(amax > 0, amax / 448.0, 1.0).to(tl.float32)
@@ -149,11 +162,13 @@ def _quantize_kernel(
             a7 = tl.where(bmax > 0, bmax / 7.0, 1.0)
             if SDT == tl.float32:
                 s = a7.to(tl.float32).to(tl.float64)
-            elif SDT == tl.bfloat16:
+                stored = s.to(tl.float32)
+            elif SDT == tl.bfloat16:  # stored as its bits (S: int16 words): the float32's top half
                 s = _round_grid(a7, 7, -126)
+                stored = (s.to(tl.float32).to(tl.uint32, bitcast=True) >> 16).to(tl.int16)
             else:
                 s = _round_grid(a7, 10, -14)
-            stored = s.to(tl.float32).to(SDT)  # exact
+                stored = s.to(tl.float32).to(tl.float16)  # exact
         else:  # nvfp4 blocks of 16: bmax / (6 g), at most 448, rounded to e4m3
             g = tl.cast(gscale, tl.float64)
             r = _round_grid(tl.minimum(bmax / (6.0 * g), 448.0), 3, -6)
@@ -188,6 +203,14 @@ def _quantize_kernel(
                  mask=rok[:, None] & (bcol < K // 2)[None, :])  # fmt: skip
 
 
+def _words(a: GPUArray) -> GPUArray:
+    """A bfloat16 array as the int16 words it holds (the kernels widen and cut them by hand);
+    any other array as it is."""
+    if a.dtype.name != "bfloat16":
+        return a
+    return GPUArray._make(a._buf, a._ptr, a._shape, a._estrides, a._offset, _INT16, a._device)
+
+
 def weight_amax(w: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """max |w[n, :]| per row as float64 [N] (NaN where a row holds one; inf for an inf)."""
     del out
@@ -195,8 +218,8 @@ def weight_amax(w: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     a = empty((n,), "float64", w.device)
     if n:
         swn, swk = w.element_strides
-        launch(_amax_kernel, (cdiv(n, _TR),), w, a, n, k, swn, swk, TR=_TR, TC=_TC,
-               num_warps=4)  # fmt: skip
+        launch(_amax_kernel, (cdiv(n, _TR),), _words(w), a, n, k, swn, swk,
+               BF16=w.dtype.name == "bfloat16", TR=_TR, TC=_TC, num_warps=4)  # fmt: skip
     return a
 
 
@@ -227,7 +250,7 @@ def quantize_weight(
         group = 128
         nb = cdiv(k, group)
         scales = empty((n, nb), scale_dtype, dev)
-        s, sdt = scales, _SCALE_TL[scale_dtype]
+        s, sdt = _words(scales), _SCALE_TL[scale_dtype]
     else:
         data = empty((n, k // 2), "uint8", dev)
         q, sqn = data, k // 2
@@ -235,11 +258,15 @@ def quantize_weight(
         nb = k // group
         scales = empty((n, nb), "float8_e4m3fn", dev)
         s, sdt = _as_u8(scales), tl.uint8
+    g = float(global_scale)
+    if float(np.float32(g)) != g:  # the kernel takes it as a float32 argument
+        raise ValueError(f"quantize_weight: global_scale must be a float32 value, got {g!r}")
     if n:
         swn, swk = w.element_strides
         launch(
             _quantize_kernel, (cdiv(n, _TR), cdiv(k, _TC)),
-            w, amax, q, s, n, k, swn, swk, sqn, nb, nb, float(global_scale),
-            FMT=_FMT[format], G=group, SDT=sdt, TR=_TR, TC=_TC, num_warps=4,
+            _words(w), amax, q, s, n, k, swn, swk, sqn, nb, nb, g,
+            FMT=_FMT[format], G=group, SDT=sdt, BF16=w.dtype.name == "bfloat16", TR=_TR,
+            TC=_TC, num_warps=4,
         )  # fmt: skip
     return data, scales
