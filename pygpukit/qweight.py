@@ -425,7 +425,20 @@ def quantize_weight(
     top = float(np.max(amax.to_numpy(), initial=0.0))  # the one read-back (load time)
     if not np.isfinite(top):
         raise ValueError("quantize_weight: w has NaN or inf values")
-    g = 1.0
+    g = _scale_range(format, top, sname)
+    params = {"format": format, "block": blk, "scale_dtype": sname, "global_scale": g}
+    data, scales = run("quantize_weight", (arr, amax), params)
+    if format == "nvfp4":
+        return QuantizedWeight("nvfp4", data, scales, global_scale=g)
+    if format == "int4":
+        return QuantizedWeight("int4", data, scales)
+    return QuantizedWeight(format, data, scales, block=blk)
+
+
+def _scale_range(format: str, top: float, sname: str) -> float:
+    """Refuses a weight whose largest |value| ``top`` gives scales past their type (int4's
+    scale_dtype, fp8's float32 scales, nvfp4's float32 global scale); nvfp4's global scale, else
+    1.0."""
     if format == "int4" and not np.isfinite(round_to(np.array(top / INT4_MAX), sname)):
         raise ValueError(int4_range_error(top, sname))
     with np.errstate(over="ignore"):
@@ -435,20 +448,15 @@ def quantize_weight(
             f"quantize_weight: |w| up to {top:.4g} needs {format} scales beyond float32's range; "
             "scale w down"
         )
-    if format == "nvfp4":
-        g = nvfp4_global_scale(top)
-        if not np.isfinite(g):
-            raise ValueError(
-                f"quantize_weight: |w| up to {top:.4g} needs an nvfp4 global scale beyond "
-                "float32's range; scale w down"
-            )
-    params = {"format": format, "block": blk, "scale_dtype": sname, "global_scale": g}
-    data, scales = run("quantize_weight", (arr, amax), params)
-    if format == "nvfp4":
-        return QuantizedWeight("nvfp4", data, scales, global_scale=g)
-    if format == "int4":
-        return QuantizedWeight("int4", data, scales)
-    return QuantizedWeight(format, data, scales, block=blk)
+    if format != "nvfp4":
+        return 1.0
+    g = nvfp4_global_scale(top)
+    if not np.isfinite(g):
+        raise ValueError(
+            f"quantize_weight: |w| up to {top:.4g} needs an nvfp4 global scale beyond float32's "
+            "range; scale w down"
+        )
+    return g
 
 
 # Input dtypes the quantize kernels read as they are.
