@@ -585,9 +585,7 @@ _ROUTES: list[OpRoute] = [
         Candidate("triton", dtypes=frozenset().union(*_QUANT_OPERANDS.values())),
         Candidate("cpu", dtypes=ANY | {"int4"}, devices=frozenset({"cpu"})),
     ),
-    # Weights quantized for those formats (gp.quantize_weight: the row maxima, then the codes
-    # and scales): Triton kernels computing in float64 on CUDA (backends/triton_kernels/
-    # qweight.py), the NumPy reference quantizers on the CPU, the same bits. No native twin.
+    # gp.quantize_weight: float64 Triton kernels (triton_kernels/qweight.py), NumPy's bits.
     _entry("weight_amax", "qweight", Candidate("triton", dtypes=FLOATS), CPU),
     _entry("quantize_weight", "qweight", Candidate("triton", dtypes=FLOATS), CPU),
 ]

@@ -48,8 +48,7 @@ struct Int4 {
   // projection of the Qwen3-8B shape's decode step (launched early behind the gate/up product),
   // it made the step 0.9% slower, so long rows read x in the loop.
   static constexpr bool kPairs04 = true;
-  static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = 1024;
-  static constexpr bool stages_x(std::int64_t k, std::int64_t) { return k <= 4096; }
+  static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = 1024, kStageMaxK = 4096;
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
@@ -129,8 +128,8 @@ struct Nvfp4 {
   static constexpr bool kPairs04 = true;  // as Int4's
   // One row of x staged in shared memory from 512 blocks up to K 8192 (wa::launch_rule:
   // 0.89-0.95x the time of x read in the loop there).
-  static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = wa::kNoBlockLimit;
-  static constexpr bool stages_x(std::int64_t k, std::int64_t) { return k <= 8192; }
+  static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = wa::kNoBlockLimit,
+                                kStageMaxK = 8192;
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).

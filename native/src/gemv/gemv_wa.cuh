@@ -421,13 +421,13 @@ void launch_config(const GemvArgs& a, const char* name) {
 // The RMSNorm form (one row) takes the rule of up to 8 rows (launch_few_rows).
 //
 // One row of x staged in shared memory (XFrom::shared) where the format asks for it: at
-// F::kStageFromBlocks to F::kStageToBlocks - 1 blocks where F::stages_x(K, blocks) holds (none
+// F::kStageFromBlocks to F::kStageToBlocks - 1 blocks up to F::kStageMaxK values of K (none
 // where the range is empty), with the few-rows rule's configuration. Measured on an H200 at
 // M = 1 against x read in the loop (BENCHMARKS.md "GEMV"): nvfp4, whose loop is the longest,
 // took 0.89-0.95x the time at 896-9496 blocks (K 2048-8192), 0.99-1.00x at 256 (K
 // 12288-16384) and 1.07-1.09x at 128-192, where the copy before the first product is not
 // hidden behind other blocks. int4, with x in a bank-conflict-free order (staged_index), gains
-// in two ranges only (its Int4::stages_x); fp8 took 0.94-1.34x (1.34x at K 8192 N 29568, 16
+// at 512-1023 blocks up to K 4096 only (see Int4); fp8 took 0.94-1.34x (1.34x at K 8192 N 29568, 16
 // KiB of x a block: fewer blocks a multiprocessor is the likely cause, not profiled), so it
 // reads x in the loop.
 //
@@ -450,23 +450,25 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
       return;
     }
   }
-  if constexpr (ToBlocks <= 1024) {
-    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
-  } else if (nblk < 1024) {
-    launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
-  } else if (nblk < F::kWiderFrom) {
-    launch_config<T, F, typename F::Wide, Gated, Xf>(a, name);
-  } else {
-    launch_config<T, F, typename F::Wider, Gated, Xf>(a, name);
+  if constexpr (ToBlocks > 1024) {
+    if (nblk >= 1024) {
+      if (nblk < F::kWiderFrom) {
+        launch_config<T, F, typename F::Wide, Gated, Xf>(a, name);
+      } else {
+        launch_config<T, F, typename F::Wider, Gated, Xf>(a, name);
+      }
+      return;
+    }
   }
+  launch_config<T, F, Config<1, 1, 4, 2>, Gated, Xf>(a, name);
 }
 
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
   if constexpr (F::kStageToBlocks > F::kStageFromBlocks) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-    if (a.m == 1 && nblk >= F::kStageFromBlocks && nblk < F::kStageToBlocks &&
-        F::stages_x(a.k, nblk)) {
+    if (a.m == 1 && a.k <= F::kStageMaxK && nblk >= F::kStageFromBlocks &&
+        nblk < F::kStageToBlocks) {
       launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks, F::kStageToBlocks>(a,
                                                                                        name);
       return;

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from pygpukit.dtypes import as_dtype
+
 from ._common import Array
 from .gemv import quantize_fp8_weight, quantize_int4_weight, quantize_nvfp4_weight
 
@@ -28,10 +30,7 @@ def quantize_weight(
     if format in ("fp8", "w8a8"):
         return quantize_fp8_weight(w64, block)
     if format == "int4":
-        vals, scales = quantize_int4_weight(w64, block, np.dtype(_SCALES[scale_dtype]))
+        vals, scales = quantize_int4_weight(w64, block, as_dtype(scale_dtype).np_dtype)
         return vals.astype(ml_dtypes.int4), scales
     packed, scales, _ = quantize_nvfp4_weight(w64, global_scale)
     return packed, scales
-
-
-_SCALES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}

@@ -32,7 +32,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from pygpukit.backends.triton_kernels._common import GPUArray, cdiv
+from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, tl_dtype
 from pygpukit.backends.triton_kernels.driver import launch
 from pygpukit.backends.triton_kernels.qgemm import _as_u8, _bytes
 from pygpukit.creation import empty
@@ -41,7 +41,6 @@ from pygpukit.dtypes import as_dtype
 __all__ = ["quantize_weight", "weight_amax"]
 
 _FMT = {"fp8": 0, "w8a8": 0, "int4": 1, "nvfp4": 2}
-_SCALE_TL = {"float32": tl.float32, "bfloat16": tl.bfloat16, "float16": tl.float16}
 _INT16 = as_dtype("int16")
 _TR, _TC = 16, 256  # a tile of 16 rows x 256 values: two int4 / fp8 blocks, 16 nvfp4 blocks
 
@@ -250,7 +249,7 @@ def quantize_weight(
         group = 128
         nb = cdiv(k, group)
         scales = empty((n, nb), scale_dtype, dev)
-        s, sdt = _words(scales), _SCALE_TL[scale_dtype]
+        s, sdt = _words(scales), tl_dtype(scales.dtype)
     else:
         data = empty((n, k // 2), "uint8", dev)
         q, sqn = data, k // 2
