@@ -2,7 +2,8 @@
 model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|lean|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|length-chunks|lean|leave-out]
+        [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
 
@@ -46,6 +47,11 @@ Experiments:
     squares in another order, so its tokens may differ there (Llama's are the same bits);
   - splits: decode attention's key splits at batch 1 (the few-programs class's
     FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones);
+  - length-chunks: decode attention's keys a split takes following the length (the length's
+    blocks spread over the splits: _support/scratch.LENGTH_CHUNKS, shipped) or the cache's
+    capacity; with --context (a cache of that many slots, as a chat session's spans the
+    model's context) and --at (where the 32-step graph's step is timed) it shows what a cache
+    longer than its sequence costs;
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step.
@@ -275,7 +281,7 @@ def _rounds(
             r = _rate(model, prompt, args.new, args.repeats if repeats is None else repeats)
             model.generate(prompt, 200, temperature=0, stop_token_ids=())
             step = _step_us(model, 1) * 1e6
-            run = _run_step_us(model)
+            run = _run_step_us(model, at=args.at)
             first = r["tokens"] if first is None else first
             same = r["tokens"] == first
             print(f"{args.model} round {rnd}: {name:40s} graph step {step:7.1f} us, in the "
@@ -322,6 +328,19 @@ def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
         ], repeats=1)  # fmt: skip
     finally:
         attention_decode.FEW_MIN_SPLIT_KEYS = shipped
+
+
+def _length_chunks(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    from pygpukit.backends._support import scratch
+
+    shipped = scratch.LENGTH_CHUNKS
+    try:
+        _rounds(model, prompt, args, [
+            ("keys a split: by the length (shipped)", _setting((scratch, "LENGTH_CHUNKS", True))),
+            ("keys a split: by the capacity", _setting((scratch, "LENGTH_CHUNKS", False))),
+        ], repeats=1)  # fmt: skip
+    finally:
+        scratch.LENGTH_CHUNKS = shipped
 
 
 def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -451,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             "prefetch",
             "append",
             "splits",
+            "length-chunks",
             "lean",
             "leave-out",
             "quant-sites",
@@ -460,16 +480,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quantize", default=None, choices=("fp8", "int4", "nvfp4"),
                    help="the weights quantized at load (quant-sites and quant-norm need it; "
                         "the other experiments then run on the quantized model)")  # fmt: skip
+    p.add_argument("--context", type=int, default=None,
+                   help="the KV cache's slots (default: what the run needs; a chat session's "
+                        "cache spans the model's context)")  # fmt: skip
+    p.add_argument(
+        "--at",
+        type=int,
+        default=128,
+        help="cache position where a step of the 32-step graph is timed",
+    )
     args = p.parse_args(argv)
     if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
         p.error(f"--experiment {args.experiment} needs --quantize")
+    room = args.context if args.context is not None else 16 + max(args.new, 200) + 64  # _rate's
+    if not 1 <= args.at <= room - 32:
+        p.error(f"--at must lie in 1..{room - 32} (the cache's slots less a 32-step run; "
+                "--context sets them)")  # fmt: skip
     model, cfg, _ = random_model(args.model, quantize=args.quantize)
+    if args.context is not None:
+        if args.context > model.config.max_context:
+            p.error(f"--context {args.context} exceeds the model's {model.config.max_context}")
+        model.ensure_cache(1, args.context)  # later, smaller requests keep it
     args.cfg = cfg
     prompt = random_prompts(cfg, 1)
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "append": _append, "splits": _splits, "lean": _lean, "leave-out": _leave_out,
+            "append": _append, "splits": _splits, "length-chunks": _length_chunks,
+            "lean": _lean, "leave-out": _leave_out,
             "quant-sites": _quant_sites,
             "quant-norm": _quant_norm,
         }  # fmt: skip

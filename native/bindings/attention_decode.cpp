@@ -32,7 +32,7 @@ PGK_FAMILY(attention_decode) {
          std::uintptr_t lens, std::int64_t lens_stride, std::uintptr_t block_table,
          std::int64_t bt_s0, std::int64_t bt_s1, std::int64_t page, std::int64_t nblocks,
          std::int64_t cap, double scale, bool causal, std::int64_t splits, std::int64_t chunk,
-         std::int64_t tiles, std::int64_t entries, std::int64_t stages, std::uintptr_t parts,
+         std::int64_t floor, std::int64_t tiles, std::int64_t entries, std::int64_t stages, std::uintptr_t parts,
          std::uintptr_t lse, std::uintptr_t counters) {
         pgk::AttnArgs a{};
         a.device = device;
@@ -67,7 +67,9 @@ PGK_FAMILY(attention_decode) {
           pgk::sdpa_decode_rows(a);
           return;
         }
-        const pgk::DecodeSplit sp{splits, chunk, tiles, entries, stages, parts, lse, counters};
+        // floor 0: the capacity's chunk at every length
+        const pgk::DecodeSplit sp{splits, chunk, floor ? floor : chunk, tiles, entries, stages,
+                                  parts, lse, counters};
         pgk::sdpa_decode_split(a, sp);
       },
       py::arg("device"), py::arg("stream"), py::arg("dtype"), py::arg("batch"), py::arg("heads"),
@@ -76,7 +78,7 @@ PGK_FAMILY(attention_decode) {
       py::arg("so_s"), py::arg("lens"), py::arg("lens_stride"), py::arg("block_table"),
       py::arg("bt_s0"), py::arg("bt_s1"), py::arg("page"), py::arg("nblocks"), py::arg("cap"),
       py::arg("scale"), py::arg("causal"), py::arg("splits") = 0, py::arg("chunk") = 0,
-      py::arg("tiles") = 0, py::arg("entries") = 0, py::arg("stages") = 0, py::arg("parts") = 0,
+      py::arg("floor") = 0, py::arg("tiles") = 0, py::arg("entries") = 0, py::arg("stages") = 0, py::arg("parts") = 0,
       py::arg("lse") = 0,
       py::arg("counters") = 0, PGK_NOGIL,
       "decode attention of q [B, H, Sq, D] over the first lens[b] keys of a contiguous or paged "

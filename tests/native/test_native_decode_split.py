@@ -15,6 +15,7 @@ from _kvcache import decode_inputs, ref_decode, to_paged
 from test_native_attention import OPS, _ext, _poison, _tm, _up
 
 import pygpukit as gp
+from pygpukit.backends._support import scratch
 from pygpukit.backends.native import attention_decode as natd
 
 gpu = pytest.mark.gpu
@@ -43,11 +44,12 @@ def test_split_plan_covers_the_cache_in_whole_steps() -> None:
         assert pl.tiles == -(-(heads // hkv * sq) // 16)
         if page:
             assert pl.entries == pl.chunk // page + 2 and pl.entries <= natd.MAX_ENTRIES
+        assert pl.floor == min(pl.chunk, -(-natd.MIN_SPLIT_KEYS // 16) * 16)
         progs = batch * hkv * pl.tiles
         if progs * 2 <= sms and cap >= 2 * natd.MIN_SPLIT_KEYS:
             assert pl.splits > 1  # a small batch splits its keys to fill the GPU
     forced = natd.split_plan(1, 8, 2, 1, 128, 1000, 132, num_splits=5)
-    assert forced.splits == 5 and forced.chunk == 208
+    assert forced.splits == 5 and forced.chunk == forced.floor == 208
 
 
 def test_split_plan_page_of_one_slot_bounds_the_entries() -> None:
@@ -195,6 +197,33 @@ def test_decode_split_kernel_replays_in_a_graph_with_new_lengths(split_calls: li
         dl[:] = lens
         g.replay()
         assert_close(out, ref_decode(q, kp, vp, lens, table, True), "bfloat16")
+
+
+@gpu
+@pytest.mark.usefixtures("forced")
+@pytest.mark.parametrize("length", [1, 40, 300, 1000, 2000, 4096])
+def test_decode_split_kernel_spreads_a_short_sequence(
+    monkeypatch: pytest.MonkeyPatch, split_calls: list[Any], length: int
+) -> None:
+    """A sequence far shorter than its 4096-slot cache spreads over the splits: the call equals,
+    bit for bit, a launch over a cache cut to the chunk the rule gives (scratch.split_chunk)
+    times the splits, with that split forced, and the float64 reference."""
+    rng = np.random.default_rng(seed("nsplit-spread", length))
+    q = rand(rng, (1, 32, 1, 128), "bfloat16")
+    kc, vc = rand(rng, (1, 8, 4096, 128), "bfloat16"), rand(rng, (1, 8, 4096, 128), "bfloat16")
+    lens = np.array([length], np.int32)
+    r = gp.sdpa_decode(_up(q), _up(kc), _up(vc), _up(lens))
+    assert_close(r, ref_decode(q, kc, vc, lens, None, True), "bfloat16")
+    pl = split_calls[0]
+    assert pl.splits > 1 and pl.floor < pl.chunk
+    keys = scratch.split_chunk(length, scratch.KeySplits(pl.splits, pl.chunk, pl.floor), 16)
+    cut = keys * pl.splits
+    monkeypatch.setattr(natd, "NUM_SPLITS", pl.splits)
+    short = gp.sdpa_decode(
+        _up(q), _up(kc[:, :, :cut].copy()), _up(vc[:, :, :cut].copy()), _up(lens)
+    )
+    assert split_calls[1].chunk == keys and split_calls[1].floor == keys
+    np.testing.assert_array_equal(short.to_numpy(), r.to_numpy())
 
 
 @gpu

@@ -17,6 +17,7 @@ from _tkutil import FLOATS, FLOATS64, GPU, poisoned, poisoned_strided, up
 
 import pygpukit as gp
 from pygpukit.backends import cpu
+from pygpukit.backends._support import scratch
 from pygpukit.backends.triton_kernels import attention_decode as ad
 
 # Lengths 1 and 17 and two longer ones (one a whole number of 64-key blocks), one varying batch.
@@ -253,6 +254,64 @@ def test_few_class_from_the_plan(device: str, page: int | None,
     out = poisoned(q.shape, "float32", device)
     o = _run(device, q, kc, vc, lens, table, out=out)
     assert_close(o, ref_decode(q, kc, vc, lens, table, True), "float32")
+
+
+def test_plan_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fewest keys a split takes: the class's MIN_SPLIT_KEYS in whole blocks, never above
+    the capacity's chunk; a forced split count, the deterministic plan and LENGTH_CHUNKS off fix
+    the chunk at every length."""
+    p = ad.decode_plan(1, 32, 8, 1, 128, 32768, True, 132)
+    assert p.few and p.chunk == 2048 and p.floor == ad.FEW_MIN_SPLIT_KEYS
+    p = ad.decode_plan(8, 32, 8, 1, 128, 32768, True, 132)
+    assert not p.few and p.floor == ad.MIN_SPLIT_KEYS < p.chunk
+    p = ad.decode_plan(1, 32, 8, 1, 128, 272, True, 132)
+    assert p.floor == ad.FEW_MIN_SPLIT_KEYS and p.floor <= p.chunk
+    p = ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, num_splits=4)
+    assert p.floor == p.chunk == 1024
+    p = ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, fixed=True)
+    assert p.floor == p.chunk == ad.FIXED_SPLIT_KEYS
+    monkeypatch.setattr(scratch, "LENGTH_CHUNKS", False)
+    p = ad.decode_plan(1, 32, 8, 1, 128, 32768, True, 132)
+    assert p.floor == p.chunk == 2048
+
+
+def test_split_chunk_rule() -> None:
+    """The host mirror of the kernels' rule: a length's blocks spread over the splits within
+    [floor, chunk]."""
+    sp = scratch.KeySplits(16, 2048, 128)
+    got = [scratch.split_chunk(n, sp, 64) for n in (0, 1, 200, 1000, 2000, 2049, 20000, 32768)]
+    assert got == [128, 128, 128, 128, 128, 192, 1280, 2048]
+    assert scratch.split_chunk(300, scratch.KeySplits(4, 128, 128), 64) == 128
+
+
+# A 1024-slot cache and 8 splits of 128 keys at full length (the few-programs class on 16
+# SMs, FEW_MIN_SPLIT_KEYS 64: floor 64);
+# lengths of one block or less, 4 and 5 blocks (a split a block, where the capacity's chunk
+# gives 2 and 3 splits of two blocks), 9 blocks (two blocks a split) and the whole cache.
+CHUNK_LENS = (1, 64, 200, 300, 576, 1024)
+
+
+@pytest.mark.parametrize("length", CHUNK_LENS)
+def test_length_chunks(device: str, length: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sequence far shorter than its cache spreads over the splits: the call equals, bit for
+    bit, a launch over a cache cut to the chunk the rule gives (split_chunk) times the splits,
+    with that split forced, and the float64 reference."""
+    monkeypatch.setattr(ad, "sm_count", lambda x: 16)
+    monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
+    q, kc, vc, _ = _caches(("chunks", length), "float32", 1, 4, 2, 1, 1024, 32, None)
+    lens = np.array([length], np.int32)
+    pl = ad.decode_plan(1, 4, 2, 1, 32, 1024, False, 16)
+    assert (pl.few, pl.splits, pl.chunk, pl.floor) == (True, 8, 128, 64)
+    keys = scratch.split_chunk(length, scratch.KeySplits(pl.splits, pl.chunk, pl.floor), 64)
+    assert keys == (64 if length <= 512 else 128)
+    out = poisoned(q.shape, "float32", device)
+    _run(device, q, kc, vc, lens, None, out=out)
+    assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32")
+    cut = keys * pl.splits
+    short = _run(device, q, kc[:, :, :cut].copy(), vc[:, :, :cut].copy(), lens, None,
+                 num_splits=pl.splits)  # fmt: skip
+    assert ad.decode_plan(1, 4, 2, 1, 32, cut, False, 16, num_splits=pl.splits).chunk == keys
+    np.testing.assert_array_equal(out.to_numpy(), short.to_numpy())
 
 
 # ----- kv_cache_write -----------------------------------------------------------------------

@@ -20,7 +20,11 @@ void sdpa_decode_rows(const AttnArgs& a);
 // (pygpukit/backends/native_kernels/attention_decode.py) and owns the workspace.
 struct DecodeSplit {
   std::int64_t splits;  // key splits per (sequence, kv head, tile)
-  std::int64_t chunk;   // keys per split, a multiple of 16; splits * chunk >= cap
+  std::int64_t chunk;   // keys per split at full capacity, a multiple of 16; splits * chunk >= cap
+  // The fewest keys a split takes, a multiple of 16 in [16, chunk]: a sequence of len keys
+  // spreads its 16-key steps over the splits, each split taking min(chunk, max(floor, that))
+  // keys (pygpukit/backends/_support/scratch.split_chunk); floor == chunk: the capacity's split.
+  std::int64_t floor;
   std::int64_t tiles;   // 16-row tiles of the heads / kv_heads * sq query rows
   std::int64_t entries;  // block-table entries a split loads into shared memory (paged)
   std::int64_t stages;   // 16-key steps in each warp's cp.async ring: 3 or 4 (D <= 128), 2 (256)

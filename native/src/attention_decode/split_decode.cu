@@ -119,7 +119,6 @@ __global__ void __launch_bounds__(kThreads)
   const int split = blockIdx.x;
   const std::int64_t tile = blockIdx.y % sp.tiles, hk = blockIdx.y / sp.tiles, b = blockIdx.z;
   const std::int64_t group = a.heads / a.kv_heads, rows = group * a.sq;
-  const std::int64_t lo = static_cast<std::int64_t>(split) * sp.chunk;
 
   // q fragments of the tile's rows g and g + 8 (zeros past the rows), for the whole head dim:
   // loaded before the length, so that the two latencies overlap.
@@ -152,8 +151,23 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  // The split's table entries are loaded before the length is known (independent loads): every
-  // entry of a page below the table's width is a readable address.
+  std::int64_t len = at<const int>(a.lens)[b * a.lens_stride];
+  const bool bad_len = len < 0 || len > a.cap;
+  if (bad_len) len = 0;
+  // Keys of this launch's splits for this length: its 16-key steps spread over the splits,
+  // within [floor, chunk] (scratch.split_chunk mirrors it), so a sequence far shorter than the
+  // cache still uses every split.
+  const std::int64_t len_steps = (len + kStep - 1) / kStep;
+  const std::int64_t spread = (len_steps + sp.splits - 1) / sp.splits * kStep;
+  const std::int64_t keys =
+      spread > sp.floor ? (spread < sp.chunk ? spread : sp.chunk) : sp.floor;
+  const std::int64_t nact = len > keys ? (len + keys - 1) / keys : 1;
+  if (split >= nact) return;  // block-uniform
+  const std::int64_t lo = static_cast<std::int64_t>(split) * keys;
+  const std::int64_t hi = lo + keys < len ? lo + keys : len;
+
+  // The split's table entries (the split's start depends on the length, so they follow it):
+  // every entry of a page below the table's width is a readable address.
   std::int64_t first = 0;
   if constexpr (PAGING != kContiguous) {
     first = lo / a.page;
@@ -162,12 +176,6 @@ __global__ void __launch_bounds__(kThreads)
       table[e] = at<const int>(a.block_table)[b * a.bt_s0 + (first + e) * a.bt_s1];
     }
   }
-  std::int64_t len = at<const int>(a.lens)[b * a.lens_stride];
-  const bool bad_len = len < 0 || len > a.cap;
-  if (bad_len) len = 0;
-  const std::int64_t nact = len > sp.chunk ? (len + sp.chunk - 1) / sp.chunk : 1;
-  if (split >= nact) return;  // block-uniform
-  const std::int64_t hi = lo + sp.chunk < len ? lo + sp.chunk : len;
 
   bool bad = bad_len;
   if constexpr (PAGING != kContiguous) {
@@ -524,6 +532,8 @@ void sdpa_decode_split(const AttnArgs& a, const DecodeSplit& sp) {
                           sp.chunk % kStep == 0 && sp.splits * sp.chunk >= a.cap,
                  "splits must lie in [1, 1024] and splits * chunk cover the cache (chunk a "
                  "multiple of 16)");
+  PGK_REQUIRE_AS(who, sp.floor > 0 && sp.floor <= sp.chunk && sp.floor % kStep == 0,
+                 "floor must be a multiple of 16 in [16, chunk]");
   PGK_REQUIRE_AS(who, a.sk_s[3] == 1 && a.sv_s[3] == 1 && aligned16(a.k) && aligned16(a.v),
                  "the split kernel needs unit-stride head dims and 16-byte aligned caches");
   for (int i = 0; i < 3; ++i) {

@@ -18,13 +18,21 @@ never points at memory an eager call may free or grow.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 from pygpukit import _core, runtime
 from pygpukit.array import GPUArray
 from pygpukit.creation import empty, zeros
 
-__all__ = ["DecodeScratch", "decode_workspace", "key_splits", "retained_bytes", "stream_buffer"]
+__all__ = [
+    "DecodeScratch",
+    "KeySplits",
+    "decode_workspace",
+    "key_splits",
+    "retained_bytes",
+    "split_chunk",
+    "stream_buffer",
+]
 
 
 def _stream_key(dev: Any) -> tuple[int, int]:
@@ -68,6 +76,26 @@ def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
 # ----- split-key decode attention -----------------------------------------------------------------
 
 
+# True: a launch's keys per split follow each sequence's length on the device (split_chunk):
+# its keys spread over the launch's splits in whole blocks, never fewer than the floor and never
+# more than the capacity's chunk. False: every split takes the capacity's chunk, so a cache much
+# longer than its sequences leaves most splits idle and a few long ones do the work. H200, batch
+# 1, Hq32 / Hkv8, bf16, a graph of 16 layers' calls (2026-11-29): at 2000 keys D 64 took 6.75 us
+# a call in a 2048-slot cache, 10.25 in an 8192-slot one and 23.78 in a 32768-slot one (D 128:
+# 8.32 / 12.25 / 31.80 us): the capacity, not the length, decided the time.
+LENGTH_CHUNKS = True
+
+
+class KeySplits(NamedTuple):
+    """A split-key launch's split axis: splits (the grid), chunk (keys a split takes at full
+    capacity) and floor (the fewest keys a split takes; equal to chunk: every length splits by
+    the capacity)."""
+
+    splits: int
+    chunk: int
+    floor: int
+
+
 def key_splits(
     capacity: int,
     block: int,
@@ -78,13 +106,13 @@ def key_splits(
     max_splits: int,
     forced: int | None = None,
     at_least: int = 1,
-) -> tuple[int, int]:
-    """(splits, chunk) for ``programs`` (sequence, kv head, row tile) programs over ``capacity``
+) -> KeySplits:
+    """The splits for ``programs`` (sequence, kv head, row tile) programs over ``capacity``
     keys in blocks of ``block``: fill ``slots`` program slots (programs per SM x SMs) in one
     wave (floor: a partial second wave costs a whole program's time), with chunks of at least
-    min_keys keys and at most max_splits splits; forced overrides that count, at_least bounds it
-    from below. The chunk is whole blocks, and the count is recomputed from it, so no split is
-    empty at full capacity."""
+    min_keys keys and at most max_splits splits; forced overrides that count (and fixes the
+    chunk at every length), at_least bounds it from below. The chunk is whole blocks, and the
+    count is recomputed from it, so no split is empty at full capacity."""
     blocks = max(1, -(-capacity // block))
     if forced is None:
         ns = min(slots // max(1, programs), max_splits, capacity // max(1, min_keys))
@@ -92,7 +120,19 @@ def key_splits(
         ns = int(forced)
     ns = max(1, min(max(ns, at_least), blocks))
     chunk = -(-blocks // ns) * block
-    return -(-(blocks * block) // chunk), chunk
+    floor = chunk
+    if LENGTH_CHUNKS and forced is None:
+        floor = min(chunk, max(1, -(-min_keys // block)) * block)
+    return KeySplits(-(-(blocks * block) // chunk), chunk, floor)
+
+
+def split_chunk(length: int, sp: KeySplits, block: int) -> int:
+    """Keys a split takes for a sequence of ``length`` keys: the kernels' on-device rule (the
+    Triton kernel's _seq_len, the native split_decode_kernel), mirrored for the tests. The
+    length's blocks spread over the splits, within [floor, chunk]."""
+    blocks = -(-max(length, 0) // block)
+    per = -(-blocks // sp.splits) * block
+    return min(sp.chunk, max(sp.floor, per))
 
 
 class DecodeScratch:

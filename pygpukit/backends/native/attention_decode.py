@@ -58,7 +58,8 @@ NUM_SPLITS: int | None = None  # forced split count (tests, tuning); None: the p
 
 class SplitPlan(NamedTuple):
     splits: int
-    chunk: int
+    chunk: int  # keys per split at full capacity
+    floor: int  # fewest keys per split (the kernel spreads a length within [floor, chunk])
     tiles: int
     entries: int
     stages: int
@@ -90,11 +91,11 @@ def split_plan(
     if page:  # a split's table entries (chunk // page + 2) fit MAX_ENTRIES: at most `most` steps
         most = max(1, (MAX_ENTRIES - 2) * page // _STEP)
         at_least = _cdiv(capacity, most * _STEP)
-    ns, chunk = key_splits(
+    ns, chunk, floor = key_splits(
         capacity, _STEP, progs, per_sm * sms, min_keys=MIN_SPLIT_KEYS, max_splits=MAX_SPLITS,
         forced=num_splits, at_least=at_least,
     )  # fmt: skip
-    return SplitPlan(ns, chunk, tiles, chunk // page + 2 if page else 0, stages)
+    return SplitPlan(ns, chunk, floor, tiles, chunk // page + 2 if page else 0, stages)
 
 
 @functools.cache
@@ -165,8 +166,8 @@ def sdpa_decode(
         sms, optin = runtime.sm_count(q.device), _optin_smem(q.device)
         pl = split_plan(batch, h, hkv, sq, d, cap, sms, page, num_splits=NUM_SPLITS)
         if _smem(d, q.itemsize, pl.entries, pl.stages) <= optin:
-            split = {"splits": pl.splits, "chunk": pl.chunk, "tiles": pl.tiles,
-                     "entries": pl.entries, "stages": pl.stages}  # fmt: skip
+            split = {"splits": pl.splits, "chunk": pl.chunk, "floor": pl.floor,
+                     "tiles": pl.tiles, "entries": pl.entries, "stages": pl.stages}  # fmt: skip
             if pl.splits > 1:
                 units = batch * hkv * pl.tiles
                 ws = decode_workspace(q.device, units * pl.splits * _ROWS, d, units)
