@@ -49,9 +49,11 @@ Experiments:
     FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones);
   - length-chunks: decode attention's keys a split takes following the length (the length's
     blocks spread over the splits: _support/scratch.LENGTH_CHUNKS, shipped) or the cache's
-    capacity; with --context (a cache of that many slots, as a chat session's spans the
-    model's context) and --at (where the 32-step graph's step is timed) it shows what a cache
-    longer than its sequence costs;
+    capacity, with or without one split up to FEW_ONE_SPLIT_KEYS keys, with splits of at
+    least FEW_MIN_SPLIT_KEYS or 256 keys; with --context
+    (a cache of that many slots, as a chat session's spans the model's context) and --at
+    (where the 32-step graph's step is timed) it shows what a cache longer than its sequence
+    costs;
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step.
@@ -333,14 +335,27 @@ def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
 def _length_chunks(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     from pygpukit.backends._support import scratch
 
-    shipped = scratch.LENGTH_CHUNKS
+    knobs = (
+        (scratch, "LENGTH_CHUNKS"),
+        (attention_decode, "FEW_ONE_SPLIT_KEYS"),
+        (attention_decode, "FEW_MIN_SPLIT_KEYS"),
+    )
+    shipped = [getattr(m, n) for m, n in knobs]
+    variants = (
+        ("by the length (shipped)", shipped[0], shipped[1], shipped[2]),
+        ("by the length, no one-split reach", True, 0, shipped[2]),
+        ("by the length, one split up to 256", True, 256, 256),
+        ("by the capacity", False, 0, shipped[2]),
+    )
     try:
         _rounds(model, prompt, args, [
-            ("keys a split: by the length (shipped)", _setting((scratch, "LENGTH_CHUNKS", True))),
-            ("keys a split: by the capacity", _setting((scratch, "LENGTH_CHUNKS", False))),
+            (f"keys a split {name}",
+             _setting(*((m, n, v) for (m, n), v in zip(knobs, vals, strict=True))))
+            for name, *vals in variants
         ], repeats=1)  # fmt: skip
     finally:
-        scratch.LENGTH_CHUNKS = shipped
+        for (m, n), v in zip(knobs, shipped, strict=True):
+            setattr(m, n, v)
 
 
 def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:

@@ -257,37 +257,46 @@ def test_few_class_from_the_plan(device: str, page: int | None,
 
 
 def test_plan_floor(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fewest keys a split takes: the class's MIN_SPLIT_KEYS in whole blocks, never above
-    the capacity's chunk; a forced split count, the deterministic plan and LENGTH_CHUNKS off fix
-    the chunk at every length."""
+    """The fewest keys a split takes (the class's MIN_SPLIT_KEYS in whole blocks, never above
+    the capacity's chunk) and the one-split reach (FEW_ONE_SPLIT_KEYS in the few-programs
+    class); a forced split count, the deterministic plan and LENGTH_CHUNKS off fix the chunk at
+    every length."""
     p = ad.decode_plan(1, 32, 8, 1, 128, 32768, True, 132)
     assert p.few and p.chunk == 2048 and p.floor == ad.FEW_MIN_SPLIT_KEYS
+    assert p.solo == ad.FEW_ONE_SPLIT_KEYS
     p = ad.decode_plan(8, 32, 8, 1, 128, 32768, True, 132)
-    assert not p.few and p.floor == ad.MIN_SPLIT_KEYS < p.chunk
+    assert not p.few and p.floor == ad.MIN_SPLIT_KEYS < p.chunk and p.solo == 0
     p = ad.decode_plan(1, 32, 8, 1, 128, 272, True, 132)
-    assert p.floor == ad.FEW_MIN_SPLIT_KEYS and p.floor <= p.chunk
-    p = ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, num_splits=4)
-    assert p.floor == p.chunk == 1024
-    p = ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, fixed=True)
-    assert p.floor == p.chunk == ad.FIXED_SPLIT_KEYS
+    assert p.floor == ad.FEW_MIN_SPLIT_KEYS <= p.chunk < p.solo == ad.FEW_ONE_SPLIT_KEYS
+    for p in (
+        ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, num_splits=4),
+        ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, fixed=True),
+    ):
+        assert p.floor == p.chunk and p.solo == 0
     monkeypatch.setattr(scratch, "LENGTH_CHUNKS", False)
     p = ad.decode_plan(1, 32, 8, 1, 128, 32768, True, 132)
-    assert p.floor == p.chunk == 2048
+    assert p.floor == p.chunk == 2048 and p.solo == 0
 
 
 def test_split_chunk_rule() -> None:
-    """The host mirror of the kernels' rule: a length's blocks spread over the splits within
-    [floor, chunk]."""
+    """The host mirror of the kernels' rule: up to solo keys one split, past it a length's
+    blocks spread over the splits within [floor, chunk]."""
     sp = scratch.KeySplits(16, 2048, 128)
     got = [scratch.split_chunk(n, sp, 64) for n in (0, 1, 200, 1000, 2000, 2049, 20000, 32768)]
     assert got == [128, 128, 128, 128, 128, 192, 1280, 2048]
-    assert scratch.split_chunk(300, scratch.KeySplits(4, 128, 128), 64) == 128
+    sp = scratch.KeySplits(16, 2048, 128, 256)
+    got = [scratch.split_chunk(n, sp, 64) for n in (0, 1, 129, 200, 256, 257, 1000, 2049)]
+    assert got == [128, 128, 192, 256, 256, 128, 128, 192]
+    sp = scratch.KeySplits(2, 192, 128, 256)  # a short cache: one split past its chunk
+    got = [scratch.split_chunk(n, sp, 64) for n in (1, 150, 250, 257, 384)]
+    assert got == [128, 192, 256, 192, 192]
 
 
-# A 1024-slot cache and 8 splits of 128 keys at full length (the few-programs class on 16
-# SMs, FEW_MIN_SPLIT_KEYS 64: floor 64);
-# lengths of one block or less, 4 and 5 blocks (a split a block, where the capacity's chunk
-# gives 2 and 3 splits of two blocks), 9 blocks (two blocks a split) and the whole cache.
+# A 1024-slot cache and 4 splits of 256 keys at full length (the few-programs class on 8 SMs,
+# FEW_MIN_SPLIT_KEYS 64: floor 64; FEW_ONE_SPLIT_KEYS 256): lengths of one block or less and
+# of 4 blocks (one split, where the floor alone gives 4 of a block), 5 blocks (3 splits of
+# two blocks, where the capacity's chunk gives 2 of four), 9 blocks (3 splits of three) and
+# the whole cache.
 CHUNK_LENS = (1, 64, 200, 300, 576, 1024)
 
 
@@ -296,22 +305,44 @@ def test_length_chunks(device: str, length: int, monkeypatch: pytest.MonkeyPatch
     """A sequence far shorter than its cache spreads over the splits: the call equals, bit for
     bit, a launch over a cache cut to the chunk the rule gives (split_chunk) times the splits,
     with that split forced, and the float64 reference."""
-    monkeypatch.setattr(ad, "sm_count", lambda x: 16)
+    monkeypatch.setattr(ad, "sm_count", lambda x: 8)
     monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
+    monkeypatch.setattr(ad, "FEW_ONE_SPLIT_KEYS", 256)
     q, kc, vc, _ = _caches(("chunks", length), "float32", 1, 4, 2, 1, 1024, 32, None)
     lens = np.array([length], np.int32)
-    pl = ad.decode_plan(1, 4, 2, 1, 32, 1024, False, 16)
-    assert (pl.few, pl.splits, pl.chunk, pl.floor) == (True, 8, 128, 64)
-    keys = scratch.split_chunk(length, scratch.KeySplits(pl.splits, pl.chunk, pl.floor), 64)
-    assert keys == (64 if length <= 512 else 128)
+    pl = ad.decode_plan(1, 4, 2, 1, 32, 1024, False, 8)
+    assert (pl.few, pl.splits, pl.chunk, pl.floor, pl.solo) == (True, 4, 256, 64, 256)
+    keys = scratch.split_chunk(length, scratch.KeySplits(4, 256, 64, 256), 64)
+    assert keys == {1: 64, 64: 64, 200: 256, 300: 128, 576: 192, 1024: 256}[length]
     out = poisoned(q.shape, "float32", device)
     _run(device, q, kc, vc, lens, None, out=out)
     assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32")
     cut = keys * pl.splits
     short = _run(device, q, kc[:, :, :cut].copy(), vc[:, :, :cut].copy(), lens, None,
                  num_splits=pl.splits)  # fmt: skip
-    assert ad.decode_plan(1, 4, 2, 1, 32, cut, False, 16, num_splits=pl.splits).chunk == keys
+    assert ad.decode_plan(1, 4, 2, 1, 32, cut, False, 8, num_splits=pl.splits).chunk == keys
     np.testing.assert_array_equal(out.to_numpy(), short.to_numpy())
+
+
+@pytest.mark.parametrize("length", [100, 129, 200, 256, 257, 320])
+def test_one_split_past_the_chunk(device: str, length: int,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A 320-slot cache in 3 splits of 128 keys with a one-split reach of 256 keys: up to 256
+    keys the call equals one forced split over the cache bit for bit; past it the capacity's
+    three (the length's blocks spread over the splits); both against the float64 reference."""
+    monkeypatch.setattr(ad, "sm_count", lambda x: 8)
+    monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
+    monkeypatch.setattr(ad, "FEW_ONE_SPLIT_KEYS", 256)
+    q, kc, vc, _ = _caches(("solo", length), "float32", 1, 4, 2, 1, 320, 32, None)
+    lens = np.array([length], np.int32)
+    pl = ad.decode_plan(1, 4, 2, 1, 32, 320, False, 8)
+    assert (pl.few, pl.splits, pl.chunk, pl.floor, pl.solo) == (True, 3, 128, 64, 256)
+    keys = scratch.split_chunk(length, scratch.KeySplits(3, 128, 64, 256), 64)
+    assert -(-length // keys) == (1 if length <= 256 else 3)
+    out = _run(device, q, kc, vc, lens, None)
+    assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32")
+    same = _run(device, q, kc, vc, lens, None, num_splits=1 if length <= 256 else 3)
+    np.testing.assert_array_equal(out.to_numpy(), same.to_numpy())
 
 
 # ----- kv_cache_write -----------------------------------------------------------------------

@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(kThreads)
   const bool bad_len = len < 0 || len > a.cap;
   if (bad_len) len = 0;
   // Keys of this launch's splits for this length: its 16-key steps spread over the splits,
-  // within [floor, chunk] (scratch.split_chunk mirrors it), so a sequence far shorter than the
-  // cache still uses every split.
+  // within [floor, chunk] (scratch.split_chunk mirrors it, with no one-split reach), so a
+  // sequence far shorter than the cache still uses every split.
   const std::int64_t len_steps = (len + kStep - 1) / kStep;
   const std::int64_t spread = (len_steps + sp.splits - 1) / sp.splits * kStep;
   const std::int64_t keys =

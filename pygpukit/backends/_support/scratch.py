@@ -77,23 +77,26 @@ def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
 
 
 # True: a launch's keys per split follow each sequence's length on the device (split_chunk):
-# its keys spread over the launch's splits in whole blocks, never fewer than the floor and never
-# more than the capacity's chunk. False: every split takes the capacity's chunk, so a cache much
-# longer than its sequences leaves most splits idle and a few long ones do the work. H200, batch
-# 1, Hq32 / Hkv8, bf16, a graph of 16 layers' calls (2026-11-29): at 2000 keys D 64 took 6.75 us
-# a call in a 2048-slot cache, 10.25 in an 8192-slot one and 23.78 in a 32768-slot one (D 128:
-# 8.32 / 12.25 / 31.80 us): the capacity, not the length, decided the time.
+# up to a one-split reach a sequence takes one split; past it its keys spread over the launch's
+# splits in whole blocks, never fewer than the floor and never more than the capacity's chunk.
+# False: every split takes the capacity's chunk, so a cache much longer than its sequences
+# leaves most splits idle and a few long ones do the work. H200, batch 1, Hq32 / Hkv8, bf16, a
+# graph of 16 layers' calls (2026-11-29): at 2000 keys D 64 took 6.75 us a call in a 2048-slot
+# cache, 10.25 in an 8192-slot one and 23.78 in a 32768-slot one (D 128: 8.32 / 12.25 / 31.80
+# us) by the capacity; by the length 6.78-6.81 (D 128: 8.31-8.42) in all three.
 LENGTH_CHUNKS = True
 
 
 class KeySplits(NamedTuple):
     """A split-key launch's split axis: splits (the grid), chunk (keys a split takes at full
-    capacity) and floor (the fewest keys a split takes; equal to chunk: every length splits by
-    the capacity)."""
+    capacity), floor (the fewest keys a split takes) and solo (a sequence of up to this many
+    keys takes one split, however short the chunk; 0: none). floor == chunk and solo 0: every
+    length splits by the capacity."""
 
     splits: int
     chunk: int
     floor: int
+    solo: int = 0
 
 
 def key_splits(
@@ -106,13 +109,15 @@ def key_splits(
     max_splits: int,
     forced: int | None = None,
     at_least: int = 1,
+    one_split_keys: int = 0,
 ) -> KeySplits:
     """The splits for ``programs`` (sequence, kv head, row tile) programs over ``capacity``
     keys in blocks of ``block``: fill ``slots`` program slots (programs per SM x SMs) in one
     wave (floor: a partial second wave costs a whole program's time), with chunks of at least
     min_keys keys and at most max_splits splits; forced overrides that count (and fixes the
-    chunk at every length), at_least bounds it from below. The chunk is whole blocks, and the
-    count is recomputed from it, so no split is empty at full capacity."""
+    chunk at every length), at_least bounds it from below; a sequence of up to
+    one_split_keys keys takes one split. The chunk is whole blocks, and the count is
+    recomputed from it, so no split is empty at full capacity."""
     blocks = max(1, -(-capacity // block))
     if forced is None:
         ns = min(slots // max(1, programs), max_splits, capacity // max(1, min_keys))
@@ -120,19 +125,22 @@ def key_splits(
         ns = int(forced)
     ns = max(1, min(max(ns, at_least), blocks))
     chunk = -(-blocks // ns) * block
-    floor = chunk
+    floor, solo = chunk, 0
     if LENGTH_CHUNKS and forced is None:
         floor = min(chunk, max(1, -(-min_keys // block)) * block)
-    return KeySplits(-(-(blocks * block) // chunk), chunk, floor)
+        solo = max(0, -(-one_split_keys // block)) * block
+    return KeySplits(-(-(blocks * block) // chunk), chunk, floor, solo)
 
 
 def split_chunk(length: int, sp: KeySplits, block: int) -> int:
     """Keys a split takes for a sequence of ``length`` keys: the kernels' on-device rule (the
-    Triton kernel's _seq_len, the native split_decode_kernel), mirrored for the tests. The
-    length's blocks spread over the splits, within [floor, chunk]."""
+    Triton kernel's _seq_len, the native split_decode_kernel, which has no one-split reach),
+    mirrored for the tests. The length's blocks spread over the splits, within [floor, chunk];
+    up to sp.solo keys one split, past the capacity's chunk too (a single split needs no
+    partials, and the Triton kernel no per-split table)."""
     blocks = -(-max(length, 0) // block)
-    per = -(-blocks // sp.splits) * block
-    return min(sp.chunk, max(sp.floor, per))
+    keys = min(sp.chunk, max(sp.floor, -(-blocks // sp.splits) * block))
+    return max(keys, blocks * block) if length <= sp.solo else keys
 
 
 class DecodeScratch:

@@ -91,11 +91,13 @@ def split_plan(
     if page:  # a split's table entries (chunk // page + 2) fit MAX_ENTRIES: at most `most` steps
         most = max(1, (MAX_ENTRIES - 2) * page // _STEP)
         at_least = _cdiv(capacity, most * _STEP)
-    ns, chunk, floor = key_splits(
+    # No one-split reach (the kernel spreads every length over its splits from the floor on).
+    ks = key_splits(
         capacity, _STEP, progs, per_sm * sms, min_keys=MIN_SPLIT_KEYS, max_splits=MAX_SPLITS,
         forced=num_splits, at_least=at_least,
     )  # fmt: skip
-    return SplitPlan(ns, chunk, floor, tiles, chunk // page + 2 if page else 0, stages)
+    entries = ks.chunk // page + 2 if page else 0
+    return SplitPlan(ks.splits, ks.chunk, ks.floor, tiles, entries, stages)
 
 
 @functools.cache

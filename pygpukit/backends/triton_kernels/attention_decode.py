@@ -18,9 +18,10 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   once. The same launch therefore replays under a CUDA graph with new lengths.
 - Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
   fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. The keys a split takes follow the
-  length on the device (_support/scratch.split_chunk: the length's blocks spread over the
-  splits, at least MIN_SPLIT_KEYS), so a sequence far shorter than its cache still spreads over
-  the splits instead of leaving all but a few idle. Launches with few (sequence, kv head)
+  length on the device (_support/scratch.split_chunk: up to FEW_ONE_SPLIT_KEYS keys one split,
+  past it the length's blocks spread over the splits, at least MIN_SPLIT_KEYS a split), so a
+  sequence far shorter than its cache still spreads over the splits instead of leaving all but
+  a few idle. Launches with few (sequence, kv head)
   programs (batch 1-4) on a contiguous cache form their own class with their own knobs (FEW_*):
   there the splits carry all the parallelism and a single wave of one program per SM wins.
   Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
@@ -117,6 +118,13 @@ FEW_NUM_WARPS = 4
 FEW_NUM_STAGES = 4  # fp16/bf16; fp32 uses 2
 FEW_PROGRAMS_PER_SM = 1
 FEW_MIN_SPLIT_KEYS = 128
+# The keys are split by the length on the device (_support/scratch.LENGTH_CHUNKS): up to
+# FEW_ONE_SPLIT_KEYS keys one split, past it splits of at least FEW_MIN_SPLIT_KEYS. H200, the
+# Llama-3.2-1B shape's batch-1 step (benchmarks/tuning/decode_ab.py --experiment length-chunks,
+# 2026-11-29): at 128-160 keys one split (floor 256) took 795 us a step against 803 with two of
+# 128; at 600 keys five splits of 128 took 821 us against 837 with three of 256, at 2000 keys
+# 834 against 844 (Qwen3-8B 4249 against 4296).
+FEW_ONE_SPLIT_KEYS = 256
 FEW_FUSED_COMBINE = True
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
@@ -214,10 +222,11 @@ def _decode_block(
 
 
 @triton.jit
-def _seq_len(LENS, b, cap, chunk, floor, NS, BLOCK_N: tl.constexpr, CG: tl.constexpr):
+def _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N: tl.constexpr, CG: tl.constexpr):
     """(length, bad, active splits, keys a split takes): a length outside [0, cap] counts as 0
-    keys and poisons. The length's blocks spread over the NS splits, within [floor, chunk]
-    (_support/scratch.split_chunk; floor == chunk: the capacity's split at every length).
+    keys and poisons. The length's blocks spread over the NS splits, within [floor, chunk]; up
+    to solo keys one split (_support/scratch.split_chunk; floor == chunk and solo 0: the
+    capacity's split at every length).
     CG: read at L2 (the length loaded before the wait on the kernel ahead)."""
     if CG:
         L = tl.load(LENS + b, cache_modifier=".cg")
@@ -225,15 +234,16 @@ def _seq_len(LENS, b, cap, chunk, floor, NS, BLOCK_N: tl.constexpr, CG: tl.const
         L = tl.load(LENS + b)
     bad = (L < 0) | (L > cap)
     L = tl.where(bad, 0, L)
-    per = tl.cdiv(tl.cdiv(L, BLOCK_N), NS) * BLOCK_N
-    c = tl.minimum(chunk, tl.maximum(floor, per))
+    blocks = tl.cdiv(L, BLOCK_N)
+    c = tl.minimum(chunk, tl.maximum(floor, tl.cdiv(blocks, NS) * BLOCK_N))
+    c = tl.where(L <= solo, tl.maximum(c, blocks * BLOCK_N), c)  # one split, past chunk too
     return L, bad, tl.maximum(tl.cdiv(L, c), 1), c
 
 
 @triton.jit
 def _decode_fwd(
-    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, floor, NS,
-    TILES,
+    Q, K, V, LENS, BT, Out, WO, WL, CNT, qk_scale, Hkv, Sq, R, D, cap, nblocks, chunk, floor, solo,
+    NS, TILES,
     sq0, sq1, sq2, sq3, sk0, sk1, sk2, sk3, sv0, sv1, sv2, sv3, so0, so1, so2, so3, sbt0, sbt1,
     # sdpa_decode_append: the new tokens' k, v and kv_cache_write's rotation and head norms
     KN, VN, COS, SIN, QNW, KNW, eps, HALF, max_pos, skn0, skn1, skn2, skn3, svn0, svn1, svn2,
@@ -253,13 +263,13 @@ def _decode_fwd(
     b = bh // Hkv
     hk = bh - b * Hkv
     if PREFETCH:  # no kernel that may still run writes the lengths (PREFETCH_LENGTHS)
-        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, NS, BLOCK_N, CG=True)
+        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=True)
     if PDL:  # launched early (programmatic dependent launch): q and the caches (and the
         gdc_wait()  # lengths) may be the previous kernel's, read only after it has finished
     if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
         gdc_launch_dependents()
     if not PREFETCH:
-        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, NS, BLOCK_N, CG=False)
+        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
     if split < n_act:  # splits past the sequence's length do nothing
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         rmask = rows < R
@@ -369,7 +379,7 @@ def _decode_fwd(
 
 @triton.jit
 def _decode_combine(
-    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, floor, NS, TILES, so0, so1, so2, so3,
+    Out, WO, WL, LENS, Hkv, Sq, R, D, cap, chunk, floor, solo, NS, TILES, so0, so1, so2, so3,
     GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
@@ -379,7 +389,7 @@ def _decode_combine(
     bh = pid // TILES
     b = bh // Hkv
     hk = bh - b * Hkv
-    _len, _bad, n_act, _chunk = _seq_len(LENS, b, cap, chunk, floor, NS, BLOCK_N, CG=False)
+    _len, _bad, n_act, _chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
     if n_act > 1:  # one split wrote the output itself
         _combine(
             Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
@@ -396,6 +406,7 @@ class DecodePlan(NamedTuple):
     splits: int  # key splits (grid axis 1)
     chunk: int  # keys per split at full capacity, a multiple of block_n
     floor: int  # fewest keys per split (the kernel spreads a length's blocks within [floor, chunk])
+    solo: int  # a sequence of up to this many keys takes one split (0: none)
     block_r: int  # rows of a partial output in the workspace
     block_s: int  # splits per combine step
     num_warps: int
@@ -430,7 +441,8 @@ def decode_plan(
         ns = max(1, cdiv(capacity, FIXED_SPLIT_KEYS))
         bs = max(2, COMBINE_ELEMS // (bm * bd))
         return DecodePlan(
-            bm, cdiv(rows, bm), BLOCK_N, ns, FIXED_SPLIT_KEYS, FIXED_SPLIT_KEYS, bm, bs, NUM_WARPS,
+            bm, cdiv(rows, bm), BLOCK_N, ns, FIXED_SPLIT_KEYS, FIXED_SPLIT_KEYS, 0, bm, bs,
+            NUM_WARPS,
             NUM_STAGES if half else 2, bool(FUSED_COMBINE), False, True,
         )  # fmt: skip
     bm = max(16, min(next_pow2(rows), MAX_BLOCK_M))
@@ -441,20 +453,20 @@ def decode_plan(
         few = few and (page == 0 or (FEW_PAGED and page % FEW_BLOCK_N == 0))
     if few:
         bn, warps, stages, per_sm = FEW_BLOCK_N, FEW_NUM_WARPS, FEW_NUM_STAGES, FEW_PROGRAMS_PER_SM
-        min_keys, fused = FEW_MIN_SPLIT_KEYS, FEW_FUSED_COMBINE
+        min_keys, solo, fused = FEW_MIN_SPLIT_KEYS, FEW_ONE_SPLIT_KEYS, FEW_FUSED_COMBINE
     else:
         bn, warps, stages, per_sm = BLOCK_N, NUM_WARPS, NUM_STAGES, PROGRAMS_PER_SM
-        min_keys, fused = MIN_SPLIT_KEYS, FUSED_COMBINE
+        min_keys, solo, fused = MIN_SPLIT_KEYS, 0, FUSED_COMBINE
     bd = max(16, next_pow2(head_dim))
-    ns, chunk, floor = key_splits(
+    ns, chunk, floor, solo = key_splits(
         capacity, bn, progs, per_sm * sms, min_keys=min_keys, max_splits=MAX_SPLITS,
-        forced=num_splits,
+        forced=num_splits, one_split_keys=solo,
     )  # fmt: skip
     br = bm if tiles > 1 else max(2, next_pow2(rows))
     bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
     stages = stages if half else 2
     return DecodePlan(
-        bm, tiles, bn, ns, chunk, floor, br, bs, warps, stages, bool(fused), bool(few)
+        bm, tiles, bn, ns, chunk, floor, solo, br, bs, warps, stages, bool(fused), bool(few)
     )
 
 
@@ -583,7 +595,8 @@ def _sdpa_decode(
     launch(
         _decode_fwd, (nbh, pl.splits),
         q, k, v, lens, bt if bt is not None else lens, o, wo, wl, cnt, sm_scale * LOG2E,
-        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.floor, pl.splits, pl.tiles,
+        hkv, sq, group * sq, d, cap, k.shape[0], pl.chunk, pl.floor, pl.solo, pl.splits,
+        pl.tiles,
         *q.element_strides, *k.element_strides, *v.element_strides, *so, *sbt,
         *_append_args(ap, q, rope, tc, ts),
         GROUP=group, CAUSAL=bool(causal), PAGED=paged,
@@ -602,9 +615,9 @@ def _sdpa_decode(
     if pl.splits > 1 and not fuse:
         launch(
             _decode_combine, (nbh,),
-            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.floor, pl.splits,
-            pl.tiles, *so, GROUP=group, BLOCK_M=pl.block_m, BLOCK_D=bd, BLOCK_R=pl.block_r,
-            BLOCK_S=pl.block_s, BLOCK_N=pl.block_n, num_warps=pl.num_warps,
+            o, wo, wl, lens, hkv, sq, group * sq, d, cap, pl.chunk, pl.floor, pl.solo,
+            pl.splits, pl.tiles, *so, GROUP=group, BLOCK_M=pl.block_m, BLOCK_D=bd,
+            BLOCK_R=pl.block_r, BLOCK_S=pl.block_s, BLOCK_N=pl.block_n, num_warps=pl.num_warps,
             enable_fp_fusion=not pl.fixed,
         )  # fmt: skip
     return o
