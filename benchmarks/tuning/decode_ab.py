@@ -31,12 +31,12 @@ Experiments:
   behind the current one before the host waits for its tokens: generation.run_steps, shipped)
   and with each run's tokens waited for before the next is enqueued (DecodeRun.can_resume
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
-  positions 128-160 (the middle of the 256 new tokens; the rate with no host time at all),
-  two alternating rounds.
-- prefetch, append, splits, lean: two alternating rounds of each variant, each measured alike
-  (decode tok/s as in pdl, the 1-step graph's device time over 50 replays, a step inside the
-  32-step graph at cache positions 128-160 as in overlap, tokens checked against the first
-  variant's):
+  positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
+  with no host time at all), two alternating rounds.
+- prefetch, append, splits, length-chunks, lean: two alternating rounds of each variant, each
+  measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50 replays, a
+  step inside the 32-step graph at cache positions --at..--at + 32 as in overlap, tokens
+  checked against the first variant's):
   - prefetch: the cache write's positions and decode attention's lengths loaded before their
     programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
     PREFETCH_LENGTHS: shipped) or after;
@@ -246,11 +246,12 @@ def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> N
                 DecodeRun.can_resume = shipped if pipelined else lambda self, n: False  # type: ignore[method-assign]
                 r = _rate(model, prompt, args.new, args.repeats)
                 first = r["tokens"] if first is None else first
-                dev = _run_step_us(model)
+                dev = _run_step_us(model, at=args.at)
                 print(f"{args.model} round {rnd}: runs {name:20s} {r['decode_tok_s']:8.1f} tok/s, "
                       f"repeats equal {r['repeats_equal']}, tokens as the first "
                       f"{r['tokens'] == first}; a step in the 32-step graph at cache "
-                      f"positions 128-160 {dev:7.1f} us ({1e6 / dev:7.1f} tok/s)")  # fmt: skip
+                      f"positions {args.at}-{args.at + 32} {dev:7.1f} us "
+                      f"({1e6 / dev:7.1f} tok/s)")  # fmt: skip
     finally:
         DecodeRun.can_resume = shipped  # type: ignore[method-assign]
 
@@ -274,8 +275,8 @@ def _rounds(
 ) -> None:
     """Two alternating rounds of the variants (each a name and what sets it): decode tok/s at 32
     steps a sync (_rate: a fresh capture, the 32-step run first), the 1-step graph's device
-    time (50 replays), a step inside the 32-step graph at cache positions 128-160, and whether
-    the tokens equal the first variant's. The caller restores what the variants set."""
+    time (50 replays), a step inside the 32-step graph at cache positions --at..--at + 32, and
+    whether the tokens equal the first variant's. The caller restores what the variants set."""
     first: Any = None
     for rnd in range(2):
         for name, apply in variants:
@@ -344,7 +345,7 @@ def _length_chunks(model: Any, prompt: list[list[int]], args: argparse.Namespace
     variants = (
         ("by the length (shipped)", shipped[0], shipped[1], shipped[2]),
         ("by the length, no one-split reach", True, 0, shipped[2]),
-        ("by the length, one split up to 256", True, 256, 256),
+        ("by the length, one split up to 256, splits of at least 256", True, 256, 256),
         ("by the capacity", False, 0, shipped[2]),
     )
     try:
@@ -507,7 +508,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
         p.error(f"--experiment {args.experiment} needs --quantize")
-    room = args.context if args.context is not None else 16 + max(args.new, 200) + 64  # _rate's
+    need = 16 + max(args.new, 200) + 64  # the cache _rate asks for (a 16-token prompt)
+    if args.context is not None and args.context < need:
+        p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")
+    room = args.context if args.context is not None else need
     if not 1 <= args.at <= room - 32:
         p.error(f"--at must lie in 1..{room - 32} (the cache's slots less a 32-step run; "
                 "--context sets them)")  # fmt: skip

@@ -32,8 +32,8 @@ PGK_FAMILY(attention_decode) {
          std::uintptr_t lens, std::int64_t lens_stride, std::uintptr_t block_table,
          std::int64_t bt_s0, std::int64_t bt_s1, std::int64_t page, std::int64_t nblocks,
          std::int64_t cap, double scale, bool causal, std::int64_t splits, std::int64_t chunk,
-         std::int64_t floor, std::int64_t tiles, std::int64_t entries, std::int64_t stages, std::uintptr_t parts,
-         std::uintptr_t lse, std::uintptr_t counters) {
+         std::int64_t floor, std::int64_t tiles, std::int64_t entries, std::int64_t stages,
+         std::uintptr_t parts, std::uintptr_t lse, std::uintptr_t counters) {
         pgk::AttnArgs a{};
         a.device = device;
         a.stream = stream;
@@ -78,12 +78,12 @@ PGK_FAMILY(attention_decode) {
       py::arg("so_s"), py::arg("lens"), py::arg("lens_stride"), py::arg("block_table"),
       py::arg("bt_s0"), py::arg("bt_s1"), py::arg("page"), py::arg("nblocks"), py::arg("cap"),
       py::arg("scale"), py::arg("causal"), py::arg("splits") = 0, py::arg("chunk") = 0,
-      py::arg("floor") = 0, py::arg("tiles") = 0, py::arg("entries") = 0, py::arg("stages") = 0, py::arg("parts") = 0,
-      py::arg("lse") = 0,
-      py::arg("counters") = 0, PGK_NOGIL,
+      py::arg("floor") = 0, py::arg("tiles") = 0, py::arg("entries") = 0, py::arg("stages") = 0,
+      py::arg("parts") = 0, py::arg("lse") = 0, py::arg("counters") = 0, PGK_NOGIL,
       "decode attention of q [B, H, Sq, D] over the first lens[b] keys of a contiguous or paged "
       "cache (block_table 0: contiguous); splits 0: one warp per query row, else the split-key "
-      "tensor-core kernel over the workspace parts/lse/counters");
+      "tensor-core kernel over the workspace parts/lse/counters, each split taking a length's "
+      "keys spread over the splits within [floor, chunk] (floor 0: chunk at every length)");
   m.def("split_decode_smem", &pgk::split_decode_smem, py::arg("d"), py::arg("elem"),
         py::arg("entries"), py::arg("stages"),
         "dynamic shared memory (bytes) of one block of the split-key decode kernel");

@@ -76,6 +76,8 @@ def test_split_kernel_cpp_rechecks_raise_value_error_before_any_cuda_call() -> N
         ({7: 72}, {}, "head dim 64, 80, 96, 128 or 256, got 72"),
         ({}, {"tiles": 2}, "tiles must be ceil"),
         ({}, {"chunk": 8}, "chunk a multiple of 16"),
+        ({}, {"floor": 8}, "floor must be a multiple of 16"),
+        ({}, {"floor": 32}, "floor must be a multiple of 16 in \\[16, chunk\\]"),
         ({23: 32}, {}, "splits \\* chunk cover the cache"),
         ({13: (0, 0, 64, 2)}, {}, "unit-stride head dims"),
         ({9: 8}, {}, "16-byte aligned caches"),

@@ -97,6 +97,33 @@ def test_append_equals_write_then_decode(device: str, dtype: str, page: int | No
     assert_close(one[0], ref_decode(qr, kw, vw, lens, table, True), dtype)
 
 
+@pytest.mark.parametrize("length", [4, 130, 300])
+def test_append_splits_by_the_length(device: str, length: int,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A 1024-slot cache whose splits follow the length (8 splits of 128 keys at capacity, 64
+    at 130 keys: the new tokens 126..129 cross a split boundary only the length rule makes):
+    the one launch equals the two launches bit for bit, and the reference."""
+    monkeypatch.setattr(ad, "sm_count", lambda x: 16)
+    monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
+    monkeypatch.setattr(ad, "FEW_ONE_SPLIT_KEYS", 0)
+    sq = 4
+    q, kc, vc, table, k, v = _case(("append-len", length), "float32", 1, 2, 3, sq, 1024, 32,
+                                   None)  # fmt: skip
+    pl = ad.decode_plan(1, 6, 2, sq, 32, 1024, False, 16)
+    assert (pl.few, pl.splits, pl.chunk, pl.floor, pl.solo) == (True, 8, 128, 64, 0)
+    lens = np.array([length], np.int32)
+    tabs = cpu.rope_tables(1100, 32, base=100.0)
+    one, two = _both(device, q, kc, vc, table, k, v, lens, tabs, "neox", (), None)
+    for a, b in zip(one[:3], two[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    pos = lens[:, None] - sq + np.arange(sq)
+    knew = ref_rope_k(k, pos, *tabs, "neox")
+    kw = ref_write(kc, knew, (lens - sq).astype(np.int32), None)
+    vw = ref_write(vc, v, (lens - sq).astype(np.int32), None)
+    qr = ref_rope_k(q, pos, *tabs, "neox")
+    assert_close(one[0], ref_decode(qr, kw, vw, lens, None, True), "float32")
+
+
 @pytest.mark.parametrize("rope", ["neox", "gptj"])
 @pytest.mark.parametrize("page", [None, 8], ids=["contiguous", "paged8"])
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -300,28 +300,49 @@ def test_split_chunk_rule() -> None:
 CHUNK_LENS = (1, 64, 200, 300, 576, 1024)
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "combine-kernel"])
+@pytest.mark.parametrize("sq", [1, 4])
 @pytest.mark.parametrize("length", CHUNK_LENS)
-def test_length_chunks(device: str, length: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_length_chunks(device: str, length: int, sq: int, fused: bool,
+                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A sequence far shorter than its cache spreads over the splits: the call equals, bit for
     bit, a launch over a cache cut to the chunk the rule gives (split_chunk) times the splits,
-    with that split forced, and the float64 reference."""
+    with that split forced, and the float64 reference; with the last split combining or the
+    combine kernel (which must count the same active splits)."""
     monkeypatch.setattr(ad, "sm_count", lambda x: 8)
     monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
     monkeypatch.setattr(ad, "FEW_ONE_SPLIT_KEYS", 256)
-    q, kc, vc, _ = _caches(("chunks", length), "float32", 1, 4, 2, 1, 1024, 32, None)
+    q, kc, vc, _ = _caches(("chunks", length, sq), "float32", 1, 4, 2, sq, 1024, 32, None)
     lens = np.array([length], np.int32)
-    pl = ad.decode_plan(1, 4, 2, 1, 32, 1024, False, 8)
+    pl = ad.decode_plan(1, 4, 2, sq, 32, 1024, False, 8)
     assert (pl.few, pl.splits, pl.chunk, pl.floor, pl.solo) == (True, 4, 256, 64, 256)
     keys = scratch.split_chunk(length, scratch.KeySplits(4, 256, 64, 256), 64)
     assert keys == {1: 64, 64: 64, 200: 256, 300: 128, 576: 192, 1024: 256}[length]
     out = poisoned(q.shape, "float32", device)
-    _run(device, q, kc, vc, lens, None, out=out)
+    _run(device, q, kc, vc, lens, None, out=out, fused=fused)
     assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32")
     cut = keys * pl.splits
     short = _run(device, q, kc[:, :, :cut].copy(), vc[:, :, :cut].copy(), lens, None,
-                 num_splits=pl.splits)  # fmt: skip
-    assert ad.decode_plan(1, 4, 2, 1, 32, cut, False, 8, num_splits=pl.splits).chunk == keys
+                 num_splits=pl.splits, fused=fused)  # fmt: skip
+    assert ad.decode_plan(1, 4, 2, sq, 32, cut, False, 8, num_splits=pl.splits).chunk == keys
     np.testing.assert_array_equal(out.to_numpy(), short.to_numpy())
+
+
+@pytest.mark.parametrize("length", [200, 300, 576, 1024])
+def test_length_chunks_paged(device: str, length: int,
+                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The length rule on a paged cache of 64-slot pages in the few-programs class (FEW_PAGED
+    on): the float64 reference at lengths of one split, 3 splits of 128 and 3 of 192."""
+    monkeypatch.setattr(ad, "sm_count", lambda x: 8)
+    monkeypatch.setattr(ad, "FEW_PAGED", True)
+    monkeypatch.setattr(ad, "FEW_MIN_SPLIT_KEYS", 64)
+    monkeypatch.setattr(ad, "FEW_ONE_SPLIT_KEYS", 256)
+    q, kc, vc, table = _caches(("chunks-paged", length), "float32", 1, 4, 2, 1, 1024, 32, 64)
+    pl = ad.decode_plan(1, 4, 2, 1, 32, 1024, False, 8, page=64)
+    assert (pl.few, pl.splits, pl.chunk, pl.floor, pl.solo) == (True, 4, 256, 64, 256)
+    lens = np.array([length], np.int32)
+    out = _run(device, q, kc, vc, lens, table)
+    assert_close(out, ref_decode(q, kc, vc, lens, table, True), "float32")
 
 
 @pytest.mark.parametrize("length", [100, 129, 200, 256, 257, 320])

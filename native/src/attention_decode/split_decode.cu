@@ -14,8 +14,9 @@
 // Why a 16-key step: it is one mma k-step of p @ v and two n-tiles of q @ k^T, and it is the
 // granule of a paged cache: when the page size is a multiple of 16, a step lies in one page and
 // costs one block-table entry (read from shared memory, where the split's entries are loaded
-// once at the start, together with the length). The addresses of a 16-slot page are those of 16
-// contiguous keys, so a paged cache streams like a contiguous one.
+// once at the start, right after the length: the split's first key depends on it). The
+// addresses of a 16-slot page are those of 16 contiguous keys, so a paged cache streams like a
+// contiguous one.
 //
 // Splits and the combine: the grid depends only on shapes; a split past its sequence's length
 // exits at once, so the launch replays under a CUDA graph with new lengths. A sequence that fits

@@ -81,9 +81,10 @@ def stream_buffer(dev: Any, name: str, nbytes: int) -> Any:
 # splits in whole blocks, never fewer than the floor and never more than the capacity's chunk.
 # False: every split takes the capacity's chunk, so a cache much longer than its sequences
 # leaves most splits idle and a few long ones do the work. H200, batch 1, Hq32 / Hkv8, bf16, a
-# graph of 16 layers' calls (2026-11-29): at 2000 keys D 64 took 6.75 us a call in a 2048-slot
-# cache, 10.25 in an 8192-slot one and 23.78 in a 32768-slot one (D 128: 8.32 / 12.25 / 31.80
-# us) by the capacity; by the length 6.78-6.81 (D 128: 8.31-8.42) in all three.
+# graph of 16 layers' calls (benchmarks/tuning/decode_capacity.py, 2026-11-29): at 2000 keys D
+# 64 took 6.77 us a call in a 2048-slot cache, 10.28 in an 8192-slot one and 23.73 in a
+# 32768-slot one by the capacity (D 128: 8.39 / 12.35 / 31.80 us); by the length 6.77-6.81 (D
+# 128: 8.31-8.42) in all three.
 LENGTH_CHUNKS = True
 
 
@@ -115,9 +116,10 @@ def key_splits(
     keys in blocks of ``block``: fill ``slots`` program slots (programs per SM x SMs) in one
     wave (floor: a partial second wave costs a whole program's time), with chunks of at least
     min_keys keys and at most max_splits splits; forced overrides that count (and fixes the
-    chunk at every length), at_least bounds it from below; a sequence of up to
-    one_split_keys keys takes one split. The chunk is whole blocks, and the count is
-    recomputed from it, so no split is empty at full capacity."""
+    chunk at every length), at_least bounds it from below. The floor is min_keys and the
+    one-split reach one_split_keys, each rounded up to whole blocks (the floor never above the
+    chunk). The chunk is whole blocks, and the count is recomputed from it, so no split is
+    empty at full capacity."""
     blocks = max(1, -(-capacity // block))
     if forced is None:
         ns = min(slots // max(1, programs), max_splits, capacity // max(1, min_keys))
@@ -137,7 +139,8 @@ def split_chunk(length: int, sp: KeySplits, block: int) -> int:
     Triton kernel's _seq_len, the native split_decode_kernel, which has no one-split reach),
     mirrored for the tests. The length's blocks spread over the splits, within [floor, chunk];
     up to sp.solo keys one split, past the capacity's chunk too (a single split needs no
-    partials, and the Triton kernel no per-split table)."""
+    partials, and the Triton kernel no per-split table). ``length`` is a valid one, in [0,
+    capacity]: the kernels count a length outside it as 0 keys (and poison the row)."""
     blocks = -(-max(length, 0) // block)
     keys = min(sp.chunk, max(sp.floor, -(-blocks // sp.splits) * block))
     return max(keys, blocks * block) if length <= sp.solo else keys

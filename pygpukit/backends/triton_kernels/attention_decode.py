@@ -18,10 +18,11 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   once. The same launch therefore replays under a CUDA graph with new lengths.
 - Splits: enough programs for PROGRAMS_PER_SM per multiprocessor (batch 1 with a long context
   fills the GPU), never chunks shorter than MIN_SPLIT_KEYS. The keys a split takes follow the
-  length on the device (_support/scratch.split_chunk: up to FEW_ONE_SPLIT_KEYS keys one split,
-  past it the length's blocks spread over the splits, at least MIN_SPLIT_KEYS a split), so a
-  sequence far shorter than its cache still spreads over the splits instead of leaving all but
-  a few idle. Launches with few (sequence, kv head)
+  length read on the device (_support/scratch.split_chunk): the length's blocks spread over the
+  splits, at least the class's floor a split (MIN_SPLIT_KEYS, FEW_MIN_SPLIT_KEYS) and at most
+  the capacity's chunk, and in the few-programs class a sequence of up to FEW_ONE_SPLIT_KEYS
+  keys takes one split; a sequence far shorter than its cache no longer runs on a few long
+  splits with the rest idle. Launches with few (sequence, kv head)
   programs (batch 1-4) on a contiguous cache form their own class with their own knobs (FEW_*):
   there the splits carry all the parallelism and a single wave of one program per SM wins.
   Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
@@ -119,11 +120,12 @@ FEW_NUM_STAGES = 4  # fp16/bf16; fp32 uses 2
 FEW_PROGRAMS_PER_SM = 1
 FEW_MIN_SPLIT_KEYS = 128
 # The keys are split by the length on the device (_support/scratch.LENGTH_CHUNKS): up to
-# FEW_ONE_SPLIT_KEYS keys one split, past it splits of at least FEW_MIN_SPLIT_KEYS. H200, the
-# Llama-3.2-1B shape's batch-1 step (benchmarks/tuning/decode_ab.py --experiment length-chunks,
-# 2026-11-29): at 128-160 keys one split (floor 256) took 795 us a step against 803 with two of
-# 128; at 600 keys five splits of 128 took 821 us against 837 with three of 256, at 2000 keys
-# 834 against 844 (Qwen3-8B 4249 against 4296).
+# FEW_ONE_SPLIT_KEYS keys one split (even past a short cache's chunk), past it splits of at
+# least FEW_MIN_SPLIT_KEYS. H200, the Llama-3.2-1B shape's batch-1 step (benchmarks/tuning/
+# decode_ab.py --experiment length-chunks, 2026-11-29): at about 216 keys one split took
+# 801-803 us a step against 816-817 with two of 128; at 600 keys (4096-slot cache) five splits
+# of 128 took 821 us against 837 with three of 256, at 2000 keys (8192 slots) 834 against 844
+# (Qwen3-8B 4249 against 4296).
 FEW_ONE_SPLIT_KEYS = 256
 FEW_FUSED_COMBINE = True
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
@@ -263,13 +265,13 @@ def _decode_fwd(
     b = bh // Hkv
     hk = bh - b * Hkv
     if PREFETCH:  # no kernel that may still run writes the lengths (PREFETCH_LENGTHS)
-        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=True)
+        L, bad_len, n_act, keys = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=True)
     if PDL:  # launched early (programmatic dependent launch): q and the caches (and the
         gdc_wait()  # lengths) may be the previous kernel's, read only after it has finished
     if RELEASE:  # the next kernel (the output projection's GEMV) may launch now
         gdc_launch_dependents()
     if not PREFETCH:
-        L, bad_len, n_act, chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
+        L, bad_len, n_act, keys = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
     if split < n_act:  # splits past the sequence's length do nothing
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         rmask = rows < R
@@ -278,8 +280,8 @@ def _decode_fwd(
         head = (hk * GROUP + g).to(tl.int64)
         d = tl.arange(0, BLOCK_D)
         qp = Q + b.to(tl.int64) * sq0 + head[:, None] * sq1 + qi.to(tl.int64)[:, None] * sq2
-        lo = split * chunk
-        top = tl.minimum(lo + chunk, L)
+        lo = split * keys  # this length's keys a split (_seq_len), not the capacity's chunk
+        top = tl.minimum(lo + keys, L)
         if APPEND:
             # q rotated (and normalised) in registers at its token's cache position, rounded
             # once as kv_cache_write stores it; the new tokens of this split's keys written
@@ -389,7 +391,7 @@ def _decode_combine(
     bh = pid // TILES
     b = bh // Hkv
     hk = bh - b * Hkv
-    _len, _bad, n_act, _chunk = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
+    _len, _bad, n_act, _keys = _seq_len(LENS, b, cap, chunk, floor, solo, NS, BLOCK_N, CG=False)
     if n_act > 1:  # one split wrote the output itself
         _combine(
             Out, WO, WL, pid, n_act, NS, b, hk, tile, Sq, R, D, so0, so1, so2, so3,
