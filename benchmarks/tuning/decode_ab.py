@@ -50,10 +50,9 @@ Experiments:
   - length-chunks: decode attention's keys a split takes following the length (the length's
     blocks spread over the splits: _support/scratch.LENGTH_CHUNKS, shipped) or the cache's
     capacity, with or without one split up to FEW_ONE_SPLIT_KEYS keys, with splits of at
-    least FEW_MIN_SPLIT_KEYS or 256 keys; with --context
-    (a cache of that many slots, as a chat session's spans the model's context) and --at
-    (where the 32-step graph's step is timed) it shows what a cache longer than its sequence
-    costs;
+    least FEW_MIN_SPLIT_KEYS or 256 keys; with --context (a cache of that many slots, as a
+    chat session's spans the model's context) and --at (where the 32-step graph's step is
+    timed) it shows what a cache longer than its sequence costs;
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step.
@@ -104,6 +103,7 @@ from pygpukit.backends.triton_kernels import attention_decode, gemv_dense, kv_wr
 from pygpukit.benchmark.timing import replay_seconds
 from pygpukit.creation import arange
 
+PROMPT_LEN = 16  # tokens of the random prompt every experiment decodes after
 _KV_WRITE = ops.kv_cache_write
 _WIDE_K = gemv_dense.WIDE_K
 
@@ -126,15 +126,19 @@ def _variant(wide: bool, q_in_write: bool) -> None:
     gemv_dense.WIDE_K = _WIDE_K if wide else 1 << 62
 
 
+def _cache_need(prompt_len: int, new: int) -> int:
+    """The cache slots _rate asks for: the prompt, the longer of --new and _rounds' 200-token
+    generate, and a spare run's steps."""
+    return prompt_len + max(new, 200) + 64
+
+
 def _rate(model: Any, prompt: list[list[int]], new: int, repeats: int) -> dict[str, Any]:
     """decode_e2e's decode tok/s of greedy generate at steps_per_sync 32 (a fresh capture)."""
     model.drop_step_graphs()
     # One cache for all that _rounds runs after this (its 200-token generate, _run_step_us's
     # positions): a later, larger request would reallocate it and drop the run graph captured
     # here, which _run_step_us reads (with --new under 200 it failed that way).
-    model.ensure_cache(
-        len(prompt), min(len(prompt[0]) + max(new, 200) + 64, model.config.max_context)
-    )
+    model.ensure_cache(len(prompt), min(_cache_need(len(prompt[0]), new), model.config.max_context))
 
     def run(n: int) -> Any:
         out = model.generate(
@@ -508,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
         p.error(f"--experiment {args.experiment} needs --quantize")
-    need = 16 + max(args.new, 200) + 64  # the cache _rate asks for (a 16-token prompt)
+    need = _cache_need(PROMPT_LEN, args.new)
     if args.context is not None and args.context < need:
         p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")
     room = args.context if args.context is not None else need
@@ -521,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--context {args.context} exceeds the model's {model.config.max_context}")
         model.ensure_cache(1, args.context)  # later, smaller requests keep it
     args.cfg = cfg
-    prompt = random_prompts(cfg, 1)
+    prompt = random_prompts(cfg, 1, PROMPT_LEN)
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
