@@ -9,9 +9,10 @@
 // quantized formats: row tiles, warps, ring stages, blocks a multiprocessor; gemv_kernel.cuh,
 // dense weights: warps, warp-steps a super-step, blocks a multiprocessor). The first entry of
 // each list is the shipped launch and the second, for the 4-bit formats and dense weights, the
-// launch before this tool; every other one is checked against the shipped output (max |diff| over max |y|: the K
+// launch before this tool (the 4-bit formats' third and fourth: one row of x read in the loop,
+// then staged in shared memory, at every block count); every other one is checked against the shipped output (max |diff| over max |y|: the K
 // split differs, so the bits do). GEMV_M sets the rows of x (default 1), GEMV_ONLY times only
-// the first entries.
+// the first entries, GEMV_GATED=1 times the gated MLP's product (the 4-bit and fp8 formats).
 //
 // Timing: CUDA events around each launch, the L2 evicted by a read of 256 MiB before it, median
 // of 30. The pure read: a kernel summing 16-byte words of the weight's bytes, best of several
@@ -121,6 +122,20 @@ std::vector<Launch> launches() {
              } else {
                gd::wa::launch_config<T, F, gd::wa::Config<2, 1, 8, 2>>(a, "gemv_configs");
              }
+           }},
+          // One row of x read in the loop and staged in shared memory, each under the few-rows
+          // rule's configuration at every block count (the shipped launch stages by a block
+          // range, wa::launch_rule); more rows: the shipped launch.
+          {"x in the loop", [](const GemvArgs& a) {
+             if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
+             if (a.gated) return gd::wa::launch_few_rows<T, F, true>(a, "gemv_configs");
+             gd::wa::launch_few_rows<T, F, false>(a, "gemv_configs");
+           }},
+          {"x staged", [](const GemvArgs& a) {
+             constexpr auto kShared = gd::wa::XFrom::shared;
+             if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
+             if (a.gated) return gd::wa::launch_few_rows<T, F, true, kShared>(a, "gemv_configs");
+             gd::wa::launch_few_rows<T, F, false, kShared>(a, "gemv_configs");
            }},
 #endif
           // (Static shared memory caps a block at 48 KiB: no 16 warps with two row tiles.)
@@ -312,6 +327,8 @@ int main(int argc, char** argv) {
     a.block = L.block;
     a.global_scale = 1.f;
     a.bias = 0;
+    // GEMV_GATED: the gated MLP's fused product (n = 2I rows, gate then up; I outputs a row).
+    a.gated = std::getenv("GEMV_GATED") != nullptr;
     a.y = reinterpret_cast<std::uintptr_t>(y);
     // The pure read of the weight's bytes plus its scales' (one buffer of that many bytes).
     const std::int64_t words = (wbytes + sbytes + 15) / 16;

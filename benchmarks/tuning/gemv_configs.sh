@@ -10,7 +10,8 @@
 # GEMV_BASE=<git revision>: a before/after run instead. The same harness is also built from
 # that revision's sources (git archive of native/ and the harness), and each format's shipped
 # launch runs alternately, the revision's first, GEMV_ROUNDS times (default 2), at GEMV_M rows
-# (default 1). Needs a git checkout.
+# (default 1), the first GEMV_ONLY launches of each list (default 1). Needs a git checkout.
+# GEMV_FORMATS: the formats to build and run (default all).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -18,7 +19,7 @@ ARCH=${ARCH:-sm_90a}
 BIN=${GEMV_CONFIGS_BIN:-/tmp/gemv_configs}
 BASE=${GEMV_BASE:-}
 mkdir -p "$BIN"
-FORMATS="INT4 NVFP4 FP8 FP8B DENSE"
+FORMATS=${GEMV_FORMATS:-"INT4 NVFP4 FP8 FP8B DENSE"}
 build() {  # build <source root> <binary prefix>: one binary a format, in parallel
   local pids=()
   for f in $FORMATS; do
@@ -39,9 +40,9 @@ if [ -n "$BASE" ]; then
   for r in $(seq "${GEMV_ROUNDS:-2}"); do
     for f in $FORMATS; do
       echo "## round $r, $BASE, $f"
-      GEMV_ONLY=1 "$BIN/base_$f" "$@"
+      GEMV_ONLY=${GEMV_ONLY:-1} "$BIN/base_$f" "$@"
       echo "## round $r, this tree, $f"
-      GEMV_ONLY=1 "$BIN/gemv_configs_$f" "$@"
+      GEMV_ONLY=${GEMV_ONLY:-1} "$BIN/gemv_configs_$f" "$@"
     done
   done
   exit 0
