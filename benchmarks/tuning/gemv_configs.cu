@@ -10,9 +10,10 @@
 // dense weights: warps, warp-steps a super-step, blocks a multiprocessor). The first entry of
 // each list is the shipped launch and the second, for the 4-bit formats and dense weights, the
 // launch before this tool (the 4-bit formats' third and fourth: one row of x read in the loop,
-// then staged in shared memory, at every block count); every other one is checked against the shipped output (max |diff| over max |y|: the K
-// split differs, so the bits do). GEMV_M sets the rows of x (default 1), GEMV_ONLY times only
-// the first entries, GEMV_GATED=1 times the gated MLP's product (the 4-bit and fp8 formats).
+// then staged in shared memory, at every block count); every other one is checked against the
+// shipped output (max |diff| over max |y|: the K split differs, so the bits do). GEMV_M sets
+// the rows of x (default 1), GEMV_ONLY times only the first entries, GEMV_GATED=1 times the
+// gated MLP's product (the 4-bit and fp8 formats).
 //
 // Timing: CUDA events around each launch, the L2 evicted by a read of 256 MiB before it, median
 // of 30. The pure read: a kernel summing 16-byte words of the weight's bytes, best of several
@@ -329,6 +330,12 @@ int main(int argc, char** argv) {
     a.bias = 0;
     // GEMV_GATED: the gated MLP's fused product (n = 2I rows, gate then up; I outputs a row).
     a.gated = std::getenv("GEMV_GATED") != nullptr;
+#if defined(FORMAT_DENSE)
+    if (a.gated) {  // the dense kernel has no gated form: it would time a plain product
+      std::fprintf(stderr, "GEMV_GATED: the dense GEMV has no gated product\n");
+      return 2;
+    }
+#endif
     a.y = reinterpret_cast<std::uintptr_t>(y);
     // The pure read of the weight's bytes plus its scales' (one buffer of that many bytes).
     const std::int64_t words = (wbytes + sbytes + 15) / 16;

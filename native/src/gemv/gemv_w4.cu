@@ -163,8 +163,8 @@ struct Nvfp4 {
     for (int r = 0; r < RT; ++r) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        s2[r][h][0] = wa::f4_scale<T>(side.pair[r][h] & 0xFFu);
-        s2[r][h][1] = wa::f4_scale<T>(side.pair[r][h] >> 8);
+        s2[r][h][0] = wa::f4_scale<T, 0>(side.pair[r][h]);
+        s2[r][h][1] = wa::f4_scale<T, 1>(side.pair[r][h]);
       }
     }
 #pragma unroll

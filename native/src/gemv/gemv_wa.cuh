@@ -115,7 +115,7 @@ struct Ctx {
 };
 
 // Two-byte constants of the 4-bit decoders (duplicated into both halves of a word): the int4
-// magic numbers and biases (int4x8), the e2m1 field shift and mask (e2m1x8), the rebias fold
+// magic numbers and biases (int4x8), the e2m1 sign lift, slots and mask (e2m1x8), the rebias fold
 // (f4_scale, see the note above kF4Unfold).
 template <typename T>
 struct Bits4;
@@ -127,8 +127,13 @@ struct Bits4<__nv_bfloat16> {  // two-byte constants, duplicated into both halve
   static constexpr std::uint32_t kI4XorLo = 0x43084308u;
   static constexpr std::uint32_t kI4XorHi = 0u;
   static constexpr std::uint32_t kI4Bias = 0xC308C308u;  // -136 = -(128 + 8)
-  static constexpr int kF4Shift = 6;                       // e2m1 bits 14..12 -> bf16 bits 8..6
-  static constexpr std::uint32_t kF4Mask = 0x01C001C0u;
+  // e2m1x8: exponent and mantissa at bits 8..6, the sign 7 bits above; the lift lands nibble
+  // j's sign on bit 4 j + 9 (mod 16), bit 1 of nibble j + 2, so nibbles {0, 1} share
+  // one word and {2, 3} the other.
+  static constexpr int kF4Lift = 6, kF4Low = 6;
+  static constexpr std::uint32_t kF4Mask = 0x81C081C0u;
+  static constexpr std::uint32_t kF4Slots[2] = {0x22002200u, 0x00220022u};
+  __device__ static constexpr int f4_word(int i) { return i >> 1; }
   static constexpr std::uint32_t kF4Fold = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
 };
 template <>
@@ -140,8 +145,13 @@ struct Bits4<__half> {
   static constexpr std::uint32_t kI4Bias = 0xE408E408u;    // -1032 = -(1024 + 8)
   static constexpr std::uint32_t kSixteenth = 0x2C002C00u;  // 1/16
   static constexpr std::uint32_t kI4BiasHi = 0xD480D480u;   // -72 = -(1024 / 16 + 8)
-  static constexpr int kF4Shift = 3;                       // e2m1 bits 14..12 -> f16 bits 11..9
-  static constexpr std::uint32_t kF4Mask = 0x0E000E00u;
+  // e2m1x8: exponent and mantissa at bits 11..9, the sign 4 bits above; the lift lands nibble
+  // j's sign on bit 4 j + 6 (mod 16), bit 2 of nibble j + 1, so nibbles {0, 2} share one
+  // word and {1, 3} the other.
+  static constexpr int kF4Lift = 3, kF4Low = 9;
+  static constexpr std::uint32_t kF4Mask = 0x8E008E00u;
+  static constexpr std::uint32_t kF4Slots[2] = {0x40404040u, 0x04040404u};
+  __device__ static constexpr int f4_word(int i) { return i & 1; }
   static constexpr std::uint32_t kF4Fold = 0x58005800u;  // 2^7 = 2^14 / 2^7
 };
 
@@ -150,6 +160,15 @@ __device__ __forceinline__ std::uint32_t and_xor(std::uint32_t a, std::uint32_t 
                                                  std::uint32_t c) {
   std::uint32_t d;
   asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// Bits of a where c is set, of b elsewhere, in one LOP3 (c an immediate: written as C++,
+// ptxas spends a second LOP3 on c's complement).
+template <std::uint32_t C>
+__device__ __forceinline__ std::uint32_t select_bits(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xE4;" : "=r"(d) : "r"(a), "r"(b), "n"(C));
   return d;
 }
 
@@ -188,26 +207,39 @@ __device__ __forceinline__ void int4x8(std::uint32_t q, std::uint32_t lo, std::u
 // and in f16 (a subnormal there, but with 2^-22 >= 2^-24 as its last bit).
 constexpr float kF4Unfold = 128.f;  // 2^7
 
-// A pair of equal e4m3 block scales (one code, low byte of b) times kF4Fold.
-template <typename T>
-__device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t b) {
-  return Ops<T>::fma2(Ops<T>::e4m3_bcast(b), Bits4<T>::kF4Fold, kNegZero2);
+// A pair of equal e4m3 block scales (one code, byte K of w) times kF4Fold.
+template <typename T, int K>
+__device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t w) {
+  return Ops<T>::fma2(Ops<T>::template e4m3_bcast_byte<K>(w), Bits4<T>::kF4Fold, kNegZero2);
 }
 
 // Eight e2m1 codes of q (nibble i = k i) -> four pairs p[i] = (k i, k i + 4), times scale2 (a
-// pair of equal block scales from f4_scale): shifting nibble i to the top of each 16-bit half
-// puts its sign on T's sign bit; its exponent and mantissa bits move into T's low exponent bits
-// and top mantissa bit, so the code reads as e2m1 * 2^-(bias - 1) (the two subnormal codes land
-// on T subnormals) and one multiply by scale2 = scale * kF4Fold gives e2m1 * scale * 2^-7,
-// exactly (see Bits4::kF4Fold).
+// pair of equal block scales from f4_scale). A code's exponent and mantissa bits, moved into T's
+// low exponent bits and top mantissa bit (bits kF4Low + 2 .. kF4Low of each half), read as
+// e2m1 * 2^-(bias - 1) (the two subnormal codes land on T subnormals), its sign bit on T's sign
+// bit; one multiply by scale2 = scale * kF4Fold then gives e2m1 * scale * 2^-7, exactly (see
+// Bits4::kF4Fold). The sign must move kF4Lift bits further than the other three, so a copy of q
+// rotated by kF4Lift supplies the signs: in each of two words, the signs of two nibble pairs sit
+// kF4Lift + 1 bits above their exponent (in slots kF4Slots no other bit of those nibbles uses) and
+// the rest is q. (One word cannot serve all four pairs: each slot is a bit of another nibble.)
+// Pair i is then one shift (a rotation where its bits wrap around) and one mask of its word:
+// 3 + 4 x 3 instructions for 8 values with the multiplies, where a shift each for the sign and
+// the rest took 5 x 4; the bf16 loop with x staged went from 233 to 193 instructions a
+// warp-step (nvcc 13.0). Bit for bit the same values (BENCHMARKS.md "GEMV").
 template <typename T>
 __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
                                        std::uint32_t (&p)[4]) {
+  using B = Bits4<T>;
+  const std::uint32_t lifted = __funnelshift_l(q, q, B::kF4Lift);
+  const std::uint32_t word[2] = {select_bits<B::kF4Slots[0]>(lifted, q),
+                                 select_bits<B::kF4Slots[1]>(lifted, q)};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const std::uint32_t v = q << (4 * (3 - i));
-    const std::uint32_t bits = (v & 0x80008000u) | ((v >> Bits4<T>::kF4Shift) & Bits4<T>::kF4Mask);
-    p[i] = Ops<T>::fma2(bits, scale2, kNegZero2);
+    // nibble i's lowest bit (4 i) goes to kF4Low; past kF4Low, bits wrap around from the top
+    const int s = (B::kF4Low - 4 * i) & 31;
+    const std::uint32_t w = word[B::f4_word(i)];
+    const std::uint32_t moved = s <= B::kF4Low ? w << s : __funnelshift_l(w, w, s);
+    p[i] = Ops<T>::fma2(moved & B::kF4Mask, scale2, kNegZero2);
   }
 }
 
