@@ -100,13 +100,17 @@ const char* kFormat = "fp8 (per channel)";
 using F = gd::Fp8<true>;
 const char* kFormat = "fp8 (128-blocks)";
 #endif
+// Configuration C, the gated product's when the arguments ask for it (GEMV_GATED).
+template <typename C>
+void launch_as(const GemvArgs& a) {
+  if (a.gated) return gd::wa::launch_config<T, F, C, true>(a, "gemv_configs");
+  gd::wa::launch_config<T, F, C>(a, "gemv_configs");
+}
 template <int RT, int W, int S, int B = 0>
 Launch wa_cfg() {
   char name[64];
   std::snprintf(name, sizeof name, "rt%d w%d s%d b%d", RT, W, S, B);
-  return {name, [](const GemvArgs& a) {
-            gd::wa::launch_config<T, F, gd::wa::Config<RT, 1, W, S, B>>(a, "gemv_configs");
-          }};
+  return {name, [](const GemvArgs& a) { launch_as<gd::wa::Config<RT, 1, W, S, B>>(a); }};
 }
 std::vector<Launch> launches() {
   return {{"shipped", [](const GemvArgs& a) { gd::wa::launch<T, F>(a, "gemv_configs"); }},
@@ -119,9 +123,9 @@ std::vector<Launch> launches() {
              if (a.m > 8) {  // unchanged
                gd::wa::launch<T, F>(a, "gemv_configs");
              } else if (many) {
-               gd::wa::launch_config<T, F, gd::wa::Config<2, 1, 4, 2>>(a, "gemv_configs");
+               launch_as<gd::wa::Config<2, 1, 4, 2>>(a);
              } else {
-               gd::wa::launch_config<T, F, gd::wa::Config<2, 1, 8, 2>>(a, "gemv_configs");
+               launch_as<gd::wa::Config<2, 1, 8, 2>>(a);
              }
            }},
           // One row of x read in the loop and staged in shared memory, each under the few-rows
@@ -329,7 +333,8 @@ int main(int argc, char** argv) {
     a.global_scale = 1.f;
     a.bias = 0;
     // GEMV_GATED: the gated MLP's fused product (n = 2I rows, gate then up; I outputs a row).
-    a.gated = std::getenv("GEMV_GATED") != nullptr;
+    const char* gated = std::getenv("GEMV_GATED");
+    a.gated = gated != nullptr && std::strcmp(gated, "1") == 0;
 #if defined(FORMAT_DENSE)
     if (a.gated) {  // the dense kernel has no gated form: it would time a plain product
       std::fprintf(stderr, "GEMV_GATED: the dense GEMV has no gated product\n");

@@ -10,8 +10,10 @@
 # GEMV_BASE=<git revision>: a before/after run instead. The same harness is also built from
 # that revision's sources (git archive of native/ and the harness), and each format's shipped
 # launch runs alternately, the revision's first, GEMV_ROUNDS times (default 2), at GEMV_M rows
-# (default 1), the first GEMV_ONLY launches of each list (default 1). Needs a git checkout.
-# GEMV_FORMATS: the formats to build and run (default all).
+# (default 1), the first GEMV_ONLY launches of each list (default 1; the lists pair by
+# position, and a revision's may differ from this tree's past the second). Needs a git
+# checkout. GEMV_FORMATS: the formats to build and run (default all). GEMV_GATED=1: the gated
+# MLP's product (dense weights left out; a revision whose harness lacks it is refused).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -20,6 +22,10 @@ BIN=${GEMV_CONFIGS_BIN:-/tmp/gemv_configs}
 BASE=${GEMV_BASE:-}
 mkdir -p "$BIN"
 FORMATS=${GEMV_FORMATS:-"INT4 NVFP4 FP8 FP8B DENSE"}
+if [ "${GEMV_GATED:-}" = 1 ]; then  # dense weights have no gated product (the binary refuses)
+  FORMATS=$(echo "$FORMATS" | tr ' ' '\n' | { grep -vx DENSE || true; } | tr '\n' ' ')
+  [ -n "${FORMATS// /}" ] || { echo "GEMV_GATED: no format of GEMV_FORMATS has one" >&2; exit 2; }
+fi
 build() {  # build <source root> <binary prefix>: one binary a format, in parallel
   local pids=()
   for f in $FORMATS; do
@@ -35,6 +41,11 @@ if [ -n "$BASE" ]; then
   src=$(mktemp -d)
   trap 'rm -rf "$src"' EXIT
   git archive "$BASE" native benchmarks/tuning/gemv_configs.cu | tar -x -C "$src"
+  # A harness from before GEMV_GATED would time the plain product against this tree's gated one.
+  if [ "${GEMV_GATED:-}" = 1 ] && ! grep -q GEMV_GATED "$src/benchmarks/tuning/gemv_configs.cu"; then
+    echo "GEMV_GATED: the harness at $BASE has no gated product" >&2
+    exit 2
+  fi
   build "$src" base_
   build . gemv_configs_
   for r in $(seq "${GEMV_ROUNDS:-2}"); do

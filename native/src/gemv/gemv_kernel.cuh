@@ -138,13 +138,10 @@ struct Ops<__nv_bfloat16> {
     lo = e4m3_spread(__byte_perm(q, 0u, 0x1404));
     hi = e4m3_spread(__byte_perm(q, 0u, 0x3424));
   }
-  // One e4m3 code (low byte of b) in both halves.
-  __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) {
-    return e4m3_spread(b * 0x01000100u);
-  }
   // The code of byte K of w in both halves (one PRMT places it, zeros beside it).
   template <int K>
   __device__ static std::uint32_t e4m3_bcast_byte(std::uint32_t w) {
+    static_assert(K >= 0 && K < 4, "a word has bytes 0..3");
     return e4m3_spread(__byte_perm(w, 0u, 0x0404u + 0x1010u * K));
   }
 };
@@ -183,10 +180,10 @@ struct Ops<__half> {
     lo = e4m3x2(q);
     hi = e4m3x2(q >> 16);
   }
-  __device__ static std::uint32_t e4m3_bcast(std::uint32_t b) { return e4m3x2(b * 0x0101u); }
   // The code of byte K of w in both bytes of the low half (what e4m3x2 converts).
   template <int K>
   __device__ static std::uint32_t e4m3_bcast_byte(std::uint32_t w) {
+    static_assert(K >= 0 && K < 4, "a word has bytes 0..3");
     return e4m3x2(__byte_perm(w, 0u, 0x0011u * K));
   }
 };

@@ -128,8 +128,8 @@ struct Bits4<__nv_bfloat16> {  // two-byte constants, duplicated into both halve
   static constexpr std::uint32_t kI4XorHi = 0u;
   static constexpr std::uint32_t kI4Bias = 0xC308C308u;  // -136 = -(128 + 8)
   // e2m1x8: exponent and mantissa at bits 8..6, the sign 7 bits above; the lift lands nibble
-  // j's sign on bit 4 j + 9 (mod 16), bit 1 of nibble j + 2, so nibbles {0, 1} share
-  // one word and {2, 3} the other.
+  // j's sign on bit 4 j + 9 (mod 16), bit 1 of nibble j + 2, so pairs 0 and 1 (nibbles 0, 1,
+  // 4, 5) share one word and pairs 2 and 3 the other.
   static constexpr int kF4Lift = 6, kF4Low = 6;
   static constexpr std::uint32_t kF4Mask = 0x81C081C0u;
   static constexpr std::uint32_t kF4Slots[2] = {0x22002200u, 0x00220022u};
@@ -146,8 +146,8 @@ struct Bits4<__half> {
   static constexpr std::uint32_t kSixteenth = 0x2C002C00u;  // 1/16
   static constexpr std::uint32_t kI4BiasHi = 0xD480D480u;   // -72 = -(1024 / 16 + 8)
   // e2m1x8: exponent and mantissa at bits 11..9, the sign 4 bits above; the lift lands nibble
-  // j's sign on bit 4 j + 6 (mod 16), bit 2 of nibble j + 1, so nibbles {0, 2} share one
-  // word and {1, 3} the other.
+  // j's sign on bit 4 j + 6 (mod 16), bit 2 of nibble j + 1, so pairs 0 and 2 (nibbles 0, 2,
+  // 4, 6) share one word and pairs 1 and 3 the other.
   static constexpr int kF4Lift = 3, kF4Low = 9;
   static constexpr std::uint32_t kF4Mask = 0x8E008E00u;
   static constexpr std::uint32_t kF4Slots[2] = {0x40404040u, 0x04040404u};
@@ -224,7 +224,7 @@ __device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t w) {
 // the rest is q. (One word cannot serve all four pairs: each slot is a bit of another nibble.)
 // Pair i is then one shift (a rotation where its bits wrap around) and one mask of its word:
 // 3 + 4 x 3 instructions for 8 values with the multiplies, where a shift each for the sign and
-// the rest took 5 x 4; the bf16 loop with x staged went from 233 to 193 instructions a
+// the rest took 19-20; the bf16 loop with x staged went from 233 to 193 instructions a
 // warp-step (nvcc 13.0). Bit for bit the same values (BENCHMARKS.md "GEMV").
 template <typename T>
 __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
