@@ -106,6 +106,14 @@ void launch_as(const GemvArgs& a) {
   if (a.gated) return gd::wa::launch_config<T, F, C, true>(a, "gemv_configs");
   gd::wa::launch_config<T, F, C>(a, "gemv_configs");
 }
+// One row of x from Xf under the few-rows rule's configuration at every block count (the
+// shipped launch stages by a block range, wa::launch_rule); more rows: the shipped launch.
+template <gd::wa::XFrom Xf>
+void few_rows_from(const GemvArgs& a) {
+  if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
+  if (a.gated) return gd::wa::launch_few_rows<T, F, true, Xf>(a, "gemv_configs");
+  gd::wa::launch_few_rows<T, F, false, Xf>(a, "gemv_configs");
+}
 template <int RT, int W, int S, int B = 0>
 Launch wa_cfg() {
   char name[64];
@@ -128,20 +136,8 @@ std::vector<Launch> launches() {
                launch_as<gd::wa::Config<2, 1, 8, 2>>(a);
              }
            }},
-          // One row of x read in the loop and staged in shared memory, each under the few-rows
-          // rule's configuration at every block count (the shipped launch stages by a block
-          // range, wa::launch_rule); more rows: the shipped launch.
-          {"x in the loop", [](const GemvArgs& a) {
-             if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
-             if (a.gated) return gd::wa::launch_few_rows<T, F, true>(a, "gemv_configs");
-             gd::wa::launch_few_rows<T, F, false>(a, "gemv_configs");
-           }},
-          {"x staged", [](const GemvArgs& a) {
-             constexpr auto kShared = gd::wa::XFrom::shared;
-             if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
-             if (a.gated) return gd::wa::launch_few_rows<T, F, true, kShared>(a, "gemv_configs");
-             gd::wa::launch_few_rows<T, F, false, kShared>(a, "gemv_configs");
-           }},
+          {"x in the loop", few_rows_from<gd::wa::XFrom::global>},
+          {"x staged", few_rows_from<gd::wa::XFrom::shared>},
 #endif
           // (Static shared memory caps a block at 48 KiB: no 16 warps with two row tiles.)
           wa_cfg<1, 4, 2>(), wa_cfg<1, 8, 2>(), wa_cfg<1, 16, 2>(), wa_cfg<1, 4, 3>(),

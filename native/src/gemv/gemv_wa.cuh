@@ -115,7 +115,7 @@ struct Ctx {
 };
 
 // Two-byte constants of the 4-bit decoders (duplicated into both halves of a word): the int4
-// magic numbers and biases (int4x8), the e2m1 sign lift, slots and mask (e2m1x8), the rebias fold
+// magic numbers and biases (int4x8), the e2m1 sign lift and layout (e2m1x8), the rebias fold
 // (f4_scale, see the note above kF4Unfold).
 template <typename T>
 struct Bits4;
@@ -131,9 +131,7 @@ struct Bits4<__nv_bfloat16> {  // two-byte constants, duplicated into both halve
   // j's sign on bit 4 j + 9 (mod 16), bit 1 of nibble j + 2, so pairs 0 and 1 (nibbles 0, 1,
   // 4, 5) share one word and pairs 2 and 3 the other.
   static constexpr int kF4Lift = 6, kF4Low = 6;
-  static constexpr std::uint32_t kF4Mask = 0x81C081C0u;
-  static constexpr std::uint32_t kF4Slots[2] = {0x22002200u, 0x00220022u};
-  __device__ static constexpr int f4_word(int i) { return i >> 1; }
+  __host__ __device__ static constexpr int f4_word(int i) { return i >> 1; }
   static constexpr std::uint32_t kF4Fold = 0x7B007B00u;  // 2^119 = 2^126 / 2^7
 };
 template <>
@@ -149,9 +147,7 @@ struct Bits4<__half> {
   // j's sign on bit 4 j + 6 (mod 16), bit 2 of nibble j + 1, so pairs 0 and 2 (nibbles 0, 2,
   // 4, 6) share one word and pairs 1 and 3 the other.
   static constexpr int kF4Lift = 3, kF4Low = 9;
-  static constexpr std::uint32_t kF4Mask = 0x8E008E00u;
-  static constexpr std::uint32_t kF4Slots[2] = {0x40404040u, 0x04040404u};
-  __device__ static constexpr int f4_word(int i) { return i & 1; }
+  __host__ __device__ static constexpr int f4_word(int i) { return i & 1; }
   static constexpr std::uint32_t kF4Fold = 0x58005800u;  // 2^7 = 2^14 / 2^7
 };
 
@@ -162,6 +158,31 @@ __device__ __forceinline__ std::uint32_t and_xor(std::uint32_t a, std::uint32_t 
   asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 }
+
+// e2m1x8's masks, from Bits4<T>'s lift, low bit and pair-to-word map: a pair's bits (its sign
+// and the three bits from kF4Low, in each half), the sign slots of word w (bit 4 n + 3 + kF4Lift
+// of each nibble n of the pairs it serves: nibbles i and i + 4 of pair i) and the bits the word
+// keeps from q (the three low bits of those nibbles).
+template <typename T>
+struct F4Layout {
+  using B = Bits4<T>;
+  static constexpr std::uint32_t kPair =
+      0x80008000u | (7u << B::kF4Low) | (7u << (B::kF4Low + 16));
+  __host__ __device__ static constexpr std::uint32_t nibble_bits(int w, int offset,
+                                                                 std::uint32_t bits) {
+    std::uint32_t m = 0;
+    for (int i = 0; i < 4; ++i) {
+      if (B::f4_word(i) != w) continue;
+      m |= bits << ((4 * i + offset) & 31);
+      m |= bits << ((4 * i + 16 + offset) & 31);
+    }
+    return m;
+  }
+  __host__ __device__ static constexpr std::uint32_t slots(int w) {
+    return nibble_bits(w, 3 + B::kF4Lift, 1u);
+  }
+  __host__ __device__ static constexpr std::uint32_t kept(int w) { return nibble_bits(w, 0, 7u); }
+};
 
 // Bits of a where c is set, of b elsewhere, in one LOP3 (c an immediate: written as C++,
 // ptxas spends a second LOP3 on c's complement).
@@ -220,7 +241,7 @@ __device__ __forceinline__ std::uint32_t f4_scale(std::uint32_t w) {
 // bit; one multiply by scale2 = scale * kF4Fold then gives e2m1 * scale * 2^-7, exactly (see
 // Bits4::kF4Fold). The sign must move kF4Lift bits further than the other three, so a copy of q
 // rotated by kF4Lift supplies the signs: in each of two words, the signs of two nibble pairs sit
-// kF4Lift + 1 bits above their exponent (in slots kF4Slots no other bit of those nibbles uses) and
+// kF4Lift + 1 bits above their exponent (in slots no other bit of those nibbles uses) and
 // the rest is q. (One word cannot serve all four pairs: each slot is a bit of another nibble.)
 // Pair i is then one shift (a rotation where its bits wrap around) and one mask of its word:
 // 3 + 4 x 3 instructions for 8 values with the multiplies, where a shift each for the sign and
@@ -230,16 +251,19 @@ template <typename T>
 __device__ __forceinline__ void e2m1x8(std::uint32_t q, std::uint32_t scale2,
                                        std::uint32_t (&p)[4]) {
   using B = Bits4<T>;
+  using L = F4Layout<T>;
+  static_assert((L::slots(0) & L::kept(0)) == 0 && (L::slots(1) & L::kept(1)) == 0,
+                "a sign slot falls on a bit its word keeps from q");
   const std::uint32_t lifted = __funnelshift_l(q, q, B::kF4Lift);
-  const std::uint32_t word[2] = {select_bits<B::kF4Slots[0]>(lifted, q),
-                                 select_bits<B::kF4Slots[1]>(lifted, q)};
+  const std::uint32_t word[2] = {select_bits<L::slots(0)>(lifted, q),
+                                 select_bits<L::slots(1)>(lifted, q)};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     // nibble i's lowest bit (4 i) goes to kF4Low; past kF4Low, bits wrap around from the top
     const int s = (B::kF4Low - 4 * i) & 31;
     const std::uint32_t w = word[B::f4_word(i)];
     const std::uint32_t moved = s <= B::kF4Low ? w << s : __funnelshift_l(w, w, s);
-    p[i] = Ops<T>::fma2(moved & B::kF4Mask, scale2, kNegZero2);
+    p[i] = Ops<T>::fma2(moved & L::kPair, scale2, kNegZero2);
   }
 }
 
