@@ -10,10 +10,11 @@
 // dense weights: warps, warp-steps a super-step, blocks a multiprocessor). The first entry of
 // each list is the shipped launch and the second, for the 4-bit formats and dense weights, the
 // launch before this tool (the 4-bit formats' third and fourth: one row of x read in the loop,
-// then staged in shared memory, at every block count); every other one is checked against the
-// shipped output (max |diff| over max |y|: the K split differs, so the bits do). GEMV_M sets
-// the rows of x (default 1), GEMV_ONLY times only the first entries, GEMV_GATED=1 times the
-// gated MLP's product (the 4-bit and fp8 formats).
+// then staged in shared memory, at every block count; the configurations marked "xs" stage it
+// too); every other one is checked against the shipped output (max |diff| over max |y|: the K
+// split differs, so the bits do). GEMV_M sets the rows of x (default 1), GEMV_ONLY times only
+// the first entries, GEMV_PICK the shipped launch and the configurations it names
+// (comma-separated), GEMV_GATED=1 the gated MLP's product (the 4-bit and fp8 formats).
 //
 // Timing: CUDA events around each launch, the L2 evicted by a read of 256 MiB before it, median
 // of 30. The pure read: a kernel summing 16-byte words of the weight's bytes, best of several
@@ -120,6 +121,22 @@ Launch wa_cfg() {
   std::snprintf(name, sizeof name, "rt%d w%d s%d b%d", RT, W, S, B);
   return {name, [](const GemvArgs& a) { launch_as<gd::wa::Config<RT, 1, W, S, B>>(a); }};
 }
+#if defined(FORMAT_INT4) || defined(FORMAT_NVFP4)
+// Configuration C with one row of x staged in shared memory ("xs"); more rows: the shipped
+// launch, as few_rows_from.
+template <int RT, int W, int S, int B = 0>
+Launch wa_staged() {
+  char name[64];
+  std::snprintf(name, sizeof name, "rt%d w%d s%d b%d xs", RT, W, S, B);
+  return {name, [](const GemvArgs& a) {
+            using C = gd::wa::Config<RT, 1, W, S, B>;
+            constexpr auto Xf = gd::wa::XFrom::shared;
+            if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
+            if (a.gated) return gd::wa::launch_config<T, F, C, true, Xf>(a, "gemv_configs");
+            gd::wa::launch_config<T, F, C, false, Xf>(a, "gemv_configs");
+          }};
+}
+#endif
 std::vector<Launch> launches() {
   return {{"shipped", [](const GemvArgs& a) { gd::wa::launch<T, F>(a, "gemv_configs"); }},
 #if defined(FORMAT_INT4) || defined(FORMAT_NVFP4)
@@ -142,7 +159,12 @@ std::vector<Launch> launches() {
           // (Static shared memory caps a block at 48 KiB: no 16 warps with two row tiles.)
           wa_cfg<1, 4, 2>(), wa_cfg<1, 8, 2>(), wa_cfg<1, 16, 2>(), wa_cfg<1, 4, 3>(),
           wa_cfg<1, 8, 3>(), wa_cfg<2, 4, 2>(), wa_cfg<2, 8, 2>(), wa_cfg<2, 4, 3>(),
-          wa_cfg<4, 4, 2>(), wa_cfg<1, 4, 2, 8>(), wa_cfg<1, 8, 2, 4>()};
+          wa_cfg<4, 4, 2>(), wa_cfg<1, 4, 2, 8>(), wa_cfg<1, 8, 2, 4>(),
+#if defined(FORMAT_INT4) || defined(FORMAT_NVFP4)
+          wa_staged<1, 8, 2>(), wa_staged<1, 16, 2>(), wa_staged<1, 4, 3>(),
+          wa_staged<1, 8, 3>(), wa_staged<2, 4, 2>(), wa_staged<2, 8, 2>(),
+#endif
+  };
 }
 #endif
 
@@ -287,6 +309,20 @@ int main(int argc, char** argv) {
   auto list = launches();
   if (const char* only = std::getenv("GEMV_ONLY")) {
     list.resize(std::min<std::size_t>(list.size(), std::atoi(only)));
+  }
+  // GEMV_PICK: the shipped launch and the configurations named (comma-separated, exact names).
+  const char* pick = std::getenv("GEMV_PICK");
+  if (pick != nullptr && *pick != '\0') {
+    const std::string names = std::string(",") + pick + ",";
+    std::vector<Launch> kept = {list[0]};
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      if (names.find("," + list[i].name + ",") != std::string::npos) kept.push_back(list[i]);
+    }
+    if (kept.size() == 1) {
+      std::fprintf(stderr, "GEMV_PICK: no configuration named in '%s'\n", pick);
+      return 2;
+    }
+    list = kept;
   }
   std::printf("# M = %lld\n", static_cast<long long>(m));
   for (const auto& [k, n] : shapes) {

@@ -14,6 +14,8 @@
 # position, and a revision's may differ from this tree's past the second). Needs a git
 # checkout. GEMV_FORMATS: the formats to build and run (default all). GEMV_GATED=1: the gated
 # MLP's product (dense weights left out; a revision whose harness lacks it is refused).
+# GEMV_PICK="name,name": the shipped launch and these configurations only (M = 1 runs; not
+# with GEMV_BASE, whose lists pair by position).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -51,9 +53,9 @@ if [ -n "$BASE" ]; then
   for r in $(seq "${GEMV_ROUNDS:-2}"); do
     for f in $FORMATS; do
       echo "## round $r, $BASE, $f"
-      GEMV_ONLY=${GEMV_ONLY:-1} "$BIN/base_$f" "$@"
+      GEMV_ONLY=${GEMV_ONLY:-1} GEMV_PICK= "$BIN/base_$f" "$@"
       echo "## round $r, this tree, $f"
-      GEMV_ONLY=${GEMV_ONLY:-1} "$BIN/gemv_configs_$f" "$@"
+      GEMV_ONLY=${GEMV_ONLY:-1} GEMV_PICK= "$BIN/gemv_configs_$f" "$@"
     done
   done
   exit 0
@@ -62,5 +64,5 @@ build . gemv_configs_
 for f in $FORMATS; do "$BIN/gemv_configs_$f" "$@"; done
 for f in $FORMATS; do
   case $f in FP8*) only=1 ;; *) only=2 ;; esac
-  GEMV_M=16 GEMV_ONLY=$only "$BIN/gemv_configs_$f" "$@"
+  GEMV_M=16 GEMV_ONLY=$only GEMV_PICK= "$BIN/gemv_configs_$f" "$@"
 done

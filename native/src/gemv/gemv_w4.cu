@@ -49,6 +49,13 @@ struct Int4 {
   // it made the step 0.9% slower, so long rows read x in the loop.
   static constexpr bool kPairs04 = true;
   static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = 1024, kStageMaxK = 4096;
+  // No Tail (wa::launch_rule). Alone it took 0.88-0.99x the time of Wide at 1024-3328 blocks (K
+  // 4096, M = 1, plain and gated, H200; 1.00-1.02x at 1664), but in the Qwen3-8B shape's decode
+  // step, whose gated gate/up product (1536 blocks) is launched early, it made the step 1.4%
+  // longer (2177 -> 2207 us): the staged row is copied after the wait for the kernel ahead,
+  // where x read in the loop is not held back (as at 256 blocks, above).
+  static constexpr std::int64_t kTailFromBlocks = 0, kTailToBlocks = 0;
+  static constexpr bool kTailGated = false;
 
   // Group scales of one warp-step (its 128 values of K are scale group `step`) for the thread's
   // W rows g and g + 8 of each row tile, in fp32. Loaded a step ahead (gemv_wa.cuh).
@@ -130,6 +137,15 @@ struct Nvfp4 {
   // 0.89-0.95x the time of x read in the loop there).
   static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = wa::kNoBlockLimit,
                                 kStageMaxK = 8192;
+  // Past the first wave of the staged launch (1320 blocks: 10 a multiprocessor on an H200's 132)
+  // to 2047 blocks, K 2049-8192, the plain product takes wa::launch_rule's Tail: 0.90-0.97x the
+  // time at 1376-1848 blocks (M = 1, H200), against 1.07x at 1280 and level at 2048; at K 2048
+  // 1.05-1.07x. In the Qwen3-8B shape's decode step (its gate/up product one plain launch of
+  // 1536 blocks) the step took 2419 us instead of 2484. The gated product was level or slower
+  // there (0.99-1.04x) and keeps the rule.
+  static constexpr std::int64_t kTailFromBlocks = 1321, kTailToBlocks = 2048, kTailMinK = 2049,
+                                kTailMaxK = 8192;
+  static constexpr bool kTailGated = false;
 
   // The e4m3 scales of blocks 2 gi and 2 gi + 1 (16 values each) of the thread's W rows g and
   // g + 8 of each row tile, one 2-byte load a row, a step ahead (gemv_wa.cuh).

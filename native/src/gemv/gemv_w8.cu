@@ -45,6 +45,8 @@ struct Fp8 {
   // never staged in shared memory (wa::launch_rule: 0.94-1.34x, slower on the wide shapes).
   static constexpr bool kPairs04 = false;
   static constexpr std::int64_t kStageFromBlocks = 0, kStageToBlocks = 0;
+  static constexpr std::int64_t kTailFromBlocks = 0, kTailToBlocks = 0;  // no Tail either
+  static constexpr bool kTailGated = false;
 
   // Block scales of one warp-step for the thread's W rows g and g + 8 of each row tile: the
   // step's 64 values of K lie in block step / 2. Loaded a step ahead.
