@@ -17,8 +17,8 @@ turns); "huge" only reaches F::Wider (its rows stay short to keep the float64 re
 At M = 1 the 4-bit formats read x staged in shared memory, zero-padded past K, in the decoders'
 pair order: nvfp4 from 512 blocks ("wide", "many", "huge"; the gated product's "odd", "wide",
 "many" and "huge" too), int4 at 512-1023 blocks up to K 4096 ("wide", plain and gated), and
-nvfp4's plain product in the Tail launch past the first wave ("tail": 1338 blocks, K 2080; a
-third ring stage). KN_LONG (K 16352) covers long rows read in the loop.
+nvfp4's plain product in bfloat16 in the Tail launch past the first wave ("tail": 1338 blocks, K
+4128; a third ring stage). KN_LONG (K 16352) covers long rows read in the loop.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ K_ODD = {"dense": 4104, "fp8": 4112, "int4": 4128, "nvfp4": 4128}
 KN_WIDE = (1056, 8200)
 KN_MANY = (544, 16400)  # 1025 blocks of 16 columns; 17 int4 granules a row
 KN_HUGE = (128, 65552)  # 4097 blocks of 16 columns
-# 1338 blocks of 16 columns (the last of 8), K 2080 (a partial last warp-step and int4 group):
-# gemv_wa.cuh's Tail at one row of x (nvfp4's plain product), the wide launches elsewhere
-KN_TAIL = (2080, 21400)
+# 1338 blocks of 16 columns (the last of 8), K 4128 (a partial last warp-step and int4 group):
+# gemv_wa.cuh's Tail at one row of bfloat16 x (nvfp4's plain product), the wide launches elsewhere
+KN_TAIL = (K_ODD["nvfp4"], 21400)
 # 257 blocks of 16 columns (plain; gated: I = 2049), K 16384 - a 4-bit granule: long rows (a
 # partial last warp-step)
 KN_LONG = (16352, 4098)
@@ -182,7 +182,7 @@ def test_gated_product(dtype: str, fmt: str, kw: dict, m: int, kn: str) -> None:
     silu(g) * u (|d/dg| <= 1.1 |u|, |d/du| = |silu(g)|) to one rounding of the result. W rows
     n = 2I: 1000 (63 blocks: 16 warps), 8194 (I = 4097, a partial last tile of 8 columns; 513
     blocks), 8200 (513 blocks, K 1056), 16400 and 65552 (the wide launches), 21400 (1338
-    blocks, K 2080), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
+    blocks, K 4128), 38 (I = 19); m = 9 and 40 the x tiles of 16."""
     shapes = {"small": (128, 1000), "odd": (K_ODD[fmt], 8194), "wide": KN_WIDE, "many": KN_MANY,
               "huge": KN_HUGE, "tail": KN_TAIL, "tiny": (96, 38)}  # fmt: skip
     k, n = shapes[kn]
@@ -286,7 +286,7 @@ def test_early_launch_waits_for_the_kernel_that_writes_x(fmt: str, kw: dict, kn:
     the weight read before the wait (constant_weights) and after it, eagerly and replayed from
     a graph. The result is the product of the new x, bit for bit the same as without the early
     launch. "wide" (513 blocks) reaches nvfp4's x staged in shared memory by every block, "tail"
-    (1338 blocks, K 2080) nvfp4's Tail, which stages it too."""
+    (1338 blocks, K 4128) nvfp4's Tail, which stages it too."""
     from pygpukit.backends._support import pdl
     from pygpukit.backends._support.weights import constant_weights
 

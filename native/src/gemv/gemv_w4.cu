@@ -137,13 +137,15 @@ struct Nvfp4 {
   // 0.89-0.95x the time of x read in the loop there).
   static constexpr std::int64_t kStageFromBlocks = 512, kStageToBlocks = wa::kNoBlockLimit,
                                 kStageMaxK = 8192;
-  // Past the first wave of the staged launch (1320 blocks: 10 a multiprocessor on an H200's 132)
-  // to 2047 blocks, K 2049-8192, the plain product takes wa::launch_rule's Tail: 0.90-0.97x the
-  // time at 1376-1848 blocks (M = 1, H200), against 1.07x at 1280 and level at 2048; at K 2048
-  // 1.05-1.07x. In the Qwen3-8B shape's decode step (its gate/up product one plain launch of
-  // 1536 blocks) the step took 2419 us instead of 2484. The gated product was level or slower
-  // there (0.99-1.04x) and keeps the rule.
-  static constexpr std::int64_t kTailFromBlocks = 1321, kTailToBlocks = 2048, kTailMinK = 2049,
+  // Past the first wave of the staged launch (at K 4096: 1320 blocks, 10 a multiprocessor on an
+  // H200's 132) to 2047 blocks, K 4096-8192, the plain product in bfloat16 takes
+  // wa::launch_rule's Tail: 0.90-0.98x the time at 1376-1848 blocks (M = 1, H200; timed at K
+  // 4096 and 8192), against 1.07x at 1280 and level at 2048; at K 2048 1.04-1.05x (so K under
+  // 4096, not timed between, keeps the rule, as does float16, not timed). In the Qwen3-8B
+  // shape's decode step (its gate/up product one plain launch of 1536 blocks) the step took 2419
+  // us instead of 2484. The gated product was level or slower there (0.99-1.04x) and keeps the
+  // rule.
+  static constexpr std::int64_t kTailFromBlocks = 1321, kTailToBlocks = 2048, kTailMinK = 4096,
                                 kTailMaxK = 8192;
   static constexpr bool kTailGated = false;
 

@@ -522,17 +522,20 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
 // Past a full first wave of blocks the last wave leaves most multiprocessors with a block or two,
 // each with 4 warps and two ring stages in flight: too few bytes in flight to keep DRAM busy.
 // There a format may take Tail: one row of x staged, one row tile of 4 warps and a third ring
-// stage (its shared memory also holds a multiprocessor to 9 blocks at K 4096, a longer first
-// wave), at F::kTailFromBlocks to F::kTailToBlocks - 1 blocks, K F::kTailMinK to F::kTailMaxK,
-// one row of x; the gated product only where F::kTailGated. Measured on an H200 (BENCHMARKS.md
-// "GEMV"): nvfp4's plain product, whose x is staged there anyway, took 0.90-0.97x the time at
-// 1376-1848 blocks (the likely cause above, not profiled). int4 gained alone too but lost in the
-// decode step, where staging x holds its early launch back (Int4).
+// stage (its shared memory also holds a multiprocessor to 9 blocks at K 4096, a shorter first
+// wave and a fuller last one), at F::kTailFromBlocks to F::kTailToBlocks - 1 blocks, K
+// F::kTailMinK to F::kTailMaxK, one row of bfloat16 x (the type it was timed in); the gated
+// product only where F::kTailGated. Same warps, same K split: the same bits as the launch it
+// replaces. Measured on an H200 (BENCHMARKS.md "GEMV"): nvfp4's plain product, whose x is staged
+// there anyway, took 0.90-0.98x the time at 1376-1848 blocks (the likely cause above, not
+// profiled). int4 gained alone too but lost in the decode step, where staging x holds its early
+// launch back (Int4).
 using Tail = Config<1, 1, 4, 3>;
 
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
-  if constexpr (F::kTailToBlocks > F::kTailFromBlocks && (!Gated || F::kTailGated)) {
+  if constexpr (F::kTailToBlocks > F::kTailFromBlocks && (!Gated || F::kTailGated) &&
+                std::is_same_v<T, __nv_bfloat16>) {
     const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
     if (a.m == 1 && a.k >= F::kTailMinK && a.k <= F::kTailMaxK && nblk >= F::kTailFromBlocks &&
         nblk < F::kTailToBlocks) {
