@@ -101,11 +101,15 @@ const char* kFormat = "fp8 (per channel)";
 using F = gd::Fp8<true>;
 const char* kFormat = "fp8 (128-blocks)";
 #endif
-// Configuration C, the gated product's when the arguments ask for it (GEMV_GATED).
-template <typename C>
+// Configuration C with x from Xf, the gated product's when the arguments ask for it
+// (GEMV_GATED). x staged in shared memory holds one row: more rows take the shipped launch.
+template <typename C, gd::wa::XFrom Xf = gd::wa::XFrom::global>
 void launch_as(const GemvArgs& a) {
-  if (a.gated) return gd::wa::launch_config<T, F, C, true>(a, "gemv_configs");
-  gd::wa::launch_config<T, F, C>(a, "gemv_configs");
+  if constexpr (Xf != gd::wa::XFrom::global) {
+    if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
+  }
+  if (a.gated) return gd::wa::launch_config<T, F, C, true, Xf>(a, "gemv_configs");
+  gd::wa::launch_config<T, F, C, false, Xf>(a, "gemv_configs");
 }
 // One row of x from Xf under the few-rows rule's configuration at every block count (the
 // shipped launch stages by a block range, wa::launch_rule); more rows: the shipped launch.
@@ -115,26 +119,19 @@ void few_rows_from(const GemvArgs& a) {
   if (a.gated) return gd::wa::launch_few_rows<T, F, true, Xf>(a, "gemv_configs");
   gd::wa::launch_few_rows<T, F, false, Xf>(a, "gemv_configs");
 }
-template <int RT, int W, int S, int B = 0>
+// RT row tiles, W warps, S ring stages, B blocks a multiprocessor, x from Xf ("xs": one row
+// staged in shared memory, the 4-bit formats).
+template <int RT, int W, int S, int B = 0, gd::wa::XFrom Xf = gd::wa::XFrom::global>
 Launch wa_cfg() {
   char name[64];
-  std::snprintf(name, sizeof name, "rt%d w%d s%d b%d", RT, W, S, B);
-  return {name, [](const GemvArgs& a) { launch_as<gd::wa::Config<RT, 1, W, S, B>>(a); }};
+  std::snprintf(name, sizeof name, "rt%d w%d s%d b%d%s", RT, W, S, B,
+                Xf == gd::wa::XFrom::shared ? " xs" : "");
+  return {name, [](const GemvArgs& a) { launch_as<gd::wa::Config<RT, 1, W, S, B>, Xf>(a); }};
 }
 #if defined(FORMAT_INT4) || defined(FORMAT_NVFP4)
-// Configuration C with one row of x staged in shared memory ("xs"); more rows: the shipped
-// launch, as few_rows_from.
-template <int RT, int W, int S, int B = 0>
+template <int RT, int W, int S>
 Launch wa_staged() {
-  char name[64];
-  std::snprintf(name, sizeof name, "rt%d w%d s%d b%d xs", RT, W, S, B);
-  return {name, [](const GemvArgs& a) {
-            using C = gd::wa::Config<RT, 1, W, S, B>;
-            constexpr auto Xf = gd::wa::XFrom::shared;
-            if (a.m > 1) return gd::wa::launch<T, F>(a, "gemv_configs");
-            if (a.gated) return gd::wa::launch_config<T, F, C, true, Xf>(a, "gemv_configs");
-            gd::wa::launch_config<T, F, C, false, Xf>(a, "gemv_configs");
-          }};
+  return wa_cfg<RT, W, S, 0, gd::wa::XFrom::shared>();
 }
 #endif
 std::vector<Launch> launches() {

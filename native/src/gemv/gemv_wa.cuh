@@ -532,21 +532,25 @@ void launch_few_rows(const GemvArgs& a, const char* name) {
 // launch back (Int4).
 using Tail = Config<1, 1, 4, 3>;
 
+// Whether the product has one row of x, from_blocks to to_blocks - 1 blocks of 16 output columns
+// and min_k to max_k values of K: the ranges of Tail and of the staged row.
+inline bool one_row_within(const GemvArgs& a, std::int64_t from_blocks, std::int64_t to_blocks,
+                           std::int64_t min_k, std::int64_t max_k) {
+  const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
+  return a.m == 1 && a.k >= min_k && a.k <= max_k && nblk >= from_blocks && nblk < to_blocks;
+}
+
 template <typename T, typename F, bool Gated>
 void launch_rule(const GemvArgs& a, const char* name) {
   if constexpr (F::kTailToBlocks > F::kTailFromBlocks && (!Gated || F::kTailGated) &&
                 std::is_same_v<T, __nv_bfloat16>) {
-    const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-    if (a.m == 1 && a.k >= F::kTailMinK && a.k <= F::kTailMaxK && nblk >= F::kTailFromBlocks &&
-        nblk < F::kTailToBlocks) {
+    if (one_row_within(a, F::kTailFromBlocks, F::kTailToBlocks, F::kTailMinK, F::kTailMaxK)) {
       launch_config<T, F, Tail, Gated, XFrom::shared>(a, name);
       return;
     }
   }
   if constexpr (F::kStageToBlocks > F::kStageFromBlocks) {
-    const std::int64_t nblk = (a.n + kRowTile - 1) / kRowTile;
-    if (a.m == 1 && a.k <= F::kStageMaxK && nblk >= F::kStageFromBlocks &&
-        nblk < F::kStageToBlocks) {
+    if (one_row_within(a, F::kStageFromBlocks, F::kStageToBlocks, 0, F::kStageMaxK)) {
       launch_few_rows<T, F, Gated, XFrom::shared, F::kStageFromBlocks, F::kStageToBlocks>(a,
                                                                                        name);
       return;
