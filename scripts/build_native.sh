@@ -5,6 +5,8 @@
 #   PYGPUKIT_CUDA_ARCHS  architectures (default "80;86;89;90a"; CI builds "90a" only)
 #   CUDACXX              nvcc to use (else PATH, /usr/local/cuda, then the nvidia-cuda-nvcc wheel)
 #   PYGPUKIT_NATIVE_FAMILIES  build only these families ("norm;gemv"), into their own build dir
+#   PYGPUKIT_CUTLASS_BATCH    CUTLASS instance files per translation unit (default 1; CI's
+#                             two cores build faster with several, see native/CMakeLists.txt)
 #   PYGPUKIT_NATIVE_BUILD     build directory (default build/native; only that one gets the .pth)
 #   PYTHON               interpreter whose site-packages gets the .pth (default .venv/bin/python)
 set -euo pipefail
@@ -40,6 +42,7 @@ echo "build_native: nvcc $nvcc ($("$nvcc" --version | tail -n 2 | head -n 1)), a
 "$cmake_bin" -S native -B "$BUILD" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja_bin" \
   -DCMAKE_CUDA_COMPILER="$nvcc" -DPYGPUKIT_CUDA_ARCHS="$ARCHS" \
   -DPYGPUKIT_NATIVE_FAMILIES="${PYGPUKIT_NATIVE_FAMILIES:-}" \
+  -DPYGPUKIT_CUTLASS_BATCH="${PYGPUKIT_CUTLASS_BATCH:-1}" \
   -DPython_EXECUTABLE="$("$PY" -c 'import sys; print(sys.executable)')" \
   -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" >/dev/null
 "$cmake_bin" --build "$BUILD" -j "${PYGPUKIT_NATIVE_JOBS:-$(nproc)}"
