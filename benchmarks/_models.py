@@ -26,6 +26,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
         rope_theta=1000000.0, max_position_embeddings=40960, tie_word_embeddings=False,
         bos_token_id=1, eos_token_id=2,
     ),
+    # Llama-3.1-8B's shapes: its gate/up product (2 x 14336 columns, K 4096) is 1792 blocks of
+    # the 4-bit GEMVs, where the nvfp4 launch past the first wave applies.
+    "llama-3.1-8b": dict(
+        model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=4096,
+        intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, vocab_size=128256, rms_norm_eps=1e-5,
+        rope_theta=500000.0, max_position_embeddings=131072, tie_word_embeddings=False,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+        bos_token_id=1, eos_token_id=2,
+    ),
     # Mixtral-8x7B's layer shapes with 2 layers: what the MoE decode benchmark times.
     "mixtral-8x7b-2l": dict(
         model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_size=4096,
