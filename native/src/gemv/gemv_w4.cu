@@ -139,12 +139,12 @@ struct Nvfp4 {
                                 kStageMaxK = 8192;
   // Past the first wave of the staged launch (at K 4096: 1320 blocks, 10 a multiprocessor on an
   // H200's 132) to 2047 blocks, K 4096-8192, the plain product in bfloat16 takes
-  // wa::launch_rule's Tail: 0.90-0.98x the time at 1376-1848 blocks (M = 1, H200; timed at K
-  // 4096 and 8192), against 1.07x at 1280 and level at 2048; at K 2048 1.04-1.05x (so K under
-  // 4096, not timed between, keeps the rule, as does float16, not timed). In the Qwen3-8B
-  // shape's decode step (its gate/up product one plain launch of 1536 blocks) the step took 2419
-  // us instead of 2484. The gated product was level or slower there (0.99-1.04x) and keeps the
-  // rule.
+  // wa::launch_rule's Tail: 0.90-1.00x the time at 1328-1848 blocks (M = 1, H200; timed at K
+  // 4096, 5120, 6144 and 8192), against 1.07x at 1280 and level at 2048; at K 2048 1.04-1.05x,
+  // at K 3072 0.98x at one shape (so K under 4096 keeps the rule, as does float16,
+  // not timed). Decode steps with a gate/up product in the range: Qwen3-8B shape (1536 blocks)
+  // 2419 us instead of 2484, Llama-3.1-8B shape (1792) 2270 instead of 2296. The gated product
+  // was level or slower there (0.99-1.04x) and keeps the rule.
   static constexpr std::int64_t kTailFromBlocks = 1321, kTailToBlocks = 2048, kTailMinK = 4096,
                                 kTailMaxK = 8192;
   static constexpr bool kTailGated = false;
