@@ -1,7 +1,7 @@
 """Batch-1 decode with decode-step changes turned off again, in one process, on a benchmark
 model shape with random bf16 weights (quantized at load with --quantize).
 
-    python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b] [--new 256]
+    python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|length-chunks|lean|leave-out]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
