@@ -19,7 +19,7 @@ CLASS_OF = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "o_proj": "o_proj
             "lm_head": "lm_head"}  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["llama-3.2-1b", "qwen3-8b"])
+@pytest.mark.parametrize("name", ["llama-3.2-1b", "qwen3-8b", "llama-3.1-8b"])
 def test_every_product_of_the_step_has_its_class(name: str) -> None:
     cfg = CONFIGS[name]
     h = cfg["hidden_size"]
