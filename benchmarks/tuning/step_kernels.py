@@ -59,6 +59,12 @@ def _profile(args: argparse.Namespace) -> None:
     driver.cuProfilerStop()
 
 
+# Nsight Compute's units (both spellings its versions print) -> us and bytes.
+_UNIT_SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
+               "msecond": 1e3, "byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3,
+               "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9, "GB": 1e9}  # fmt: skip
+
+
 def _family(name: str) -> str:
     """A kernel's name without its template arguments and parameters."""
     base = re.sub(r"\(.*$", "", name)
@@ -84,13 +90,9 @@ def _table(path: str, copy_gbs: float | None) -> None:
             continue
         rec = launches.setdefault(r[col["ID"]], {"name": r[col["Kernel Name"]],
                                                  "grid": r[col["Grid Size"]]})  # fmt: skip
-        value = float(r[col["Metric Value"]].replace(",", ""))
-        unit = r[col["Metric Unit"]]
-        scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
-                 "msecond": 1e3, "byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3,
-                 "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9, "GB": 1e9}[unit]  # fmt: skip
+        value = float(r[col["Metric Value"]].replace(",", "")) * _UNIT_SCALE[r[col["Metric Unit"]]]
         key = "us" if r[col["Metric Name"]].startswith("gpu__time") else "bytes"
-        rec[key] = rec.get(key, 0.0) + value * scale
+        rec[key] = rec.get(key, 0.0) + value
     # A kernel family's launches split by grid and bytes read (0.1 MB): the products of one
     # kernel (o_proj and down of a GEMV, say) are told apart by their sizes.
     fams: OrderedDict[str, list[float]] = OrderedDict()
