@@ -2,7 +2,8 @@
 model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
-        [--experiment tiles|pdl|sites|overlap|prefetch|append|splits|length-chunks|lean|leave-out]
+        [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
+         lean|leave-out]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -33,18 +34,22 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
   with no host time at all), two alternating rounds.
-- prefetch, append, splits, length-chunks, lean: two alternating rounds of each variant, each
-  measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50 replays, a
-  step inside the 32-step graph at cache positions --at..--at + 32 as in overlap, tokens
-  checked against the first variant's):
+- prefetch, append, qkv-write, splits, length-chunks, lean: two alternating rounds of each
+  variant, each measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50
+  replays, a step inside the 32-step graph at cache positions --at..--at + 32 as in overlap,
+  tokens checked against the first variant's):
   - prefetch: the cache write's positions and decode attention's lengths loaded before their
     programs wait on the kernel ahead (kv_write.PREFETCH_POSITIONS, attention_decode.
     PREFETCH_LENGTHS: shipped) or after;
   - append: the decode step's cache write and attention in one launch
-    (gp.sdpa_decode_append: transformer.APPEND_ATTENTION), launched early
+    (gp.sdpa_decode_append: decode_forms.APPEND_ATTENTION), launched early
     (attention_decode.PDL_LAUNCH) or plainly, or in two (kv_cache_write, then sdpa_decode,
     both launched early; shipped); the one launch normalises Qwen3's heads with its sum of
     squares in another order, so its tokens may differ there (Llama's are the same bits);
+  - qkv-write: a decode step's qkv product, RoPE on q and k and the cache write in one
+    launch (gp.rmsnorm_qkv_rope_write: decode_forms.QKV_ROPE_WRITE) or in two
+    (gp.rmsnorm_linear, then gp.kv_cache_write: shipped); the same bits either way (Llama,
+    Qwen2: no head norms; Qwen3 takes the two launches in both variants);
   - splits: decode attention's key splits at batch 1 (the few-programs class's
     FEW_MIN_SPLIT_KEYS: fewer, longer splits, or more, shorter ones);
   - length-chunks: decode attention's keys a split takes following the length (the length's
@@ -311,7 +316,7 @@ def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> 
 
 
 def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    import pygpukit.models.transformer as tr
+    import pygpukit.models.decode_forms as tr
 
     shipped = tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH
     forms = (("in one launch", True, True), ("in one launch, plain", True, False),
@@ -324,6 +329,20 @@ def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
         ])  # fmt: skip
     finally:
         tr.APPEND_ATTENTION, attention_decode.PDL_LAUNCH = shipped
+
+
+def _qkv_write(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    import pygpukit.models.decode_forms as forms
+
+    shipped = forms.QKV_ROPE_WRITE
+    try:
+        _rounds(model, prompt, args, [
+            (f"qkv, RoPE and the cache write in one launch {v}",
+             _setting((forms, "QKV_ROPE_WRITE", v)))
+            for v in (shipped, not shipped)
+        ])  # fmt: skip
+    finally:
+        forms.QKV_ROPE_WRITE = shipped
 
 
 def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -438,7 +457,7 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    import pygpukit.models.transformer as tr
+    import pygpukit.models.decode_forms as tr
 
     real = {name: getattr(tr.ops, name) for name in ("rmsnorm", "kv_cache_write", "sdpa_decode")}
     append = tr.APPEND_ATTENTION
@@ -489,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             "overlap",
             "prefetch",
             "append",
+            "qkv-write",
             "splits",
             "length-chunks",
             "lean",
@@ -529,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment != "tiles":
         experiments = {
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "append": _append, "splits": _splits, "length-chunks": _length_chunks,
+            "append": _append, "qkv-write": _qkv_write, "splits": _splits,
+            "length-chunks": _length_chunks,
             "lean": _lean, "leave-out": _leave_out,
             "quant-sites": _quant_sites,
             "quant-norm": _quant_norm,

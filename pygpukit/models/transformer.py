@@ -27,13 +27,13 @@ from pygpukit.dtypes import DataType, int64
 from pygpukit.errors import CaptureError
 from pygpukit.models._linear import Weight, embed, linear
 from pygpukit.models.config import ModelConfig, ModelSpec
+from pygpukit.models.decode_forms import append_attention, qkv_rope_write
 from pygpukit.models.errors import ContextLengthError
 from pygpukit.models.kv_cache import StaticKVCache
 from pygpukit.models.moe import moe_forward
 from pygpukit.models.weights import LayerWeights, ModelWeights
 from pygpukit.ops.gemv import constant_weights
 from pygpukit.qweight import QuantizedWeight
-from pygpukit.routing.overrides import forced_backend, named_backend
 from pygpukit.runtime import Device
 
 if TYPE_CHECKING:
@@ -47,32 +47,10 @@ __all__ = ["CausalTransformerModel"]
 # with kv_cache_write (RoPE on k and q fused into the write); longer steps (prefill) use flash sdpa,
 # except under the deterministic mode, where every step takes the decode path.
 DECODE_TOKENS = 16
-# True: a decode step writes the cache and attends in one launch (gp.sdpa_decode_append) instead
-# of kv_cache_write then sdpa_decode (see append_attention). False: measured slower. H100,
-# 2026-11-27 (benchmarks/tuning/decode_ab.py --experiment append, one process, two rounds), the
-# graph-replayed batch-1 step: Llama-3.2-1B shape 1104.5-1106.2 us in one launch launched early,
-# 1062.0-1062.3 launched plainly, 1038.6-1039.0 in two launches; Qwen3-8B 5609.1-5609.6,
-# 5574.9-5578.2, 5562.2-5562.9. The write's round trips (new k and v, the tables, the store and
-# a barrier) sit in front of every split's key loads, and launched early the kernel's programs
-# (195-255 registers a thread) become resident beside the qkv GEMV still streaming its weight.
-APPEND_ATTENTION = False
 # The deterministic mode's prefill runs in forward calls of at most this many tokens: its results
 # do not depend on the chunking, and the decode attention's partials (one per 16 query rows and
 # 256-key split) stay bounded.
 DETERMINISTIC_CHUNK = 256
-
-
-def append_attention() -> bool:
-    """Whether this decode step writes the cache and attends in one launch: APPEND_ATTENTION,
-    outside the deterministic mode (whose batch-invariant prefill runs the two launches at every
-    chunk length, so its decode steps do too), and unless a route rule names kv_cache_write or
-    sdpa_decode (or a "*" rule forces a backend): the user asked for those ops' backends. A rule
-    naming sdpa_decode_append itself keeps the one launch whatever the other rules say."""
-    if not APPEND_ATTENTION or determinism.is_deterministic():
-        return False
-    if named_backend("sdpa_decode_append") is not None:
-        return True
-    return forced_backend("kv_cache_write")[0] is None and forced_backend("sdpa_decode")[0] is None
 
 
 class CausalTransformerModel:
@@ -439,20 +417,33 @@ class CausalTransformerModel:
         c = self.config
         b, s, _ = x.shape
         nh, nkv, d = c.num_heads, c.num_kv_heads, c.head_dim
+        cos, sin = self._rope if self._rope is not None else (None, None)
+        rot = cos is not None and sin is not None
+        full_rope = cos is not None and 2 * cos.shape[1] == d
+        scale = c.layer_attn_scale(layer)
+        if decode is not None and not append and full_rope and qkv_rope_write(self.spec, lw):
+            # One call: the qkv product with its norm, RoPE and the cache write
+            # (gp.rmsnorm_qkv_rope_write), then attention over each row's own length.
+            assert cos is not None and sin is not None and isinstance(lw.wqkv, GPUArray)
+            kc, vc = cache.rows(layer, row0, b)
+            h = x if delta is None else delta
+            r = ops.rmsnorm_qkv_rope_write(
+                h, lw.attn_norm, lw.wqkv, kc, vc, decode[0], cos, sin, num_heads=nh,
+                bias=lw.bqkv, residual=None if delta is None else x, eps=c.norm_eps,
+            )  # fmt: skip
+            q, x = r if delta is not None else (r, x)
+            o = ops.sdpa_decode(q.transpose(0, 2, 1, 3), kc, vc, decode[1], scale=scale)
+            return linear(o.transpose(0, 2, 1, 3).reshape(b, s, nh * d), lw.wo, lw.bo), x
         qkv, x = self._norm_linear(x, delta, lw.attn_norm, lw.attn_norm_bias, lw.wqkv, lw.bqkv)
         q = qkv[:, :, : nh * d].reshape(b, s, nh, d)
         k = qkv[:, :, nh * d : (nh + nkv) * d].reshape(b, s, nkv, d)
         v = qkv[:, :, (nh + nkv) * d :].reshape(b, s, nkv, d)
-        cos, sin = self._rope if self._rope is not None else (None, None)
-        rot = cos is not None and sin is not None
         # Qwen3Attention: q_norm/k_norm are RMSNorms over head_dim, applied before RoPE. At
         # decode with RoPE over the whole head, kv_cache_write applies them in its launch.
-        full_rope = cos is not None and 2 * cos.shape[1] == d
         fused_norms = decode is not None and rot and full_rope
         if lw.q_norm is not None and lw.k_norm is not None and not fused_norms:
             q = ops.rmsnorm(q, lw.q_norm, c.norm_eps)
             k = ops.rmsnorm(k, lw.k_norm, c.norm_eps)
-        scale = c.layer_attn_scale(layer)
         vt = v.transpose(0, 2, 1, 3)  # [B, H, S, D]: the attention ops' head-major layout (views)
         if decode is not None and append:
             # One launch: each split of the keys writes the new tokens among its keys (k

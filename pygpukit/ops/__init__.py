@@ -39,6 +39,7 @@ from pygpukit.ops.median import median_filter
 from pygpukit.ops.moe import moe_align, moe_linear, moe_router
 from pygpukit.ops.norm import layernorm, rmsnorm
 from pygpukit.ops.pitch import pyin_observations
+from pygpukit.ops.qkv_write import rmsnorm_qkv_rope_write
 from pygpukit.ops.quant import dequantize_fp8, matmul_fp8, quantize_fp8
 from pygpukit.ops.reduce import argmax, max, mean, min, sum, sum_axis
 from pygpukit.ops.rope import rope, rope_inplace, rope_tables
@@ -76,6 +77,7 @@ __all__ = [
     "linear_quantized",
     "linear_silu_mul",
     "rmsnorm_linear",
+    "rmsnorm_qkv_rope_write",
     "log",
     "lt",
     "matmul",

@@ -78,10 +78,7 @@ from pygpukit.backends._support.weights import constant_weights
 from pygpukit.ops import _checks as chk
 from pygpukit.qweight import QuantizedWeight
 from pygpukit.routing.backends import availability
-from pygpukit.routing.dispatch import run
-from pygpukit.routing.overrides import forced_backend, named_backend
-from pygpukit.routing.select import serves
-from pygpukit.routing.table import (
+from pygpukit.routing.crossovers import (
     DENSE_GEMV_MAX_K,
     DENSE_GEMV_MAX_ROWS,
     QDENSE_FUSED_MAX_ROWS,
@@ -90,6 +87,9 @@ from pygpukit.routing.table import (
     W8A8_MAX_ROWS,
     qgemv_max_rows,
 )
+from pygpukit.routing.dispatch import run
+from pygpukit.routing.overrides import forced_backend, named_backend
+from pygpukit.routing.select import serves
 
 __all__ = [
     "gemv",

@@ -159,12 +159,12 @@ def test_think_filter_hides_blocks_across_chunks(chunk: int) -> None:
 
 @pytest.mark.parametrize("arch", ["llama", "qwen3", "gpt2"])
 def test_write_and_attention_in_one_launch(arch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """transformer.APPEND_ATTENTION routes each layer's decode write and attention through
+    """decode_forms.APPEND_ATTENTION routes each layer's decode write and attention through
     gp.sdpa_decode_append (with RoPE, with Qwen3's head norms, without RoPE): the same logits
     on the NumPy backend, one call a layer; off (shipped), the two ops; and the deterministic
     mode and a route rule naming either op keep the two."""
     import pygpukit as gp
-    import pygpukit.models.transformer as tr
+    import pygpukit.models.decode_forms as tr
 
     m = load_model(FIXTURES / arch, device="cpu")
     prompt = golden(arch)["prompts"][0]
@@ -190,3 +190,48 @@ def test_write_and_attention_in_one_launch(arch: str, monkeypatch) -> None:  # t
         assert not tr.append_attention()
     with gp.route(sdpa_decode="cpu"):
         assert not tr.append_attention()
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_qkv_rope_write_at_decode(arch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A decode step of a model without head norms starts its attention with
+    gp.rmsnorm_qkv_rope_write: on the NumPy backend it runs gp.rmsnorm_linear and
+    gp.kv_cache_write as before (the same logits as with decode_forms.QKV_ROPE_WRITE off); a
+    route naming the op runs its own NumPy reference (one call a layer, no kv_cache_write; the
+    float64 norm is not rounded, so the logits agree within float32's bound); route rules
+    naming rmsnorm_linear or kv_cache_write keep the two calls; Qwen3 (head norms) never
+    takes it."""
+    import pygpukit as gp
+    import pygpukit.models.decode_forms as forms
+
+    m = load_model(FIXTURES / arch, device="cpu")
+    prompt = golden(arch)["prompts"][0]
+    layers = len(m.weights.layers)
+    fused = 0 if arch == "qwen3" else layers
+
+    def steps(route: dict[str, str]) -> tuple[np.ndarray, dict[str, int]]:
+        cache = m.new_cache(1, len(prompt) + 8)
+        m.forward([prompt], cache)
+        gp.routing.reset_stats()
+        with gp.route(**route):
+            out = np.stack([m.forward([[t]], cache).to_numpy() for t in prompt[:3]])
+        return out, {op: sum(c.values()) for op, c in gp.routing.stats().items()}
+
+    monkeypatch.setattr(forms, "QKV_ROPE_WRITE", False)
+    off, c_off = steps({})
+    monkeypatch.setattr(forms, "QKV_ROPE_WRITE", True)
+    on, c_on = steps({})
+    np.testing.assert_array_equal(on, off)
+    assert c_on == c_off and c_on.get("kv_cache_write") == 3 * layers, c_on
+    own, c_own = steps({"rmsnorm_qkv_rope_write": "cpu"})
+    assert c_own.get("rmsnorm_qkv_rope_write", 0) == 3 * fused, c_own
+    assert c_own.get("kv_cache_write", 0) == 3 * (layers - fused), c_own
+    np.testing.assert_allclose(own, off, rtol=1e-4, atol=1e-4)
+    if fused:
+        assert forms.qkv_rope_write(m.spec, m.weights.layers[0])
+        for rule in ({"rmsnorm_linear": "cpu"}, {"kv_cache_write": "cpu"}):
+            with gp.route(**rule):
+                assert not forms.qkv_rope_write(m.spec, m.weights.layers[0]), rule
+        monkeypatch.setattr(forms, "QKV_ROPE_WRITE", False)
+        with gp.route(rmsnorm_qkv_rope_write="cpu"):
+            assert forms.qkv_rope_write(m.spec, m.weights.layers[0])

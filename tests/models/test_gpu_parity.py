@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import pygpukit as gp
+import pygpukit.models.decode_forms as forms
 from pygpukit.models import load_model
+from pygpukit.models.decode_forms import qkv_rope_write
 
 from ._util import ARCHS, FIXTURES, golden
 
@@ -86,15 +88,21 @@ def test_graph_decode_replays_the_eager_step(arch: str) -> None:
         np.testing.assert_array_equal(a, b, err_msg=f"{arch}: position {position}")
     # The RMSNorm families read the norm into the qkv and lm_head GEMVs at decode, and Qwen3's
     # q/k norms into kv_cache_write: one rmsnorm launch a layer is left (before the MLP).
+    # The cache write: kv_cache_write's launch (decode_forms.APPEND_ATTENTION off: the write and
+    # attention in two launches), or with decode_forms.QKV_ROPE_WRITE on, for a model without
+    # head norms, the qkv GEMV's (rmsnorm_qkv_rope_write).
     gp.routing.reset_stats()
     eager.step(want[0], len(prompt))
     counts = {op: sum(c.values()) for op, c in gp.routing.stats().items()}
-    if model.spec.norm == "rmsnorm":
-        assert counts.get("rmsnorm_linear") == len(model.weights.layers) + 1, counts
-        assert counts.get("rmsnorm") == len(model.weights.layers), counts
-    # The cache write and attention: two launches a layer (transformer.APPEND_ATTENTION off).
     n = len(model.weights.layers)
-    assert counts.get("kv_cache_write") == n and counts.get("sdpa_decode") == n, counts
+    fused = sum(qkv_rope_write(model.spec, lw) for lw in model.weights.layers)
+    takes = forms.QKV_ROPE_WRITE and arch in ("llama", "qwen2", "mixtral")
+    assert fused == (n if takes else 0), (fused, n)
+    if model.spec.norm == "rmsnorm":
+        assert counts.get("rmsnorm_linear") == n - fused + 1, counts
+        assert counts.get("rmsnorm") == n, counts
+    assert counts.get("rmsnorm_qkv_rope_write", 0) == fused, counts
+    assert counts.get("kv_cache_write", 0) == n - fused and counts.get("sdpa_decode") == n, counts
     assert "sdpa_decode_append" not in counts, counts
     graph.prefill(prompt, max_seq_len=len(prompt) + 64)  # a larger cache drops the graph
     assert not graph.has_graph() and "init_graph again" in graph.graph_reason
@@ -107,7 +115,7 @@ def test_one_launch_write_and_attention_equals_two(arch: str, monkeypatch) -> No
     bfloat16 where no head norm runs (the same rotation expressions, the same attention
     kernel); with Qwen3's head norms (whose sum of squares runs in another order) in float32
     within 1e-4, and the same greedy tokens."""
-    import pygpukit.models.transformer as tr
+    import pygpukit.models.decode_forms as tr
 
     _need_gpu_backends()
     norms = arch in ("qwen3", "qwen3_moe")
@@ -126,6 +134,29 @@ def test_one_launch_write_and_attention_equals_two(arch: str, monkeypatch) -> No
         np.testing.assert_allclose(res[True][0], res[False][0], rtol=1e-4, atol=1e-4)
     else:
         np.testing.assert_array_equal(res[True][0], res[False][0])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_qkv_rope_write_equals_two_calls(arch: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The decode step with the qkv product, RoPE and the cache write in one launch
+    (gp.rmsnorm_qkv_rope_write, decode_forms.QKV_ROPE_WRITE) gives the bits of
+    gp.rmsnorm_linear then gp.kv_cache_write in bfloat16, step by step and in greedy tokens,
+    eager and from a graph."""
+    _need_gpu_backends()
+    model = load_model(FIXTURES / arch, dtype="bfloat16", device="cuda")
+    prompt = golden(arch)["prompts"][0]
+    res = {}
+    for on in (True, False):
+        monkeypatch.setattr(forms, "QKV_ROPE_WRITE", on)
+        model.drop_step_graphs()
+        cache = model.new_cache(1, len(prompt) + 24)
+        model.forward([prompt], cache)
+        steps = [model.forward([[t]], cache).to_numpy() for t in prompt[:8]]
+        kw = {"temperature": 0, "stop_token_ids": ()}
+        res[on] = (np.stack(steps), model.generate(prompt, 16, graph=False, **kw),
+                   model.generate(prompt, 16, graph=True, **kw))  # fmt: skip
+    np.testing.assert_array_equal(res[True][0], res[False][0])
+    assert res[True][1] == res[False][1] == res[True][2] == res[False][2]
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -21,8 +21,8 @@ from _data import as64, np_dtype, seed
 
 import pygpukit as gp
 from pygpukit.backends.cpu.gemv import round_to
+from pygpukit.routing.crossovers import QDENSE_FUSED_MAX_ROWS, QDENSE_MIN_ROWS
 from pygpukit.routing.dispatch import run
-from pygpukit.routing.table import QDENSE_FUSED_MAX_ROWS, QDENSE_MIN_ROWS
 
 OP = "qgemm_int4_dense"
 

@@ -17,7 +17,7 @@ from _data import as64, rand, seed
 import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from pygpukit.backends.cpu.gemv import E2M1_VALUES, round_to
-from pygpukit.routing.table import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS, qgemv_max_rows
+from pygpukit.routing.crossovers import QDENSE_MIN_ROWS, QGEMV_MAX_ROWS, qgemv_max_rows
 
 HALF = ["bfloat16", "float16"]
 
@@ -547,7 +547,7 @@ def test_dense_path_takes_the_one_product_op_where_it_serves(
     the weight (dequantize_weight, then linear); fewer rows never ask."""
     import importlib
 
-    from pygpukit.routing.table import QDENSE_FUSED_MAX_ROWS
+    from pygpukit.routing.crossovers import QDENSE_FUSED_MAX_ROWS
 
     ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # gp.ops.gemv is the function
     asked: list[str] = []

@@ -18,7 +18,7 @@ import pygpukit as gp
 from ops._helpers import DEVICE, poisoned, up, view
 from ops.test_gemv import HALF, _fsum_product, _ref_dequant
 from pygpukit.backends.cpu.gemv import round_to
-from pygpukit.routing.table import qgemv_max_rows
+from pygpukit.routing.crossovers import qgemv_max_rows
 
 QUANT_LAYOUTS = [
     ("fp8", {}),

@@ -58,6 +58,7 @@ from .moe import moe_align, moe_linear, moe_router
 from .norm import layernorm, rmsnorm
 from .pitch import pyin_observations
 from .qgemm import dequantize_weight, qgemm_fp8, qgemm_int4, qgemm_nvfp4, qgemm_w8a8
+from .qkv_write import rmsnorm_qkv_rope_write
 from .quant import dequantize_fp8, quantize_fp8
 from .qweight import quantize_weight, weight_amax
 from .reduce import argmax, max, mean, min, sum
@@ -140,6 +141,7 @@ __all__ = [
     "rmsnorm_gemv_int4",
     "rmsnorm_gemv_nvfp4",
     "rmsnorm_linear",
+    "rmsnorm_qkv_rope_write",
     "rope",
     "rope_tables",
     "rsqrt",

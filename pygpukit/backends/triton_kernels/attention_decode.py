@@ -210,7 +210,7 @@ def _decode_fwd(
             # once as kv_cache_write stores it; the new tokens of this split's keys written
             # into the cache, then read back by the key loop below after a CTA barrier (the
             # other splits never read them): the write's launch and its wait are saved (measured
-            # slower in the engine's step: transformer.APPEND_ATTENTION).
+            # slower in the engine's step: decode_forms.APPEND_ATTENTION).
             qv = _rope_rows(qp, sq3, rmask[:, None], L - Sq + qi, COS, SIN, QNW, eps, D, HALF,
                             max_pos, scr, scc, ssr, ssc, CT=CT, ROPE=ROPE, GPTJ=GPTJ,
                             NORM=Q_NORM, BLOCK_D=BLOCK_D)  # fmt: skip

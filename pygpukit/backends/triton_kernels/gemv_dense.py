@@ -99,21 +99,19 @@ def _x_tile(xp, rp, hp, gp, ks, km, store_h, NORM: tl.constexpr, HAS_RES: tl.con
 
 
 @triton.jit
-def _gemv(
-    X, W, Bias, Y, M, N, sxm, swn, sym, up, G, R, H, srm, eps,
-    K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
-    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr,
-    HAS_RES: tl.constexpr,
+def _gemv_sums(
+    X, W, Bias, rn, nok, row, sxm, swn, up, G, R, H, srm, eps,
+    K: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr, HAS_BIAS: tl.constexpr,
+    PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr, HAS_RES: tl.constexpr,
 ):  # fmt: skip
-    # Program (i, r): output columns i*BLOCK_N.. of x row r. K is a constexpr: the K tiles are
-    # unrolled, so every tile's loads are issued ahead of the math. With GATED the program also
-    # reads the up rows (``up`` elements further down W) of the same columns. With NORM the
-    # row is RMS-normalised on the way in (G the norm's weight): every program reads the whole
-    # row anyway, so it sums x * x beside the products of x * g and scales its sums by
-    # 1 / sqrt(mean(x^2) + eps) at the end; no kernel writes the normalised row.
-    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    row = tl.program_id(1).to(tl.int64)
-    nok = rn < N
+    """The float32 results of output columns rn (a BLOCK_N vector, any columns; nok masks them)
+    of x row ``row``: bias added, the norm's scale and the gated silu(g) * u applied, before
+    the store's rounding. K is a constexpr: the K tiles are unrolled, so every tile's loads
+    are issued ahead of the math. With GATED it also reads the up rows (``up`` elements further
+    down W) of the same columns. With NORM the row is RMS-normalised on the way in (G the norm's
+    weight): every program reads the whole row anyway, so it sums x * x beside the products of
+    x * g and scales its sums by 1 / sqrt(mean(x^2) + eps) at the end; no kernel writes the
+    normalised row. Program 0 of axis 0 stores the row's h = x + r (HAS_RES)."""
     rk = tl.arange(0, BLOCK_K)
     wp = W + tl.where(nok, rn, 0).to(tl.int64)[:, None] * swn + rk[None, :]
     kok = rk[None, :] < K
@@ -155,6 +153,23 @@ def _gemv(
         acc += tl.load(Bias + rn, mask=nok, other=0.0).to(tl.float32)
     if GATED:
         acc = acc / (1.0 + tl.exp(-acc)) * acu
+    return acc
+
+
+@triton.jit
+def _gemv(
+    X, W, Bias, Y, M, N, sxm, swn, sym, up, G, R, H, srm, eps,
+    K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
+    HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr,
+    HAS_RES: tl.constexpr,
+):  # fmt: skip
+    # Program (i, r): output columns i*BLOCK_N.. of x row r.
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    row = tl.program_id(1).to(tl.int64)
+    nok = rn < N
+    acc = _gemv_sums(X, W, Bias, rn, nok, row, sxm, swn, up, G, R, H, srm, eps, K=K,
+                     BLOCK_K=BLOCK_K, GATED=GATED, HAS_BIAS=HAS_BIAS, PDL=PDL,
+                     PREFETCH=PREFETCH, NORM=NORM, HAS_RES=HAS_RES)  # fmt: skip
     tl.store(Y + row * sym + rn, acc.to(Y.dtype.element_ty), mask=nok)
 
 
