@@ -15,8 +15,8 @@ mainloop), the decode GEMV it takes over from, W8A8, and each format's accuracy.
    mixed_gemm family and the GPU is a Hopper), cuBLASLt's FP8 x FP8 (matmul_fp8, for w8a8); against
    the dense bf16 product of the same shape in the same run (gp.linear = cuBLASLt, and
    torch's F.linear when torch is importable). Median device time with the L2 flushed. The
-   crossovers of pygpukit/routing/table.py (QGEMV_MAX_ROWS, QGEMV_MAX_ROWS_DEEP, QDENSE_MIN_ROWS,
-   QDENSE_FUSED_MAX_ROWS, W8A8_MAX_ROWS) are read off these rows.
+   crossovers of pygpukit/routing/crossovers.py (QGEMV_MAX_ROWS, QGEMV_MAX_ROWS_DEEP,
+   QDENSE_MIN_ROWS, QDENSE_FUSED_MAX_ROWS, W8A8_MAX_ROWS) are read off these rows.
 2. --sweep: qgemm tiles (BM, BN, BK, warps, stages) per M on the shapes, best first
    (backends/triton_kernels/qgemm.py CONFIGS comes from it).
 3. --accuracy (runs on the CPU too): relative error of each format's product against the exact

@@ -458,8 +458,12 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.decode_forms as tr
+    import pygpukit.models.transformer as transformer
 
-    real = {name: getattr(tr.ops, name) for name in ("rmsnorm", "kv_cache_write", "sdpa_decode")}
+    real = {
+        name: getattr(transformer.ops, name)
+        for name in ("rmsnorm", "kv_cache_write", "sdpa_decode")
+    }
     append = tr.APPEND_ATTENTION
     tr.APPEND_ATTENTION = False  # the two-launch form, whose launches can be left out one by one
 
@@ -483,13 +487,13 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
         for rnd in range(2):
             for name, patch in variants.items():
                 for op, fn in {**real, **patch}.items():
-                    setattr(tr.ops, op, fn)
+                    setattr(transformer.ops, op, fn)
                 r = _rate(model, prompt, args.new, args.repeats)
                 rate = r["decode_tok_s"]
                 print(f"{args.model} round {rnd}: without {name:18s} {rate:8.1f} tok/s")
     finally:
         for op, fn in real.items():
-            setattr(tr.ops, op, fn)
+            setattr(transformer.ops, op, fn)
         tr.APPEND_ATTENTION = append
 
 

@@ -27,9 +27,10 @@ APPEND_ATTENTION = False
 # otherwise) instead of gp.rmsnorm_linear then gp.kv_cache_write. The same bits either way.
 # False: measured slower. H200, 2026-11-29 (benchmarks/tuning/decode_ab.py --experiment
 # qkv-write, one process, two rounds, a step inside the 32-step graph): Llama-3.2-1B shape
-# 798.9-803.6 us in one launch against 792.4-799.5 in two (four runs), Llama-3.1-8B
-# 4184.9-4186.0 against 4044.0-4060.7 (two runs); the kernel alone is faster (8.4 us against
-# 7.3 + 2.8, Nsight Compute), inside the early-launched chain it is not
+# 798.7-798.9 us in one launch against 792.6 in two (the same call); a build with the kernel's
+# wait outside the GEMV body 802.8-803.6 against 797.3-799.5 (two calls) and, Llama-3.1-8B,
+# 4184.9-4186.0 against 4047.1-4060.7. The kernel alone is faster (8.4 us against 7.3 + 2.8,
+# Nsight Compute); inside the early-launched chain it is not
 # (backends/triton_kernels/qkv_write.py).
 QKV_ROPE_WRITE = False
 

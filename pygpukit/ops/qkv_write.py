@@ -15,9 +15,11 @@ D % 4 == 0, it is one launch (op rmsnorm_qkv_rope_write, also whenever a route n
 GEMV rotates its own q and k columns and stores k and v into the caches itself, so the decode
 step's separate cache write goes away. q, the cached k and v and h have the bits the two ops
 give (the product rounded to x's dtype, then rotated in float32 and rounded once). Otherwise
-the two routed ops run. The rules of gp.kv_cache_write hold for the positions: on the GPU a
-position outside the cache stores nothing and one outside the tables gives NaN in the rotated
-values; the NumPy backend raises IndexError.
+the two routed ops run (route rules naming rmsnorm_linear or kv_cache_write apply to those; the
+one launch replaces both whatever they name: the engine asks decode_forms.qkv_rope_write, which
+keeps the two ops where such a rule exists). The rules of gp.kv_cache_write hold for the
+positions: on the GPU a position outside the cache stores nothing and one outside the tables
+gives NaN in the rotated values; the NumPy backend raises IndexError.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def rmsnorm_qkv_rope_write(
     for name, a in zip((*names, "bias", "residual"), inputs, strict=True):
         if a is not None and a.device != x.device:
             raise ValueError(f"{op}: x is on {x.device} but {name} is on {a.device}")
+    if k_cache is v_cache or shares_elements(k_cache, v_cache):
+        raise ValueError(f"{op}: k_cache and v_cache share elements; k and v go to separate caches")
     for cname, c in (("k_cache", k_cache), ("v_cache", v_cache)):
         check_target(c, f"{op}: {cname}")
         for name, a in zip((*names, "bias", "residual"), inputs, strict=True):
@@ -111,6 +115,8 @@ def rmsnorm_qkv_rope_write(
                     "while it reads the others"
                 )
     fused = decode_gemv(x, w_qkv) and norm_weight.dtype is x.dtype and d % 4 == 0
+    # A route naming the op runs it wherever its backend serves the call (the Triton kernel
+    # needs D % 4 == 0, the routing table's rule; the error names it otherwise).
     if fused or named_backend(op) is not None:
         params = {"num_heads": num_heads, "eps": e, "rope_style": rope_style}
         return run(op, inputs, params)

@@ -1,7 +1,7 @@
 """The routing table's measured crossovers: how many rows of x go to which kernel for the decode
-GEMV, the quantized-weight products and their dense forms (pygpukit/ops/gemv.py reads them;
-pygpukit.routing.table re-exports them beside the table). Each number carries the measurement
-it came from."""
+GEMV, the quantized-weight products and their dense forms (pygpukit/ops/gemv.py reads them; the
+table in pygpukit/routing/table.py uses DENSE_GEMV_MAX_K and QUANT_CAPABILITY). Each number
+carries the measurement it came from."""
 
 from __future__ import annotations
 

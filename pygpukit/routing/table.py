@@ -447,7 +447,8 @@ _ROUTES: list[OpRoute] = [
         for op in ("linear_gemv", "linear_silu_mul", "rmsnorm_linear")
     ),
     # gp.rmsnorm_qkv_rope_write's one launch (rmsnorm_linear's kernel with RoPE and the cache
-    # store in its epilogue): x half, the positions int32, the tables also float32.
+    # store in its epilogue): x half, the positions int32, the tables also float32; the head
+    # dim (k_cache's dim 3) a multiple of 4 (a program's four columns are two rotated pairs).
     _entry(
         "rmsnorm_qkv_rope_write",
         "qkv_write",
@@ -456,6 +457,7 @@ _ROUTES: list[OpRoute] = [
             dtypes=_GEMV_IO | {"int32", "float32"},
             input_dtypes=((0, _GEMV_IO),),
             max_last_dim=DENSE_GEMV_MAX_K,
+            multiple_of=((3, 3, 4),),
         ),
         Candidate("cpu", dtypes=ANY, devices=frozenset({"cpu"})),
     ),

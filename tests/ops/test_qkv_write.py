@@ -153,6 +153,10 @@ def test_rejects_bad_arguments() -> None:
         call(v_cache=vc[:, :1])
     with pytest.raises(ValueError, match="eps"):
         call(eps=-1.0)
+    with pytest.raises(ValueError, match="k_cache and v_cache share elements"):
+        call(v_cache=kc)
+    with pytest.raises(ValueError, match="k_cache shares elements with x"):
+        call(x=kc.reshape(2, -1)[:, None, :32])
     assert np.isnan(kc.to_numpy()).all() and np.isnan(vc.to_numpy()).all()
 
 
@@ -167,3 +171,17 @@ def test_position_outside_the_cache_raises_on_the_numpy_backend() -> None:
             num_heads=2,
         )  # fmt: skip
     assert np.isnan(kc.to_numpy()).all()
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="the Triton kernel's routing rule, on a GPU")
+def test_route_forcing_the_kernel_needs_a_head_dim_multiple_of_4() -> None:
+    from pygpukit.errors import RouteError
+
+    c = _case("bfloat16", 1, 1, 2, 1, 6, 16)
+    cos, sin = _tables(6)
+    kc, vc = poisoned(c["cache"], "bfloat16"), poisoned(c["cache"], "bfloat16")
+    with gp.route(**{OP: "triton"}), pytest.raises(RouteError, match="multiple of 4, got 6"):
+        gp.rmsnorm_qkv_rope_write(
+            up(c["x"]), up(c["g"]), up(c["w"]), kc, vc, up(c["pos"]), cos, sin, num_heads=2
+        )
+    assert np.isnan(kc.to_numpy().astype(np.float32)).all()

@@ -180,3 +180,48 @@ def test_position_loaded_before_the_wait_changes_nothing(device: str, dtype: str
             q = qkv_write.rmsnorm_qkv_rope_write(*args, num_heads=h, eps=1e-5)
         for a, w in zip([_bits(t) for t in (q, kc, vc)], want, strict=True):
             np.testing.assert_array_equal(a, w)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_strided_caches(device: str, dtype: str) -> None:
+    """Caches that are views (every other head dim of a wider buffer; the batch and heads
+    swapped in memory): the bits of the two launches into the same views, the rest of the
+    buffers untouched."""
+    b, s, h, hkv, d, k = 2, 1, 4, 2, 8, 40
+    c = _inputs(device, dtype, b, s, h, hkv, d, k, seed=5)
+
+    def caches() -> tuple[gp.GPUArray, ...]:
+        kb = poisoned((hkv, b, 24, 2 * d), dtype, device)
+        vb = poisoned((hkv, b, 24, 2 * d), dtype, device)
+        return kb, vb, kb.transpose(1, 0, 2, 3)[..., ::2], vb.transpose(1, 0, 2, 3)[..., ::2]
+
+    kb0, vb0, kc0, vc0 = caches()
+    y = gemv_dense.rmsnorm_linear(c["x"], c["g"], c["w"], eps=1e-5)
+    heads = y.reshape(b, s, h + 2 * hkv, d)
+    q0 = heads[:, :, :h]
+    kv_write.kv_cache_write(
+        kc0, vc0, heads[:, :, h : h + hkv].transpose(0, 2, 1, 3),
+        heads[:, :, h + hkv :].transpose(0, 2, 1, 3), c["pos"], None, c["cos"], c["sin"],
+        q0.transpose(0, 2, 1, 3),
+    )  # fmt: skip
+    kb, vb, kc, vc = caches()
+    assert not kc.is_contiguous()
+    q = qkv_write.rmsnorm_qkv_rope_write(
+        c["x"], c["g"], c["w"], kc, vc, c["pos"], c["cos"], c["sin"], num_heads=h, eps=1e-5
+    )
+    np.testing.assert_array_equal(_bits(q), _bits(q0))
+    np.testing.assert_array_equal(_bits(kb), _bits(kb0))  # the skipped head dims still NaN
+    np.testing.assert_array_equal(_bits(vb), _bits(vb0))
+
+
+def test_head_dim_not_a_multiple_of_4_is_refused(device: str) -> None:
+    """A program's four columns are two rotated pairs: a head dim of 6 is refused before the
+    launch (the routing table does not send such a call here), the caches untouched."""
+    c = _inputs(device, "float16", 1, 1, 2, 1, 6, 16, seed=9)
+    kc, vc = poisoned(c["cache"], "float16", device), poisoned(c["cache"], "float16", device)
+    with pytest.raises(ValueError, match="multiple of 4, got 6"):
+        qkv_write.rmsnorm_qkv_rope_write(
+            c["x"], c["g"], c["w"], kc, vc, c["pos"], c["cos"], c["sin"], num_heads=2,
+            eps=1e-5,
+        )  # fmt: skip
+    assert np.isnan(kc.to_numpy()).all() and np.isnan(vc.to_numpy()).all()

@@ -22,12 +22,14 @@ kv_write.PREFETCH_POSITIONS does).
 Measured (H200, 2026-11-29; BENCHMARKS.md "The qkv product, RoPE and the cache write in one
 launch"): alone it beats the two launches it replaces (8.4 us against 7.3 + 2.8 at the
 Llama-3.2-1B shape, Nsight Compute), but inside the graph-replayed decode step, where both
-forms are launched early, the step took longer (Llama-3.2-1B 803 against 797-798 us,
-Llama-3.1-8B 4185 against 4044-4061 us). Loading the angles right after the wait or before it,
-capping the registers at the plain GEMV's 40, or loading the position and angles by one lane
-a program measured slower still (810-870 us, 4186-4521 us). So the engine keeps the two
-launches (models/decode_forms.QKV_ROPE_WRITE off); the op serves callers who want the one
-launch (a route naming rmsnorm_qkv_rope_write, or QKV_ROPE_WRITE on).
+forms are launched early, the step took longer: Llama-3.2-1B 798.7-798.9 us against 792.6 in
+the same call; a build with the wait in this kernel instead of the GEMV body 802.8-803.6
+against 797.3-799.5 there, and 4184.9-4186.0 against 4047.1-4060.7 us on the Llama-3.1-8B
+shape. Loading the angles right after the wait or before it, capping the registers at the plain
+GEMV's 40, or loading the position and angles by one lane a program measured slower still
+(809-870 us, 4193-4521 us). So the engine keeps the two launches
+(models/decode_forms.QKV_ROPE_WRITE off); the op serves callers who want the one launch (a
+route naming rmsnorm_qkv_rope_write, or QKV_ROPE_WRITE on).
 """
 
 # Triton kernel bodies take tl tensors/constexprs: left unannotated.
@@ -118,7 +120,7 @@ def _qkv_rope_write(
     vc = tl.where(rotating, 0, rn - (NH + NKV) * D)
     hv = (vc // D).to(tl.int64)
     vd = VC + b * sd0 + hv * sd1 + slot * sd2 + (vc - hv * D) * sd3
-    tl.store(vd, y.to(VC.dtype.element_ty), mask=(p >= n_rot) & ok)
+    tl.store(vd, y.to(VC.dtype.element_ty), mask=(p >= n_rot) & nok & ok)
 
 
 def rmsnorm_qkv_rope_write(
@@ -144,6 +146,11 @@ def rmsnorm_qkv_rope_write(
     ``out`` is the dispatcher's and must be None (the op takes no out=)."""
     if out is not None:
         raise ValueError("rmsnorm_qkv_rope_write returns a fresh q; it takes no out=")
+    if k_cache._shape[3] % 4:  # the routing table's rule; never launched past it
+        raise ValueError(
+            f"rmsnorm_qkv_rope_write: the Triton kernel needs a head dim that is a multiple of "
+            f"4, got {k_cache._shape[3]}"
+        )
     batch, s, k = x._shape
     nkv, d = k_cache._shape[1], k_cache._shape[3]
     n = w._shape[0]
