@@ -198,6 +198,35 @@ def _rms_gemv_kernel(
           NORM=True, HAS_RES=HAS_RES)  # fmt: skip
 
 
+def _read_weight(w: GPUArray) -> tuple[GPUArray, bool]:
+    """(w with unit-stride rows, whether it was copied): a weight read at a non-unit stride is
+    copied first, and that copy is then the kernel just before (no early weight loads)."""
+    if w._estrides[-1] != 1:
+        return w.contiguous(), True
+    return w, False
+
+
+def _norm_rows(
+    norm_weight: GPUArray, residual: GPUArray | None, lead: tuple[int, ...], k: int, x: GPUArray
+) -> tuple[GPUArray, GPUArray | None, int, GPUArray | None]:
+    """The RMSNorm form's operands: (the norm weight, contiguous; the residual's rows and their
+    stride; h = x + residual to store, contiguous [*lead, K]), the last three None, 0, None
+    without a residual."""
+    g = norm_weight if norm_weight.is_contiguous() else norm_weight.contiguous()
+    if residual is None:
+        return g, None, 0, None
+    r, _, _, sr = as_rows(residual)
+    return g, r, sr, empty((*lead, k), x._dtype, x._device)
+
+
+def _early(x: GPUArray, copied: bool) -> tuple[bool, bool]:
+    """(programmatic dependent launch, the first weight tile loaded before the wait): the early
+    launch on sm_90+, the early weight loads inside constant_weights() for a weight read in
+    place."""
+    pdl = pdl_enabled(x._device)
+    return pdl, pdl and not copied and weights_are_constant()
+
+
 def _run(
     x: GPUArray,
     w: GPUArray,
@@ -209,10 +238,7 @@ def _run(
 ) -> tuple[GPUArray, GPUArray | None]:
     """y (or out=) and, for a norm with a residual, h = x + residual [..., K] (contiguous).
     norm: (the RMSNorm's weight, eps, residual or None)."""
-    # A weight read at a non-unit stride is copied first; that copy is the kernel just before.
-    copied = w._estrides[-1] != 1
-    if copied:
-        w = w.contiguous()
+    w, copied = _read_weight(w)
     k = w._shape[1]
     lead = x._shape[:-1]
     x, m, _, sx = as_rows(x)
@@ -222,15 +248,10 @@ def _run(
     g = r = h = None
     sr, eps = 0, 0.0
     if norm is not None:
-        g, eps, res = norm
-        if not g.is_contiguous():
-            g = g.contiguous()
-        if res is not None:
-            r, _, _, sr = as_rows(res)
-            h = empty((*lead, k), x._dtype, x._device)
+        g, r, sr, h = _norm_rows(norm[0], norm[2], lead, k, x)
+        eps = norm[1]
     if m and n:
-        pdl = pdl_enabled(x._device)
-        prefetch = pdl and not copied and weights_are_constant()
+        pdl, prefetch = _early(x, copied)
         bn, warps, bk = tile(k, gated, n, norm is not None)
         grid = (cdiv(n, bn), m)
         b = bias if bias is not None else y

@@ -43,8 +43,15 @@ import triton.language as tl
 from pygpukit.array import GPUArray
 from pygpukit.backends._support.rows import as_rows
 from pygpukit.backends._support.weights import weights_are_constant
-from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
-from pygpukit.backends.triton_kernels.gemv_dense import BLOCK_N, _gemv_sums, tile
+from pygpukit.backends.triton_kernels.driver import launch
+from pygpukit.backends.triton_kernels.gemv_dense import (
+    BLOCK_N,
+    _early,
+    _gemv_sums,
+    _norm_rows,
+    _read_weight,
+    tile,
+)
 from pygpukit.backends.triton_kernels.kv_write import PREFETCH_POSITIONS, _rotate
 from pygpukit.creation import empty
 
@@ -154,27 +161,20 @@ def rmsnorm_qkv_rope_write(
     batch, s, k = x._shape
     nkv, d = k_cache._shape[1], k_cache._shape[3]
     n = w._shape[0]
-    copied = w._estrides[-1] != 1  # a weight read at a non-unit stride is copied first
-    if copied:
-        w = w.contiguous()
+    w, copied = _read_weight(w)
     x, m, _, sx = as_rows(x)
     if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
-    g = norm_weight if norm_weight.is_contiguous() else norm_weight.contiguous()
+    g, r, sr, h = _norm_rows(norm_weight, residual, (batch, s), k, x)
     q = empty((batch, s, num_heads, d), x._dtype, x._device)
-    r, sr = x, 0
-    h = None
-    if residual is not None:
-        r, _, _, sr = as_rows(residual)
-        h = empty((batch, s, k), x._dtype, x._device)
     if m:
-        pdl = pdl_enabled(x._device)
-        prefetch = pdl and not copied and weights_are_constant()
+        pdl, prefetch = _early(x, copied)
         bn, warps, bk = tile(k, False, n, True)
         assert bn == BLOCK_N == 4, "a program's four columns are two rotated pairs"
         launch(
             _qkv_rope_write, (n // 4, m),
-            x, w, bias if bias is not None else q, q, g, r, h if h is not None else q,
+            x, w, bias if bias is not None else q, q, g, r if r is not None else x,
+            h if h is not None else q,
             positions, cos, sin, k_cache, v_cache, sx, w._estrides[0], sr, float(eps), s,
             num_heads, nkv, k_cache._shape[2], cos._shape[0], *k_cache.element_strides,
             *v_cache.element_strides, *cos.element_strides, *sin.element_strides,
