@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out]
+         lean|leave-out|early-loads]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -24,17 +24,18 @@ Experiments:
   variant, as the shipped tree does.
 - sites: the decode GEMV's tile (output columns a program, warps, K tile) changed at one
   product of the step at a time (gemv_dense.tile, keyed by the product's N, K and gated form),
-  against the shipped rule: the graph-replayed step's device time and decode tok/s as in pdl,
-  two alternating rounds. In the model a GEMV launched early streams its first weight tile
-  while the kernel before it runs, so the best tile there can differ from tune_gemv.py's
-  isolated chains (a full-K tile puts a program's whole weight slice in flight at once).
+  against the shipped rule, measured as prefetch and the others below. In the model a GEMV
+  launched early streams its first weight tile while the kernel before it runs, so the best
+  tile there can differ from tune_gemv.py's isolated chains (a full-K tile puts a program's
+  whole weight slice in flight at once).
 - overlap: decode tok/s at steps_per_sync 32 with the runs pipelined (the next run enqueued
   behind the current one before the host waits for its tokens: generation.run_steps, shipped)
   and with each run's tokens waited for before the next is enqueued (DecodeRun.can_resume
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
   with no host time at all), two alternating rounds.
-- prefetch, append, qkv-write, splits, length-chunks, lean: two alternating rounds of each
+- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads (also sites and
+  leave-out): two alternating rounds of each
   variant, each measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50
   replays, a step inside the 32-step graph at cache positions --at..--at + 32 as in overlap,
   tokens checked against the first variant's):
@@ -60,7 +61,9 @@ Experiments:
     timed) it shows what a cache longer than its sequence costs;
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
-    and add each step.
+    and add each step;
+  - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
+    ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it.
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -76,11 +79,11 @@ Experiments:
   None: the qkv product, not a large untied lm_head: QUANT_NORM_MAX_N), run apart
   (QUANT_NORM_GEMV False: gp.rmsnorm, then the GEMV), or read in at every size (True: the
   lm_head too). The norm form's rstd sums its squares in another order, so tokens may differ.
-- leave-out: the same rate with one kernel family taken out of the step (the RMSNorm before
-  the MLP, the cache write, decode attention, or the last two), on the two-launch form of the
-  write and attention (APPEND_ATTENTION off), otherwise the tree as it is (its
-  PDL_LAUNCH knobs included): the tokens are meaningless, the rate bounds what any fusion or
-  speed-up of that kernel can gain.
+- leave-out: measured as prefetch and the others above, with kernel families taken out of
+  the step (the RMSNorm before the MLP, the cache write, decode attention, the last two, or
+  all three), on the two-launch form of the write and attention (APPEND_ATTENTION off),
+  otherwise the tree as it is (its PDL_LAUNCH knobs included): the tokens are meaningless, the
+  step's time bounds what any fusion or speed-up of those kernels can gain.
 """
 
 from __future__ import annotations
@@ -177,49 +180,41 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
 
 
 # (N, K, gated) of a product -> (output columns a program, warps, K tile); N is the output
-# columns (the gated form's per half). Registers a thread (ptxas -v, sm_90a): every variant
-# below builds without spills.
+# columns (the gated form's per half). Tiles measured before against the rule (BENCHMARKS.md,
+# "Batch 1: where the step's time goes"): Llama-3.2-1B o_proj (4, 8, 2048) and (8, 8, 2048),
+# gate/up (4, 4, 1024), down (4, 16, 4096); Qwen3-8B o_proj (4, 16, 4096), gate/up (4, 8,
+# 4096), down (4, 16, 4096); the qkv and lm_head plain rule on both.
 _SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] = {
     "llama-3.2-1b": {
-        "o_proj (4, 8, 2048)": {(2048, 2048, False): (4, 8, 2048)},
-        "o_proj (8, 8, 2048)": {(2048, 2048, False): (8, 8, 2048)},
-        "qkv (4, 4, 1024), the plain rule": {(3072, 2048, False): (4, 4, 1024)},
-        "gate/up (4, 4, 1024)": {(8192, 2048, True): (4, 4, 1024)},
-        "down (4, 16, 4096)": {(2048, 8192, False): (4, 16, 4096)},
-        "lm_head (4, 4, 1024), the plain rule": {(128256, 2048, False): (4, 4, 1024)},
+        "o_proj (2, 4, 1024)": {(2048, 2048, False): (2, 4, 1024)},
+        "o_proj (4, 2, 1024)": {(2048, 2048, False): (4, 2, 1024)},
+        "gate/up (4, 4, 2048)": {(8192, 2048, True): (4, 4, 2048)},
+        "down (4, 4, 1024)": {(2048, 8192, False): (4, 4, 1024)},
+        "down (2, 8, 2048)": {(2048, 8192, False): (2, 8, 2048)},
     },
     "qwen3-8b": {
-        "o_proj (4, 16, 4096)": {(4096, 4096, False): (4, 16, 4096)},
-        "qkv (4, 8, 2048), the plain rule": {(6144, 4096, False): (4, 8, 2048)},
-        "gate/up (4, 8, 4096)": {(12288, 4096, True): (4, 8, 4096)},
-        "down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)},
-        "lm_head (4, 8, 2048), the plain rule": {(151936, 4096, False): (4, 8, 2048)},
+        "o_proj (4, 4, 1024)": {(4096, 4096, False): (4, 4, 1024)},
+        "o_proj (2, 8, 2048)": {(4096, 4096, False): (2, 8, 2048)},
+        "qkv (2, 16, 4096)": {(6144, 4096, False): (2, 16, 4096)},
+        "gate/up (4, 2, 1024)": {(12288, 4096, True): (4, 2, 1024)},
+        "down (2, 8, 2048)": {(4096, 12288, False): (2, 8, 2048)},
     },
 }  # fmt: skip
 
 
 def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = gemv_dense.tile
-    variants: dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]] = {
-        "shipped": {},
-        **_SITES.get(args.model, {}),
-    }
+
+    def rule(table: dict[tuple[int, int, bool], tuple[int, int, int]]) -> Callable[[], None]:
+        def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> Any:
+            return table.get((n, k, gated)) or shipped(k, gated, n, norm)
+
+        return _setting((gemv_dense, "tile", tile))
+
+    variants = [("shipped", _setting((gemv_dense, "tile", shipped)))]
+    variants += [(name, rule(t)) for name, t in _SITES.get(args.model, {}).items()]
     try:
-        for rnd in range(2):
-            for name, table in variants.items():
-
-                def tile(
-                    k: int, gated: bool, n: int = 0, norm: bool = False, table: Any = table
-                ) -> Any:
-                    return table.get((n, k, gated)) or shipped(k, gated, n, norm)
-
-                gemv_dense.tile = tile
-                r = _rate(model, prompt, args.new, args.repeats)
-                model.generate(prompt, 200, temperature=0, stop_token_ids=())
-                step = _step_us(model, 1) * 1e6
-                rate, same = r["decode_tok_s"], r["repeats_equal"]
-                print(f"{args.model} round {rnd}: {name:36s} graph step {step:7.1f} us, "
-                      f"{rate:8.1f} tok/s, repeats equal {same}")  # fmt: skip
+        _rounds(model, prompt, args, variants)
     finally:
         gemv_dense.tile = shipped
 
@@ -456,6 +451,18 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
         ops_gemv.QUANT_NORM_GEMV = shipped
 
 
+def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    shipped = gemv_dense.NORM_WEIGHT_EARLY
+    variants = [
+        ("norm weight after the wait", _setting((gemv_dense, "NORM_WEIGHT_EARLY", False))),
+        ("norm weight before the wait", _setting((gemv_dense, "NORM_WEIGHT_EARLY", True))),
+    ]
+    try:
+        _rounds(model, prompt, args, variants)
+    finally:
+        gemv_dense.NORM_WEIGHT_EARLY = shipped
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.decode_forms as tr
     import pygpukit.models.transformer as transformer
@@ -482,15 +489,16 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
         "the cache write": {"kv_cache_write": no_write},
         "decode attention": {"sdpa_decode": no_attention},
         "write + attention": {"kv_cache_write": no_write, "sdpa_decode": no_attention},
-    }
+        "norm + write + attention": {
+            "rmsnorm": no_rmsnorm, "kv_cache_write": no_write, "sdpa_decode": no_attention,
+        },
+    }  # fmt: skip
+
+    def patched(patch: dict[str, Any]) -> Callable[[], None]:
+        return _setting(*((transformer.ops, op, fn) for op, fn in {**real, **patch}.items()))
+
     try:
-        for rnd in range(2):
-            for name, patch in variants.items():
-                for op, fn in {**real, **patch}.items():
-                    setattr(transformer.ops, op, fn)
-                r = _rate(model, prompt, args.new, args.repeats)
-                rate = r["decode_tok_s"]
-                print(f"{args.model} round {rnd}: without {name:18s} {rate:8.1f} tok/s")
+        _rounds(model, prompt, args, [(f"without {n}", patched(p)) for n, p in variants.items()])
     finally:
         for op, fn in real.items():
             setattr(transformer.ops, op, fn)
@@ -517,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             "length-chunks",
             "lean",
             "leave-out",
+            "early-loads",
             "quant-sites",
             "quant-norm",
         ),
@@ -555,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
             "append": _append, "qkv-write": _qkv_write, "splits": _splits,
             "length-chunks": _length_chunks,
-            "lean": _lean, "leave-out": _leave_out,
+            "lean": _lean, "leave-out": _leave_out, "early-loads": _early_loads,
             "quant-sites": _quant_sites,
             "quant-norm": _quant_norm,
         }  # fmt: skip

@@ -344,6 +344,38 @@ def test_write_never_out_of_bounds(device: str) -> None:
     assert np.isnan(gq[0, :, 0]).all() and np.isfinite(gq[0, :, 1:]).all()
 
 
+@pytest.mark.parametrize(("rope", "norms"), [("neox", False), ("gptj", False), ("neox", True)])
+def test_write_in_constant_weights_same_bits(device: str, rope: str, norms: bool) -> None:
+    """Inside constant_weights() the write loads the positions before it waits: the caches and
+    q get the bits of the plain call, with positions inside the cache, past the rope tables
+    (NaN) and past the cache (skipped)."""
+    from pygpukit.backends._support.weights import constant_weights
+
+    kc, vc, k, v, _, _ = _write_case(("write-early", rope, norms), "float32", None)
+    b, hkv, sq, d = k.shape
+    rng = np.random.default_rng(seed("write-early-q", rope, norms))
+    q = rand(rng, (b, 2 * hkv, sq, d), "float32")
+    cos, sin = cpu.rope_tables(38, d, base=100.0)  # positions 38.. are past the tables
+    start = np.array([3, 35, 38], np.int32)  # the last sequence's tokens 40.. miss the cache
+    kw: dict[str, Any] = {"rope_style": rope}
+    if norms:
+        kw.update(q_norm=up(1 + rand(rng, d, "float32") / 4, device),
+                  k_norm=up(1 + rand(rng, d, "float32") / 4, device), norm_eps=1e-5)  # fmt: skip
+
+    def write() -> tuple:
+        dk, dv, dq = up(kc, device), up(vc, device), up(q, device)
+        ad.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), None,
+                          up(cos, device), up(sin, device), dq, **kw)  # fmt: skip
+        return dk.to_numpy(), dv.to_numpy(), dq.to_numpy()
+
+    plain = write()
+    with constant_weights():
+        early = write()
+    for got, want in zip(early, plain, strict=True):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.isnan(plain[2][1, :, 3]).all() and np.isfinite(plain[2][1, :, :3]).all()
+
+
 # ----- GPU: half precision at the issue's lengths -------------------------------------------
 
 

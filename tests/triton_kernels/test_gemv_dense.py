@@ -118,6 +118,39 @@ def test_weight_written_by_the_kernel_before(device: str, gated: bool) -> None:
         np.testing.assert_array_equal(fn(x, base).to_numpy().view(np.uint16), plain)
 
 
+@GPU
+@pytest.mark.parametrize("g_early", [True, False])
+@pytest.mark.parametrize(("n", "k"), [(40, 2048), (24, 6152), (12, 8192)])
+def test_early_loads_in_constant_weights_same_bits(
+    device: str, n: int, k: int, g_early: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside constant_weights() each program loads its first weight tile and (the RMSNorm
+    form, NORM_WEIGHT_EARLY) the norm weight before its wait: the plain, gated and RMSNorm
+    forms (with a residual, several tiles past K 4096) give the bits of the calls outside
+    it."""
+    import pygpukit as gp
+    from pygpukit.backends._support.weights import constant_weights
+
+    monkeypatch.setattr(gemv_dense, "NORM_WEIGHT_EARLY", g_early)
+    rng = np.random.default_rng(n + k)
+    w = up(rng.standard_normal((2 * n, k)) / 64, device).astype("bfloat16")
+    x = up(rng.standard_normal((1, k)), device).astype("bfloat16")
+    r = up(rng.standard_normal((1, k)), device).astype("bfloat16")
+    g = up(1 + rng.standard_normal(k) / 4, device).astype("bfloat16")
+
+    def calls() -> list[np.ndarray]:
+        y, h = gemv_dense.rmsnorm_linear(x, g, w, None, r, eps=1e-5)
+        outs = [gemv_dense.gemv(x, w), gemv_dense.linear_silu_mul(x, w), y, h]
+        gp.synchronize()
+        return [o.to_numpy().view(np.uint16) for o in outs]
+
+    plain = calls()
+    with constant_weights():
+        early = calls()
+    for i, (a, b) in enumerate(zip(early, plain, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"output {i}")
+
+
 def test_wide_tiles_from_k_4096() -> None:
     """The tile choice the K cases above rely on: [4, 2048] tiles at twice the warps from
     K = 4096, the 1024-value tiles below."""

@@ -64,6 +64,11 @@ WIDE_BLOCK_K = 2048
 # 4096); on the lm_head within 0.5% either way. The plain product after decode attention
 # (output projection) did not gain (827.0-827.3 us; Qwen3-8B 4231-4233, lost).
 NORM_FULL_K = 4096
+# Inside constant_weights(), launched early, the RMSNorm form's programs load the norm weight
+# (the first tile's) before the wait, beside the first weight tile: a model constant that the
+# weights streamed since its last use have evicted from L2, whose DRAM round trip otherwise
+# follows the wait. The values are the same either way.
+NORM_WEIGHT_EARLY = True
 
 
 def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> tuple[int, int, int]:
@@ -81,10 +86,12 @@ def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> tuple[int, int,
 
 
 @triton.jit
-def _x_tile(xp, rp, hp, gp, ks, km, store_h, NORM: tl.constexpr, HAS_RES: tl.constexpr):
+def _x_tile(xp, rp, hp, gp, ks, km, store_h, g0, NORM: tl.constexpr, HAS_RES: tl.constexpr,
+            HAS_G0: tl.constexpr):  # fmt: skip
     """One K tile of the row x enters the product: as it is, or (NORM) as x * g with its sum of
-    squares for the norm's scale; with HAS_RES x is first h = x + r, rounded to x's dtype as
-    the residual stream keeps it (stored by one program of the row)."""
+    squares for the norm's scale (g loaded here, or g0 with HAS_G0: loaded before the wait);
+    with HAS_RES x is first h = x + r, rounded to x's dtype as the residual stream keeps it
+    (stored by one program of the row)."""
     x = tl.load(xp + ks, mask=km, other=0.0)
     if HAS_RES:
         x = (x.to(tl.float32) + tl.load(rp + ks, mask=km, other=0.0).to(tl.float32)).to(x.dtype)
@@ -92,7 +99,10 @@ def _x_tile(xp, rp, hp, gp, ks, km, store_h, NORM: tl.constexpr, HAS_RES: tl.con
     x = x.to(tl.float32)
     if NORM:
         ss = tl.sum(x * x, axis=0)
-        x = x * tl.load(gp + ks, mask=km, other=0.0).to(tl.float32)
+        if HAS_G0:
+            x = x * g0.to(tl.float32)
+        else:
+            x = x * tl.load(gp + ks, mask=km, other=0.0).to(tl.float32)
     else:
         ss = 0.0
     return x[None, :], ss
@@ -103,6 +113,7 @@ def _gemv_sums(
     X, W, Bias, rn, nok, row, sxm, swn, up, G, R, H, srm, eps,
     K: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr, HAS_BIAS: tl.constexpr,
     PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr, HAS_RES: tl.constexpr,
+    G_EARLY: tl.constexpr = False,
 ):  # fmt: skip
     """The float32 results of output columns rn (a BLOCK_N vector, any columns; nok masks them)
     of x row ``row``: bias added, the norm's scale and the gated silu(g) * u applied, before
@@ -119,6 +130,8 @@ def _gemv_sums(
         w0 = tl.load(wp, mask=kok, other=0.0)
         if GATED:
             u0 = tl.load(wp + up, mask=kok, other=0.0)
+        if NORM and G_EARLY:  # NORM_WEIGHT_EARLY
+            g0 = tl.load(G + rk, mask=rk < K, other=0.0)
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
@@ -130,7 +143,10 @@ def _gemv_sums(
     rp = R + row * srm
     hp = H + row * K  # h is contiguous [M, K]
     first = tl.program_id(0) == 0
-    x, ss = _x_tile(xp, rp, hp, G, rk, rk < K, first, NORM, HAS_RES)
+    if not (PREFETCH and NORM and G_EARLY):
+        g0 = 0.0
+    x, ss = _x_tile(xp, rp, hp, G, rk, rk < K, first, g0, NORM, HAS_RES,
+                    HAS_G0=PREFETCH and NORM and G_EARLY)  # fmt: skip
     acc = tl.sum(w0.to(tl.float32) * x, axis=1)
     if GATED:
         acu = tl.sum(u0.to(tl.float32) * x, axis=1)
@@ -138,7 +154,7 @@ def _gemv_sums(
         ks = k0 + rk
         km = ks < K
         w = tl.load(wp + k0, mask=km[None, :], other=0.0)
-        x, s = _x_tile(xp, rp, hp, G, ks, km, first, NORM, HAS_RES)
+        x, s = _x_tile(xp, rp, hp, G, ks, km, first, 0.0, NORM, HAS_RES, HAS_G0=False)
         ss += s
         acc += tl.sum(w.to(tl.float32) * x, axis=1)
         if GATED:
@@ -161,7 +177,7 @@ def _gemv(
     X, W, Bias, Y, M, N, sxm, swn, sym, up, G, R, H, srm, eps,
     K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
     HAS_BIAS: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr, NORM: tl.constexpr,
-    HAS_RES: tl.constexpr,
+    HAS_RES: tl.constexpr, G_EARLY: tl.constexpr,
 ):  # fmt: skip
     # Program (i, r): output columns i*BLOCK_N.. of x row r.
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -169,7 +185,7 @@ def _gemv(
     nok = rn < N
     acc = _gemv_sums(X, W, Bias, rn, nok, row, sxm, swn, up, G, R, H, srm, eps, K=K,
                      BLOCK_K=BLOCK_K, GATED=GATED, HAS_BIAS=HAS_BIAS, PDL=PDL,
-                     PREFETCH=PREFETCH, NORM=NORM, HAS_RES=HAS_RES)  # fmt: skip
+                     PREFETCH=PREFETCH, NORM=NORM, HAS_RES=HAS_RES, G_EARLY=G_EARLY)  # fmt: skip
     tl.store(Y + row * sym + rn, acc.to(Y.dtype.element_ty), mask=nok)
 
 
@@ -183,19 +199,19 @@ def _gemv_kernel(
     # grows with their count, and eager decode launches this one most).
     _gemv(X, W, Bias, Y, M, N, sxm, swn, sym, up, Y, Y, Y, 0, 0.0, K=K, BLOCK_N=BLOCK_N,
           BLOCK_K=BLOCK_K, GATED=GATED, HAS_BIAS=HAS_BIAS, PDL=PDL, PREFETCH=PREFETCH,
-          NORM=False, HAS_RES=False)  # fmt: skip
+          NORM=False, HAS_RES=False, G_EARLY=False)  # fmt: skip
 
 
 @triton.jit
 def _rms_gemv_kernel(
     X, W, Bias, Y, M, N, sxm, swn, sym, G, R, H, srm, eps,
     K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    PDL: tl.constexpr, PREFETCH: tl.constexpr, HAS_RES: tl.constexpr,
+    PDL: tl.constexpr, PREFETCH: tl.constexpr, HAS_RES: tl.constexpr, G_EARLY: tl.constexpr,
 ):  # fmt: skip
     # op rmsnorm_linear: the product with the RMSNorm read in.
     _gemv(X, W, Bias, Y, M, N, sxm, swn, sym, 0, G, R, H, srm, eps, K=K, BLOCK_N=BLOCK_N,
           BLOCK_K=BLOCK_K, GATED=False, HAS_BIAS=HAS_BIAS, PDL=PDL, PREFETCH=PREFETCH,
-          NORM=True, HAS_RES=HAS_RES)  # fmt: skip
+          NORM=True, HAS_RES=HAS_RES, G_EARLY=G_EARLY)  # fmt: skip
 
 
 def _read_weight(w: GPUArray) -> tuple[GPUArray, bool]:
@@ -267,8 +283,8 @@ def _run(
             launch(
                 _rms_gemv_kernel, grid, x, w, b, y, m, n, sx, w._estrides[0], sy, g,
                 r if r is not None else y, h if h is not None else y, sr, eps, **consts,
-                PDL=pdl, PREFETCH=prefetch, HAS_RES=h is not None, launch_pdl=pdl,
-                num_warps=warps,
+                PDL=pdl, PREFETCH=prefetch, HAS_RES=h is not None,
+                G_EARLY=prefetch and NORM_WEIGHT_EARLY, launch_pdl=pdl, num_warps=warps,
             )  # fmt: skip
     elif h is not None and m:  # n == 0: no program stores h
         assert r is not None
