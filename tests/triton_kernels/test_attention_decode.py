@@ -345,11 +345,24 @@ def test_write_never_out_of_bounds(device: str) -> None:
 
 
 @pytest.mark.parametrize(("rope", "norms"), [("neox", False), ("gptj", False), ("neox", True)])
-def test_write_in_constant_weights_same_bits(device: str, rope: str, norms: bool) -> None:
-    """Inside constant_weights() the write loads the positions before it waits: the caches and
-    q get the bits of the plain call, with positions inside the cache, past the rope tables
-    (NaN) and past the cache (skipped)."""
+def test_write_in_constant_weights_same_bits(
+    device: str, rope: str, norms: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside constant_weights() the write loads the positions before it waits
+    (PREFETCH_POSITIONS): the caches and q get the bits of the plain call, with positions
+    inside the cache, past the rope tables (NaN) and past the cache (skipped)."""
     from pygpukit.backends._support.weights import constant_weights
+    from pygpukit.backends.triton_kernels import kv_write
+
+    monkeypatch.setattr(kv_write, "PREFETCH_POSITIONS", True)
+    seen: list[bool] = []
+    launch = kv_write.launch
+
+    def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
+        seen.append(bool(c["PREFETCH"]))
+        return launch(kernel, grid, *args, **c)
+
+    monkeypatch.setattr(kv_write, "launch", spy)
 
     kc, vc, k, v, _, _ = _write_case(("write-early", rope, norms), "float32", None)
     b, hkv, sq, d = k.shape
@@ -371,6 +384,7 @@ def test_write_in_constant_weights_same_bits(device: str, rope: str, norms: bool
     plain = write()
     with constant_weights():
         early = write()
+    assert seen == [False, True]
     for got, want in zip(early, plain, strict=True):
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert np.isnan(plain[2][1, :, 3]).all() and np.isfinite(plain[2][1, :, :3]).all()

@@ -118,37 +118,61 @@ def test_weight_written_by_the_kernel_before(device: str, gated: bool) -> None:
         np.testing.assert_array_equal(fn(x, base).to_numpy().view(np.uint16), plain)
 
 
-@GPU
+@pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("g_early", [True, False])
-@pytest.mark.parametrize(("n", "k"), [(40, 2048), (24, 6152), (12, 8192)])
+@pytest.mark.parametrize(("n", "k"), [(40, 2048), (9, 3000), (24, 6152), (12, 8192)])
 def test_early_loads_in_constant_weights_same_bits(
-    device: str, n: int, k: int, g_early: bool, monkeypatch: pytest.MonkeyPatch
+    device: str, dtype: str, n: int, k: int, g_early: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inside constant_weights() each program loads its first weight tile and (the RMSNorm
     form, NORM_WEIGHT_EARLY) the norm weight before its wait: the plain, gated and RMSNorm
-    forms (with a residual, several tiles past K 4096) give the bits of the calls outside
-    it."""
+    forms (with a residual; one partly masked tile at K 3000, several tiles past K 4096) give
+    the bits of the calls outside it. The interpreter has no early launch: there the early
+    loads are forced (they then only come first), so the kernel's path runs in CI too. A norm
+    weight that is a strided view is copied first and is read after the wait."""
     import pygpukit as gp
     from pygpukit.backends._support.weights import constant_weights
 
     monkeypatch.setattr(gemv_dense, "NORM_WEIGHT_EARLY", g_early)
-    rng = np.random.default_rng(n + k)
-    w = up(rng.standard_normal((2 * n, k)) / 64, device).astype("bfloat16")
-    x = up(rng.standard_normal((1, k)), device).astype("bfloat16")
-    r = up(rng.standard_normal((1, k)), device).astype("bfloat16")
-    g = up(1 + rng.standard_normal(k) / 4, device).astype("bfloat16")
+    early, launch = gemv_dense._early, gemv_dense.launch
+    if device == "cpu":  # no PDL under the interpreter: take the PREFETCH path anyway
 
-    def calls() -> list[np.ndarray]:
-        y, h = gemv_dense.rmsnorm_linear(x, g, w, None, r, eps=1e-5)
+        def forced(x: object, copied: bool) -> tuple[bool, bool]:
+            return False, gemv_dense.weights_are_constant() and not copied
+
+        monkeypatch.setattr(gemv_dense, "_early", forced)
+    seen: list[bool] = []
+
+    def spy(kernel: object, grid: object, *args: object, **c: object) -> object:
+        if "G_EARLY" in c:
+            seen.append(bool(c["G_EARLY"]))
+        return launch(kernel, grid, *args, **c)
+
+    monkeypatch.setattr(gemv_dense, "launch", spy)
+    rng = np.random.default_rng(n + k)
+    w = up(rng.standard_normal((2 * n, k)) / 64, device).astype(dtype)
+    x = up(rng.standard_normal((1, k)), device).astype(dtype)
+    r = up(rng.standard_normal((1, k)), device).astype(dtype)
+    g2 = up(1 + rng.standard_normal(2 * k) / 4, device).astype(dtype)
+    g = g2[::2].contiguous()
+
+    def calls(norm: object) -> list[np.ndarray]:
+        y, h = gemv_dense.rmsnorm_linear(x, norm, w, None, r, eps=1e-5)
         outs = [gemv_dense.gemv(x, w), gemv_dense.linear_silu_mul(x, w), y, h]
         gp.synchronize()
         return [o.to_numpy().view(np.uint16) for o in outs]
 
-    plain = calls()
+    plain = calls(g)
+    assert seen == [False]
     with constant_weights():
-        early = calls()
-    for i, (a, b) in enumerate(zip(early, plain, strict=True)):
+        got = calls(g)
+        strided = calls(g2[::2])
+        expect = g_early and (device == "cpu" or early(x, False)[1])
+    assert seen == [False, expect, False]
+    for i, (a, b) in enumerate(zip(got, plain, strict=True)):
         np.testing.assert_array_equal(a, b, err_msg=f"output {i}")
+    for i, (a, b) in enumerate(zip(strided, plain, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"strided norm weight, output {i}")
 
 
 def test_wide_tiles_from_k_4096() -> None:

@@ -109,8 +109,7 @@ def _jit_functions() -> list[tuple[str, Any]]:
 # What a kernel may call before its gdc_wait: index arithmetic only. Any other call (a load, a
 # store, an atomic, a jit helper that might do one) fails the check below.
 _BEFORE_WAIT = {
-    "program_id", "arange", "to", "where", "zeros", "full", "cdiv", "num_programs", "minimum",
-    "maximum", "max", "range", "static_range", "float",
+    "program_id", "arange", "to", "where", "zeros", "full", "cdiv", "num_programs",
 }  # fmt: skip
 # What a PREFETCH path may call besides: loads (of weights, positions, lengths), never a store;
 # the helpers named here are checked to store nothing below.
@@ -121,12 +120,10 @@ _PREFETCH_LOADS = {"load"} | _PREFETCH_HELPERS
 def test_prefetch_helpers_store_nothing() -> None:
     """The jit helpers a PREFETCH path may call load, and call nothing that could store (only
     each other, tl's loads and index arithmetic)."""
-    found = {
-        n.split(".")[-1]: t for n, t in _jit_functions() if n.split(".")[-1] in _PREFETCH_HELPERS
-    }
-    assert set(found) == _PREFETCH_HELPERS
+    found = [(n, t) for n, t in _jit_functions() if n.split(".")[-1] in _PREFETCH_HELPERS]
+    assert {n.split(".")[-1] for n, _ in found} == _PREFETCH_HELPERS
     allowed = _BEFORE_WAIT | _PREFETCH_LOADS | {"tl.minimum", "tl.maximum", "tl.where", "tl.load"}
-    for name, tree in found.items():
+    for name, tree in found:
         calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         strays = {c for c in calls if c not in allowed and c.split(".")[-1] not in allowed}
         assert not strays, f"{name} calls {strays}"

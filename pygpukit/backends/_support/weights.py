@@ -1,7 +1,8 @@
 """Whether the weights of the products in a block of code are constant for the kernels of the
 stream: ``constant_weights()`` says so (the LLM engine's forward, whose weights no kernel
 writes), and the decode GEMV then loads its first weight tile before it waits on the kernel
-ahead of it (programmatic dependent launch, pygpukit/backends/triton_kernels/gemv_dense.py).
+ahead of it (programmatic dependent launch, pygpukit/backends/triton_kernels/gemv_dense.py),
+and its RMSNorm form the norm weight too (the model's norm weights are weights here).
 Anywhere else the weight may be what the previous kernel writes (``y = gp.linear(a, w)``, then
 ``gp.linear(b, y)``), so the GEMV waits first. The same promise covers the decode step's cache
 positions and lengths: inside the engine's forward no kernel writes them (they are written before
@@ -21,8 +22,9 @@ _constant: ContextVar[bool] = ContextVar("pygpukit_constant_weights", default=Fa
 
 @contextmanager
 def constant_weights() -> Iterator[None]:
-    """Promise that no kernel on the stream writes the weights of the products inside, nor the
-    positions and lengths handed to the cache write and decode attention inside."""
+    """Promise that no kernel on the stream writes the weights of the products inside (a
+    product's norm weight included), nor the positions and lengths handed to the cache write
+    and decode attention inside."""
     token = _constant.set(True)
     try:
         yield

@@ -16,9 +16,10 @@ so what separates it from the copy rate is the start and end of the launch. On s
 launched with programmatic dependent launch and releases the next kernel's launch at once
 (``gdc_launch_dependents``); it waits on the previous kernel (``gdc_wait``) before it reads
 anything. Inside ``constant_weights()`` (pygpukit/backends/_support/weights.py: the LLM engine's
-forward, whose weights no kernel writes) each program loads its first weight tile before the
-wait, so the weight stream of one product overlaps the tail of the one before; x, the bias and
-y are touched only after the wait in every case. Measured against cuBLASLt in BENCHMARKS.md
+forward, whose weights no kernel writes) each program loads its first weight tile (and the
+RMSNorm form its norm weight, NORM_WEIGHT_EARLY) before the wait, so the weight stream of one
+product overlaps the tail of the one before; x, the bias and y are touched only after the wait
+in every case. Measured against cuBLASLt in BENCHMARKS.md
 ("Batch-1 decode").
 """
 
@@ -67,7 +68,11 @@ NORM_FULL_K = 4096
 # Inside constant_weights(), launched early, the RMSNorm form's programs load the norm weight
 # (the first tile's) before the wait, beside the first weight tile: a model constant that the
 # weights streamed since its last use have evicted from L2, whose DRAM round trip otherwise
-# follows the wait. The values are the same either way.
+# follows the wait. The values are the same either way. H200, 2026-11-29 (benchmarks/tuning/
+# decode_ab.py --experiment early-loads, one process each, two rounds): a step in the 32-step
+# graph 785.9-786.0 against 792.3-792.6 us (Llama-3.2-1B shape), 4105.4-4105.6 against
+# 4128.9-4129.3 (Qwen3-8B), tokens identical. Not where the norm weight was copied first (a
+# strided view): the copy is then the kernel just before.
 NORM_WEIGHT_EARLY = True
 
 
@@ -268,6 +273,8 @@ def _run(
         eps = norm[1]
     if m and n:
         pdl, prefetch = _early(x, copied)
+        # a norm weight copied just now is the kernel ahead: read after the wait
+        g_early = prefetch and NORM_WEIGHT_EARLY and norm is not None and g is norm[0]
         bn, warps, bk = tile(k, gated, n, norm is not None)
         grid = (cdiv(n, bn), m)
         b = bias if bias is not None else y
@@ -284,7 +291,7 @@ def _run(
                 _rms_gemv_kernel, grid, x, w, b, y, m, n, sx, w._estrides[0], sy, g,
                 r if r is not None else y, h if h is not None else y, sr, eps, **consts,
                 PDL=pdl, PREFETCH=prefetch, HAS_RES=h is not None,
-                G_EARLY=prefetch and NORM_WEIGHT_EARLY, launch_pdl=pdl, num_warps=warps,
+                G_EARLY=g_early, launch_pdl=pdl, num_warps=warps,
             )  # fmt: skip
     elif h is not None and m:  # n == 0: no program stores h
         assert r is not None
