@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads]
+         lean|leave-out|early-loads|attention-loop]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -34,8 +34,8 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
   with no host time at all), two alternating rounds.
-- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads (also sites and
-  leave-out): two alternating rounds of each
+- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads, attention-loop (also
+  sites and leave-out): two alternating rounds of each
   variant, each measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50
   replays, a step inside the 32-step graph at cache positions --at..--at + 32 as in overlap,
   tokens checked against the first variant's):
@@ -63,7 +63,11 @@ Experiments:
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step;
   - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
-    ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it.
+    ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it;
+  - attention-loop: batch-1 decode attention (the few-programs class) with a split's key
+    blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP) or in two (shipped:
+    the blocks every row sees, then the masked tail, whose loads start when the first loop
+    ends), and with 32- or 128-key blocks (FEW_BLOCK_N, FEW_NUM_STAGES).
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -458,6 +462,28 @@ def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
         gemv_dense.NORM_WEIGHT_EARLY = shipped
 
 
+def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    ad = attention_decode
+    names = ("FEW_ONE_LOOP", "FEW_BLOCK_N", "FEW_NUM_STAGES")
+    shipped = [getattr(ad, n) for n in names]
+
+    def knobs(one_loop: bool, block_n: int, stages: int) -> Callable[[], None]:
+        return _setting(*((ad, n, v) for n, v in zip(names, (one_loop, block_n, stages),
+                                                     strict=True)))  # fmt: skip
+
+    variants = [
+        ("two loops (shipped)", knobs(*shipped)),
+        ("one loop", knobs(True, shipped[1], shipped[2])),
+        ("two loops, 32-key blocks", knobs(False, 32, shipped[2])),
+        ("one loop, 32-key blocks", knobs(True, 32, shipped[2])),
+        ("two loops, 128-key blocks, 2 stages", knobs(False, 128, 2)),
+    ]
+    try:
+        _rounds(model, prompt, args, variants)
+    finally:
+        knobs(*shipped)()
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.decode_forms as tr
     import pygpukit.models.transformer as transformer
@@ -521,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             "lean",
             "leave-out",
             "early-loads",
+            "attention-loop",
             "quant-sites",
             "quant-norm",
         ),
@@ -560,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             "append": _append, "qkv-write": _qkv_write, "splits": _splits,
             "length-chunks": _length_chunks,
             "lean": _lean, "leave-out": _leave_out, "early-loads": _early_loads,
+            "attention-loop": _attention_loop,
             "quant-sites": _quant_sites,
             "quant-norm": _quant_norm,
         }  # fmt: skip

@@ -92,6 +92,29 @@ def test_paged_equals_contiguous(device: str, page: int) -> None:
             assert_close(b, as64(a), "float32")
 
 
+@pytest.mark.parametrize("sq", [1, 4])
+def test_few_class_one_loop(device: str, sq: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FEW_ONE_LOOP: the few-programs class with every key block in the masked loop, one split
+    and several, against float64 at lengths of one key, a partial block, whole blocks and
+    several splits."""
+    monkeypatch.setattr(ad, "FEW_ONE_LOOP", True)
+    seen: list[bool] = []
+    launch = ad.launch
+
+    def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
+        seen.append(bool(c.get("ALL_MASKED")))
+        return launch(kernel, grid, *args, **c)
+
+    monkeypatch.setattr(ad, "launch", spy)
+    lens = np.array([1, 17, 128, 150], np.int32)
+    q, kc, vc, _ = _caches(("one-loop", sq), "float32", 4, 8, 2, sq, 160, 32, None)
+    for splits in (1, 3):
+        out = _run(device, q, kc, vc, lens, None, few=True, num_splits=splits)
+        assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32",
+                     name=f"{splits} splits")  # fmt: skip
+    assert seen == [True, True]
+
+
 def test_views_and_strided_out(device: str) -> None:
     # q token-major [B, Sq, H, D] viewed as [B, H, Sq, D]; caches that are slices of wider ones.
     rng = np.random.default_rng(seed("views"))

@@ -129,6 +129,13 @@ FEW_MIN_SPLIT_KEYS = 128
 # (Qwen3-8B 4249 against 4296).
 FEW_ONE_SPLIT_KEYS = 256
 FEW_FUSED_COMBINE = True
+# True: in the few-programs class every key block of a split runs in the masked loop, so a
+# split's blocks stream through one software pipeline; False: the blocks every row sees run in
+# an unmasked loop and the last one or two in a second, masked loop, whose loads start only
+# when the first loop ends (at batch 1 and about 144 keys: two 64-key blocks, then one). Off
+# until measured inside the decode step (benchmarks/tuning/decode_ab.py --experiment
+# attention-loop); the masked path may round the softmax's scaled scores differently.
+FEW_ONE_LOOP = False
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
@@ -176,7 +183,7 @@ def _decode_fwd(
     GROUP: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr,
     PAGE: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
-    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, FIXED: tl.constexpr, RELEASE: tl.constexpr,
+    BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, ALL_MASKED: tl.constexpr, RELEASE: tl.constexpr,
     PDL: tl.constexpr, PREFETCH: tl.constexpr,
     APPEND: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr, Q_NORM: tl.constexpr,
     K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr,
@@ -239,7 +246,8 @@ def _decode_fwd(
             full = tl.maximum(L - Sq + 1, 0)
         else:
             full = L
-        if FIXED:  # every block takes the masked path: a row's arithmetic never depends on Sq
+        if ALL_MASKED:  # every block in the masked loop (the deterministic plan: a row's
+            # arithmetic never depends on Sq; FEW_ONE_LOOP: one pipelined loop, not two)
             mid = lo
         else:
             mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
@@ -261,7 +269,7 @@ def _decode_fwd(
                 MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
                 BLOCK_N=BLOCK_N,
             )  # fmt: skip
-        # The tail (one or two blocks when Sq <= BLOCK_N), or every block of the fixed plan.
+        # The tail (one or two blocks when Sq <= BLOCK_N), or every block (ALL_MASKED).
         for start in range(mid, top, BLOCK_N):
             phys = _table(BT, bt_row, start, L, sbt1, PAGE=PAGE, BLOCK_N=BLOCK_N) if PAGED else 0
             acc, m_i, l_i, bad = _decode_block(
@@ -528,7 +536,7 @@ def _sdpa_decode(
         PAGE=k.shape[2] if paged else 1, SPLIT=pl.splits > 1, FUSED=fuse and pl.splits > 1,
         PREC="tf32" if half else "ieee",
         BLOCK_M=pl.block_m, BLOCK_N=pl.block_n, BLOCK_D=bd, BLOCK_R=pl.block_r,
-        BLOCK_S=pl.block_s, EVEN_D=bd == d, FIXED=pl.fixed,
+        BLOCK_S=pl.block_s, EVEN_D=bd == d, ALL_MASKED=pl.fixed or (pl.few and FEW_ONE_LOOP),
         RELEASE=release and (fuse or pl.splits == 1), PDL=pdl,
         PREFETCH=PREFETCH_LENGTHS and weights_are_constant(),
         APPEND=ap is not None, ROPE=rope, GPTJ=ap is not None and ap.gptj,
