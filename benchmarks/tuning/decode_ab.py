@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads|attention-loop]
+         lean|leave-out|early-loads|attention-loop|product-leave-out]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -88,6 +88,9 @@ Experiments:
   all three), on the two-launch form of the write and attention (APPEND_ATTENTION off),
   otherwise the tree as it is (its PDL_LAUNCH knobs included): the tokens are meaningless, the
   step's time bounds what any fusion or speed-up of those kernels can gain.
+- product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
+  class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
+  class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).
 """
 
 from __future__ import annotations
@@ -484,6 +487,32 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
         knobs(*shipped)()
 
 
+def _product_leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    real = gemv_dense.launch
+    skip: set[str] = set()
+
+    def launch(kernel: Any, grid: Any, *a: Any, **c: Any) -> Any:
+        if product_class(args.cfg, a[5], c["K"]) in skip:  # a[5]: the product's N
+            return None
+        return real(kernel, grid, *a, **c)
+
+    def without(site: str | None) -> Callable[[], None]:
+        def apply() -> None:
+            skip.clear()
+            skip.update({site} if site else set())
+
+        return apply
+
+    sites = ("qkv", "o_proj", "gate/up", "down", "lm_head")
+    variants = [("nothing left out", without(None))]
+    variants += [(f"without {s}", without(s)) for s in sites]
+    gemv_dense.launch = launch
+    try:
+        _rounds(model, prompt, args, variants)
+    finally:
+        gemv_dense.launch = real
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.decode_forms as tr
     import pygpukit.models.transformer as transformer
@@ -548,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             "leave-out",
             "early-loads",
             "attention-loop",
+            "product-leave-out",
             "quant-sites",
             "quant-norm",
         ),
@@ -587,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
             "append": _append, "qkv-write": _qkv_write, "splits": _splits,
             "length-chunks": _length_chunks,
             "lean": _lean, "leave-out": _leave_out, "early-loads": _early_loads,
-            "attention-loop": _attention_loop,
+            "attention-loop": _attention_loop, "product-leave-out": _product_leave_out,
             "quant-sites": _quant_sites,
             "quant-norm": _quant_norm,
         }  # fmt: skip
