@@ -103,7 +103,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import pygpukit as gp
 from benchmarks._models import (
     CONFIGS,
     product_class,
@@ -111,14 +110,19 @@ from benchmarks._models import (
     random_prompts,
     timed_generate,
 )
-from benchmarks.decode_e2e import _decode_rate
 from benchmarks.decode_paths import _step_us
+from benchmarks.tuning._decode_rounds import (
+    PROMPT_LEN,
+    cache_need,
+    generate_rate,
+    rounds,
+    run_step_us,
+    setting,
+)
 from pygpukit import ops
 from pygpukit.backends.triton_kernels import attention_decode, gemv_dense, kv_write
-from pygpukit.benchmark.timing import replay_seconds
 from pygpukit.creation import arange
 
-PROMPT_LEN = 16  # tokens of the random prompt every experiment decodes after
 _KV_WRITE = ops.kv_cache_write
 _WIDE_K = gemv_dense.WIDE_K
 
@@ -141,30 +145,6 @@ def _variant(wide: bool, q_in_write: bool) -> None:
     gemv_dense.WIDE_K = _WIDE_K if wide else 1 << 62
 
 
-def _cache_need(prompt_len: int, new: int) -> int:
-    """The cache slots _rate asks for: the prompt, the longer of --new and _rounds' 200-token
-    generate, and a spare run's steps."""
-    return prompt_len + max(new, 200) + 64
-
-
-def _rate(model: Any, prompt: list[list[int]], new: int, repeats: int) -> dict[str, Any]:
-    """decode_e2e's decode tok/s of greedy generate at steps_per_sync 32 (a fresh capture)."""
-    model.drop_step_graphs()
-    # One cache for all that _rounds runs after this (its 200-token generate, _run_step_us's
-    # positions): a later, larger request would reallocate it and drop the run graph captured
-    # here, which _run_step_us reads (with --new under 200 it failed that way).
-    model.ensure_cache(len(prompt), min(_cache_need(len(prompt[0]), new), model.config.max_context))
-
-    def run(n: int) -> Any:
-        out = model.generate(
-            prompt, n, temperature=0, stop_token_ids=(), graph=True, steps_per_sync=32
-        )
-        gp.synchronize()
-        return out
-
-    return _decode_rate(run, 1, new, repeats)
-
-
 def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     variants = {"neither": (False, False), "cache write": (True, False),
                 "attention": (False, True), "both (shipped)": (True, True)}  # fmt: skip
@@ -174,7 +154,7 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
         for rnd in range(2):
             for name, (write, attn) in variants.items():
                 kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH = write, attn
-                r = _rate(model, prompt, args.new, args.repeats)
+                r = generate_rate(model, prompt, args.new, args.repeats)
                 model.generate(prompt, 200, temperature=0, stop_token_ids=())
                 step = _step_us(model, 1) * 1e6
                 first = r["tokens"] if first is None else first
@@ -211,34 +191,14 @@ def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
         def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> Any:
             return table.get((n, k, gated)) or shipped(k, gated, n, norm)
 
-        return _setting((gemv_dense, "tile", tile))
+        return setting((gemv_dense, "tile", tile))
 
-    variants = [("shipped", _setting((gemv_dense, "tile", shipped)))]
+    variants = [("shipped", setting((gemv_dense, "tile", shipped)))]
     variants += [(name, rule(t)) for name, t in _SITES.get(args.model, {}).items()]
     try:
-        _rounds(model, prompt, args, variants)
+        rounds(model, prompt, args, variants)
     finally:
         gemv_dense.tile = shipped
-
-
-def _run_step_us(model: Any, steps: int = 32, reps: int = 10, at: int = 128) -> float:
-    """Device microseconds a step of the kept steps-step greedy run's graph takes, each replay
-    started at cache position ``at`` (the run's inputs written before every replay: replays
-    back to back would carry the positions past the cache's end, where attention and the cache
-    write do no work)."""
-    import numpy as np
-
-    from pygpukit import runtime
-
-    run = model.greedy_run(1, steps)
-    assert run.graph is not None and at + steps <= run.cache.max_seq_len
-    stream = runtime.current_stream(model.device)
-
-    def inputs() -> None:
-        run.pos[:] = np.array([[at]], np.int64)
-        run.marks[:] = np.array([[at], [at + 1]], np.int32)
-
-    return replay_seconds(run.graph, stream, reps, warmup=2, before=inputs) * 1e6 / steps
 
 
 def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -250,9 +210,9 @@ def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> N
         for rnd in range(2):
             for name, pipelined in (("pipelined (shipped)", True), ("waited", False)):
                 DecodeRun.can_resume = shipped if pipelined else lambda self, n: False  # type: ignore[method-assign]
-                r = _rate(model, prompt, args.new, args.repeats)
+                r = generate_rate(model, prompt, args.new, args.repeats)
                 first = r["tokens"] if first is None else first
-                dev = _run_step_us(model, at=args.at)
+                dev = run_step_us(model, at=args.at)
                 print(f"{args.model} round {rnd}: runs {name:20s} {r['decode_tok_s']:8.1f} tok/s, "
                       f"repeats equal {r['repeats_equal']}, tokens as the first "
                       f"{r['tokens'] == first}; a step in the 32-step graph at cache "
@@ -262,49 +222,12 @@ def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> N
         DecodeRun.can_resume = shipped  # type: ignore[method-assign]
 
 
-def _setting(*assign: tuple[Any, str, Any]) -> Callable[[], None]:
-    """A variant for _rounds: each (module, name, value) set when it runs."""
-
-    def apply() -> None:
-        for mod, name, value in assign:
-            setattr(mod, name, value)
-
-    return apply
-
-
-def _rounds(
-    model: Any,
-    prompt: list[list[int]],
-    args: argparse.Namespace,
-    variants: list[tuple[str, Callable[[], None]]],
-    repeats: int | None = None,
-) -> None:
-    """Two alternating rounds of the variants (each a name and what sets it): decode tok/s at 32
-    steps a sync (_rate: a fresh capture, the 32-step run first), the 1-step graph's device
-    time (50 replays), a step inside the 32-step graph at cache positions --at..--at + 32, and
-    whether the tokens equal the first variant's. The caller restores what the variants set."""
-    first: Any = None
-    for rnd in range(2):
-        for name, apply in variants:
-            apply()
-            r = _rate(model, prompt, args.new, args.repeats if repeats is None else repeats)
-            model.generate(prompt, 200, temperature=0, stop_token_ids=())
-            step = _step_us(model, 1) * 1e6
-            run = _run_step_us(model, at=args.at)
-            first = r["tokens"] if first is None else first
-            same = r["tokens"] == first
-            print(f"{args.model} round {rnd}: {name:40s} graph step {step:7.1f} us, in the "
-                  f"32-step graph {run:7.1f} us ({1e6 / run:7.1f} tok/s), "
-                  f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first {same}")  # fmt: skip
-    model.drop_step_graphs()  # none of the variants' graphs stays kept
-
-
 def _prefetch(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = kv_write.PREFETCH_POSITIONS, attention_decode.PREFETCH_LENGTHS
     on = shipped[0] and shipped[1]
     try:
-        _rounds(model, prompt, args, [
-            (f"positions and lengths before the wait {v}", _setting(
+        rounds(model, prompt, args, [
+            (f"positions and lengths before the wait {v}", setting(
                 (kv_write, "PREFETCH_POSITIONS", v), (attention_decode, "PREFETCH_LENGTHS", v)))
             for v in (on, not on)
         ])  # fmt: skip
@@ -319,9 +242,9 @@ def _append(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> No
     forms = (("in one launch", True, True), ("in one launch, plain", True, False),
              ("in two launches", False, True))  # fmt: skip
     try:
-        _rounds(model, prompt, args, [
+        rounds(model, prompt, args, [
             (f"write + attention {name}",
-             _setting((tr, "APPEND_ATTENTION", one), (attention_decode, "PDL_LAUNCH", early)))
+             setting((tr, "APPEND_ATTENTION", one), (attention_decode, "PDL_LAUNCH", early)))
             for name, one, early in forms
         ])  # fmt: skip
     finally:
@@ -333,9 +256,9 @@ def _qkv_write(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
 
     shipped = forms.QKV_ROPE_WRITE
     try:
-        _rounds(model, prompt, args, [
+        rounds(model, prompt, args, [
             (f"qkv, RoPE and the cache write in one launch {v}",
-             _setting((forms, "QKV_ROPE_WRITE", v)))
+             setting((forms, "QKV_ROPE_WRITE", v)))
             for v in (shipped, not shipped)
         ])  # fmt: skip
     finally:
@@ -345,8 +268,8 @@ def _qkv_write(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
 def _splits(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = attention_decode.FEW_MIN_SPLIT_KEYS
     try:
-        _rounds(model, prompt, args, [
-            (f"splits of at least {k} keys", _setting((attention_decode, "FEW_MIN_SPLIT_KEYS", k)))
+        rounds(model, prompt, args, [
+            (f"splits of at least {k} keys", setting((attention_decode, "FEW_MIN_SPLIT_KEYS", k)))
             for k in (shipped, 64, 256, 1024)
         ], repeats=1)  # fmt: skip
     finally:
@@ -369,9 +292,9 @@ def _length_chunks(model: Any, prompt: list[list[int]], args: argparse.Namespace
         ("by the capacity", False, 0, shipped[2]),
     )
     try:
-        _rounds(model, prompt, args, [
+        rounds(model, prompt, args, [
             (f"keys a split {name}",
-             _setting(*((m, n, v) for (m, n), v in zip(knobs, vals, strict=True))))
+             setting(*((m, n, v) for (m, n), v in zip(knobs, vals, strict=True))))
             for name, *vals in variants
         ], repeats=1)  # fmt: skip
     finally:
@@ -384,8 +307,8 @@ def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None
 
     shipped = decode_loop.LEAN_STEPS
     try:
-        _rounds(model, prompt, args, [
-            (f"lean steps {v}", _setting((decode_loop, "LEAN_STEPS", v)))
+        rounds(model, prompt, args, [
+            (f"lean steps {v}", setting((decode_loop, "LEAN_STEPS", v)))
             for v in (shipped, not shipped)
         ])  # fmt: skip
     finally:
@@ -432,7 +355,7 @@ def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
         variants += [("gate/up in one launch", variant(set(), True)),
                      ("gate/up in one launch, plain", variant({"gate/up"}, True)),
                      ("gate/up in two launches", variant(set(), False))]  # fmt: skip
-        _rounds(model, prompt, args, variants)
+        rounds(model, prompt, args, variants)
     finally:
         native_gemv._launch, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = shipped
 
@@ -444,10 +367,10 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
     shipped = ops_gemv.QUANT_NORM_GEMV
     try:
         knob = (ops_gemv, "QUANT_NORM_GEMV")
-        _rounds(model, prompt, args, [
-            ("RMSNorm read in (shipped rule)", _setting((*knob, None))),
-            ("RMSNorm apart", _setting((*knob, False))),
-            ("RMSNorm read in at every size", _setting((*knob, True))),
+        rounds(model, prompt, args, [
+            ("RMSNorm read in (shipped rule)", setting((*knob, None))),
+            ("RMSNorm apart", setting((*knob, False))),
+            ("RMSNorm read in at every size", setting((*knob, True))),
         ])  # fmt: skip
     finally:
         ops_gemv.QUANT_NORM_GEMV = shipped
@@ -456,11 +379,11 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
 def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = gemv_dense.NORM_WEIGHT_EARLY
     variants = [
-        ("norm weight after the wait", _setting((gemv_dense, "NORM_WEIGHT_EARLY", False))),
-        ("norm weight before the wait", _setting((gemv_dense, "NORM_WEIGHT_EARLY", True))),
+        ("norm weight after the wait", setting((gemv_dense, "NORM_WEIGHT_EARLY", False))),
+        ("norm weight before the wait", setting((gemv_dense, "NORM_WEIGHT_EARLY", True))),
     ]
     try:
-        _rounds(model, prompt, args, variants)
+        rounds(model, prompt, args, variants)
     finally:
         gemv_dense.NORM_WEIGHT_EARLY = shipped
 
@@ -471,7 +394,7 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
     shipped = [getattr(ad, n) for n in names]
 
     def knobs(one_loop: bool, block_n: int, stages: int) -> Callable[[], None]:
-        return _setting(*((ad, n, v) for n, v in zip(names, (one_loop, block_n, stages),
+        return setting(*((ad, n, v) for n, v in zip(names, (one_loop, block_n, stages),
                                                      strict=True)))  # fmt: skip
 
     variants = [
@@ -482,7 +405,7 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
         ("two loops, 128-key blocks, 2 stages", knobs(False, 128, 2)),
     ]
     try:
-        _rounds(model, prompt, args, variants)
+        rounds(model, prompt, args, variants)
     finally:
         knobs(*shipped)()
 
@@ -508,7 +431,7 @@ def _product_leave_out(model: Any, prompt: list[list[int]], args: argparse.Names
     variants += [(f"without {s}", without(s)) for s in sites]
     gemv_dense.launch = launch
     try:
-        _rounds(model, prompt, args, variants)
+        rounds(model, prompt, args, variants)
     finally:
         gemv_dense.launch = real
 
@@ -545,84 +468,17 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
     }  # fmt: skip
 
     def patched(patch: dict[str, Any]) -> Callable[[], None]:
-        return _setting(*((transformer.ops, op, fn) for op, fn in {**real, **patch}.items()))
+        return setting(*((transformer.ops, op, fn) for op, fn in {**real, **patch}.items()))
 
     try:
-        _rounds(model, prompt, args, [(f"without {n}", patched(p)) for n, p in variants.items()])
+        rounds(model, prompt, args, [(f"without {n}", patched(p)) for n, p in variants.items()])
     finally:
         for op, fn in real.items():
             setattr(transformer.ops, op, fn)
         tr.APPEND_ATTENTION = append
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
-    p.add_argument("--new", type=int, default=256)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument(
-        "--experiment",
-        default="tiles",
-        choices=(
-            "tiles",
-            "pdl",
-            "sites",
-            "overlap",
-            "prefetch",
-            "append",
-            "qkv-write",
-            "splits",
-            "length-chunks",
-            "lean",
-            "leave-out",
-            "early-loads",
-            "attention-loop",
-            "product-leave-out",
-            "quant-sites",
-            "quant-norm",
-        ),
-    )
-    p.add_argument("--quantize", default=None, choices=("fp8", "int4", "nvfp4"),
-                   help="the weights quantized at load (quant-sites and quant-norm need it; "
-                        "the other experiments then run on the quantized model)")  # fmt: skip
-    p.add_argument("--context", type=int, default=None,
-                   help="the KV cache's slots (default: what the run needs; a chat session's "
-                        "cache spans the model's context)")  # fmt: skip
-    p.add_argument(
-        "--at",
-        type=int,
-        default=128,
-        help="cache position where a step of the 32-step graph is timed",
-    )
-    args = p.parse_args(argv)
-    if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
-        p.error(f"--experiment {args.experiment} needs --quantize")
-    need = _cache_need(PROMPT_LEN, args.new)
-    if args.context is not None and args.context < need:
-        p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")
-    room = args.context if args.context is not None else need
-    if not 1 <= args.at <= room - 32:
-        p.error(f"--at must lie in 1..{room - 32} (the cache's slots less a 32-step run; "
-                "--context sets them)")  # fmt: skip
-    model, cfg, _ = random_model(args.model, quantize=args.quantize)
-    if args.context is not None:
-        if args.context > model.config.max_context:
-            p.error(f"--context {args.context} exceeds the model's {model.config.max_context}")
-        model.ensure_cache(1, args.context)  # later, smaller requests keep it
-    args.cfg = cfg
-    prompt = random_prompts(cfg, 1, PROMPT_LEN)
-    if args.experiment != "tiles":
-        experiments = {
-            "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
-            "append": _append, "qkv-write": _qkv_write, "splits": _splits,
-            "length-chunks": _length_chunks,
-            "lean": _lean, "leave-out": _leave_out, "early-loads": _early_loads,
-            "attention-loop": _attention_loop, "product-leave-out": _product_leave_out,
-            "quant-sites": _quant_sites,
-            "quant-norm": _quant_norm,
-        }  # fmt: skip
-        experiments[args.experiment](model, prompt, args)
-        return 0
+def _tiles(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]
     steps: dict[str, list[float]] = {}
     try:
@@ -647,6 +503,58 @@ def main(argv: list[str] | None = None) -> int:
                       f"repeats equal {same}")  # fmt: skip
     finally:
         _variant(True, True)
+
+
+EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None]] = {
+    "tiles": _tiles, "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
+    "append": _append, "qkv-write": _qkv_write, "splits": _splits,
+    "length-chunks": _length_chunks, "lean": _lean, "leave-out": _leave_out,
+    "early-loads": _early_loads, "attention-loop": _attention_loop,
+    "product-leave-out": _product_leave_out, "quant-sites": _quant_sites,
+    "quant-norm": _quant_norm,
+}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
+    p.add_argument("--new", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--experiment",
+        default="tiles",
+        choices=tuple(EXPERIMENTS),
+    )
+    p.add_argument("--quantize", default=None, choices=("fp8", "int4", "nvfp4"),
+                   help="the weights quantized at load (quant-sites and quant-norm need it; "
+                        "the other experiments then run on the quantized model)")  # fmt: skip
+    p.add_argument("--context", type=int, default=None,
+                   help="the KV cache's slots (default: what the run needs; a chat session's "
+                        "cache spans the model's context)")  # fmt: skip
+    p.add_argument(
+        "--at",
+        type=int,
+        default=128,
+        help="cache position where a step of the 32-step graph is timed",
+    )
+    args = p.parse_args(argv)
+    if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
+        p.error(f"--experiment {args.experiment} needs --quantize")
+    need = cache_need(PROMPT_LEN, args.new)
+    if args.context is not None and args.context < need:
+        p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")
+    room = args.context if args.context is not None else need
+    if not 1 <= args.at <= room - 32:
+        p.error(f"--at must lie in 1..{room - 32} (the cache's slots less a 32-step run; "
+                "--context sets them)")  # fmt: skip
+    model, cfg, _ = random_model(args.model, quantize=args.quantize)
+    if args.context is not None:
+        if args.context > model.config.max_context:
+            p.error(f"--context {args.context} exceeds the model's {model.config.max_context}")
+        model.ensure_cache(1, args.context)  # later, smaller requests keep it
+    args.cfg = cfg
+    prompt = random_prompts(cfg, 1, PROMPT_LEN)
+    EXPERIMENTS[args.experiment](model, prompt, args)
     return 0
 
 

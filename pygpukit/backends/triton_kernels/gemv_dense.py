@@ -128,6 +128,7 @@ def _gemv_sums(
     weight): every program reads the whole row anyway, so it sums x * x beside the products of
     x * g and scales its sums by 1 / sqrt(mean(x^2) + eps) at the end; no kernel writes the
     normalised row. Program 0 of axis 0 stores the row's h = x + r (HAS_RES)."""
+    EARLY_G: tl.constexpr = PREFETCH and NORM and G_EARLY  # the norm weight before the wait
     rk = tl.arange(0, BLOCK_K)
     wp = W + tl.where(nok, rn, 0).to(tl.int64)[:, None] * swn + rk[None, :]
     kok = rk[None, :] < K
@@ -135,7 +136,7 @@ def _gemv_sums(
         w0 = tl.load(wp, mask=kok, other=0.0)
         if GATED:
             u0 = tl.load(wp + up, mask=kok, other=0.0)
-        if NORM and G_EARLY:  # NORM_WEIGHT_EARLY
+        if EARLY_G:
             g0 = tl.load(G + rk, mask=rk < K, other=0.0)
     if PDL:
         gdc_wait()
@@ -148,10 +149,9 @@ def _gemv_sums(
     rp = R + row * srm
     hp = H + row * K  # h is contiguous [M, K]
     first = tl.program_id(0) == 0
-    if not (PREFETCH and NORM and G_EARLY):
-        g0 = 0.0
-    x, ss = _x_tile(xp, rp, hp, G, rk, rk < K, first, g0, NORM, HAS_RES,
-                    HAS_G0=PREFETCH and NORM and G_EARLY)  # fmt: skip
+    if not EARLY_G:
+        g0 = 0.0  # a name for the compiler: _x_tile loads g itself
+    x, ss = _x_tile(xp, rp, hp, G, rk, rk < K, first, g0, NORM, HAS_RES, HAS_G0=EARLY_G)
     acc = tl.sum(w0.to(tl.float32) * x, axis=1)
     if GATED:
         acu = tl.sum(u0.to(tl.float32) * x, axis=1)

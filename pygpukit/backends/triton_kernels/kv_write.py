@@ -110,6 +110,17 @@ def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: t
 
 
 @triton.jit
+def _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, mask, CT: tl.constexpr):
+    """cos and sin of the pairs i at positions pos (broadcast against i), in CT; NaN for a
+    position outside the tables (negative included), as gp.rope gives."""
+    valid = (pos >= 0) & (pos < max_pos)
+    row = tl.where(valid, pos, 0)
+    c = tl.load(COS + row * scr + i * scc, mask=mask, other=0.0).to(CT)
+    s = tl.load(SIN + row * ssr + i * ssc, mask=mask, other=0.0).to(CT)
+    return tl.where(valid, c, float("nan")), tl.where(valid, s, float("nan"))
+
+
+@triton.jit
 def _rotate_q(
     Q, COS, SIN, QN, eps, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr,
     ssc, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr,
@@ -126,14 +137,9 @@ def _rotate_q(
     if Q_NORM:
         xa, xb = _norm_pairs(xa, xb, QN, eps, HALF, DT=Q.dtype.element_ty, CT=CT, GPTJ=GPTJ,
                              BLOCK_HALF=BLOCK_HALF)  # fmt: skip
-    valid = (pos >= 0) & (pos < max_pos)
-    row = tl.where(valid, pos, 0)
     i = tl.arange(0, BLOCK_HALF)
-    c = tl.load(COS + row * scr + i * scc, mask=i < HALF, other=0.0).to(CT)
-    s = tl.load(SIN + row * ssr + i * ssc, mask=i < HALF, other=0.0).to(CT)
-    c = tl.where(valid, c, float("nan"))[None, :]
-    s = tl.where(valid, s, float("nan"))[None, :]
-    _rot_store(qs, sq3, xa, xb, c, s, hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
+    c, s = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, i < HALF, CT=CT)
+    _rot_store(qs, sq3, xa, xb, c[None, :], s[None, :], hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
 
 
@@ -168,6 +174,8 @@ def _rope_rows(ptr, sd, rmask, pos, COS, SIN, NW, eps, D, HALF, max_pos, scr, sc
             wp = tl.load(NW + pd, mask=rot, other=0.0).to(CT)
             x = (x * rstd * w).to(ptr.dtype.element_ty).to(CT)
             xp = (xp * rstd * wp).to(ptr.dtype.element_ty).to(CT)
+        # The angles inline, not through _angles: that changes the append kernel's sm_90
+        # instruction schedule, and its bits against the two launches were checked on this one.
         valid = ((pos >= 0) & (pos < max_pos))[:, None]
         row = tl.where(valid, pos[:, None], 0)
         c = tl.load(COS + row * scr + ci * scc, mask=rot, other=0.0).to(CT)

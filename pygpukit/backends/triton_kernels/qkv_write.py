@@ -52,20 +52,10 @@ from pygpukit.backends.triton_kernels.gemv_dense import (
     _read_weight,
     tile,
 )
-from pygpukit.backends.triton_kernels.kv_write import PREFETCH_POSITIONS, _rotate
+from pygpukit.backends.triton_kernels.kv_write import PREFETCH_POSITIONS, _angles, _rotate
 from pygpukit.creation import empty
 
 __all__ = ["rmsnorm_qkv_rope_write"]
-
-
-@triton.jit
-def _angle(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, mask):
-    """cos and sin of the pairs i at position pos, in float32: NaN past the tables."""
-    valid = (pos >= 0) & (pos < max_pos)
-    t = tl.where(valid, pos, 0)
-    c = tl.load(COS + t * scr + i * scc, mask=mask, other=0.0).to(tl.float32)
-    s = tl.load(SIN + t * ssr + i * ssc, mask=mask, other=0.0).to(tl.float32)
-    return tl.where(valid, c, float("nan")), tl.where(valid, s, float("nan"))
 
 
 @triton.jit
@@ -107,7 +97,7 @@ def _qkv_rope_write(
     pos = (p0 + j).to(tl.int64)
     # The angles after the product: loaded beside it (after the wait, or before it) the step
     # measured slower (module docstring).
-    c, s = _angle(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, rotating)
+    c, s = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, rotating, CT=tl.float32)
     # The product as the two-launch form's qkv array holds it, then the rotation in float32.
     y = acc.to(Q.dtype.element_ty).to(tl.float32)
     ya, yb = tl.split(tl.reshape(y, [2, 2]))
