@@ -65,9 +65,10 @@ Experiments:
   - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
     ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it;
   - attention-loop: batch-1 decode attention (the few-programs class) with a split's key
-    blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP) or in two (shipped:
-    the blocks every row sees, then the masked tail, whose loads start when the first loop
-    ends), and with 32- or 128-key blocks (FEW_BLOCK_N, FEW_NUM_STAGES).
+    blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP, shipped) or in two
+    (the blocks every row sees, then the masked tail, whose loads start when the first loop
+    ends), and the one loop with fewer pipeline stages and 32- or 128-key blocks
+    (FEW_BLOCK_N, FEW_NUM_STAGES).
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -398,11 +399,12 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
                                                      strict=True)))  # fmt: skip
 
     variants = [
-        ("two loops (shipped)", knobs(*shipped)),
-        ("one loop", knobs(True, shipped[1], shipped[2])),
-        ("two loops, 32-key blocks", knobs(False, 32, shipped[2])),
+        ("one loop (shipped)" if shipped[0] else "two loops (shipped)", knobs(*shipped)),
+        ("two loops" if shipped[0] else "one loop", knobs(not shipped[0], *shipped[1:])),
+        ("one loop, 3 stages", knobs(True, shipped[1], 3)),
+        ("one loop, 2 stages", knobs(True, shipped[1], 2)),
         ("one loop, 32-key blocks", knobs(True, 32, shipped[2])),
-        ("two loops, 128-key blocks, 2 stages", knobs(False, 128, 2)),
+        ("one loop, 128-key blocks, 2 stages", knobs(True, 128, 2)),
     ]
     try:
         rounds(model, prompt, args, variants)

@@ -92,12 +92,15 @@ def test_paged_equals_contiguous(device: str, page: int) -> None:
             assert_close(b, as64(a), "float32")
 
 
+@pytest.mark.parametrize("one_loop", [True, False])
 @pytest.mark.parametrize("sq", [1, 4])
-def test_few_class_one_loop(device: str, sq: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """FEW_ONE_LOOP: the few-programs class with every key block in the masked loop, one split
-    and several, against float64 at lengths of one key, a partial block, whole blocks and
-    several splits."""
-    monkeypatch.setattr(ad, "FEW_ONE_LOOP", True)
+def test_few_class_loops(
+    device: str, sq: int, one_loop: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FEW_ONE_LOOP: the few-programs class with every key block in the masked loop (True) or
+    the unmasked blocks then the masked tail, one split and several, against float64 at lengths
+    of one key, a partial block, whole blocks and several splits."""
+    monkeypatch.setattr(ad, "FEW_ONE_LOOP", one_loop)
     seen: list[bool] = []
     launch = ad.launch
 
@@ -112,7 +115,7 @@ def test_few_class_one_loop(device: str, sq: int, monkeypatch: pytest.MonkeyPatc
         out = _run(device, q, kc, vc, lens, None, few=True, num_splits=splits)
         assert_close(out, ref_decode(q, kc, vc, lens, None, True), "float32",
                      name=f"{splits} splits")  # fmt: skip
-    assert seen == [True, True]
+    assert seen == [one_loop, one_loop]
 
 
 def test_views_and_strided_out(device: str) -> None:

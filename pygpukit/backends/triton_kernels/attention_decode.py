@@ -132,10 +132,14 @@ FEW_FUSED_COMBINE = True
 # True: in the few-programs class every key block of a split runs in the masked loop, so a
 # split's blocks stream through one software pipeline; False: the blocks every row sees run in
 # an unmasked loop and the last one or two in a second, masked loop, whose loads start only
-# when the first loop ends (at batch 1 and about 144 keys: two 64-key blocks, then one). Off
-# until measured inside the decode step (benchmarks/tuning/decode_ab.py --experiment
-# attention-loop); the masked path may round the softmax's scaled scores differently.
-FEW_ONE_LOOP = False
+# when the first loop ends (at batch 1 and about 144 keys: two 64-key blocks, then one). H200,
+# 2026-11-29 (benchmarks/tuning/decode_ab.py --experiment attention-loop, one process, two
+# rounds), the batch-1 step in the 32-step graph: 781.8-782.1 against 792.2-792.6 us
+# (Llama-3.2-1B shape), 4129.7-4132.2 against 4154.8-4159.8 us (Qwen3-8B). The masked path
+# rounds the softmax's scaled scores in its own order, so the tokens of random-weight models
+# differ from the two-loop build's (both against float64 in the tests); the deterministic plan
+# runs every launch this way already.
+FEW_ONE_LOOP = True
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
