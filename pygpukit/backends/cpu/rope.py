@@ -92,6 +92,9 @@ def rope(
 
     cos/sin: [max_pos, rotary_dim // 2]; positions: integers broadcastable to x.shape[:-2]
     (default arange(S)). Computes in float32 (float64 for float64 x), rounds once to x's dtype.
+    Each product is rounded here, as in the native kernels; the Triton kernels fuse one product
+    of each output (triton_kernels/rope.rotate_pair), so their compute-type results may differ
+    from these by that product's rounding.
     """
     x, cos, sin = np.asarray(x), np.asarray(cos), np.asarray(sin)
     if x.ndim < 3:

@@ -1,10 +1,11 @@
 """kv_cache_write: store new k, v tokens into a contiguous or paged KV cache at positions read on
-the device, with RoPE on k fused into the store (gp.rope's arithmetic: float32, float64 for
-float64 caches, one rounding) and, when q is given, the same rotation of the step's queries in
-place (their own programs of the launch: the decode step's separate RoPE launch on q goes
-away). With q_norm / k_norm (Qwen3's RMSNorm of each head over head_dim before RoPE) the
-heads are normalised in the same launch, with gp.rmsnorm's arithmetic (float32 statistics,
-the normalised values rounded to the dtype) before they are rotated: the decode step's two
+the device, with RoPE on k fused into the store (gp.rope's arithmetic and bits: float32,
+float64 for float64 caches, the rounding pinned by rope.rotate_pair, one rounding to the
+cache's dtype) and, when q is given, the same rotation of the step's queries in place (their
+own programs of the launch: the decode step's separate RoPE launch on q goes away). With
+q_norm / k_norm (Qwen3's RMSNorm of each head over head_dim before RoPE) the heads are
+normalised in the same launch, with gp.rmsnorm's arithmetic (float32 statistics, the
+normalised values rounded to the dtype) before they are rotated: the decode step's two
 norm launches go away too. PDL_LAUNCH below (on) launches the write early on sm_90+
 (programmatic dependent launch), to hide the launch gaps of the chain qkv GEMV -> write ->
 attention. Cache layouts and the out-of-range rules:
@@ -24,6 +25,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from pygpukit.backends._support.weights import weights_are_constant
 from pygpukit.backends.triton_kernels._common import GPUArray, cdiv, next_pow2, rsqrt_rn
 from pygpukit.backends.triton_kernels.driver import launch, pdl_enabled
+from pygpukit.backends.triton_kernels.rope import rotate_pair
 
 __all__ = ["kv_cache_write"]
 
@@ -85,19 +87,11 @@ def _norm_pairs(xa, xb, W, eps, HALF, DT: tl.constexpr, CT: tl.constexpr, GPTJ: 
 
 
 @triton.jit
-def _rotate(xa, xb, c, s):
-    """A pair (xa, xb) rotated by the angle of (c, s), in the operands' type: gp.rope's
-    arithmetic, and the one expression every rotation here compiles from (the same FMA
-    contraction, hence the same bits, in the write and in the append path of decode attention)."""
-    return xa * c - xb * s, xb * c + xa * s
-
-
-@triton.jit
 def _rot_store(ptr, sd, xa, xb, c, s, mask, HALF, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
                BLOCK_HALF: tl.constexpr):  # fmt: skip
     """Rotate the pairs by (c, s) [1, BLOCK_HALF] and store them (masked rows: ``mask``
-    [BLOCK_H, 1]) at ptr, rounded once to ptr's dtype."""
-    ra, rb = _rotate(xa, xb, c, s)
+    [BLOCK_H, 1]) at ptr, rounded once to ptr's dtype (rope.rotate_pair: gp.rope's bits)."""
+    ra, rb = rotate_pair(xa, xb, c, s)
     if GPTJ:
         jj = tl.arange(0, 2 * BLOCK_HALF)[None, :]
         r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
@@ -175,18 +169,18 @@ def _rope_rows(ptr, sd, rmask, pos, COS, SIN, NW, eps, D, HALF, max_pos, scr, sc
             x = (x * rstd * w).to(ptr.dtype.element_ty).to(CT)
             xp = (xp * rstd * wp).to(ptr.dtype.element_ty).to(CT)
         # The angles inline, not through _angles: that changes the append kernel's sm_90
-        # instruction schedule, and its bits against the two launches were checked on this one.
+        # instruction schedule (its bits no longer depend on it: rotate_pair pins them).
         valid = ((pos >= 0) & (pos < max_pos))[:, None]
         row = tl.where(valid, pos[:, None], 0)
         c = tl.load(COS + row * scr + ci * scc, mask=rot, other=0.0).to(CT)
         s = tl.load(SIN + row * ssr + ci * ssc, mask=rot, other=0.0).to(CT)
         c = tl.where(valid, c, float("nan"))
         s = tl.where(valid, s, float("nan"))
-        # The first element of a pair is xa c - xb s, the second xb c + xa s: _rotate's own
-        # expressions with each element in its place.
-        ra, _rb = _rotate(x, xp, c, s)
-        _ra, rb = _rotate(xp, x, c, s)
-        x = tl.where(rot, tl.where(first, ra, rb), x)
+        # The first element of a pair is xa c - xb s, the second xb c + xa s: each is x c + xp
+        # (-s or s), rotate_pair's second output with the sine's sign set per element (an exact
+        # negation), so the same product is fused and rounded as in _rot_store: its bits.
+        _xp, r = rotate_pair(xp, x, c, tl.where(first, s * -1.0, s))
+        x = tl.where(rot, r, x)
     return x
 
 
@@ -247,7 +241,8 @@ def _kv_write(
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
     # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
     # rotate blocks of BLOCK_HQ q heads in place at the same position. RoPE runs in CT (float32,
-    # float64 for float64 caches) and rounds once, as gp.rope does.
+    # float64 for float64 caches) with gp.rope's pinned rounding (rope.rotate_pair) and rounds
+    # once to the dtype, as gp.rope does.
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq

@@ -11,7 +11,7 @@ rotated and v as they are into the caches at the row's position. Nothing crosses
 a row's results do not depend on the other rows.
 
 Numerics, and bits: the float32 sums are rounded to x's dtype first, as the two-launch form's
-qkv product stores them, then rotated in float32 with kv_write's rotation (the same expression,
+qkv product stores them, then rotated in float32 with gp.rope's pinned rotation (rope.rotate_pair,
 one rounding to the cache's dtype), so q and the cached k and v have the bits of
 rmsnorm_linear followed by kv_cache_write. The rules of kv_cache_write hold: a position outside
 the cache stores no k or v, a position outside the tables gives NaN in the rotated values.
@@ -52,7 +52,8 @@ from pygpukit.backends.triton_kernels.gemv_dense import (
     _read_weight,
     tile,
 )
-from pygpukit.backends.triton_kernels.kv_write import PREFETCH_POSITIONS, _angles, _rotate
+from pygpukit.backends.triton_kernels.kv_write import PREFETCH_POSITIONS, _angles
+from pygpukit.backends.triton_kernels.rope import rotate_pair
 from pygpukit.creation import empty
 
 __all__ = ["rmsnorm_qkv_rope_write"]
@@ -103,7 +104,7 @@ def _qkv_rope_write(
     ya, yb = tl.split(tl.reshape(y, [2, 2]))
     ca, _c = tl.split(tl.reshape(c, [2, 2]))
     sa, _s = tl.split(tl.reshape(s, [2, 2]))
-    ra, rb = _rotate(ya, yb, ca, sa)
+    ra, rb = rotate_pair(ya, yb, ca, sa)
     rot = tl.reshape(tl.join(ra, rb), [4])
     is_q = rotating & (head < NH)
     is_k = rotating & (head >= NH)

@@ -1,7 +1,14 @@
 """Rotary position embedding (RoFormer): neox and gptj pairings, partial rotary_dim.
 
 Numerics of pygpukit/backends/cpu/rope.py: (a, b) -> (a cos - b sin, b cos + a sin) in float32
-(float64 for float64 x), one rounding at the store; dims rotary_dim..D-1 pass through.
+(float64 for float64 x), one rounding to x's dtype at the store; dims rotary_dim..D-1 pass
+through. Inside the compute type the rounding is pinned (rotate_pair): each output rounds one
+product and fuses the other into an FMA, (fma(a, cos, -(b sin)), fma(b, cos, a sin)), so every
+kernel that rotates pairs (this one, kv_write's cache write with its q rotation, the one-launch
+qkv write, decode attention's append path) stores the same bits whatever the compiler's
+instruction schedule. The NumPy reference, and the native twin with it, round both products:
+the compute-type results here may differ from theirs by that one product's rounding (half an
+ulp of a c or b c), which the store's rounding to bf16/fp16 mostly hides.
 x is token-major [..., S, H, D]; cos/sin are [max_pos, rotary_dim // 2] tables (any float dtype,
 any strides); positions is an integer device array broadcastable to x.shape[:-2], or None for
 arange(S) along the S axis. No host sync: a position outside [0, max_pos) is not an IndexError as
@@ -42,6 +49,21 @@ from pygpukit.backends.triton_kernels.copy import contiguous, copy
 from pygpukit.backends.triton_kernels.driver import launch
 
 __all__ = ["rope", "rope_cfg"]
+
+
+@triton.jit
+def rotate_pair(a, b, c, s):
+    """The pair (a, b) rotated by the angle of (c, s), in the operands' type:
+    (a c - b s, b c + a s) with the rounding pinned, each output one product rounded and the
+    other fused, round(a c - round(b s)) and round(b c + round(a s)). A plain a * c - b * s
+    compiles to mul.f32 / sub.f32, which leave the backend free to pick the product it fuses
+    into an FMA, and that pick follows the instruction schedule (reordering the cache write's
+    loads changed it and the rotated q lost gp.rope's bits). With explicit FMAs every kernel
+    compiling this expression rounds alike. (Triton's interpreter computes tl.fma as x * y + z
+    in NumPy, two roundings: the CPU tests see the NumPy reference's arithmetic.) The product
+    is negated as (b * s) * -1.0, exact: Triton's unary minus is 0 - x, which the compiler may
+    contract into fma(-b, s, 0), an FFMA instead of the free negation, and +0 for a -0 product."""
+    return tl.fma(a, c, (b * s) * -1.0), tl.fma(b, c, a * s)
 
 
 @triton.jit
@@ -86,12 +108,13 @@ def _rope_kernel(
     s = tl.load(SIN + pos * ssr + i * ssc, mask=im, other=0.0).to(CT)
     c = tl.where(valid, c, float("nan"))[None, :]
     s = tl.where(valid, s, float("nan"))[None, :]
+    ra, rb = rotate_pair(a, b, c, s)
     if GPTJ:
-        r = tl.reshape(tl.join(a * c - b * s, b * c + a * s), [BLOCK_H, 2 * BLOCK_HALF])
+        r = tl.reshape(tl.join(ra, rb), [BLOCK_H, 2 * BLOCK_HALF])
         tl.store(yh + j * syd, r.to(Y.dtype.element_ty), mask=jm)
     else:
-        tl.store(yh + ia * syd, (a * c - b * s).to(Y.dtype.element_ty), mask=mask)
-        tl.store(yh + ib * syd, (b * c + a * s).to(Y.dtype.element_ty), mask=mask)
+        tl.store(yh + ia * syd, ra.to(Y.dtype.element_ty), mask=mask)
+        tl.store(yh + ib * syd, rb.to(Y.dtype.element_ty), mask=mask)
     if TAIL:  # partial rotary: dims 2*HALF..D-1 pass through
         for t0 in range(2 * HALF, D, BLOCK_T):
             t = (t0 + tl.arange(0, BLOCK_T))[None, :]
