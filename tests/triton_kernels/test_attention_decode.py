@@ -370,36 +370,43 @@ def test_write_never_out_of_bounds(device: str) -> None:
     assert np.isnan(gq[0, :, 0]).all() and np.isfinite(gq[0, :, 1:]).all()
 
 
-@pytest.mark.parametrize(("rope", "norms"), [("neox", False), ("gptj", False), ("neox", True)])
+@pytest.mark.parametrize("early", [False, True], ids=["angles-after", "angles-early"])
+@pytest.mark.parametrize(
+    ("rope", "norms"), [("neox", False), ("gptj", False), ("neox", True), ("gptj", True)]
+)
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_write_in_constant_weights_same_bits(
-    device: str, rope: str, norms: bool, monkeypatch: pytest.MonkeyPatch
+    device: str, dtype: str, rope: str, norms: bool, early: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inside constant_weights() the write loads the positions before it waits
-    (PREFETCH_POSITIONS): the caches and q get the bits of the plain call, with positions
-    inside the cache, past the rope tables (NaN) and past the cache (skipped)."""
+    (PREFETCH_POSITIONS), and with ANGLES_EARLY the cos/sin of the position and the head-norm
+    weights too: the caches and q get the bits of the plain call, with positions before the
+    cache (skipped, q NaN), inside it, past the rope tables (NaN) and past the cache
+    (skipped)."""
     from pygpukit.backends._support.weights import constant_weights
     from pygpukit.backends.triton_kernels import kv_write
 
     monkeypatch.setattr(kv_write, "PREFETCH_POSITIONS", True)
-    seen: list[bool] = []
+    monkeypatch.setattr(kv_write, "ANGLES_EARLY", early)
+    seen: list[tuple[bool, bool]] = []
     launch = kv_write.launch
 
     def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
-        seen.append(bool(c["PREFETCH"]))
+        seen.append((bool(c["PREFETCH"]), bool(c["EARLY_ANGLES"])))
         return launch(kernel, grid, *args, **c)
 
     monkeypatch.setattr(kv_write, "launch", spy)
 
-    kc, vc, k, v, _, _ = _write_case(("write-early", rope, norms), "float32", None)
+    kc, vc, k, v, _, _ = _write_case(("write-early", rope, norms), dtype, None)
     b, hkv, sq, d = k.shape
     rng = np.random.default_rng(seed("write-early-q", rope, norms))
-    q = rand(rng, (b, 2 * hkv, sq, d), "float32")
+    q = rand(rng, (b, 2 * hkv, sq, d), dtype)
     cos, sin = cpu.rope_tables(38, d, base=100.0)  # positions 38.. are past the tables
-    start = np.array([3, 35, 38], np.int32)  # the last sequence's tokens 40.. miss the cache
+    start = np.array([-2, 35, 38], np.int32)  # -2, -1 before the cache; 40.. past it (40 slots)
     kw: dict[str, Any] = {"rope_style": rope}
     if norms:
-        kw.update(q_norm=up(1 + rand(rng, d, "float32") / 4, device),
-                  k_norm=up(1 + rand(rng, d, "float32") / 4, device), norm_eps=1e-5)  # fmt: skip
+        kw.update(q_norm=up(1 + rand(rng, d, dtype) / 4, device),
+                  k_norm=up(1 + rand(rng, d, dtype) / 4, device), norm_eps=1e-5)  # fmt: skip
 
     def write() -> tuple:
         dk, dv, dq = up(kc, device), up(vc, device), up(q, device)
@@ -409,11 +416,15 @@ def test_write_in_constant_weights_same_bits(
 
     plain = write()
     with constant_weights():
-        early = write()
-    assert seen == [False, True]
-    for got, want in zip(early, plain, strict=True):
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert np.isnan(plain[2][1, :, 3]).all() and np.isfinite(plain[2][1, :, :3]).all()
+        got = write()
+    assert seen == [(False, False), (True, early)]
+    for g, want in zip(got, plain, strict=True):
+        bits = f"u{want.dtype.itemsize}"
+        np.testing.assert_array_equal(g.view(bits), want.view(bits))
+    gq = plain[2]
+    assert np.isnan(gq[0, :, :2]).all() and np.isfinite(gq[0, :, 2:]).all()
+    assert np.isnan(gq[1, :, 3]).all() and np.isfinite(gq[1, :, :3]).all()
+    assert np.isnan(gq[2]).all()
 
 
 # ----- GPU: half precision at the issue's lengths -------------------------------------------

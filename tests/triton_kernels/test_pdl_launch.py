@@ -111,18 +111,19 @@ def _jit_functions() -> list[tuple[str, Any]]:
 _BEFORE_WAIT = {
     "program_id", "arange", "to", "where", "zeros", "full", "cdiv", "num_programs",
 }  # fmt: skip
-# What a PREFETCH path may call besides: loads (of weights, positions, lengths), never a store;
-# the helpers named here are checked to store nothing below.
-_PREFETCH_HELPERS = {"_seq_len"}
+# What a PREFETCH path may call besides: loads (of weights, positions, lengths, the cache write's
+# rope tables), never a store; the helpers named here are checked to store nothing below.
+_PREFETCH_HELPERS = {"_seq_len", "_angles", "_norm_weights"}
 _PREFETCH_LOADS = {"load"} | _PREFETCH_HELPERS
 
 
 def test_prefetch_helpers_store_nothing() -> None:
     """The jit helpers a PREFETCH path may call load, and call nothing that could store (only
-    each other, tl's loads and index arithmetic)."""
+    each other, tl's loads, index arithmetic and register reshapes)."""
     found = [(n, t) for n, t in _jit_functions() if n.split(".")[-1] in _PREFETCH_HELPERS]
     assert {n.split(".")[-1] for n, _ in found} == _PREFETCH_HELPERS
     allowed = _BEFORE_WAIT | _PREFETCH_LOADS | {"tl.minimum", "tl.maximum", "tl.where", "tl.load"}
+    allowed |= {"tl.split", "tl.reshape", "float"}  # pairs in registers; float("nan")
     for name, tree in found:
         calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         strays = {c for c in calls if c not in allowed and c.split(".")[-1] not in allowed}
@@ -151,8 +152,8 @@ def test_kernels_told_to_wait_wait_before_they_touch_memory() -> None:
     # call but index arithmetic, or hands PDL on to the body that does (and calls nothing but
     # index arithmetic before that). The exceptions are the documented prefetches (``if
     # PREFETCH...``) of what no kernel that may still run writes inside the engine's forward:
-    # the decode GEMV's constant weights, the cache write's positions, decode attention's
-    # lengths.
+    # the decode GEMV's constant weights, the cache write's positions (with ANGLES_EARLY its
+    # angles and head-norm weights too), decode attention's lengths.
     checked = 0
     for name, tree in _jit_functions():
         fn = tree.body[0]

@@ -5,9 +5,11 @@ ahead of it (programmatic dependent launch, pygpukit/backends/triton_kernels/gem
 and its RMSNorm form the norm weight too (the model's norm weights are weights here).
 Anywhere else the weight may be what the previous kernel writes (``y = gp.linear(a, w)``, then
 ``gp.linear(b, y)``), so the GEMV waits first. The same promise covers the decode step's cache
-positions and lengths: inside the engine's forward no kernel writes them (they are written before
-it starts), so the cache write and decode attention may load them before they wait, where their
-PREFETCH knobs say so. A context variable: per thread and per task."""
+positions and lengths, and the rope tables and head-norm weights handed to the cache write:
+inside the engine's forward no kernel writes them (they are written before it starts), so the
+cache write and decode attention may load them before they wait, where their PREFETCH knobs
+(kv_write.PREFETCH_POSITIONS and ANGLES_EARLY, attention_decode.PREFETCH_LENGTHS) say so. A
+context variable: per thread and per task."""
 
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ _constant: ContextVar[bool] = ContextVar("pygpukit_constant_weights", default=Fa
 @contextmanager
 def constant_weights() -> Iterator[None]:
     """Promise that no kernel on the stream writes the weights of the products inside (a
-    product's norm weight included), nor the positions and lengths handed to the cache write
-    and decode attention inside."""
+    product's norm weight included), nor the positions, lengths, rope tables and head-norm
+    weights handed to the cache write and decode attention inside."""
     token = _constant.set(True)
     try:
         yield

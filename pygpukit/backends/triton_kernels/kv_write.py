@@ -45,6 +45,13 @@ PDL_LAUNCH = True
 # rounds): the graph-replayed batch-1 step 1047.0-1047.9 against 1055.6-1056.9 us
 # (Llama-3.2-1B shape), 5567.0-5568.2 against 5569.2-5570.1 us (Qwen3-8B), tokens identical.
 PREFETCH_POSITIONS = True
+# True: with PREFETCH_POSITIONS, inside constant_weights() (the rope tables and the head-norm
+# weights are written before the engine's forward starts too, never by the kernel ahead) each
+# program also loads the cos/sin of its position and its q_norm / k_norm weight before it
+# waits, right after the position, so their round trips overlap the wait too. The same loads
+# and arithmetic, only earlier: the same bits either way. Measured later; False until measured
+# in the step (benchmarks/tuning/decode_ab.py --experiment early-loads).
+ANGLES_EARLY = False
 
 
 @triton.jit
@@ -66,21 +73,35 @@ def _rot_load(ptr, sd, hm, HALF, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: 
 
 
 @triton.jit
-def _norm_pairs(xa, xb, W, eps, HALF, DT: tl.constexpr, CT: tl.constexpr, GPTJ: tl.constexpr,
-                BLOCK_HALF: tl.constexpr):  # fmt: skip
-    """RMSNorm of each head row (xa, xb: the two halves of its rotated pairs, the whole head:
-    rotary_dim == head_dim) with the weight W [D] taken in the same pairing, rounded to DT as
-    gp.rmsnorm stores it, back in CT for the rotation."""
-    ss = tl.sum(xa * xa, axis=1) + tl.sum(xb * xb, axis=1)
-    rstd = rsqrt_rn(ss / (2 * HALF) + eps)[:, None]
+def _norm_weights(W, HALF, keep, CT: tl.constexpr, GPTJ: tl.constexpr,
+                  BLOCK_HALF: tl.constexpr):  # fmt: skip
+    """The norm weight W [D] in the pairing of the rotated pairs (wa, wb [BLOCK_HALF]: gptj's
+    de-interleaved in registers, neox's two halves), in CT; nothing is read where keep is
+    false (a program that normalises another kind of head)."""
     if GPTJ:
         jj = tl.arange(0, 2 * BLOCK_HALF)
-        w = tl.load(W + jj, mask=jj < 2 * HALF, other=0.0).to(CT)
+        w = tl.load(W + jj, mask=(jj < 2 * HALF) & keep, other=0.0).to(CT)
         wa, wb = tl.split(tl.reshape(w, [BLOCK_HALF, 2]))
     else:
         ia = tl.arange(0, BLOCK_HALF)
-        wa = tl.load(W + ia, mask=ia < HALF, other=0.0).to(CT)
-        wb = tl.load(W + ia + HALF, mask=ia < HALF, other=0.0).to(CT)
+        wm = (ia < HALF) & keep
+        wa = tl.load(W + ia, mask=wm, other=0.0).to(CT)
+        wb = tl.load(W + ia + HALF, mask=wm, other=0.0).to(CT)
+    return wa, wb
+
+
+@triton.jit
+def _norm_pairs(xa, xb, W, w, eps, HALF, DT: tl.constexpr, CT: tl.constexpr, GPTJ: tl.constexpr,
+                BLOCK_HALF: tl.constexpr):  # fmt: skip
+    """RMSNorm of each head row (xa, xb: the two halves of its rotated pairs, the whole head:
+    rotary_dim == head_dim) with the weight W [D] taken in the same pairing (w: the pair
+    (wa, wb) _norm_weights loaded already, or None: loaded here), rounded to DT as gp.rmsnorm
+    stores it, back in CT for the rotation."""
+    ss = tl.sum(xa * xa, axis=1) + tl.sum(xb * xb, axis=1)
+    rstd = rsqrt_rn(ss / (2 * HALF) + eps)[:, None]
+    if w is None:
+        w = _norm_weights(W, HALF, True, CT=CT, GPTJ=GPTJ, BLOCK_HALF=BLOCK_HALF)
+    wa, wb = w
     xa = (xa * rstd * wa[None, :]).to(DT).to(CT)
     xb = (xb * rstd * wb[None, :]).to(DT).to(CT)
     return xa, xb
@@ -117,22 +138,25 @@ def _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, mask, CT: tl.constexp
 @triton.jit
 def _rotate_q(
     Q, COS, SIN, QN, eps, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr,
-    ssc, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr,
-    Q_NORM: tl.constexpr,
+    ssc, angles, w, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
+    BLOCK_HALF: tl.constexpr, Q_NORM: tl.constexpr,
 ):  # fmt: skip
     """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place at ``pos`` (normalised
     first with Q_NORM); a position outside the tables (negative included) gives NaN in the
-    rotated dims, as gp.rope does."""
+    rotated dims, as gp.rope does. angles (cos, sin [BLOCK_HALF] at pos, _angles') and w (the
+    q_norm weight's pair, _norm_weights') were loaded already, or are None: loaded here."""
     hs = blk * BLOCK_H + tl.arange(0, BLOCK_H)
     hm = (hs < Hq)[:, None]
     qs = Q + b.to(tl.int64) * sq0 + hs.to(tl.int64)[:, None] * sq1 + j.to(tl.int64) * sq2
     xa, xb = _rot_load(qs, sq3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                        BLOCK_HALF=BLOCK_HALF)  # fmt: skip
     if Q_NORM:
-        xa, xb = _norm_pairs(xa, xb, QN, eps, HALF, DT=Q.dtype.element_ty, CT=CT, GPTJ=GPTJ,
-                             BLOCK_HALF=BLOCK_HALF)  # fmt: skip
-    i = tl.arange(0, BLOCK_HALF)
-    c, s = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, i < HALF, CT=CT)
+        xa, xb = _norm_pairs(xa, xb, QN, w, eps, HALF, DT=Q.dtype.element_ty, CT=CT,
+                             GPTJ=GPTJ, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+    if angles is None:
+        i = tl.arange(0, BLOCK_HALF)
+        angles = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, i < HALF, CT=CT)
+    c, s = angles
     _rot_store(qs, sq3, xa, xb, c[None, :], s[None, :], hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
 
@@ -237,6 +261,7 @@ def _kv_write(
     TAIL: tl.constexpr, CT: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_HALF: tl.constexpr, HAS_Q: tl.constexpr, BLOCK_HQ: tl.constexpr,
     Q_NORM: tl.constexpr, K_NORM: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+    EARLY_ANGLES: tl.constexpr,
 ):  # fmt: skip
     # One program per new token and block of heads: [BLOCK_H, BLOCK_D] tiles. Programs 0..NKB-1
     # of axis 1 write blocks of kv heads; with q (HAS_Q, ROPE only) the programs after them
@@ -246,8 +271,19 @@ def _kv_write(
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
+    angles, q_w, k_w = None, None, None  # None: loaded where they are used
     if PREFETCH:  # no kernel that may still run writes the positions (PREFETCH_POSITIONS);
         p0 = tl.load(P + b, cache_modifier=".cg")  # read at L2, where the writes are
+        if EARLY_ANGLES:  # ANGLES_EARLY (ROPE): the tables and norm weights are constant too
+            i = tl.arange(0, BLOCK_HALF)
+            angles = _angles(COS, SIN, (p0 + j).to(tl.int64), i, max_pos, scr, scc, ssr, ssc,
+                             i < HALF, CT=CT)  # fmt: skip
+            if Q_NORM:
+                q_w = _norm_weights(QN, HALF, tl.program_id(1) >= NKB, CT=CT, GPTJ=GPTJ,
+                                    BLOCK_HALF=BLOCK_HALF)  # fmt: skip
+            if K_NORM:
+                k_w = _norm_weights(KN, HALF, tl.program_id(1) < NKB, CT=CT, GPTJ=GPTJ,
+                                    BLOCK_HALF=BLOCK_HALF)  # fmt: skip
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
@@ -261,8 +297,8 @@ def _kv_write(
         is_q = False  # a launch without q compiles the kv programs alone
     if is_q:
         _rotate_q(Q, COS, SIN, QN, eps, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
-                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_HQ,
-                  BLOCK_HALF=BLOCK_HALF, Q_NORM=Q_NORM)  # fmt: skip
+                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, angles, q_w, CT=CT, GPTJ=GPTJ,
+                  BLOCK_H=BLOCK_HQ, BLOCK_HALF=BLOCK_HALF, Q_NORM=Q_NORM)  # fmt: skip
     else:
         hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
         hm = (hs < Hkv)[:, None]
@@ -276,7 +312,7 @@ def _kv_write(
             xa, xb = _rot_load(ks, sk3, hm, HALF, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
             if K_NORM:
-                xa, xb = _norm_pairs(xa, xb, KN, eps, HALF, DT=K.dtype.element_ty, CT=CT,
+                xa, xb = _norm_pairs(xa, xb, KN, k_w, eps, HALF, DT=K.dtype.element_ty, CT=CT,
                                      GPTJ=GPTJ, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
             if TAIL:  # dims past rotary_dim pass through
                 tm = dm & (dd >= 2 * HALF)
@@ -297,10 +333,13 @@ def _kv_write(
             vd = VC + b.to(tl.int64) * sd0 + h64 * sd1 + pos * sd2
         tl.store(vd + dd * sd3, vt, mask=dm & ok)
         if ROPE:
-            i = tl.arange(0, BLOCK_HALF)
-            tab = (pos < max_pos) & (i < HALF)
-            c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
-            s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
+            if angles is None:
+                i = tl.arange(0, BLOCK_HALF)
+                tab = (pos < max_pos) & (i < HALF)
+                c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
+                s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
+            else:  # _angles' NaN rule at the unclamped position: where ok stores (0 <= pos <
+                c, s = angles  # cap) it is the rule above, NaN from max_pos on
             _rot_store(kd, sc3, xa, xb, c[None, :], s[None, :], hm & ok, HALF, GPTJ=GPTJ,
                        BLOCK_H=BLOCK_H, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
             if TAIL:
@@ -357,6 +396,7 @@ def kv_cache_write(
     # Not tied to pdl: without the early launch it only moves a load, and so the interpreter
     # runs this path too.
     prefetch = PREFETCH_POSITIONS and weights_are_constant()
+    early = prefetch and ANGLES_EARLY and rope
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,
@@ -369,5 +409,6 @@ def kv_cache_write(
         GPTJ=rope_style == "gptj", TAIL=rope and 2 * half < d,
         CT=tl.float64 if k.dtype.name == "float64" else tl.float32, BLOCK_H=bh, BLOCK_D=bd,
         BLOCK_HALF=bhalf, HAS_Q=hq > 0, BLOCK_HQ=bhq, Q_NORM=qn is not None,
-        K_NORM=kn is not None, PDL=pdl, PREFETCH=prefetch, launch_pdl=pdl, num_warps=4,
+        K_NORM=kn is not None, PDL=pdl, PREFETCH=prefetch, EARLY_ANGLES=early, launch_pdl=pdl,
+        num_warps=4,
     )  # fmt: skip
