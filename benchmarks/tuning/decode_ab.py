@@ -63,7 +63,9 @@ Experiments:
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step;
   - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
-    ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it;
+    ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it, each with the cache write's
+    angles (cos/sin at the position) and head-norm weights loaded after its wait (shipped) or
+    before it (kv_write.ANGLES_EARLY); the same bits in every variant;
   - attention-loop: batch-1 decode attention (the few-programs class) with a split's key
     blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP, shipped) or in two
     (the blocks every row sees, then the masked tail, whose loads start when the first loop
@@ -386,15 +388,24 @@ def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
 
 
 def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    shipped = gemv_dense.NORM_WEIGHT_EARLY
+    knobs = ((gemv_dense, "NORM_WEIGHT_EARLY"), (kv_write, "ANGLES_EARLY"))
+    shipped = [getattr(m, n) for m, n in knobs]
+
+    def knob(norm_weight: bool, angles: bool) -> Callable[[], None]:
+        return setting(*((m, n, v) for (m, n), v in zip(knobs, (norm_weight, angles),
+                                                         strict=True)))  # fmt: skip
+
     variants = [
-        ("norm weight after the wait", setting((gemv_dense, "NORM_WEIGHT_EARLY", False))),
-        ("norm weight before the wait", setting((gemv_dense, "NORM_WEIGHT_EARLY", True))),
+        ("norm weight before, angles after", knob(True, False)),
+        ("norm weight after, angles after", knob(False, False)),
+        ("norm weight after, angles before", knob(False, True)),
+        ("norm weight before, angles before", knob(True, True)),
     ]
     try:
         rounds(model, prompt, args, variants)
     finally:
-        gemv_dense.NORM_WEIGHT_EARLY = shipped
+        for (m, n), v in zip(knobs, shipped, strict=True):
+            setattr(m, n, v)
 
 
 def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
