@@ -49,9 +49,13 @@ PREFETCH_POSITIONS = True
 # weights are written before the engine's forward starts too, never by the kernel ahead) each
 # program also loads the cos/sin of its position and its q_norm / k_norm weight before it
 # waits, right after the position, so their round trips overlap the wait too. The same loads
-# and arithmetic, only earlier: the same bits either way. Measured later; False until measured
-# in the step (benchmarks/tuning/decode_ab.py --experiment early-loads).
-ANGLES_EARLY = False
+# and arithmetic, only earlier: the same bits either way (the rotation's rounding is pinned,
+# rope.rotate_pair, so moving the loads cannot change which product is fused). H200,
+# 2026-11-29 (benchmarks/tuning/decode_ab.py --experiment early-loads, one process each, two
+# rounds, with gemv_dense.NORM_WEIGHT_EARLY), a step in the 32-step graph: 778.4-778.5 against
+# 781.6-782.0 us (Llama-3.2-1B shape), 4087.0-4090.2 against 4117.2-4118.0 us (Qwen3-8B),
+# tokens identical.
+ANGLES_EARLY = True
 
 
 @triton.jit
