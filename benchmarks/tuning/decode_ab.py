@@ -177,20 +177,20 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
 # lm_head plain rule on both. The variants below, 2026-11-29 ("where the step's time goes by
 # device time"), were level or slower.
 _SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] = {
-    "llama-3.2-1b": {  # earlier: o_proj (2, 4, 1024), (4, 2, 1024); gate/up (4, 4, 2048);
-        # down (4, 4, 1024), (2, 8, 2048): level or slower (BENCHMARKS.md)
-        "qkv (2, 8, 2048)": {(3072, 2048, False): (2, 8, 2048)},
-        "qkv (4, 4, 2048)": {(3072, 2048, False): (4, 4, 2048)},
-        "qkv (8, 8, 2048)": {(3072, 2048, False): (8, 8, 2048)},
+    # Measured before (BENCHMARKS.md): Llama-3.2-1B o_proj (2, 4, 1024), (4, 2, 1024), gate/up
+    # (4, 4, 2048), down (4, 4, 1024), (2, 8, 2048), qkv (2, 8, 2048), (8, 8, 2048); Qwen3-8B
+    # qkv (4, 8, 2048), o_proj (4, 16, 4096), (2, 8, 2048), gate/up (4, 8, 4096), down
+    # (4, 16, 4096), (8, 8, 2048). Now: the RMSNorm form's earlier rule (4 columns, K / 256
+    # warps) at the qkv product and the lm_head, and at the lm_head alone.
+    "llama-3.2-1b": {
+        "earlier norm rule, qkv and lm_head": {(3072, 2048, False): (4, 8, 2048),
+                                               (128256, 2048, False): (4, 8, 2048)},
+        "earlier norm rule, lm_head": {(128256, 2048, False): (4, 8, 2048)},
     },
     "qwen3-8b": {
-        "qkv (4, 8, 2048)": {(6144, 4096, False): (4, 8, 2048)},
-        "qkv (2, 8, 4096)": {(6144, 4096, False): (2, 8, 4096)},
-        "o_proj (4, 16, 4096)": {(4096, 4096, False): (4, 16, 4096)},
-        "o_proj (2, 8, 2048)": {(4096, 4096, False): (2, 8, 2048)},
-        "gate/up (4, 8, 4096)": {(12288, 4096, True): (4, 8, 4096)},
-        "down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)},
-        "down (8, 8, 2048)": {(4096, 12288, False): (8, 8, 2048)},
+        "earlier norm rule, qkv and lm_head": {(6144, 4096, False): (4, 16, 4096),
+                                               (151936, 4096, False): (4, 16, 4096)},
+        "earlier norm rule, lm_head": {(151936, 4096, False): (4, 16, 4096)},
     },
 }  # fmt: skip
 

@@ -185,11 +185,11 @@ def test_wide_tiles_from_k_4096() -> None:
 
 
 def test_norm_form_takes_the_whole_row_up_to_k_4096() -> None:
-    """rmsnorm_linear's tiles: the whole row as one tile (32 values a thread) to K = 4096, the
-    plain rule past it."""
-    assert gemv_dense.tile(2048, False, 3072, norm=True) == (4, 8, 2048)
-    assert gemv_dense.tile(4096, False, 6144, norm=True) == (4, 16, 4096)
-    assert gemv_dense.tile(3000, False, norm=True) == (4, 16, 4096)
+    """rmsnorm_linear's tiles: the whole row as one tile to K = 4096 (8192 weights a program
+    at K / 512 warps, at least 4), the plain rule past it."""
+    assert gemv_dense.tile(2048, False, 3072, norm=True) == (4, 4, 2048)
+    assert gemv_dense.tile(4096, False, 6144, norm=True) == (2, 8, 4096)
+    assert gemv_dense.tile(3000, False, norm=True) == (2, 8, 4096)
     assert gemv_dense.tile(576, False, norm=True) == (4, 4, 1024)
     assert gemv_dense.tile(8192, False, norm=True) == gemv_dense.tile(8192, False)
 

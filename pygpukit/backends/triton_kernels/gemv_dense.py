@@ -65,6 +65,14 @@ WIDE_BLOCK_K = 2048
 # 4096); on the lm_head within 0.5% either way. The plain product after decode attention
 # (output projection) did not gain (827.0-827.3 us; Qwen3-8B 4231-4233, lost).
 NORM_FULL_K = 4096
+# Such a program reads NORM_TILE_WEIGHTS weights (16 KB of bfloat16: fewer output columns at a
+# longer row) at K / 512 warps (at least NUM_WARPS: 64 values a thread at K 2048, 32 at 4096).
+# H200, 2026-11-29 (decode_ab.py --experiment sites, one process each, two rounds, a step in
+# the 32-step graph) against the earlier rule (4 columns at K / 256 warps, 32 values a thread):
+# the qkv product alone at (2, 8, 4096) 4070.5-4072.4 against 4087.6-4092.0 us (Qwen3-8B
+# shape, K 4096; (4, 8, 2048) 4090.7-4094.5), at (4, 4, 2048) 775.3-775.7 against 778.2-778.4
+# (Llama-3.2-1B, K 2048; (2, 8, 2048) 788.0-788.1, (8, 8, 2048) 778.6-779.1).
+NORM_TILE_WEIGHTS = 8192
 # Inside constant_weights(), launched early, the RMSNorm form's programs load the norm weight
 # (the first tile's) before the wait, beside the first weight tile: a model constant that the
 # weights streamed since its last use have evicted from L2, whose DRAM round trip otherwise
@@ -83,7 +91,7 @@ def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> tuple[int, int,
     step). The rule depends on k and the form; n identifies the product for those sweeps."""
     if norm and k <= NORM_FULL_K:
         bk = next_pow2(k)
-        return BLOCK_N, max(NUM_WARPS, bk // 256), bk
+        return min(BLOCK_N, max(1, NORM_TILE_WEIGHTS // bk)), max(NUM_WARPS, bk // 512), bk
     warps = GATED_NUM_WARPS if gated else NUM_WARPS
     if k >= WIDE_K:
         return BLOCK_N, 2 * warps, WIDE_BLOCK_K
