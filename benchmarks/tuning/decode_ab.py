@@ -64,8 +64,8 @@ Experiments:
     and add each step;
   - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
     ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it, each with the cache write's
-    angles (cos/sin at the position) and head-norm weights loaded after its wait (shipped) or
-    before it (kv_write.ANGLES_EARLY); the same bits in every variant;
+    angles (cos/sin at the position) and head-norm weights loaded before its wait
+    (kv_write.ANGLES_EARLY, shipped) or after it; the same bits in every variant;
   - attention-loop: batch-1 decode attention (the few-programs class) with a split's key
     blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP, shipped) or in two
     (the blocks every row sees, then the masked tail, whose loads start when the first loop

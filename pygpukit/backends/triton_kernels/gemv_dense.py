@@ -56,10 +56,11 @@ GATED_NUM_WARPS = 2  # two tiles (gate and up) a step
 # 6144x4096 18.78 -> 17.67, gated 2 x 12288 x 4096 66.39 -> 64.44 us.
 WIDE_K = 4096
 WIDE_BLOCK_K = 2048
-# The RMSNorm-read form (rmsnorm_linear) takes the whole row as one tile up to K = NORM_FULL_K,
-# at K / 256 warps (32 values a thread, as above): its first tile, streamed before the wait, is
-# then the program's whole weight slice. In the model (benchmarks/tuning/decode_ab.py
-# --experiment sites, H200, 2026-11-27, one process, two rounds) the qkv product after the
+# The RMSNorm-read form (rmsnorm_linear) takes the whole row as one tile up to K = NORM_FULL_K
+# (columns and warps: NORM_TILE_WEIGHTS below): its first tile, streamed before the wait, is
+# then the program's whole weight slice. With 4 columns at K / 256 warps, in the model
+# (benchmarks/tuning/decode_ab.py --experiment sites, H200, 2026-11-27, one process, two
+# rounds) the qkv product after the
 # previous layer's down projection gained: graph step 815.4-815.5 against 825.8-828.8 us
 # (Llama-3.2-1B shape, K 2048), 4177.0-4179.7 against 4192.8-4194.1 us (Qwen3-8B shape, K
 # 4096); on the lm_head within 0.5% either way. The plain product after decode attention
@@ -71,7 +72,9 @@ NORM_FULL_K = 4096
 # the 32-step graph) against the earlier rule (4 columns at K / 256 warps, 32 values a thread):
 # the qkv product alone at (2, 8, 4096) 4070.5-4072.4 against 4087.6-4092.0 us (Qwen3-8B
 # shape, K 4096; (4, 8, 2048) 4090.7-4094.5), at (4, 4, 2048) 775.3-775.7 against 778.2-778.4
-# (Llama-3.2-1B, K 2048; (2, 8, 2048) 788.0-788.1, (8, 8, 2048) 778.6-779.1).
+# (Llama-3.2-1B, K 2048; (2, 8, 2048) 788.0-788.1, (8, 8, 2048) 778.6-779.1). The rule at the
+# qkv product and the lm_head, another machine: 770.2-770.3 against 773.4-773.5 us, 4050.9-4052.5
+# against 4075.1-4075.2 us (the lm_head alone level: 770.0-770.4, 4050.9-4052.3).
 NORM_TILE_WEIGHTS = 8192
 # Inside constant_weights(), launched early, the RMSNorm form's programs load the norm weight
 # (the first tile's) before the wait, beside the first weight tile: a model constant that the
