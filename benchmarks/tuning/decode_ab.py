@@ -174,8 +174,7 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
 # "Batch 1: where the step's time goes, and the cache write and attention launched early"):
 # Llama-3.2-1B o_proj (4, 8, 2048) and (8, 8, 2048), gate/up (4, 4, 1024), down (4, 16, 4096);
 # Qwen3-8B o_proj (4, 16, 4096), gate/up (4, 8, 4096), down (4, 16, 4096); the qkv and
-# lm_head plain rule on both. The variants below, 2026-11-29 ("where the step's time goes by
-# device time"), were level or slower.
+# lm_head plain rule on both.
 _SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] = {
     # Measured before (BENCHMARKS.md): Llama-3.2-1B o_proj (2, 4, 1024), (4, 2, 1024), gate/up
     # (4, 4, 2048), down (4, 4, 1024), (2, 8, 2048), qkv (2, 8, 2048), (8, 8, 2048); Qwen3-8B

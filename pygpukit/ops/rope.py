@@ -57,6 +57,8 @@ def _check(
         )
     if sin.shape != cos.shape:
         raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+    if cos.shape[0] == 0:  # the kernels read a table row for every position
+        raise ValueError(f"{op}: cos has shape {cos.shape}: the tables cover no position")
     if positions is not None:
         chk.array(op, "positions", positions)
         if not positions.dtype.is_integer:

@@ -216,6 +216,8 @@ def test_write_errors() -> None:
         gp.kv_cache_write(kc, kc, k, k, pos, cos=f32(8, 3), sin=f32(8, 3))
     with pytest.raises(ValueError, match=r"sin has shape \(4, 2\) but cos has shape \(8, 2\)"):
         gp.kv_cache_write(kc, kc, k, k, pos, cos=cos, sin=f32(4, 2))
+    with pytest.raises(ValueError, match=r"cos has .*\(0, 2\).*: the tables cover no position"):
+        gp.kv_cache_write(kc, kc, k, k, pos, cos=f32(0, 2), sin=f32(0, 2))
     q = f32(2, 4, 1, 4)
     with pytest.raises(ValueError, match="q is rotated with the tables: pass cos and sin"):
         gp.kv_cache_write(kc, kc, k, k, pos, q=q)

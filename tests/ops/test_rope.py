@@ -106,6 +106,9 @@ def test_errors() -> None:
         assert np.all(np.isfinite(y[:3])) and np.all(np.isnan(y[3]))
     with pytest.raises(ValueError, match="rope: x has 32 tokens but the tables only cover 16"):
         gp.rope(up(np.ones((32, 1, 8), np.float32)), cos, sin)
+    empty = up(np.zeros((0, 4), np.float32))
+    with pytest.raises(ValueError, match=r"rope: cos has shape \(0, 4\): the tables cover no"):
+        gp.rope(x, empty, empty, up(np.zeros(4, np.int32)))
     with pytest.raises(ValueError, match="rope_tables: rotary_dim must be even"):
         gp.rope_tables(8, 7, device=DEVICE)
     with pytest.raises(TypeError, match="rope: sin must be a GPUArray"):

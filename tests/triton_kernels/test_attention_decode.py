@@ -427,6 +427,49 @@ def test_write_in_constant_weights_same_bits(
     assert np.isnan(gq[2]).all()
 
 
+def test_write_copied_norm_weights_load_after_the_wait(
+    device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A head-norm weight that is a strided view is copied first, and that copy is then the
+    kernel just before the write: inside constant_weights() the write loads nothing of it
+    before the wait (EARLY_ANGLES off), and its bits are the plain call's."""
+    from pygpukit.backends._support.weights import constant_weights
+    from pygpukit.backends.triton_kernels import kv_write
+
+    monkeypatch.setattr(kv_write, "PREFETCH_POSITIONS", True)
+    monkeypatch.setattr(kv_write, "ANGLES_EARLY", True)
+    seen: list[bool] = []
+    launch = kv_write.launch
+
+    def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
+        seen.append(bool(c["EARLY_ANGLES"]))
+        return launch(kernel, grid, *args, **c)
+
+    monkeypatch.setattr(kv_write, "launch", spy)
+    kc, vc, k, v, _, _ = _write_case(("write-copied-norm",), "float32", None)
+    b, hkv, sq, d = k.shape
+    rng = np.random.default_rng(seed("write-copied-norm-q"))
+    q = rand(rng, (b, 2 * hkv, sq, d), "float32")
+    cos, sin = cpu.rope_tables(64, d, base=100.0)
+    start = np.array([0, 5, 9], np.int32)[:b]
+    qn2 = 1 + rand(rng, 2 * d, "float32") / 4
+    kn = up(1 + rand(rng, d, "float32") / 4, device)
+
+    def write(q_norm: Any) -> tuple:
+        dk, dv, dq = up(kc, device), up(vc, device), up(q, device)
+        ad.kv_cache_write(dk, dv, up(k, device), up(v, device), up(start, device), None,
+                          up(cos, device), up(sin, device), dq, rope_style="neox",
+                          q_norm=q_norm, k_norm=kn, norm_eps=1e-5)  # fmt: skip
+        return dk.to_numpy(), dv.to_numpy(), dq.to_numpy()
+
+    plain = write(up(qn2[::2].copy(), device))
+    with constant_weights():
+        got = write(up(qn2, device)[::2])
+    assert seen == [False, False]
+    for g, want in zip(got, plain, strict=True):
+        np.testing.assert_array_equal(g.view("u4"), want.view("u4"))
+
+
 # ----- GPU: half precision at the issue's lengths -------------------------------------------
 
 

@@ -20,12 +20,16 @@ from pygpukit.backends.cpu import qkv_write as cpu_qkv
 from pygpukit.backends.triton_kernels import gemv_dense, kv_write, qkv_write
 
 HALF = ["float16", pytest.param("bfloat16", marks=GPU)]
-# (B, S, H, Hkv, D, K): a one-row decode step, GQA with several sequences and tokens, and the
-# Llama-3.2-1B shape (GPU only: the interpreter would take minutes over 768 programs).
+# (B, S, H, Hkv, D, K): a one-row decode step, GQA with several sequences and tokens, a row
+# past 2048 (the RMSNorm GEMV's rule takes two columns a program there, the one launch four),
+# and the Llama-3.2-1B and Llama-3.1-8B shapes (GPU only: the interpreter would take minutes
+# over their programs).
 SHAPES = [
     (1, 1, 4, 2, 8, 40),
     (2, 3, 6, 2, 16, 72),
+    (1, 1, 2, 1, 8, 2304),
     pytest.param(1, 1, 32, 8, 64, 2048, marks=GPU),
+    pytest.param(1, 1, 32, 8, 128, 4096, marks=GPU),
 ]
 
 

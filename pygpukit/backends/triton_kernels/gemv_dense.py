@@ -66,8 +66,9 @@ WIDE_BLOCK_K = 2048
 # 4096); on the lm_head within 0.5% either way. The plain product after decode attention
 # (output projection) did not gain (827.0-827.3 us; Qwen3-8B 4231-4233, lost).
 NORM_FULL_K = 4096
-# Such a program reads NORM_TILE_WEIGHTS weights (16 KB of bfloat16: fewer output columns at a
-# longer row) at K / 512 warps (at least NUM_WARPS: 64 values a thread at K 2048, 32 at 4096).
+# Such a program reads at most NORM_TILE_WEIGHTS weights (16 KB of bfloat16: fewer output
+# columns at a longer row, at most BLOCK_N, so below K 2048 fewer weights) at K / 512 warps (at
+# least NUM_WARPS: 64 values a thread at K 2048, 32 at 4096).
 # H200, 2026-11-29 (decode_ab.py --experiment sites, one process each, two rounds, a step in
 # the 32-step graph) against the earlier rule (4 columns at K / 256 warps, 32 values a thread):
 # the qkv product alone at (2, 8, 4096) 4070.5-4072.4 against 4087.6-4092.0 us (Qwen3-8B

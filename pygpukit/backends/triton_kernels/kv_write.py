@@ -196,8 +196,9 @@ def _rope_rows(ptr, sd, rmask, pos, COS, SIN, NW, eps, D, HALF, max_pos, scr, sc
             wp = tl.load(NW + pd, mask=rot, other=0.0).to(CT)
             x = (x * rstd * w).to(ptr.dtype.element_ty).to(CT)
             xp = (xp * rstd * wp).to(ptr.dtype.element_ty).to(CT)
-        # The angles inline, not through _angles: that changes the append kernel's sm_90
-        # instruction schedule (its bits no longer depend on it: rotate_pair pins them).
+        # The angles inline, not through _angles: each element loads its own pair's angle
+        # ([R, BLOCK_D], not _angles' [BLOCK_HALF] row), and the append kernel's schedule was
+        # measured with this form (its bits do not depend on it: rotate_pair pins them).
         valid = ((pos >= 0) & (pos < max_pos))[:, None]
         row = tl.where(valid, pos[:, None], 0)
         c = tl.load(COS + row * scr + ci * scc, mask=rot, other=0.0).to(CT)
@@ -400,7 +401,9 @@ def kv_cache_write(
     # Not tied to pdl: without the early launch it only moves a load, and so the interpreter
     # runs this path too.
     prefetch = PREFETCH_POSITIONS and weights_are_constant()
-    early = prefetch and ANGLES_EARLY and rope
+    # A norm weight copied just now (a strided view) is the kernel ahead: read after the wait.
+    in_place = (qn is None or qn is q_norm) and (kn is None or kn is k_norm)
+    early = prefetch and ANGLES_EARLY and rope and in_place
     launch(
         _kv_write, (batch * sq, nkb + cdiv(hq, bhq)),
         k_cache, v_cache, k, v, positions, block_table if paged else positions,

@@ -160,8 +160,11 @@ def rmsnorm_qkv_rope_write(
     q = empty((batch, s, num_heads, d), x._dtype, x._device)
     if m:
         pdl, prefetch = _early(x, copied)
-        bn, warps, bk = tile(k, False, n, True)
-        assert bn == BLOCK_N == 4, "a program's four columns are two rotated pairs"
+        # Four columns a program (two rotated pairs) at the RMSNorm GEMV's warps and K tile,
+        # whatever columns its rule takes: Triton spreads a [columns, K tile] tile's warps
+        # along K first, so each column's sum runs in the GEMV's order (its bits).
+        _bn, warps, bk = tile(k, False, n, True)
+        assert BLOCK_N == 4, "a program's four columns are two rotated pairs"
         launch(
             _qkv_rope_write, (n // 4, m),
             x, w, bias if bias is not None else q, q, g, r if r is not None else x,
