@@ -162,7 +162,9 @@ def rmsnorm_qkv_rope_write(
         pdl, prefetch = _early(x, copied)
         # Four columns a program (two rotated pairs) at the RMSNorm GEMV's warps and K tile,
         # whatever columns its rule takes: Triton spreads a [columns, K tile] tile's warps
-        # along K first, so each column's sum runs in the GEMV's order (its bits).
+        # along K first, so each column's sum runs in the GEMV's order (its bits). At K 4096
+        # the sm_90 TTGIR of both (two and four columns at 8 warps) has the one layout
+        # threadsPerWarp [1, 32], warpsPerCTA [1, 8].
         _bn, warps, bk = tile(k, False, n, True)
         assert BLOCK_N == 4, "a program's four columns are two rotated pairs"
         launch(
