@@ -141,14 +141,13 @@ def _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, mask, CT: tl.constexp
 
 @triton.jit
 def _rotate_q(
-    Q, COS, SIN, QN, eps, b, j, pos, blk, Hq, HALF, max_pos, sq0, sq1, sq2, sq3, scr, scc, ssr,
-    ssc, angles, w, CT: tl.constexpr, GPTJ: tl.constexpr, BLOCK_H: tl.constexpr,
-    BLOCK_HALF: tl.constexpr, Q_NORM: tl.constexpr,
+    Q, QN, eps, b, j, blk, Hq, HALF, sq0, sq1, sq2, sq3, angles, w, CT: tl.constexpr,
+    GPTJ: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HALF: tl.constexpr, Q_NORM: tl.constexpr,
 ):  # fmt: skip
-    """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place at ``pos`` (normalised
-    first with Q_NORM); a position outside the tables (negative included) gives NaN in the
-    rotated dims, as gp.rope does. angles (cos, sin [BLOCK_HALF] at pos, _angles') and w (the
-    q_norm weight's pair, _norm_weights') were loaded already, or are None: loaded here."""
+    """Rotate q heads blk*BLOCK_H.. of token j of sequence b in place by ``angles`` (cos, sin
+    [BLOCK_HALF] at the token's position, _angles': NaN outside the tables, as gp.rope gives),
+    normalised first with Q_NORM (w: the q_norm weight's pair, _norm_weights', or None: loaded
+    here)."""
     hs = blk * BLOCK_H + tl.arange(0, BLOCK_H)
     hm = (hs < Hq)[:, None]
     qs = Q + b.to(tl.int64) * sq0 + hs.to(tl.int64)[:, None] * sq1 + j.to(tl.int64) * sq2
@@ -157,9 +156,6 @@ def _rotate_q(
     if Q_NORM:
         xa, xb = _norm_pairs(xa, xb, QN, w, eps, HALF, DT=Q.dtype.element_ty, CT=CT,
                              GPTJ=GPTJ, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
-    if angles is None:
-        i = tl.arange(0, BLOCK_HALF)
-        angles = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, i < HALF, CT=CT)
     c, s = angles
     _rot_store(qs, sq3, xa, xb, c[None, :], s[None, :], hm, HALF, GPTJ=GPTJ, BLOCK_H=BLOCK_H,
                BLOCK_HALF=BLOCK_HALF)  # fmt: skip
@@ -276,7 +272,7 @@ def _kv_write(
     tok = tl.program_id(0)
     b = tok // Sq
     j = tok - b * Sq
-    angles, q_w, k_w = None, None, None  # None: loaded where they are used
+    q_w, k_w = None, None  # None: the norm weights are loaded where they are used
     if PREFETCH:  # no kernel that may still run writes the positions (PREFETCH_POSITIONS);
         p0 = tl.load(P + b, cache_modifier=".cg")  # read at L2, where the writes are
         if EARLY_ANGLES:  # ANGLES_EARLY (ROPE): the tables and norm weights are constant too
@@ -296,14 +292,19 @@ def _kv_write(
         p0 = tl.load(P + b)
     dd = tl.arange(0, BLOCK_D)[None, :]
     pos = (p0 + j).to(tl.int64)
+    if not ROPE:  # no rotation, no q programs: the q branch below compiles and is dropped
+        angles = (0.0, 0.0)
+    elif not EARLY_ANGLES:  # after the wait; one load for both kinds of program
+        i = tl.arange(0, BLOCK_HALF)
+        angles = _angles(COS, SIN, pos, i, max_pos, scr, scc, ssr, ssc, i < HALF, CT=CT)
     if HAS_Q:
         is_q = tl.program_id(1) >= NKB
     else:
         is_q = False  # a launch without q compiles the kv programs alone
     if is_q:
-        _rotate_q(Q, COS, SIN, QN, eps, b, j, pos, tl.program_id(1) - NKB, Hq, HALF, max_pos,
-                  sq0, sq1, sq2, sq3, scr, scc, ssr, ssc, angles, q_w, CT=CT, GPTJ=GPTJ,
-                  BLOCK_H=BLOCK_HQ, BLOCK_HALF=BLOCK_HALF, Q_NORM=Q_NORM)  # fmt: skip
+        _rotate_q(Q, QN, eps, b, j, tl.program_id(1) - NKB, Hq, HALF, sq0, sq1, sq2, sq3,
+                  angles, q_w, CT=CT, GPTJ=GPTJ, BLOCK_H=BLOCK_HQ, BLOCK_HALF=BLOCK_HALF,
+                  Q_NORM=Q_NORM)  # fmt: skip
     else:
         hs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
         hm = (hs < Hkv)[:, None]
@@ -338,13 +339,9 @@ def _kv_write(
             vd = VC + b.to(tl.int64) * sd0 + h64 * sd1 + pos * sd2
         tl.store(vd + dd * sd3, vt, mask=dm & ok)
         if ROPE:
-            if angles is None:
-                i = tl.arange(0, BLOCK_HALF)
-                tab = (pos < max_pos) & (i < HALF)
-                c = tl.load(COS + pos * scr + i * scc, mask=tab, other=float("nan")).to(CT)
-                s = tl.load(SIN + pos * ssr + i * ssc, mask=tab, other=float("nan")).to(CT)
-            else:  # _angles' NaN rule at the unclamped position: where ok stores (0 <= pos <
-                c, s = angles  # cap) it is the rule above, NaN from max_pos on
+            # _angles' rule at the unclamped position: where ok stores (0 <= pos < cap), NaN
+            # from max_pos on
+            c, s = angles
             _rot_store(kd, sc3, xa, xb, c[None, :], s[None, :], hm & ok, HALF, GPTJ=GPTJ,
                        BLOCK_H=BLOCK_H, BLOCK_HALF=BLOCK_HALF)  # fmt: skip
             if TAIL:
