@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads|attention-loop|product-leave-out]
+         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -34,7 +34,8 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
   with no host time at all), two alternating rounds.
-- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads, attention-loop (also
+- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads, attention-loop,
+  early-tile (also
   sites and leave-out): two alternating rounds of each
   variant, each measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50
   replays, a step inside the 32-step graph at cache positions --at..--at + 32 as in overlap,
@@ -70,7 +71,11 @@ Experiments:
     blocks in one masked, pipelined loop (attention_decode.FEW_ONE_LOOP, shipped) or in two
     (the blocks every row sees, then the masked tail, whose loads start when the first loop
     ends), and the one loop with fewer pipeline stages and 32- or 128-key blocks
-    (FEW_BLOCK_N, FEW_NUM_STAGES).
+    (FEW_BLOCK_N, FEW_NUM_STAGES);
+  - early-tile: each decode GEMV's first weight tile loaded before its wait on the kernel
+    ahead (gemv_dense.early_tile: shipped) or after it, at one product class (qkv, o_proj,
+    gate/up, down) or at o_proj and gate/up (llama-3.2-1b and qwen3-8b; llama-3.1-8b: o_proj
+    only); the same bits in every variant.
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -179,18 +184,11 @@ _SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] 
     # Measured before (BENCHMARKS.md): Llama-3.2-1B o_proj (2, 4, 1024), (4, 2, 1024), gate/up
     # (4, 4, 2048), down (4, 4, 1024), (2, 8, 2048), qkv (2, 8, 2048), (8, 8, 2048); Qwen3-8B
     # qkv (4, 8, 2048), o_proj (4, 16, 4096), (2, 8, 2048), gate/up (4, 8, 4096), down
-    # (4, 16, 4096), (8, 8, 2048). Now: the RMSNorm form's earlier rule (4 columns, K / 256
-    # warps) at the qkv product and the lm_head, and at the lm_head alone.
-    "llama-3.2-1b": {
-        "earlier norm rule, qkv and lm_head": {(3072, 2048, False): (4, 8, 2048),
-                                               (128256, 2048, False): (4, 8, 2048)},
-        "earlier norm rule, lm_head": {(128256, 2048, False): (4, 8, 2048)},
-    },
-    "qwen3-8b": {
-        "earlier norm rule, qkv and lm_head": {(6144, 4096, False): (4, 16, 4096),
-                                               (151936, 4096, False): (4, 16, 4096)},
-        "earlier norm rule, lm_head": {(151936, 4096, False): (4, 16, 4096)},
-    },
+    # (4, 16, 4096), (8, 8, 2048); the RMSNorm form's earlier rule (4 columns, K / 256 warps)
+    # at the qkv product and the lm_head, and at the lm_head alone, on both. Now: the down
+    # product's (4, 16, 4096) on both (a rule from K 8192 on).
+    "llama-3.2-1b": {"down (4, 16, 4096)": {(2048, 8192, False): (4, 16, 4096)}},
+    "qwen3-8b": {"down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)}},
 }  # fmt: skip
 
 
@@ -407,6 +405,38 @@ def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
             setattr(m, n, v)
 
 
+# (N, K, gated) of each product of a model's step (N the gated form's per half): the sites
+# where early-tile takes the early weight loads away.
+_PRODUCTS: dict[str, dict[str, tuple[int, int, bool]]] = {
+    "llama-3.2-1b": {"qkv": (3072, 2048, False), "o_proj": (2048, 2048, False),
+                     "gate/up": (8192, 2048, True), "down": (2048, 8192, False)},
+    "qwen3-8b": {"qkv": (6144, 4096, False), "o_proj": (4096, 4096, False),
+                 "gate/up": (12288, 4096, True), "down": (4096, 12288, False)},
+    "llama-3.1-8b": {"o_proj": (4096, 4096, False)},  # the output projection's question only
+}  # fmt: skip
+
+
+def _early_tile(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    shipped = gemv_dense.early_tile
+
+    def without(*names: str) -> Callable[[], None]:  # no early tile at these products
+        sites = {_PRODUCTS[args.model][name] for name in names}
+
+        def rule(n: int, k: int, gated: bool) -> bool:
+            return (n, k, gated) not in sites and shipped(n, k, gated)
+
+        return setting((gemv_dense, "early_tile", rule))
+
+    variants = [("shipped", setting((gemv_dense, "early_tile", shipped)))]
+    variants += [(f"none before {name}", without(name)) for name in _PRODUCTS[args.model]]
+    if "gate/up" in _PRODUCTS[args.model]:
+        variants.append(("none before o_proj and gate/up", without("o_proj", "gate/up")))
+    try:
+        rounds(model, prompt, args, variants)
+    finally:
+        gemv_dense.early_tile = shipped
+
+
 def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     ad = attention_decode
     names = ("FEW_ONE_LOOP", "FEW_BLOCK_N", "FEW_NUM_STAGES")
@@ -531,6 +561,7 @@ EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None
     "length-chunks": _length_chunks, "lean": _lean, "leave-out": _leave_out,
     "early-loads": _early_loads, "attention-loop": _attention_loop,
     "product-leave-out": _product_leave_out, "quant-sites": _quant_sites,
+    "early-tile": _early_tile,
     "quant-norm": _quant_norm,
 }  # fmt: skip
 
@@ -560,6 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
         p.error(f"--experiment {args.experiment} needs --quantize")
+    if args.experiment == "early-tile" and args.model not in _PRODUCTS:
+        p.error(f"--experiment early-tile knows the products of {sorted(_PRODUCTS)}")
     need = cache_need(PROMPT_LEN, args.new)
     if args.context is not None and args.context < need:
         p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")

@@ -175,6 +175,59 @@ def test_early_loads_in_constant_weights_same_bits(
         np.testing.assert_array_equal(a, b, err_msg=f"strided norm weight, output {i}")
 
 
+@pytest.mark.parametrize("dtype", HALF)
+def test_early_tile_hook(device: str, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemv_dense.early_tile decides, product by product, whether the programs load their first
+    weight tile (and the norm weight) before the wait inside constant_weights(): refused for
+    one product, that launch takes neither early load, the others keep them, and the bits are
+    those of the calls outside constant_weights()."""
+    from pygpukit.backends._support.weights import constant_weights
+
+    n, k = 24, 6152
+    rng = np.random.default_rng(5)
+    w = up(rng.standard_normal((2 * n, k)) / 64, device).astype(dtype)
+    x = up(rng.standard_normal((1, k)), device).astype(dtype)
+    g = up(1 + rng.standard_normal(k) / 4, device).astype(dtype)
+    if device == "cpu":  # no PDL under the interpreter: take the PREFETCH path anyway
+        monkeypatch.setattr(
+            gemv_dense, "_early", lambda x, copied: (False, gemv_dense.weights_are_constant())
+        )
+    elif not gemv_dense._early(x, False)[0]:
+        pytest.skip("no programmatic dependent launch on this device")
+    monkeypatch.setattr(gemv_dense, "early_tile", lambda n_, k_, gated: not gated)
+    launch, seen = gemv_dense.launch, []
+
+    def spy(kernel: object, grid: object, *args: object, **c: object) -> object:
+        seen.append((bool(c["PREFETCH"]), bool(c.get("G_EARLY", False))))
+        return launch(kernel, grid, *args, **c)
+
+    monkeypatch.setattr(gemv_dense, "launch", spy)
+
+    def calls() -> list[np.ndarray]:
+        outs = [gemv_dense.gemv(x, w), gemv_dense.linear_silu_mul(x, w),
+                gemv_dense.rmsnorm_linear(x, g, w, eps=1e-5)]  # fmt: skip
+        return [o.to_numpy().view(np.uint16) for o in outs]
+
+    plain = calls()
+    with constant_weights():
+        got = calls()
+    assert seen == [(False, False)] * 3 + [(True, False), (False, False), (True, True)]
+    for i, (a, b) in enumerate(zip(got, plain, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"output {i}")
+
+
+def test_early_tile_rule() -> None:
+    """Every product loads its first tile early but a plain square one from K 4096 (the 8B
+    shapes' output projection, after decode attention)."""
+    assert not gemv_dense.early_tile(4096, 4096, False)
+    assert not gemv_dense.early_tile(8192, 8192, False)
+    assert gemv_dense.early_tile(2048, 2048, False)  # Llama-3.2-1B's output projection
+    assert gemv_dense.early_tile(4096, 4096, True)
+    assert gemv_dense.early_tile(6144, 4096, False)  # qkv
+    assert gemv_dense.early_tile(4096, 12288, False)  # down
+    assert gemv_dense.early_tile(12288, 4096, True)  # gate/up
+
+
 def test_wide_tiles_from_k_4096() -> None:
     """The tile choice the K cases above rely on: [4, 2048] tiles at twice the warps from
     K = 4096, the 1024-value tiles below."""
