@@ -73,9 +73,10 @@ Experiments:
     ends), and the one loop with fewer pipeline stages and 32- or 128-key blocks
     (FEW_BLOCK_N, FEW_NUM_STAGES);
   - early-tile: each decode GEMV's first weight tile loaded before its wait on the kernel
-    ahead (gemv_dense.early_tile: shipped) or after it, at one product class (qkv, o_proj,
-    gate/up, down) or at o_proj and gate/up (llama-3.2-1b and qwen3-8b; llama-3.1-8b: o_proj
-    only); the same bits in every variant.
+    ahead or after it: the shipped rule (gemv_dense.early_tile), every product's tile early,
+    and the shipped choice flipped at one product class (qkv, o_proj, gate/up, down) or at
+    o_proj and gate/up (llama-3.2-1b and qwen3-8b; llama-3.1-8b: o_proj only); the same bits
+    in every variant; the dense (Triton) GEMV's products only, so not with --quantize.
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -419,18 +420,22 @@ _PRODUCTS: dict[str, dict[str, tuple[int, int, bool]]] = {
 def _early_tile(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     shipped = gemv_dense.early_tile
 
-    def without(*names: str) -> Callable[[], None]:  # no early tile at these products
+    def flipped(*names: str) -> Callable[[], None]:  # the shipped choice turned at these products
         sites = {_PRODUCTS[args.model][name] for name in names}
 
-        def rule(n: int, k: int, gated: bool) -> bool:
-            return (n, k, gated) not in sites and shipped(n, k, gated)
+        def rule(n: int, k: int, gated: bool, norm: bool = False) -> bool:
+            return shipped(n, k, gated, norm) != ((n, k, gated) in sites)
 
         return setting((gemv_dense, "early_tile", rule))
 
-    variants = [("shipped", setting((gemv_dense, "early_tile", shipped)))]
-    variants += [(f"none before {name}", without(name)) for name in _PRODUCTS[args.model]]
+    def every(n: int, k: int, gated: bool, norm: bool = False) -> bool:
+        return True
+
+    variants = [("shipped", setting((gemv_dense, "early_tile", shipped))),
+                ("every product early", setting((gemv_dense, "early_tile", every)))]  # fmt: skip
+    variants += [(f"flipped at {name}", flipped(name)) for name in _PRODUCTS[args.model]]
     if "gate/up" in _PRODUCTS[args.model]:
-        variants.append(("none before o_proj and gate/up", without("o_proj", "gate/up")))
+        variants.append(("flipped at o_proj and gate/up", flipped("o_proj", "gate/up")))
     try:
         rounds(model, prompt, args, variants)
     finally:
@@ -593,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--experiment {args.experiment} needs --quantize")
     if args.experiment == "early-tile" and args.model not in _PRODUCTS:
         p.error(f"--experiment early-tile knows the products of {sorted(_PRODUCTS)}")
+    if args.experiment == "early-tile" and args.quantize is not None:
+        p.error("--experiment early-tile times the dense GEMV's products: no --quantize")
     need = cache_need(PROMPT_LEN, args.new)
     if args.context is not None and args.context < need:
         p.error(f"--context must be at least {need} (the cache a run of --new {args.new} needs)")

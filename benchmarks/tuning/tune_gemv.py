@@ -2,7 +2,8 @@
 products of the benchmark models, as the engine runs them: one row of bf16 x, chains of 16
 products with distinct weights captured in one CUDA graph and replayed back to back, inside
 constant_weights() (each program loads its first weight tile before it waits on the kernel
-before; programmatic dependent launch on sm_90+).
+before, at every shape: gemv_dense.early_tile is held to True, since a chain of GEMVs has no
+decode attention ahead of a product; programmatic dependent launch on sm_90+).
 
     python benchmarks/tuning/tune_gemv.py [--shapes 2048x8192 4096x12288 ...] [--reps 20]
 
@@ -78,9 +79,10 @@ def _time(
 
         fn = two_kernels if tile is None else fused
 
-    old = gemv_dense.tile
+    old, old_early = gemv_dense.tile, gemv_dense.early_tile
     if tile is not None:
         gemv_dense.tile = lambda *_shape: tile  # type: ignore[assignment]
+    gemv_dense.early_tile = lambda *_product: True  # type: ignore[assignment]
     try:
         with constant_weights():
             for w in ws:  # compile outside the capture
@@ -90,7 +92,7 @@ def _time(
                 for w in ws:
                     fn(x, w)
     finally:
-        gemv_dense.tile = old  # type: ignore[assignment]
+        gemv_dense.tile, gemv_dense.early_tile = old, old_early  # type: ignore[assignment]
     return replay_seconds(g, runtime.current_stream(g.device), reps) / CHAIN
 
 

@@ -176,11 +176,14 @@ def test_early_loads_in_constant_weights_same_bits(
 
 
 @pytest.mark.parametrize("dtype", HALF)
-def test_early_tile_hook(device: str, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """gemv_dense.early_tile decides, product by product, whether the programs load their first
-    weight tile (and the norm weight) before the wait inside constant_weights(): refused for
-    one product, that launch takes neither early load, the others keep them, and the bits are
-    those of the calls outside constant_weights()."""
+@pytest.mark.parametrize("refuse_gated", [True, False])
+def test_early_tile_hook(
+    device: str, dtype: str, refuse_gated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gemv_dense.early_tile decides, product by product (asked with the product's n, k, form),
+    whether the programs load their first weight tile and the norm weight before the wait
+    inside constant_weights(): a refused launch takes neither early load, the others keep
+    them, and the bits are those of the calls outside constant_weights()."""
     from pygpukit.backends._support.weights import constant_weights
 
     n, k = 24, 6152
@@ -194,7 +197,14 @@ def test_early_tile_hook(device: str, dtype: str, monkeypatch: pytest.MonkeyPatc
         )
     elif not gemv_dense._early(x, False)[0]:
         pytest.skip("no programmatic dependent launch on this device")
-    monkeypatch.setattr(gemv_dense, "early_tile", lambda n_, k_, gated: not gated)
+    monkeypatch.setattr(gemv_dense, "NORM_WEIGHT_EARLY", True)
+    asked: list[tuple[int, int, bool, bool]] = []
+
+    def rule(n_: int, k_: int, gated: bool, norm: bool = False) -> bool:
+        asked.append((n_, k_, gated, norm))
+        return gated != refuse_gated
+
+    monkeypatch.setattr(gemv_dense, "early_tile", rule)
     launch, seen = gemv_dense.launch, []
 
     def spy(kernel: object, grid: object, *args: object, **c: object) -> object:
@@ -211,16 +221,21 @@ def test_early_tile_hook(device: str, dtype: str, monkeypatch: pytest.MonkeyPatc
     plain = calls()
     with constant_weights():
         got = calls()
-    assert seen == [(False, False)] * 3 + [(True, False), (False, False), (True, True)]
+    assert asked == [(2 * n, k, False, False), (n, k, True, False), (2 * n, k, False, True)]
+    inside = [(True, False), (False, False), (True, True)]
+    if not refuse_gated:
+        inside = [(False, False), (True, False), (False, False)]
+    assert seen == [(False, False)] * 3 + inside
     for i, (a, b) in enumerate(zip(got, plain, strict=True)):
         np.testing.assert_array_equal(a, b, err_msg=f"output {i}")
 
 
 def test_early_tile_rule() -> None:
     """Every product loads its first tile early but a plain square one from K 4096 (the 8B
-    shapes' output projection, after decode attention)."""
+    shapes' output projection, after decode attention); the RMSNorm-read form keeps it."""
     assert not gemv_dense.early_tile(4096, 4096, False)
     assert not gemv_dense.early_tile(8192, 8192, False)
+    assert gemv_dense.early_tile(4096, 4096, False, norm=True)  # follows a GEMV
     assert gemv_dense.early_tile(2048, 2048, False)  # Llama-3.2-1B's output projection
     assert gemv_dense.early_tile(4096, 4096, True)
     assert gemv_dense.early_tile(6144, 4096, False)  # qkv

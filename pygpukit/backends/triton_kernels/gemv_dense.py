@@ -18,8 +18,8 @@ launched with programmatic dependent launch and releases the next kernel's launc
 anything. Inside ``constant_weights()`` (pygpukit/backends/_support/weights.py: the LLM engine's
 forward, whose weights no kernel writes) each program loads its first weight tile (and the
 RMSNorm form its norm weight, NORM_WEIGHT_EARLY) before the wait, so the weight stream of one
-product overlaps the tail of the one before (early_tile: all but the 8B shapes' output
-projection); x, the bias and y are touched only after the wait in every case. Measured against
+product overlaps the tail of the one before (early_tile: all but a plain square product from
+K 4096); x, the bias and y are touched only after the wait in every case. Measured against
 cuBLASLt in BENCHMARKS.md ("Batch-1 decode").
 """
 
@@ -88,20 +88,27 @@ NORM_TILE_WEIGHTS = 8192
 NORM_WEIGHT_EARLY = True
 
 
-def early_tile(n: int, k: int, gated: bool) -> bool:
+# From this K on, a plain square product (the 8B shapes' output projection) loads no weight
+# tile before its wait (early_tile).
+NO_EARLY_SQUARE_K = 4096
+
+
+def early_tile(n: int, k: int, gated: bool, norm: bool = False) -> bool:
     """Whether the programs of a product (n output columns, the gated form's per half; in
-    features k) load their first weight tile before the wait inside constant_weights(): every
-    product but a plain square one from K = WIDE_K on, the output projection of the 8B shapes,
-    which follows decode attention (a chain of latencies that the early loads of the resident
-    programs slow down). H200, 2026-11-29 (benchmarks/tuning/decode_ab.py --experiment
-    early-tile, one process, two rounds, a step in the 32-step graph, tokens identical;
-    BENCHMARKS.md "Batch 1: how much to load before the wait"): without the output projection's
-    early tile, Llama-3.1-8B 3958.6-3960.6 against 3975.2-3975.5 us, Qwen3-8B 4038.0-4041.0
-    against 4051.4-4051.8 (and 4047.4-4051.4 against 4058.0-4059.4, another machine), but
-    Llama-3.2-1B (K 2048) 786.0-786.2 against 774.6-775.0. Without the early tile at the qkv,
-    gate/up or down product the step took 5-42 us longer on the Llama-3.2-1B and Qwen3-8B
-    shapes; two or three K tiles before the wait (a build since removed) 58-275 us longer."""
-    return gated or n != k or k < WIDE_K
+    features k; norm: the RMSNorm-read form) load their first weight tile (and the norm
+    weight) before the wait inside constant_weights(): every product but a plain square one
+    from K = NO_EARLY_SQUARE_K on. The shape stands in for the output projection of the
+    8B shapes, the product after decode attention, which the GEMV cannot see; it was measured
+    at 4096 x 4096 and batch 1 only. H200, 2026-11-29 (benchmarks/tuning/decode_ab.py
+    --experiment early-tile, one process, two rounds, a step in the 32-step graph, tokens
+    identical; BENCHMARKS.md "Batch 1: how much to load before the wait"): without the output
+    projection's early tile, Llama-3.1-8B 3958.6-3960.6 against 3975.2-3975.5 us, Qwen3-8B
+    4038.0-4041.0 against 4051.4-4051.8 (and 4047.4-4051.4 against 4058.0-4059.4, another
+    machine), but Llama-3.2-1B (K 2048) 786.0-786.2 against 774.6-775.0. Without the early
+    tile at the qkv, gate/up or down product the step took 5-42 us longer on the Llama-3.2-1B
+    and Qwen3-8B shapes; two or three K tiles before the wait (a build since removed) 58-277
+    us longer."""
+    return gated or norm or n != k or k < NO_EARLY_SQUARE_K
 
 
 def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> tuple[int, int, int]:
@@ -301,7 +308,7 @@ def _run(
         eps = norm[1]
     if m and n:
         pdl, prefetch = _early(x, copied)
-        prefetch = prefetch and early_tile(n, k, gated)
+        prefetch = prefetch and early_tile(n, k, gated, norm is not None)
         # a norm weight copied just now is the kernel ahead: read after the wait
         g_early = prefetch and NORM_WEIGHT_EARLY and norm is not None and g is norm[0]
         bn, warps, bk = tile(k, gated, n, norm is not None)
