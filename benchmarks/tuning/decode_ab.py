@@ -75,8 +75,8 @@ Experiments:
   - early-tile: each decode GEMV's first weight tile loaded before its wait on the kernel
     ahead or after it: the shipped rule (gemv_dense.early_tile), every product's tile early,
     and the shipped choice flipped at one product class (qkv, o_proj, gate/up, down) or at
-    o_proj and gate/up (llama-3.2-1b and qwen3-8b; llama-3.1-8b: o_proj only); the same bits
-    in every variant; the dense (Triton) GEMV's products only, so not with --quantize.
+    o_proj and gate/up; the same bits in every variant; the dense (Triton) GEMV's products
+    only, so not with --quantize.
 - quant-sites (with --quantize: the weights quantized at load, each product but a tied
   embedding's lm_head a native decode GEMV): measured as prefetch and the others above, the
   native GEMV's early launch (backends/native/gemv.PDL_LAUNCH) on at every product (shipped),
@@ -114,12 +114,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._models import (
     CONFIGS,
-    product_class,
     random_model,
     random_prompts,
     timed_generate,
 )
 from benchmarks.decode_paths import _step_us
+from benchmarks.tuning._decode_gemv_ab import GEMV_EXPERIMENTS
 from benchmarks.tuning._decode_rounds import (
     PROMPT_LEN,
     cache_need,
@@ -173,41 +173,6 @@ def _pdl(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
                       f"{r['repeats_equal']}, tokens as the first {same}")  # fmt: skip
     finally:
         kv_write.PDL_LAUNCH, attention_decode.PDL_LAUNCH = shipped
-
-
-# (N, K, gated) of a product -> (output columns a program, warps, K tile); N is the output
-# columns (the gated form's per half). Tiles measured before against the rule (BENCHMARKS.md,
-# "Batch 1: where the step's time goes, and the cache write and attention launched early"):
-# Llama-3.2-1B o_proj (4, 8, 2048) and (8, 8, 2048), gate/up (4, 4, 1024), down (4, 16, 4096);
-# Qwen3-8B o_proj (4, 16, 4096), gate/up (4, 8, 4096), down (4, 16, 4096); the qkv and
-# lm_head plain rule on both.
-_SITES: dict[str, dict[str, dict[tuple[int, int, bool], tuple[int, int, int]]]] = {
-    # Measured before (BENCHMARKS.md): Llama-3.2-1B o_proj (2, 4, 1024), (4, 2, 1024), gate/up
-    # (4, 4, 2048), down (4, 4, 1024), (2, 8, 2048), qkv (2, 8, 2048), (8, 8, 2048); Qwen3-8B
-    # qkv (4, 8, 2048), o_proj (4, 16, 4096), (2, 8, 2048), gate/up (4, 8, 4096), down
-    # (4, 16, 4096), (8, 8, 2048); the RMSNorm form's earlier rule (4 columns, K / 256 warps)
-    # at the qkv product and the lm_head, and at the lm_head alone, on both. Now: the down
-    # product's (4, 16, 4096) on both (a rule from K 8192 on).
-    "llama-3.2-1b": {"down (4, 16, 4096)": {(2048, 8192, False): (4, 16, 4096)}},
-    "qwen3-8b": {"down (4, 16, 4096)": {(4096, 12288, False): (4, 16, 4096)}},
-}  # fmt: skip
-
-
-def _sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    shipped = gemv_dense.tile
-
-    def rule(table: dict[tuple[int, int, bool], tuple[int, int, int]]) -> Callable[[], None]:
-        def tile(k: int, gated: bool, n: int = 0, norm: bool = False) -> Any:
-            return table.get((n, k, gated)) or shipped(k, gated, n, norm)
-
-        return setting((gemv_dense, "tile", tile))
-
-    variants = [("shipped", setting((gemv_dense, "tile", shipped)))]
-    variants += [(name, rule(t)) for name, t in _SITES.get(args.model, {}).items()]
-    try:
-        rounds(model, prompt, args, variants)
-    finally:
-        gemv_dense.tile = shipped
 
 
 def _overlap(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -324,67 +289,6 @@ def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None
         decode_loop.LEAN_STEPS = shipped
 
 
-def _quant_sites(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    import importlib
-
-    from pygpukit.backends.native import gemv as native_gemv
-
-    ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
-    shipped = native_gemv._launch, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV
-    plain: set[str] = set()  # product classes launched plainly in the variant that runs
-    seen: set[str] = set()
-
-    def run(fmt: str, x: Any, w: Any, w_row_bytes: int, n: int, *a: Any, **kw: Any) -> Any:
-        site = product_class(args.cfg, n, x.shape[-1])
-        seen.add(site)
-        early = native_gemv.PDL_LAUNCH
-        native_gemv.PDL_LAUNCH = early and site not in plain and "all" not in plain
-        try:
-            return shipped[0](fmt, x, w, w_row_bytes, n, *a, **kw)
-        finally:
-            native_gemv.PDL_LAUNCH = early
-
-    def variant(off: set[str], gated: bool | None) -> Callable[[], None]:
-        def apply() -> None:
-            plain.clear()
-            plain.update(off)
-            ops_gemv.QUANT_GATED_GEMV = gated
-
-        return apply
-
-    native_gemv._launch = run
-    try:
-        model.drop_step_graphs()
-        model.generate(prompt, 8, temperature=0, stop_token_ids=())  # which products run natively
-        sites = [s for s in ("qkv", "o_proj", "gate/up", "down", "lm_head") if s in seen]
-        print(f"{args.model} {args.quantize}: native GEMV products {sorted(seen)}", flush=True)
-        variants = [("early launch everywhere (shipped)", variant(set(), None)),
-                    ("early launch nowhere", variant({"all"}, None))]  # fmt: skip
-        variants += [(f"early launch off at {s}", variant({s}, None)) for s in sites]
-        variants += [("gate/up in one launch", variant(set(), True)),
-                     ("gate/up in one launch, plain", variant({"gate/up"}, True)),
-                     ("gate/up in two launches", variant(set(), False))]  # fmt: skip
-        rounds(model, prompt, args, variants)
-    finally:
-        native_gemv._launch, native_gemv.PDL_LAUNCH, ops_gemv.QUANT_GATED_GEMV = shipped
-
-
-def _quant_norm(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    import importlib
-
-    ops_gemv = importlib.import_module("pygpukit.ops.gemv")  # the attribute is gp.gemv
-    shipped = ops_gemv.QUANT_NORM_GEMV
-    try:
-        knob = (ops_gemv, "QUANT_NORM_GEMV")
-        rounds(model, prompt, args, [
-            ("RMSNorm read in (shipped rule)", setting((*knob, None))),
-            ("RMSNorm apart", setting((*knob, False))),
-            ("RMSNorm read in at every size", setting((*knob, True))),
-        ])  # fmt: skip
-    finally:
-        ops_gemv.QUANT_NORM_GEMV = shipped
-
-
 def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     knobs = ((gemv_dense, "NORM_WEIGHT_EARLY"), (kv_write, "ANGLES_EARLY"))
     shipped = [getattr(m, n) for m, n in knobs]
@@ -404,42 +308,6 @@ def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) 
     finally:
         for (m, n), v in zip(knobs, shipped, strict=True):
             setattr(m, n, v)
-
-
-# (N, K, gated) of each product of a model's step (N the gated form's per half): the sites
-# where early-tile takes the early weight loads away.
-_PRODUCTS: dict[str, dict[str, tuple[int, int, bool]]] = {
-    "llama-3.2-1b": {"qkv": (3072, 2048, False), "o_proj": (2048, 2048, False),
-                     "gate/up": (8192, 2048, True), "down": (2048, 8192, False)},
-    "qwen3-8b": {"qkv": (6144, 4096, False), "o_proj": (4096, 4096, False),
-                 "gate/up": (12288, 4096, True), "down": (4096, 12288, False)},
-    "llama-3.1-8b": {"o_proj": (4096, 4096, False)},  # the output projection's question only
-}  # fmt: skip
-
-
-def _early_tile(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    shipped = gemv_dense.early_tile
-
-    def flipped(*names: str) -> Callable[[], None]:  # the shipped choice turned at these products
-        sites = {_PRODUCTS[args.model][name] for name in names}
-
-        def rule(n: int, k: int, gated: bool, norm: bool = False) -> bool:
-            return shipped(n, k, gated, norm) != ((n, k, gated) in sites)
-
-        return setting((gemv_dense, "early_tile", rule))
-
-    def every(n: int, k: int, gated: bool, norm: bool = False) -> bool:
-        return True
-
-    variants = [("shipped", setting((gemv_dense, "early_tile", shipped))),
-                ("every product early", setting((gemv_dense, "early_tile", every)))]  # fmt: skip
-    variants += [(f"flipped at {name}", flipped(name)) for name in _PRODUCTS[args.model]]
-    if "gate/up" in _PRODUCTS[args.model]:
-        variants.append(("flipped at o_proj and gate/up", flipped("o_proj", "gate/up")))
-    try:
-        rounds(model, prompt, args, variants)
-    finally:
-        gemv_dense.early_tile = shipped
 
 
 def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -463,32 +331,6 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
         rounds(model, prompt, args, variants)
     finally:
         knobs(*shipped)()
-
-
-def _product_leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    real = gemv_dense.launch
-    skip: set[str] = set()
-
-    def launch(kernel: Any, grid: Any, *a: Any, **c: Any) -> Any:
-        if product_class(args.cfg, a[5], c["K"]) in skip:  # a[5]: the product's N
-            return None
-        return real(kernel, grid, *a, **c)
-
-    def without(site: str | None) -> Callable[[], None]:
-        def apply() -> None:
-            skip.clear()
-            skip.update({site} if site else set())
-
-        return apply
-
-    sites = ("qkv", "o_proj", "gate/up", "down", "lm_head")
-    variants = [("nothing left out", without(None))]
-    variants += [(f"without {s}", without(s)) for s in sites]
-    gemv_dense.launch = launch
-    try:
-        rounds(model, prompt, args, variants)
-    finally:
-        gemv_dense.launch = real
 
 
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
@@ -561,13 +403,11 @@ def _tiles(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
 
 
 EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None]] = {
-    "tiles": _tiles, "pdl": _pdl, "sites": _sites, "overlap": _overlap, "prefetch": _prefetch,
+    "tiles": _tiles, "pdl": _pdl, "overlap": _overlap, "prefetch": _prefetch,
     "append": _append, "qkv-write": _qkv_write, "splits": _splits,
     "length-chunks": _length_chunks, "lean": _lean, "leave-out": _leave_out,
     "early-loads": _early_loads, "attention-loop": _attention_loop,
-    "product-leave-out": _product_leave_out, "quant-sites": _quant_sites,
-    "early-tile": _early_tile,
-    "quant-norm": _quant_norm,
+    **GEMV_EXPERIMENTS,
 }  # fmt: skip
 
 
@@ -596,8 +436,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.experiment in ("quant-sites", "quant-norm") and args.quantize is None:
         p.error(f"--experiment {args.experiment} needs --quantize")
-    if args.experiment == "early-tile" and args.model not in _PRODUCTS:
-        p.error(f"--experiment early-tile knows the products of {sorted(_PRODUCTS)}")
     if args.experiment == "early-tile" and args.quantize is not None:
         p.error("--experiment early-tile times the dense GEMV's products: no --quantize")
     need = cache_need(PROMPT_LEN, args.new)
