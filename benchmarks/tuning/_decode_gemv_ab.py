@@ -122,11 +122,9 @@ def _early_tile(model: Any, prompt: list[list[int]], args: argparse.Namespace) -
 
         return setting((gemv_dense, "early_tile", rule))
 
-    def every(n: int, k: int, gated: bool, norm: bool = False) -> bool:
-        return True
-
+    every = setting((gemv_dense, "early_tile", lambda *_product: True))
     variants = [("shipped", setting((gemv_dense, "early_tile", shipped))),
-                ("every product early", setting((gemv_dense, "early_tile", every)))]  # fmt: skip
+                ("every product early", every)]  # fmt: skip
     variants += [(f"flipped at {name}", flipped(name)) for name in classes]
     variants.append(("flipped at o_proj and gate/up", flipped("o_proj", "gate/up")))
     try:

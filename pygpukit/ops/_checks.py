@@ -197,6 +197,15 @@ def scale_arg(op: str, scale: Any) -> None:
         raise TypeError(f"{op}: scale must be a number or None, got {scale!r}")
 
 
+def rope_table_pair(op: str, cos: GPUArray, sin: GPUArray) -> None:
+    """RoPE tables cos and sin (cos checked 2-D already): sin of cos's shape, and at least one
+    position (the kernels read a table row for every position)."""
+    if sin.shape != cos.shape:
+        raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+    if cos.shape[0] == 0:
+        raise ValueError(f"{op}: cos has shape {cos.shape}: the tables cover no position")
+
+
 def int32_array(op: str, name: str, t: Any) -> GPUArray:
     """t itself when it is an int32 GPUArray (lengths, offsets, positions, block tables)."""
     x = array(op, name, t)

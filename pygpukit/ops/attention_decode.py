@@ -340,10 +340,7 @@ def _tables(
                 f"{op}: cos has {chk.desc(cos)} but must be [max_pos, rotary_dim // 2] with "
                 f"0 < rotary_dim <= {d} (k's head dim)"
             )
-        if cos.shape[0] == 0:  # the kernels read a table row for every position
-            raise ValueError(f"{op}: cos has {chk.desc(cos)}: the tables cover no position")
-        if sin.shape != cos.shape:
-            raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
+        chk.rope_table_pair(op, cos, sin)
 
 
 def _queries(

@@ -55,10 +55,7 @@ def _check(
         raise ValueError(
             f"{op}: cos has shape {cos.shape} but must be [max_pos, {r // 2}] (rotary_dim {r} // 2)"
         )
-    if sin.shape != cos.shape:
-        raise ValueError(f"{op}: sin has shape {sin.shape} but cos has shape {cos.shape}")
-    if cos.shape[0] == 0:  # the kernels read a table row for every position
-        raise ValueError(f"{op}: cos has shape {cos.shape}: the tables cover no position")
+    chk.rope_table_pair(op, cos, sin)
     if positions is not None:
         chk.array(op, "positions", positions)
         if not positions.dtype.is_integer:

@@ -118,6 +118,18 @@ def test_weight_written_by_the_kernel_before(device: str, gated: bool) -> None:
         np.testing.assert_array_equal(fn(x, base).to_numpy().view(np.uint16), plain)
 
 
+def _early_loads_on_cpu(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No PDL under the interpreter: there the early loads are forced inside
+    constant_weights() for a weight read in place (they then only come first), so the
+    kernel's PREFETCH path runs in CI too."""
+    if device == "cpu":
+
+        def forced(x: object, copied: bool) -> tuple[bool, bool]:
+            return False, gemv_dense.weights_are_constant() and not copied
+
+        monkeypatch.setattr(gemv_dense, "_early", forced)
+
+
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("g_early", [True, False])
 @pytest.mark.parametrize(("n", "k"), [(40, 2048), (9, 3000), (24, 6152), (12, 8192)])
@@ -135,12 +147,7 @@ def test_early_loads_in_constant_weights_same_bits(
 
     monkeypatch.setattr(gemv_dense, "NORM_WEIGHT_EARLY", g_early)
     early, launch = gemv_dense._early, gemv_dense.launch
-    if device == "cpu":  # no PDL under the interpreter: take the PREFETCH path anyway
-
-        def forced(x: object, copied: bool) -> tuple[bool, bool]:
-            return False, gemv_dense.weights_are_constant() and not copied
-
-        monkeypatch.setattr(gemv_dense, "_early", forced)
+    _early_loads_on_cpu(device, monkeypatch)
     seen: list[bool] = []
 
     def spy(kernel: object, grid: object, *args: object, **c: object) -> object:
@@ -191,11 +198,8 @@ def test_early_tile_hook(
     w = up(rng.standard_normal((2 * n, k)) / 64, device).astype(dtype)
     x = up(rng.standard_normal((1, k)), device).astype(dtype)
     g = up(1 + rng.standard_normal(k) / 4, device).astype(dtype)
-    if device == "cpu":  # no PDL under the interpreter: take the PREFETCH path anyway
-        monkeypatch.setattr(
-            gemv_dense, "_early", lambda x, copied: (False, gemv_dense.weights_are_constant())
-        )
-    elif not gemv_dense._early(x, False)[0]:
+    _early_loads_on_cpu(device, monkeypatch)
+    if device != "cpu" and not gemv_dense._early(x, False)[0]:
         pytest.skip("no programmatic dependent launch on this device")
     monkeypatch.setattr(gemv_dense, "NORM_WEIGHT_EARLY", True)
     asked: list[tuple[int, int, bool, bool]] = []
