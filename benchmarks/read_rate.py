@@ -15,8 +15,13 @@ reach. Without a GPU the script says so and exits. The last line is one JSON obj
 (benchmarks/_models.CONFIGS, bf16): its products' weight bytes (per layer qkv, output
 projection, gate and up, down; then the lm_head) read (a) by one kernel over all of them and
 (b) by one read kernel per product in the step's order, replayed from a CUDA graph (each at the
-best chunk size of its byte count; stream order, no early launch). (a) bounds any decode step;
-(b) is what a kernel a product pays with no overlap between kernels, before any arithmetic.
+best chunk size of its byte count; stream order, no early launch), (c) the same kernels
+launched early (programmatic dependent launch: each program's first block in flight before it
+waits on the kernel ahead), and (d) one launch of co-resident programs that read every product
+in turn with a grid barrier (atomic counters, acquire spins) between products. (a) bounds any
+decode step; (b) is what a kernel a product pays with no overlap between kernels, before any
+arithmetic; (d) against (c) is what a persistent kernel over a layer's products, whose stages
+meet at grid barriers, would gain or lose on the boundaries alone.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 import pygpukit as gp
 from pygpukit.benchmark.report import emit
@@ -58,6 +65,83 @@ def _read(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
         offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
         acc += tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
     tl.store(P + pid, tl.sum(acc))
+
+
+@triton.jit
+def _read_pdl(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, PDL: tl.constexpr):
+    """_read launched early: its first block in flight before it waits on the kernel ahead
+    (as the decode GEMV loads its first weight tile before gdc_wait)."""
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * ITERS * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
+    gdc_wait()
+    gdc_launch_dependents()
+    for i in tl.range(1, ITERS):
+        offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
+    tl.store(P + pid, tl.sum(acc))
+
+
+@triton.jit
+def _read_barrier(X, STARTS, WORDS, P, C, n_prod, G, BLOCK: tl.constexpr, ITERS: tl.constexpr,
+                  SPREAD: tl.constexpr, FLAG: tl.constexpr, EARLY: tl.constexpr):  # fmt: skip
+    """Every product of a step read by one launch of G co-resident programs: program p reads
+    chunks p, p + G, ... of product i, then meets the others at a grid barrier, in place of a
+    kernel boundary. The barrier: program p arrives at one of product i's SPREAD counters (p %
+    SPREAD: fewer atomics on one address) and spins (acquire loads at GPU scope) until they sum
+    to G; or, FLAG, the program whose arrival completes the count raises product i's flag
+    (release) and the others spin on the flag, an address no program adds to. EARLY: each
+    program loads its first chunk of product i + 1 before it meets the others (the early
+    launch's first tile, in the persistent form)."""
+    pid = tl.program_id(0)
+    chunk = BLOCK * ITERS
+    acc = tl.zeros([BLOCK], tl.int32)
+    slots = tl.arange(0, SPREAD)
+    pre = tl.zeros([BLOCK], tl.int32)
+    for i in range(n_prod):
+        s = tl.load(STARTS + i)
+        w = tl.load(WORDS + i)
+        first = pid
+        if EARLY:
+            acc += pre
+            if i > 0:
+                first = pid + G
+        for c in range(first, (w + chunk - 1) // chunk, G):
+            base = s + c.to(tl.int64) * chunk
+            left = w - c.to(tl.int64) * chunk
+            for j in tl.static_range(ITERS):  # unrolled: every block's load in flight at once
+                offs = j * BLOCK + tl.arange(0, BLOCK)
+                acc += tl.load(X + base + offs, mask=offs < left, other=0, cache_modifier=".cg")
+        if EARLY:
+            pre = tl.zeros([BLOCK], tl.int32)
+            if i + 1 < n_prod:
+                base = tl.load(STARTS + i + 1) + pid.to(tl.int64) * chunk
+                left = tl.load(WORDS + i + 1) - pid.to(tl.int64) * chunk
+                for j in tl.static_range(ITERS):
+                    offs = j * BLOCK + tl.arange(0, BLOCK)
+                    pre += tl.load(X + base + offs, mask=offs < left, other=0,
+                                   cache_modifier=".cg")  # fmt: skip
+        if FLAG:
+            flag = C + n_prod + i
+            if tl.atomic_add(C + i, 1, sem="acq_rel", scope="gpu") == G - 1:
+                tl.atomic_xchg(flag, 1, sem="release", scope="gpu")
+            else:
+                up = tl.atomic_add(flag, 0, sem="acquire", scope="gpu")
+                while up == 0:
+                    up = tl.atomic_add(flag, 0, sem="acquire", scope="gpu")
+        else:
+            tl.atomic_add(C + i * SPREAD + pid % SPREAD, 1, sem="release", scope="gpu")
+            seen = tl.sum(tl.atomic_add(C + i * SPREAD + slots, 0, sem="acquire", scope="gpu"))
+            while seen < G:
+                seen = tl.sum(tl.atomic_add(C + i * SPREAD + slots, 0, sem="acquire",
+                                            scope="gpu"))  # fmt: skip
+    tl.store(P + pid, tl.sum(acc))
+
+
+@triton.jit
+def _zero(C, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(C + offs, tl.zeros([BLOCK], tl.int32), mask=offs < n)
 
 
 def step_products(name: str) -> list[tuple[str, int]]:
@@ -116,8 +200,59 @@ def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
     graph = capture(gp.device("cuda:0"), body, "read chain")
     stream = runtime.current_stream(gp.device("cuda:0"))
     chain = timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
+
+    def body_pdl() -> None:
+        off = 0
+        for _, b in prods:
+            w = b // 4
+            launch(_read_pdl, (triton.cdiv(w, chunks[b]),), x[off : off + w], parts[b], w,
+                   BLOCK=1024, ITERS=chunks[b] // 1024, launch_pdl=True, PDL=True)  # fmt: skip
+            off += w
+
+    graph = capture(gp.device("cuda:0"), body_pdl, "read chain, early launch")
+    pdl = timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
+    # One launch, a grid barrier between products (the persistent form's floor).
+    words = np.array([b // 4 for _, b in prods], np.int64)
+    starts = gp.from_numpy(np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64),
+                           device="cuda:0")  # fmt: skip
+    counts = gp.from_numpy(words, device="cuda:0")
+    spread = 8
+    cnt = gp.zeros((len(prods) * spread,), gp.int32, "cuda:0")
+    sms = runtime.sm_count(gp.device("cuda:0"))
+    barrier: dict[str, float] = {}
+    # Co-resident grids only (the programs spin, so a program that cannot become resident
+    # hangs the launch): checked on sm_90, 4 warps, 32-45 registers a thread at a 2048-word
+    # chunk (10-16 programs an SM fit), 80-128 at 4096 (4-6 fit). Other devices skip them.
+    # sp: the counters a product's arrivals spread over; 0: one counter and a flag.
+    props = gp.get_device_properties(0)
+    forms = ((4, 2048, 1, False), (8, 2048, 1, False), (4, 4096, 1, False),
+             (4, 4096, spread, False), (8, 2048, 0, False), (4, 4096, 0, False),
+             (4, 4096, spread, True), (8, 2048, 0, True))  # fmt: skip
+    if (int(props["major"]), int(props["minor"])) != (9, 0):
+        print(f"{name}: the one-launch forms run on sm_90 only (their co-residency is checked "
+              "there); skipped")  # fmt: skip
+        forms = ()
+    for per_sm, chunk, sp, early in forms:
+        g = sms * per_sm
+        part = gp.empty((g,), gp.int32, "cuda:0")
+
+        def body_barrier(g: int = g, part: gp.GPUArray = part, chunk: int = chunk,
+                         sp: int = sp, early: bool = early) -> None:  # fmt: skip
+            n = len(prods) * max(sp, 2)
+            launch(_zero, (1,), cnt, n, BLOCK=triton.next_power_of_2(n))
+            launch(_read_barrier, (g,), x, starts, counts, part, cnt, len(prods), g,
+                   BLOCK=1024, ITERS=chunk // 1024, SPREAD=max(sp, 1), FLAG=sp == 0,
+                   EARLY=early)  # fmt: skip
+
+        one_launch = capture(gp.device("cuda:0"), body_barrier, "read, one launch")
+        t = timer.median_seconds(lambda g=one_launch: g.replay(stream),
+                                 rounds=max(5, rounds // 3))  # fmt: skip
+        how = "one counter and a flag" if sp == 0 else f"{sp} counter(s)"
+        ahead = ", the next product's first chunk before the barrier" if early else ""
+        barrier[f"{per_sm}/SM chunk {chunk}, {how}{ahead}"] = t * 1e6
     return {"model": name, "products": len(prods), "bytes": total, "one_kernel_us": one * 1e6,
-            "one_kernel_chunk": one_chunk, "chain_us": chain * 1e6,
+            "one_kernel_chunk": one_chunk, "chain_us": chain * 1e6, "chain_pdl_us": pdl * 1e6,
+            "barrier_us": barrier,
             "one_kernel_tok_s": 1 / one, "chain_tok_s": 1 / chain}  # fmt: skip
 
 
@@ -143,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['model']}: {r['bytes'] / 1e9:.3f} GB in {r['products']} products; one "
                   f"kernel {r['one_kernel_us']:.1f} us ({r['one_kernel_tok_s']:.1f} tok/s, "
                   f"{r['bytes'] / r['one_kernel_us'] / 1e3:.0f} GB/s), a kernel a product "
-                  f"{r['chain_us']:.1f} us ({r['chain_tok_s']:.1f} tok/s)")  # fmt: skip
+                  f"{r['chain_us']:.1f} us ({r['chain_tok_s']:.1f} tok/s), launched early "
+                  f"{r['chain_pdl_us']:.1f} us")  # fmt: skip
+            for k, v in r["barrier_us"].items():
+                print(f"  one launch, a grid barrier a product, {k}: {v:.1f} us")
         props = gp.get_device_properties(0)
         emit({"device": str(props.get("name", "cuda:0")), "copy_gbs": copy_gbs, "steps": steps},
              args.json)  # fmt: skip

@@ -20,6 +20,9 @@ __all__ = ["APPEND_ATTENTION", "QKV_ROPE_WRITE", "append_attention", "qkv_rope_w
 # 5574.9-5578.2, 5562.2-5562.9. The write's round trips (new k and v, the tables, the store and
 # a barrier) sit in front of every split's key loads, and launched early the kernel's programs
 # (195-255 registers a thread) become resident beside the qkv GEMV still streaming its weight.
+# Again on an H200, 2026-11-30, with attention's one-loop few-programs class, a step inside the
+# 32-step graph (Llama-3.2-1B shape): 823.6-823.9 us in one launch launched early, 797.7-798.0
+# plainly, 774.4-774.8 in two.
 APPEND_ATTENTION = False
 # True: a decode step of a model with RoPE over the whole head and no head norms (Llama, Qwen2,
 # Mistral) starts its attention with gp.rmsnorm_qkv_rope_write (the qkv product with its norm,
