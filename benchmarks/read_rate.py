@@ -70,7 +70,8 @@ def _read(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
 @triton.jit
 def _read_pdl(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, PDL: tl.constexpr):
     """_read launched early: its first block in flight before it waits on the kernel ahead
-    (as the decode GEMV loads its first weight tile before gdc_wait)."""
+    (as the decode GEMV loads its first weight tile before gdc_wait). PDL is read by the
+    driver only (check_pdl: a kernel launched early must be one that waits)."""
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * ITERS * BLOCK + tl.arange(0, BLOCK)
     acc = tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
@@ -86,60 +87,67 @@ def _read_pdl(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, PDL: tl.constex
 def _read_barrier(X, STARTS, WORDS, P, C, n_prod, G, BLOCK: tl.constexpr, ITERS: tl.constexpr,
                   SPREAD: tl.constexpr, FLAG: tl.constexpr, EARLY: tl.constexpr):  # fmt: skip
     """Every product of a step read by one launch of G co-resident programs: program p reads
-    chunks p, p + G, ... of product i, then meets the others at a grid barrier, in place of a
-    kernel boundary. The barrier: program p arrives at one of product i's SPREAD counters (p %
-    SPREAD: fewer atomics on one address) and spins (acquire loads at GPU scope) until they sum
-    to G; or, FLAG, the program whose arrival completes the count raises product i's flag
-    (release) and the others spin on the flag, an address no program adds to. EARLY: each
-    program loads its first chunk of product i + 1 before it meets the others (the early
-    launch's first tile, in the persistent form)."""
+    chunks p, p + G, ... of product i, then meets the others at a grid barrier before product
+    i + 1, in place of a kernel boundary. The barrier: program p arrives at one of product i's
+    SPREAD counters (p % SPREAD: fewer atomics on one address) and polls them (acquire
+    atomics) until they sum to G; or, FLAG, the program whose arrival completes the count
+    raises product i's flag (release) and the others poll the flag, which only that program
+    writes. EARLY: between its arrival and its polls each program issues the loads of
+    its first chunk of product i + 1, used after the barrier (the early launch's first tile,
+    in the persistent form). Starts and word counts are multiples of 1024 words (the host
+    checks), so the loads are 16-byte vectors as in _read."""
     pid = tl.program_id(0)
-    chunk = BLOCK * ITERS
+    chunk: tl.constexpr = BLOCK * ITERS
     acc = tl.zeros([BLOCK], tl.int32)
     slots = tl.arange(0, SPREAD)
-    pre = tl.zeros([BLOCK], tl.int32)
+    ahead = tl.zeros([chunk], tl.int32)
     for i in range(n_prod):
-        s = tl.load(STARTS + i)
-        w = tl.load(WORDS + i)
+        s = tl.multiple_of(tl.load(STARTS + i), 1024)
+        w = tl.multiple_of(tl.load(WORDS + i), 1024)
         first = pid
-        if EARLY:
-            acc += pre
-            if i > 0:
-                first = pid + G
+        if EARLY and i > 0:
+            acc += tl.sum(tl.reshape(ahead, [ITERS, BLOCK]), axis=0)
+            first = pid + G
         for c in range(first, (w + chunk - 1) // chunk, G):
             base = s + c.to(tl.int64) * chunk
             left = w - c.to(tl.int64) * chunk
             for j in tl.static_range(ITERS):  # unrolled: every block's load in flight at once
                 offs = j * BLOCK + tl.arange(0, BLOCK)
                 acc += tl.load(X + base + offs, mask=offs < left, other=0, cache_modifier=".cg")
-        if EARLY:
-            pre = tl.zeros([BLOCK], tl.int32)
-            if i + 1 < n_prod:
-                base = tl.load(STARTS + i + 1) + pid.to(tl.int64) * chunk
-                left = tl.load(WORDS + i + 1) - pid.to(tl.int64) * chunk
-                for j in tl.static_range(ITERS):
-                    offs = j * BLOCK + tl.arange(0, BLOCK)
-                    pre += tl.load(X + base + offs, mask=offs < left, other=0,
-                                   cache_modifier=".cg")  # fmt: skip
-        if FLAG:
-            flag = C + n_prod + i
-            if tl.atomic_add(C + i, 1, sem="acq_rel", scope="gpu") == G - 1:
-                tl.atomic_xchg(flag, 1, sem="release", scope="gpu")
+        if i + 1 < n_prod:
+            if FLAG:
+                last = tl.atomic_add(C + i, 1, sem="acq_rel", scope="gpu") == G - 1
+                if last:
+                    tl.atomic_xchg(C + n_prod + i, 1, sem="release", scope="gpu")
             else:
-                up = tl.atomic_add(flag, 0, sem="acquire", scope="gpu")
-                while up == 0:
-                    up = tl.atomic_add(flag, 0, sem="acquire", scope="gpu")
-        else:
-            tl.atomic_add(C + i * SPREAD + pid % SPREAD, 1, sem="release", scope="gpu")
-            seen = tl.sum(tl.atomic_add(C + i * SPREAD + slots, 0, sem="acquire", scope="gpu"))
-            while seen < G:
+                last = False
+                tl.atomic_add(C + i * SPREAD + pid % SPREAD, 1, sem="release", scope="gpu")
+            if EARLY:
+                nxt = tl.multiple_of(tl.load(STARTS + i + 1), 1024) + pid.to(tl.int64) * chunk
+                n_left = tl.multiple_of(tl.load(WORDS + i + 1), 1024) - pid.to(tl.int64) * chunk
+                offs = tl.arange(0, chunk)
+                ahead = tl.load(X + nxt + offs, mask=offs < n_left, other=0, cache_modifier=".cg")
+            # Polls: an atomic add of 0 with acquire at GPU scope, which Triton lowers to one
+            # thread's ld.acquire.gpu shared through shared memory (a scalar), or to one atomic
+            # a counter (SPREAD). Volatile loads by every thread with a fence after them
+            # measured slower.
+            if FLAG:
+                if not last:
+                    up = tl.atomic_add(C + n_prod + i, 0, sem="acquire", scope="gpu")
+                    while up == 0:
+                        up = tl.atomic_add(C + n_prod + i, 0, sem="acquire", scope="gpu")
+            else:
                 seen = tl.sum(tl.atomic_add(C + i * SPREAD + slots, 0, sem="acquire",
                                             scope="gpu"))  # fmt: skip
+                while seen < G:
+                    seen = tl.sum(tl.atomic_add(C + i * SPREAD + slots, 0, sem="acquire",
+                                                scope="gpu"))  # fmt: skip
     tl.store(P + pid, tl.sum(acc))
 
 
 @triton.jit
 def _zero(C, n, BLOCK: tl.constexpr):
+    """C[:n] = 0 (the barrier counters and flags, before each replay)."""
     offs = tl.arange(0, BLOCK)
     tl.store(C + offs, tl.zeros([BLOCK], tl.int32), mask=offs < n)
 
@@ -177,7 +185,9 @@ def _best_chunk(timer: Any, words: int, rounds: int) -> tuple[float, int]:
 
 
 def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
-    """A decode step's weight bytes read by one kernel, and by a graph of one kernel each."""
+    """A decode step's weight bytes read by one kernel; by a graph of one kernel a product,
+    launched plainly and early; and by one launch a graph with a grid barrier between products
+    in each form of ``forms`` (the module docstring's (a)-(d))."""
     from pygpukit import runtime
     from pygpukit.backends.triton_kernels.driver import launch
     from pygpukit.models.step_graph import capture
@@ -213,43 +223,49 @@ def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
     pdl = timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
     # One launch, a grid barrier between products (the persistent form's floor).
     words = np.array([b // 4 for _, b in prods], np.int64)
-    starts = gp.from_numpy(np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64),
-                           device="cuda:0")  # fmt: skip
+    offsets = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
+    if (words % 1024).any():  # _read_barrier's loads assume it (16-byte vectors)
+        raise ValueError(f"{name}: a product of the step is not a multiple of 1024 words")
+    starts = gp.from_numpy(offsets, device="cuda:0")
     counts = gp.from_numpy(words, device="cuda:0")
-    spread = 8
-    cnt = gp.zeros((len(prods) * spread,), gp.int32, "cuda:0")
     sms = runtime.sm_count(gp.device("cuda:0"))
-    barrier: dict[str, float] = {}
-    # Co-resident grids only (the programs spin, so a program that cannot become resident
-    # hangs the launch): checked on sm_90, 4 warps, 32-45 registers a thread at a 2048-word
-    # chunk (10-16 programs an SM fit), 80-128 at 4096 (4-6 fit). Other devices skip them.
-    # sp: the counters a product's arrivals spread over; 0: one counter and a flag.
-    props = gp.get_device_properties(0)
+    barrier: dict[str, float | None] = {}
+    # (programs an SM, chunk words, counters a product's arrivals spread over (0: one counter
+    # and a flag), EARLY). On sm_90 these take 32-80 registers a thread at 4 warps: 6-16
+    # programs an SM fit.
     forms = ((4, 2048, 1, False), (8, 2048, 1, False), (4, 4096, 1, False),
-             (4, 4096, spread, False), (8, 2048, 0, False), (4, 4096, 0, False),
-             (4, 4096, spread, True), (8, 2048, 0, True))  # fmt: skip
-    if (int(props["major"]), int(props["minor"])) != (9, 0):
-        print(f"{name}: the one-launch forms run on sm_90 only (their co-residency is checked "
-              "there); skipped")  # fmt: skip
-        forms = ()
+             (4, 4096, 8, False), (8, 2048, 0, False), (4, 4096, 0, False),
+             (4, 4096, 8, True), (8, 2048, 0, True))  # fmt: skip
+    cnt = gp.zeros((len(prods) * max(max(f[2], 2) for f in forms),), gp.int32, "cuda:0")
     for per_sm, chunk, sp, early in forms:
-        g = sms * per_sm
-        part = gp.empty((g,), gp.int32, "cuda:0")
+        grid = sms * per_sm
+        part = gp.empty((grid,), gp.int32, "cuda:0")
+        how = "one counter and a flag" if sp == 0 else f"{sp} counter(s)"
+        ahead = ", the next product's first chunk during the barrier" if early else ""
+        key = f"{per_sm}/SM chunk {chunk}, {how}{ahead}"
 
-        def body_barrier(g: int = g, part: gp.GPUArray = part, chunk: int = chunk,
-                         sp: int = sp, early: bool = early) -> None:  # fmt: skip
+        def body_barrier(grid: int = grid, part: gp.GPUArray = part, chunk: int = chunk,
+                         sp: int = sp, early: bool = early,
+                         coop: bool = False) -> None:  # fmt: skip
             n = len(prods) * max(sp, 2)
             launch(_zero, (1,), cnt, n, BLOCK=triton.next_power_of_2(n))
-            launch(_read_barrier, (g,), x, starts, counts, part, cnt, len(prods), g,
+            launch(_read_barrier, (grid,), x, starts, counts, part, cnt, len(prods), grid,
                    BLOCK=1024, ITERS=chunk // 1024, SPREAD=max(sp, 1), FLAG=sp == 0,
-                   EARLY=early)  # fmt: skip
+                   EARLY=early, launch_cooperative_grid=coop)  # fmt: skip
 
+        # The programs spin, so the grid must be resident at once: a cooperative launch,
+        # which the driver refuses where it would not be, proves it first (and compiles).
+        try:
+            body_barrier(coop=True)
+            gp.synchronize()
+        except Exception as exc:  # the driver's refusal: this form cannot run here
+            print(f"  {name}, {key}: the cooperative launch failed ({exc}); skipped")
+            barrier[key] = None
+            continue
         one_launch = capture(gp.device("cuda:0"), body_barrier, "read, one launch")
-        t = timer.median_seconds(lambda g=one_launch: g.replay(stream),
+        t = timer.median_seconds(lambda graph=one_launch: graph.replay(stream),
                                  rounds=max(5, rounds // 3))  # fmt: skip
-        how = "one counter and a flag" if sp == 0 else f"{sp} counter(s)"
-        ahead = ", the next product's first chunk before the barrier" if early else ""
-        barrier[f"{per_sm}/SM chunk {chunk}, {how}{ahead}"] = t * 1e6
+        barrier[key] = t * 1e6
     return {"model": name, "products": len(prods), "bytes": total, "one_kernel_us": one * 1e6,
             "one_kernel_chunk": one_chunk, "chain_us": chain * 1e6, "chain_pdl_us": pdl * 1e6,
             "barrier_us": barrier,
@@ -281,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['chain_us']:.1f} us ({r['chain_tok_s']:.1f} tok/s), launched early "
                   f"{r['chain_pdl_us']:.1f} us")  # fmt: skip
             for k, v in r["barrier_us"].items():
-                print(f"  one launch, a grid barrier a product, {k}: {v:.1f} us")
+                if v is not None:
+                    print(f"  one launch, a grid barrier a product, {k}: {v:.1f} us")
         props = gp.get_device_properties(0)
         emit({"device": str(props.get("name", "cuda:0")), "copy_gbs": copy_gbs, "steps": steps},
              args.json)  # fmt: skip
