@@ -199,28 +199,25 @@ def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
     x = gp.zeros((total // 4,), gp.int32, "cuda:0")  # the weights, one after the other
     parts = {b: gp.empty((triton.cdiv(b // 4, chunks[b]),), gp.int32, "cuda:0") for b in chunks}
 
-    def body() -> None:
-        off = 0
-        for _, b in prods:
-            w = b // 4
-            launch(_read, (triton.cdiv(w, chunks[b]),), x[off : off + w], parts[b], w,
-                   BLOCK=1024, ITERS=chunks[b] // 1024)  # fmt: skip
-            off += w
-
-    graph = capture(gp.device("cuda:0"), body, "read chain")
     stream = runtime.current_stream(gp.device("cuda:0"))
-    chain = timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
 
-    def body_pdl() -> None:
-        off = 0
-        for _, b in prods:
-            w = b // 4
-            launch(_read_pdl, (triton.cdiv(w, chunks[b]),), x[off : off + w], parts[b], w,
-                   BLOCK=1024, ITERS=chunks[b] // 1024, launch_pdl=True, PDL=True)  # fmt: skip
-            off += w
+    def kernel_a_product(early: bool) -> float:
+        """Seconds of a graph of one read kernel a product, launched early or plainly."""
 
-    graph = capture(gp.device("cuda:0"), body_pdl, "read chain, early launch")
-    pdl = timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
+        def body() -> None:
+            off = 0
+            for _, b in prods:
+                w = b // 4
+                pdl = {"launch_pdl": True, "PDL": True} if early else {}
+                launch(_read_pdl if early else _read, (triton.cdiv(w, chunks[b]),),
+                       x[off : off + w], parts[b], w, BLOCK=1024, ITERS=chunks[b] // 1024,
+                       **pdl)  # fmt: skip
+                off += w
+
+        graph = capture(gp.device("cuda:0"), body, "read chain")
+        return timer.median_seconds(lambda: graph.replay(stream), rounds=max(5, rounds // 3))
+
+    chain, pdl = kernel_a_product(False), kernel_a_product(True)
     # One launch, a grid barrier between products (the persistent form's floor).
     words = np.array([b // 4 for _, b in prods], np.int64)
     offsets = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
