@@ -57,27 +57,18 @@ CHUNKS = [4096, 8192, 16384, 32768, 65536]  # int32 words a program reads
 
 
 @triton.jit
-def _read(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """P[pid] = sum of words [pid * BLOCK * ITERS, ...) of X (n words): a pure read."""
+def _read(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, PDL: tl.constexpr = False):
+    """P[pid] = sum of words [pid * BLOCK * ITERS, ...) of X (n words): a pure read. PDL
+    (launched early): the first block is in flight before the program waits on the kernel
+    ahead, as the decode GEMV loads its first weight tile before gdc_wait."""
     pid = tl.program_id(0).to(tl.int64)
     acc = tl.zeros([BLOCK], tl.int32)
-    for i in tl.range(ITERS):
-        offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
+    if PDL:
+        offs = pid * ITERS * BLOCK + tl.arange(0, BLOCK)
         acc += tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
-    tl.store(P + pid, tl.sum(acc))
-
-
-@triton.jit
-def _read_pdl(X, P, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, PDL: tl.constexpr):
-    """_read launched early: its first block in flight before it waits on the kernel ahead
-    (as the decode GEMV loads its first weight tile before gdc_wait). PDL is read by the
-    driver only (check_pdl: a kernel launched early must be one that waits)."""
-    pid = tl.program_id(0).to(tl.int64)
-    offs = pid * ITERS * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
-    gdc_wait()
-    gdc_launch_dependents()
-    for i in tl.range(1, ITERS):
+        gdc_wait()
+        gdc_launch_dependents()
+    for i in tl.range(1 if PDL else 0, ITERS):
         offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
         acc += tl.load(X + offs, mask=offs < n, other=0, cache_modifier=".cg")
     tl.store(P + pid, tl.sum(acc))
@@ -145,13 +136,6 @@ def _read_barrier(X, STARTS, WORDS, P, C, n_prod, G, BLOCK: tl.constexpr, ITERS:
     tl.store(P + pid, tl.sum(acc))
 
 
-@triton.jit
-def _zero(C, n, BLOCK: tl.constexpr):
-    """C[:n] = 0 (the barrier counters and flags, before each replay)."""
-    offs = tl.arange(0, BLOCK)
-    tl.store(C + offs, tl.zeros([BLOCK], tl.int32), mask=offs < n)
-
-
 def step_products(name: str) -> list[tuple[str, int]]:
     """(product, bf16 weight bytes) of one decode step of a CONFIGS model, in the step's order."""
     from benchmarks._models import CONFIGS
@@ -204,14 +188,14 @@ def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
     def kernel_a_product(early: bool) -> float:
         """Seconds of a graph of one read kernel a product, launched early or plainly."""
 
+        pdl = {"launch_pdl": True, "PDL": True} if early else {}
+
         def body() -> None:
             off = 0
             for _, b in prods:
                 w = b // 4
-                pdl = {"launch_pdl": True, "PDL": True} if early else {}
-                launch(_read_pdl if early else _read, (triton.cdiv(w, chunks[b]),),
-                       x[off : off + w], parts[b], w, BLOCK=1024, ITERS=chunks[b] // 1024,
-                       **pdl)  # fmt: skip
+                launch(_read, (triton.cdiv(w, chunks[b]),), x[off : off + w], parts[b], w,
+                       BLOCK=1024, ITERS=chunks[b] // 1024, **pdl)  # fmt: skip
                 off += w
 
         graph = capture(gp.device("cuda:0"), body, "read chain")
@@ -244,8 +228,7 @@ def step_ceiling(timer: Any, name: str, rounds: int) -> dict[str, Any]:
         def body_barrier(grid: int = grid, part: gp.GPUArray = part, chunk: int = chunk,
                          sp: int = sp, early: bool = early,
                          coop: bool = False) -> None:  # fmt: skip
-            n = len(prods) * max(sp, 2)
-            launch(_zero, (1,), cnt, n, BLOCK=triton.next_power_of_2(n))
+            cnt[: len(prods) * max(sp, 2)] = 0  # a memset node in the graph
             launch(_read_barrier, (grid,), x, starts, counts, part, cnt, len(prods), grid,
                    BLOCK=1024, ITERS=chunk // 1024, SPREAD=max(sp, 1), FLAG=sp == 0,
                    EARLY=early, launch_cooperative_grid=coop)  # fmt: skip
