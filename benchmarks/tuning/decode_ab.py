@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile]
+         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile|ramp|tails]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -34,9 +34,8 @@ Experiments:
   made to refuse), beside the device time a step takes inside the 32-step graph at cache
   positions --at..--at + 32 (128-160 by default, the middle of the 256 new tokens; the rate
   with no host time at all), two alternating rounds.
-- prefetch, append, qkv-write, splits, length-chunks, lean, early-loads, attention-loop,
-  early-tile (also
-  sites and leave-out): two alternating rounds of each
+- prefetch, append, qkv-write, splits, length-chunks, lean, ramp, early-loads,
+  attention-loop, early-tile (also sites and leave-out): two alternating rounds of each
   variant, each measured alike (decode tok/s as in pdl, the 1-step graph's device time over 50
   replays, a step inside the 32-step graph at cache positions --at..--at + 32 as in overlap,
   tokens checked against the first variant's):
@@ -63,6 +62,8 @@ Experiments:
   - lean: greedy runs whose steps read their ids from the step before's tokens and advance
     the positions only where the model reads them (decode_loop.LEAN_STEPS, shipped) or copy
     and add each step;
+  - ramp: a run's write marks (and positions) for all its steps made by one add at its start
+    (decode_loop.RAMP_MARKS, shipped) or by one add a step;
   - early-loads: the RMSNorm-read GEMV's norm weight loaded before the wait on the kernel
     ahead (gemv_dense.NORM_WEIGHT_EARLY, shipped) or after it, each with the cache write's
     angles (cos/sin at the position) and head-norm weights loaded before its wait
@@ -97,6 +98,10 @@ Experiments:
   all three), on the two-launch form of the write and attention (APPEND_ATTENTION off),
   otherwise the tree as it is (its PDL_LAUNCH knobs included): the tokens are meaningless, the
   step's time bounds what any fusion or speed-up of those kernels can gain.
+- tails: the kept 32-step greedy run's graphs of 1, 2, 4, 8 and 16 steps recorded (the time
+  each takes and the memory it keeps), then the device time of runs of 1 to 31 steps from
+  cache position --at (made of those graphs, their tokens' copies included) against the whole
+  32-step graph's, which is what a shorter run replayed before.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).
@@ -128,6 +133,7 @@ from benchmarks.tuning._decode_rounds import (
     run_step_us,
     setting,
 )
+from benchmarks.tuning._decode_run_ab import RUN_EXPERIMENTS
 from pygpukit import ops
 from pygpukit.backends.triton_kernels import attention_decode, gemv_dense, kv_write
 from pygpukit.creation import arange
@@ -407,7 +413,7 @@ EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None
     "append": _append, "qkv-write": _qkv_write, "splits": _splits,
     "length-chunks": _length_chunks, "lean": _lean, "leave-out": _leave_out,
     "early-loads": _early_loads, "attention-loop": _attention_loop,
-    **GEMV_EXPERIMENTS,
+    **GEMV_EXPERIMENTS, **RUN_EXPERIMENTS,
 }  # fmt: skip
 
 

@@ -5,9 +5,10 @@ against the stop tokens, and written into the next step's inputs. At batch 1 on 
 that round trip is a tenth of the step (BENCHMARKS.md "Decode end to end"). ``DecodeRun`` keeps
 k steps on the device: each step's token becomes the next step's token id on the device
 (greedy steps read it where the step before wrote it), and the cache write marks (and, for a
-model that reads them, the positions) advance by one on the device, so the k steps are one
-CUDA graph (captured like models.step_graph's single step) and the host reads the k tokens of
-each row once, at the end.
+model that reads them, the positions) of all k steps are made on the device at the run's start,
+so the k steps are one CUDA graph (captured like models.step_graph's single step) and the host
+reads the k tokens of each row once, at the end. A run of fewer steps (a generation's last)
+runs only those: graphs of 1, 2, 4, ... steps, recorded when first needed, make up its length.
 
 Greedy steps take gp.argmax. Sampled steps (and greedy ones with a repetition penalty) take
 gp.sample with the sampler's Philox key: the counter of each row, (row << 32) + its tokens so
@@ -108,6 +109,13 @@ class PendingRun:
         return self._host.T
 
 
+# True: a run's write marks (and the positions of a model that reads them) for all its steps
+# come from one add at its start (the run's first marks plus 0..t-1 into a [t, 2, rows] array
+# that step j reads at j) and one more add moves the first marks on by t for the next run:
+# two launches a run instead of one a step (DecodeRun._body). The same values; False: one add
+# a step, as before.
+RAMP_MARKS = True
+
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
 # copies them into ids; the positions advance only for models that read them at decode
 # (DecodeRun._step). Two launches a greedy step fewer with RoPE (one with learned position
@@ -124,9 +132,11 @@ class DecodeRun:
     first, writing the first ``steps`` cache slots of those rows: make it before the prefill,
     as a StepGraph); otherwise ``run`` launches them eagerly (the CPU device, graph=False).
     ``run(tokens, n)`` feeds each row's last token at that row's cached length and returns the
-    next ``n`` tokens of each row (n <= steps). A last run of fewer steps replays the whole
-    graph and keeps n tokens where the cache has room for all ``steps`` (the generation loop
-    sizes it so), else it runs its n steps eagerly.
+    next ``n`` tokens of each row (n <= steps). A run of fewer steps (the last of a generation)
+    runs exactly n steps: n's binary digits, largest first, each a graph of that many steps
+    captured the first time it is needed (recorded only: the full run's warm-up ran the same
+    kernels), which writes its tokens into a buffer of its own, copied into place on the
+    device. So n steps cost n steps plus a replay and a copy a digit, and write n cache slots.
     """
 
     def __init__(
@@ -151,6 +161,10 @@ class DecodeRun:
         self.ids = zeros((rows, 1), "int64", dev)
         self.pos = zeros((rows, 1), "int64", dev)
         self.marks = from_numpy(np.array([[0] * rows, [1] * rows], np.int32), device=dev)
+        # RAMP_MARKS: step j's marks (and positions) at row j, filled at a run's start.
+        self.ramp = from_numpy(np.arange(steps, dtype=np.int32).reshape(steps, 1, 1), device=dev)
+        self.marks_at = zeros((steps, 2, rows), "int32", dev)
+        self.pos_at = zeros((steps, rows, 1), "int64", dev)
         # Row j: step j's token of every row (gp.sample writes int32 ids, gp.argmax int64).
         self.out = zeros((steps, rows), "int64" if self.draw is None else "int32", dev)
         self.counter = None  # the draws' Philox counters [rows]
@@ -160,6 +174,10 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
+        # Graphs of fewer steps (a power of two each), made when a run first needs them, each
+        # with its own token buffer [t, rows]; and the RoPE / position tables the graphs read.
+        self._tails: dict[int, tuple[CUDAGraph, GPUArray]] = {}
+        self._tables: list[Any] = []
         # The stream of the last enqueued run (``drop`` notes it on the cache), and whether the
         # device sits at that run's last kept token (resume may follow it there).
         self._last_stream: Any = None
@@ -168,39 +186,70 @@ class DecodeRun:
             self._capture()
         self.partition_id = runtime.current_stream(dev).partition_id
 
-    def _step(self, j: int, last: bool) -> None:
-        """Step j: logits of the current ids, the next token (argmax, or the draw) into out[j]
-        and the next ids, and the position and write marks one further. Greedy steps read
-        their ids from the step before's row of out (int64, as the model takes them) and only
-        the last step of a run copies its tokens into ids (where the next run starts); the
-        positions advance only for a model that reads them at decode (learned position
-        embeddings: RoPE rotates at the write marks). Two launches a step fewer, the same
-        tokens."""
+    def _body(self, t: int, out: GPUArray) -> None:
+        """A run of t steps from the device's ids, positions and marks, its tokens into out
+        [t, rows]; the marks (and positions) end t further on. RAMP_MARKS: every step's marks
+        in one add first (marks + 0..t-1), and the next run's in one more."""
+        ramp = RAMP_MARKS
+        moves_pos = self.model.decode_reads_positions or not LEAN_STEPS
+        if ramp:
+            rows = self.rows
+            ops.add(self.marks.reshape(1, 2, rows), self.ramp[:t], out=self.marks_at[:t])
+            ops.add(self.marks, t, out=self.marks)
+            if moves_pos:
+                ops.add(self.pos.reshape(1, rows, 1), self.ramp[:t], out=self.pos_at[:t])
+                ops.add(self.pos, t, out=self.pos)
+        for j in range(t):
+            marks = self.marks_at[j] if ramp else self.marks
+            pos = self.pos_at[j] if ramp and moves_pos else self.pos
+            self._step(j, j == t - 1, out, pos, marks)
+            if not ramp:
+                if moves_pos:
+                    ops.add(self.pos, 1, out=self.pos)
+                ops.add(self.marks, 1, out=self.marks)
+
+    def _step(self, j: int, last: bool, out: GPUArray, pos: GPUArray, marks: GPUArray) -> None:
+        """Step j at ``pos`` and ``marks``: logits of the current ids, the next token (argmax,
+        or the draw) into out[j] and the next ids. Greedy steps read their ids from the step
+        before's row of out (int64, as the model takes them) and only the last step of a run
+        copies its tokens into ids (where the next run starts); the positions advance only for
+        a model that reads them at decode (learned position embeddings: RoPE rotates at the
+        write marks). Two launches a step fewer, the same tokens."""
         greedy = self.draw is None or self.counter is None
         lean = LEAN_STEPS and greedy
-        ids = self.out[j - 1].reshape(self.rows, 1) if lean and j > 0 else self.ids
-        logits = self.model.forward_device_step(ids, self.pos, self.marks, self.cache)
+        ids = out[j - 1].reshape(self.rows, 1) if lean and j > 0 else self.ids
+        logits = self.model.forward_device_step(ids, pos, marks, self.cache)
         lg = logits.reshape(self.rows, logits.shape[-1])
         if self.draw is None or self.counter is None:
-            ops.argmax(lg, axis=-1, out=self.out[j])
+            ops.argmax(lg, axis=-1, out=out[j])
         else:  # the counters advance and the seen marks take the token, in place
-            ops.sample(lg, self.counter, self.seen, out=self.out[j], **self.draw)
+            ops.sample(lg, self.counter, self.seen, out=out[j], **self.draw)
         if last or not lean:
-            self.ids.reshape(self.rows)[...] = self.out[j]
-        if self.model.decode_reads_positions or not LEAN_STEPS:
-            ops.add(self.pos, 1, out=self.pos)
-        ops.add(self.marks, 1, out=self.marks)
+            self.ids.reshape(self.rows)[...] = out[j]
 
     def _capture(self) -> None:
         dev = self.model.device
         check_capturable(dev, "DecodeRun")
 
-        def body() -> None:
-            for j in range(self.steps):
-                self._step(j, j == self.steps - 1)
+        self.graph = capture(dev, lambda: self._body(self.steps, self.out), "decode run")
+        self._tables.append((self.model._rope, self.model._positions))  # read by the graph
 
-        self.graph = capture(dev, body, "decode run")
-        self._tables = (self.model._rope, self.model._positions)  # read by the graph
+    def _tail(self, t: int) -> tuple[CUDAGraph, GPUArray]:
+        """The graph of t < steps steps and its token buffer, recorded the first time (no
+        warm-up: the kernels are those the full run's warm-up ran, at the same addresses but
+        for the buffer; a warm-up would run t steps at whatever the inputs hold now)."""
+        got = self._tails.get(t)
+        if got is None:
+            buf = zeros((t, self.rows), self.out.dtype.name, self.model.device)
+            g = capture(
+                self.model.device,
+                lambda: self._body(t, buf),
+                f"decode run's {t}-step tail",
+                warm_up=False,
+            )
+            self._tables.append((self.model._rope, self.model._positions))
+            self._tails[t] = got = (g, buf)
+        return got
 
     def run(
         self,
@@ -264,8 +313,8 @@ class DecodeRun:
 
     def can_resume(self, n: int) -> bool:
         """Whether ``resume(n)`` may follow the last enqueued run: that run left the device
-        exactly where its last kept token ends (every step it ran is kept: an eager run, or a
-        graph of run.steps steps kept whole; nothing rewound since), it went to the current
+        exactly where its last kept token ends (a run runs only the steps it keeps; nothing
+        rewound since), it went to the current
         stream (the next run reads what it wrote in stream order), and the cache has room for
         n more steps."""
         if not 1 <= n <= self.steps or not self._carried:
@@ -289,8 +338,8 @@ class DecodeRun:
         if not self.can_resume(n):
             raise RuntimeError(
                 "DecodeRun.resume: no run to continue on this stream (none enqueued, one rewound "
-                f"since, a graph replay that kept fewer than its {self.steps} steps, or one "
-                f"enqueued on another stream), or the cache has no room for {n} more steps"
+                "since, or one enqueued on another stream), or the cache has no room for "
+                f"{n} more steps"
             )
         return self._enqueue(n)
 
@@ -303,21 +352,36 @@ class DecodeRun:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= self.steps:
             raise ValueError(f"DecodeRun.{caller}: n must be in 1..{self.steps}, got {n}")
 
+    def segments(self, n: int) -> list[int]:
+        """The runs n steps are made of: [n] for a whole run, else n's binary digits, largest
+        first (each a graph of its own: at most log2(steps) + 1 of them)."""
+        if n == self.steps:
+            return [n]
+        return [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
+
     def _enqueue(self, n: int) -> PendingRun:
-        """The n steps (the whole graph where the cache has room for all of them, else n eager
-        steps), then the tokens' copy to the host, started; the lengths count the n tokens."""
-        lengths = self.cache.lengths[: self.rows]
-        room = int(self.cache.max_seq_len - int(lengths.max()))
+        """Exactly n steps (self.segments: the whole graph, or the graphs of n's binary digits
+        with their tokens copied into out at their offsets; eager steps without a graph), then
+        the tokens' copy to the host, started; the lengths count the n tokens."""
+        parts = self.segments(n)
         stream = runtime.current_stream(self.model.device)
-        if self.graph is not None and room >= self.steps:
-            self.graph.replay(stream)
-            self._carried = n == self.steps
+        if self.graph is not None:
+            # Every graph first (a capture that fails leaves nothing enqueued), then the replays.
+            graphs = [(self.graph, self.out) if t == self.steps else self._tail(t) for t in parts]
+            at = 0
+            for t, (g, buf) in zip(parts, graphs, strict=True):
+                g.replay(stream)
+                if buf is not self.out:
+                    self.out[at : at + t] = buf
+                at += t
         else:
-            for j in range(n):
-                self._step(j, j == n - 1)
-            self._carried = True
+            at = 0
+            for t in parts:
+                self._body(t, self.out[at : at + t])
+                at += t
+        self._carried = True
         self._last_stream = stream
-        lengths += n
+        self.cache.lengths[: self.rows] += n
         return PendingRun(self.out, n)
 
     def drop(self, pending: PendingRun) -> None:
@@ -334,9 +398,12 @@ class DecodeRun:
         self._carried = False
 
     def reset(self) -> None:
-        """Release the graph and the memory it keeps."""
+        """Release the graphs and the memory they keep."""
         if self.graph is not None:
             self.graph.reset()
+        for g, _ in self._tails.values():
+            g.reset()
+        self._tails.clear()
 
 
 # The name of the greedy-only first version.

@@ -182,11 +182,11 @@ def stream_batch(
                 f"max_seq_len {n} is too small for a {need - max_new}-token prompt plus "
                 f"{max_new} new tokens"
             )
-        # A check feeds k + 1 tokens: room for the drafts past the last kept token; a greedy
-        # run's graph (greedy or sampled) runs all its steps_per_sync steps: room for a last
-        # run's spare ones.
-        slack = k + steps_per_sync - 1
-        cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
+        # A check feeds k + 1 tokens: room for the drafts past the last kept token. A run of
+        # steps_per_sync steps writes only the slots of the steps it keeps, but its capture's
+        # warm-up writes steps_per_sync slots from the first.
+        slots = max(n + k, steps_per_sync)
+        cache = model.ensure_cache(len(batch), min(slots, model.config.max_context))
     cache.order_after_spare()  # a last generation's spare decode steps may still write it
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.

@@ -41,16 +41,18 @@ def check_capturable(dev: Device, who: str) -> None:
         )
 
 
-def capture(dev: Device, body: Callable[[], Any], what: str) -> CUDAGraph:
-    """body() run once on the caller's stream (the warm-up: kernels compile), then recorded in a
-    new CUDA graph on a stream of its own. A CaptureError raised while recording means the body
+def capture(dev: Device, body: Callable[[], Any], what: str, warm_up: bool = True) -> CUDAGraph:
+    """body() run once on the caller's stream (the warm-up: kernels compile; warm_up=False
+    where the same kernels ran before, so nothing runs), then recorded in a new CUDA graph on a
+    stream of its own. A CaptureError raised while recording means the body
     can never be captured (a host read), which no retry changes: raised as CaptureError;
     anything else (out of memory, a CaptureError from the warm-up, whose stream another library
     may be capturing) as RuntimeError."""
     graph = CUDAGraph(dev)
     recording = False
     try:
-        body()
+        if warm_up:
+            body()
         with graph.capture():
             recording = True
             body()

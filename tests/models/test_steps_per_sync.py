@@ -173,6 +173,57 @@ def test_resume_continues_where_the_last_run_left_the_device(sampled: bool) -> N
     assert list(cache.lengths) == [6, 6]
 
 
+def test_a_short_run_is_made_of_its_binary_digits() -> None:
+    """A run of n < steps steps is n's binary digits, largest first (each a graph of its own on
+    a GPU); a whole run is one."""
+    from pygpukit.models.decode_loop import DecodeRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    run = DecodeRun(model, model.new_cache(1, 40), 1, 32, graph=False)
+    assert run.segments(32) == [32]
+    assert run.segments(31) == [16, 8, 4, 2, 1]
+    assert run.segments(12) == [8, 4] and run.segments(1) == [1]
+    for n in range(1, 32):
+        parts = run.segments(n)
+        assert sum(parts) == n and parts == sorted(parts, reverse=True)
+        assert all(t & (t - 1) == 0 for t in parts) and len(set(parts)) == len(parts)
+
+
+@pytest.mark.parametrize("ramp", [True, False], ids=["ramped-marks", "marks-a-step"])
+@pytest.mark.parametrize("sampled", [False, True], ids=["greedy", "sampled"])
+def test_every_short_run_continues_like_one_longer_run(sampled: bool, ramp: bool) -> None:
+    """Runs of every length 1..steps, each resumed by the next on the device, give the tokens
+    of one run of their total, with the marks made a step at a time or all at a run's start
+    (decode_loop.RAMP_MARKS), and leave exactly their steps in the cache lengths."""
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.sampling import Sampler
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    params = SamplingParams(temperature=0.9, top_k=20, seed=3, on_device=True)
+    hist = [[1, 2, 5], [7, 5]]
+    shipped = decode_loop.RAMP_MARKS
+    try:
+        decode_loop.RAMP_MARKS = True
+        whole = DecodeRun(model, model.new_cache(2, 40), 2, 21,
+                          graph=False, sampler=Sampler(params) if sampled else None)  # fmt: skip
+        want = whole.run([5, 5], 21, hist)
+        decode_loop.RAMP_MARKS = ramp
+        cache = model.new_cache(2, 40)
+        run = DecodeRun(model, cache, 2, 6, graph=False,
+                        sampler=Sampler(params) if sampled else None)  # fmt: skip
+        pending = [run.start([5, 5], 1, hist)]
+        for n in range(2, 7):  # 1 + 2 + ... + 6 = 21 steps
+            pending.append(run.resume(n))
+        got: list[list[int]] = [[], []]
+        for p in pending:
+            for r, row in enumerate(run.finish(p)):
+                got[r] += row
+    finally:
+        decode_loop.RAMP_MARKS = shipped
+    assert got == want
+    assert list(cache.lengths) == [21, 21]
+
+
 def test_a_consumer_that_stops_early_leaves_no_enqueued_tokens_in_the_cache() -> None:
     """The run enqueued ahead while the host reads the current one is taken back from the
     cache when the consumer stops iterating: the lengths count the runs it was handed."""
@@ -301,3 +352,38 @@ def test_pipelined_runs_follow_the_consumers_stream_on_gpu() -> None:
                            steps_per_sync=8)  # fmt: skip
         with gp.stream(streams[1]):
             assert model.generate(_prompts(), 30, steps_per_sync=4, **KW) == want
+
+
+@pytest.mark.gpu
+def test_graph_runs_of_every_length_write_only_their_slots_on_gpu() -> None:
+    """bfloat16 on CUDA: runs of 1..8 steps of an 8-step graph run (the short ones made of the
+    graphs of 4, 2 and 1 steps, recorded when first needed), each resumed on the device by the
+    next, give the tokens of one step a sync; a run of n steps writes the n cache slots after
+    the row's length and leaves the later ones as they were."""
+    import numpy as np
+
+    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.generation import _prefill
+
+    if gp.device_count() == 0:
+        pytest.skip("no CUDA device")
+    model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
+    p = _prompts()[0]
+    want = model.generate([p], 1 + 36, **KW)[0][len(p) :]  # the prefill's token, then 1+..+8
+    cache = model.new_cache(1, len(p) + 48)
+    run = DecodeRun(model, cache, 1, 8, graph=True)  # before the prefill: its warm-up writes
+    _prefill(model, cache, [p])
+    cache.lengths[0] = len(p)
+    got = [want[0]]
+    for n in range(1, 9):
+        start = int(cache.lengths[0])
+        before = cache.k.to_numpy().view(np.uint16)
+        pending = run.start([want[0]], 1) if n == 1 else run.resume(n)
+        got += run.finish(pending)[0]
+        after = cache.k.to_numpy().view(np.uint16)
+        assert (after[..., start + n :, :] == before[..., start + n :, :]).all(), n
+        assert not (after[..., start : start + n, :] == before[..., start : start + n, :]).all()
+        assert sorted(run._tails) == [t for t in (1, 2, 4) if t <= n], n
+    assert got == want
+    assert list(cache.lengths) == [len(p) + 36]
+    run.reset()

@@ -1,0 +1,83 @@
+"""decode_ab.py's experiments on the run of steps around the model's step (models/decode_loop):
+ramp (a run's write marks made once at its start, or one add a step) and tails (what a run of
+fewer steps than the graph's costs, made of the graphs of its binary digits, against a replay
+of the whole graph). decode_ab.py's docstring says what each measures."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import pygpukit as gp
+from benchmarks.tuning._decode_rounds import PROMPT_LEN, cache_need, rounds, setting
+from pygpukit import runtime
+from pygpukit.benchmark.timing import replay_seconds
+
+__all__ = ["RUN_EXPERIMENTS"]
+
+
+def _ramp(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    from pygpukit.models import decode_loop
+
+    shipped = decode_loop.RAMP_MARKS
+    try:
+        rounds(model, prompt, args, [
+            (f"marks made at a run's start {v}", setting((decode_loop, "RAMP_MARKS", v)))
+            for v in (shipped, not shipped)
+        ])  # fmt: skip
+    finally:
+        decode_loop.RAMP_MARKS = shipped
+
+
+class _Steps:
+    """replay_seconds' graph: a greedy run of n steps (DecodeRun._enqueue, the tokens' copy to
+    the host included), its lengths taken back after."""
+
+    def __init__(self, run: Any, n: int) -> None:
+        self.run, self.n = run, n
+
+    def replay(self, stream: Any) -> None:
+        self.run._enqueue(self.n)
+        self.run.cache.lengths[: self.run.rows] -= self.n
+
+
+def _tails(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    steps = 32
+    model.drop_step_graphs()
+    model.ensure_cache(1, min(cache_need(PROMPT_LEN, args.new), model.config.max_context))
+    run = model.greedy_run(1, steps)
+    assert run.graph is not None and args.at + steps <= run.cache.max_seq_len
+    stream = runtime.current_stream(model.device)
+
+    def inputs() -> None:  # every run starts at cache position --at (as run_step_us)
+        run.pos[:] = np.array([[args.at]], np.int64)
+        run.marks[:] = np.array([[args.at], [args.at + 1]], np.int32)
+        run.cache.lengths[:1] = args.at
+
+    t = 1
+    while t < steps:
+        t0 = time.perf_counter()
+        g, _ = run._tail(t)
+        ms = (time.perf_counter() - t0) * 1e3
+        print(f"{args.model}: the {t:2d}-step graph recorded in {ms:7.1f} ms, keeps "
+              f"{g.kept_bytes / 2**20:6.2f} MiB")  # fmt: skip
+        t *= 2
+    reps = max(args.repeats, 5)
+    whole = replay_seconds(_Steps(run, steps), stream, reps, warmup=2, before=inputs) * 1e6
+    print(f"{args.model}: a run of {steps} steps {whole:8.1f} us ({whole / steps:6.1f} a step): "
+          "what any shorter run replayed before")  # fmt: skip
+    for n in (1, 2, 3, 5, 8, 16, 24, 31):
+        us = replay_seconds(_Steps(run, n), stream, reps, warmup=2, before=inputs) * 1e6
+        print(f"{args.model}: a run of {n:2d} steps ({run.segments(n)}) {us:8.1f} us "
+              f"({us / n:6.1f} a step), {whole / us:5.2f}x the whole graph's replay")  # fmt: skip
+    gp.synchronize()
+    model.drop_step_graphs()
+
+
+RUN_EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None]] = {
+    "ramp": _ramp, "tails": _tails,
+}  # fmt: skip
