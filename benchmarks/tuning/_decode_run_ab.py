@@ -61,7 +61,7 @@ def _tails(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
     t = 1
     while t < steps:
         t0 = time.perf_counter()
-        g, _ = run._tail(t)
+        g = run._tail(t)
         ms = (time.perf_counter() - t0) * 1e3
         print(f"{args.model}: the {t:2d}-step graph recorded in {ms:7.1f} ms, keeps "
               f"{g.kept_bytes / 2**20:6.2f} MiB")  # fmt: skip

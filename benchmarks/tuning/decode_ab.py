@@ -100,8 +100,8 @@ Experiments:
   step's time bounds what any fusion or speed-up of those kernels can gain.
 - tails: the kept 32-step greedy run's graphs of 1, 2, 4, 8 and 16 steps recorded (the time
   each takes and the memory it keeps), then the device time of runs of 1 to 31 steps from
-  cache position --at (made of those graphs, their tokens' copies included) against the whole
-  32-step graph's, which is what a shorter run replayed before.
+  cache position --at (made of those graphs, the tokens' copy to the host included) against
+  the whole 32-step graph's, which is what a shorter run replayed before.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).

@@ -87,12 +87,14 @@ class PendingRun:
     """An enqueued run's tokens on their way to the host: on a GPU an asynchronous copy of the
     whole token buffer into pinned memory, started right behind the run (stream order: a run
     enqueued later cannot overwrite the buffer before the copy has read it), waited on by
-    ``tokens``; on the CPU device the values themselves."""
+    ``tokens``; on the CPU device the values themselves. ``rows``: the buffer's rows of the n
+    steps, in order (a run made of several graphs: DecodeRun.segments)."""
 
-    __slots__ = ("_copy", "_host", "n")
+    __slots__ = ("_copy", "_host", "_rows", "n")
 
-    def __init__(self, out: GPUArray, n: int) -> None:
+    def __init__(self, out: GPUArray, n: int, rows: list[int]) -> None:
         self.n = n
+        self._rows = rows
         self._host = np.empty(out.shape, out.dtype.np_dtype)
         self._copy = None
         if out.device.type == "cpu":
@@ -102,18 +104,20 @@ class PendingRun:
             self._copy = _core.copy_dtoh_async(out.data_ptr(), self._host.nbytes, stream)
 
     def tokens(self) -> np.ndarray:
-        """[row][step] of every step of the buffer (waits for the copy, the run's one wait)."""
+        """[row][step] of the run's n steps (waits for the copy, the run's one wait)."""
         if self._copy is not None:
             self._copy.wait_into(self._host.ctypes.data)
             self._copy = None
-        return self._host.T
+        return self._host[self._rows].T
 
 
 # True: a run's write marks (and the positions of a model that reads them) for all its steps
 # come from one add at its start (the run's first marks plus 0..t-1 into a [t, 2, rows] array
 # that step j reads at j) and one more add moves the first marks on by t for the next run:
-# two launches a run instead of one a step (DecodeRun._body). The same values; False: one add
-# a step, as before.
+# two launches a run of more than two steps instead of one a step (DecodeRun._body). The same
+# values; False: one add a step, as before. H200, 2026-11-30 (benchmarks/tuning/decode_ab.py
+# --experiment ramp, two rounds), a step inside the 32-step graph, Llama-3.2-1B shape: 767.3-
+# 767.9 us against 768.8-769.1.
 RAMP_MARKS = True
 
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
@@ -135,8 +139,10 @@ class DecodeRun:
     next ``n`` tokens of each row (n <= steps). A run of fewer steps (the last of a generation)
     runs exactly n steps: n's binary digits, largest first, each a graph of that many steps
     captured the first time it is needed (recorded only: the full run's warm-up ran the same
-    kernels), which writes its tokens into a buffer of its own, copied into place on the
-    device. So n steps cost n steps plus a replay and a copy a digit, and write n cache slots.
+    kernels). The graph of t steps writes its tokens into rows t-1..2t-2 of the token buffer
+    (the whole run into rows 0..steps-1), so the digits' rows never overlap and the host reads
+    them back in order from the one copy: n steps cost n steps plus a replay a digit, and write
+    n cache slots.
     """
 
     def __init__(
@@ -165,8 +171,12 @@ class DecodeRun:
         self.ramp = from_numpy(np.arange(steps, dtype=np.int32).reshape(steps, 1, 1), device=dev)
         self.marks_at = zeros((steps, 2, rows), "int32", dev)
         self.pos_at = zeros((steps, rows, 1), "int64", dev)
-        # Row j: step j's token of every row (gp.sample writes int32 ids, gp.argmax int64).
-        self.out = zeros((steps, rows), "int64" if self.draw is None else "int32", dev)
+        # Row j: step j's token of every row (gp.sample writes int32 ids, gp.argmax int64); the
+        # t-step graphs' tokens at rows t-1..2t-2 (t a power of two below steps).
+        tail_rows = (1 << (steps - 1).bit_length()) - 1
+        self.out = zeros(
+            (max(steps, tail_rows), rows), "int64" if self.draw is None else "int32", dev
+        )
         self.counter = None  # the draws' Philox counters [rows]
         self.seen = None  # a penalty's seen marks [rows, vocab]
         if self.draw is not None:
@@ -174,9 +184,9 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
-        # Graphs of fewer steps (a power of two each), made when a run first needs them, each
-        # with its own token buffer [t, rows]; and the RoPE / position tables the graphs read.
-        self._tails: dict[int, tuple[CUDAGraph, GPUArray]] = {}
+        # Graphs of fewer steps (a power of two each), made when a run first needs them; and
+        # the RoPE / position tables the graphs read.
+        self._tails: dict[int, CUDAGraph] = {}
         self._tables: list[Any] = []
         # The stream of the last enqueued run (``drop`` notes it on the cache), and whether the
         # device sits at that run's last kept token (resume may follow it there).
@@ -189,8 +199,9 @@ class DecodeRun:
     def _body(self, t: int, out: GPUArray) -> None:
         """A run of t steps from the device's ids, positions and marks, its tokens into out
         [t, rows]; the marks (and positions) end t further on. RAMP_MARKS: every step's marks
-        in one add first (marks + 0..t-1), and the next run's in one more."""
-        ramp = RAMP_MARKS
+        in one add first (marks + 0..t-1), and the next run's in one more (from three steps
+        on: those two launches cost what two steps' adds do)."""
+        ramp = RAMP_MARKS and t > 2
         moves_pos = self.model.decode_reads_positions or not LEAN_STEPS
         if ramp:
             rows = self.rows
@@ -234,21 +245,20 @@ class DecodeRun:
         self.graph = capture(dev, lambda: self._body(self.steps, self.out), "decode run")
         self._tables.append((self.model._rope, self.model._positions))  # read by the graph
 
-    def _tail(self, t: int) -> tuple[CUDAGraph, GPUArray]:
-        """The graph of t < steps steps and its token buffer, recorded the first time (no
-        warm-up: the kernels are those the full run's warm-up ran, at the same addresses but
-        for the buffer; a warm-up would run t steps at whatever the inputs hold now)."""
+    def _tail(self, t: int) -> CUDAGraph:
+        """The graph of t < steps steps (t a power of two; its tokens at rows t-1..2t-2 of
+        out), recorded the first time. No warm-up: its kernels are those the full run's warm-up
+        ran, and a warm-up would run t steps at whatever the inputs hold now."""
         got = self._tails.get(t)
         if got is None:
-            buf = zeros((t, self.rows), self.out.dtype.name, self.model.device)
-            g = capture(
+            got = capture(
                 self.model.device,
-                lambda: self._body(t, buf),
+                lambda: self._body(t, self.out[t - 1 : 2 * t - 1]),
                 f"decode run's {t}-step tail",
                 warm_up=False,
             )
             self._tables.append((self.model._rope, self.model._positions))
-            self._tails[t] = got = (g, buf)
+            self._tails[t] = got
         return got
 
     def run(
@@ -345,8 +355,7 @@ class DecodeRun:
 
     def finish(self, pending: PendingRun) -> list[list[int]]:
         """Wait for an enqueued run's tokens: [row][step], its n steps."""
-        got = pending.tokens()
-        return got[:, : pending.n].tolist()  # type: ignore[no-any-return]
+        return pending.tokens().tolist()  # type: ignore[no-any-return]
 
     def _check_n(self, n: int, caller: str = "run") -> None:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= self.steps:
@@ -360,29 +369,25 @@ class DecodeRun:
         return [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
 
     def _enqueue(self, n: int) -> PendingRun:
-        """Exactly n steps (self.segments: the whole graph, or the graphs of n's binary digits
-        with their tokens copied into out at their offsets; eager steps without a graph), then
-        the tokens' copy to the host, started; the lengths count the n tokens."""
+        """Exactly n steps (self.segments: the whole graph, or the graphs of n's binary digits,
+        each writing its own rows of out; eager steps without a graph, into the same rows),
+        then the tokens' copy to the host, started; the lengths count the n tokens."""
         parts = self.segments(n)
+        first = [0 if t == self.steps else t - 1 for t in parts]  # each part's first out row
         stream = runtime.current_stream(self.model.device)
         if self.graph is not None:
             # Every graph first (a capture that fails leaves nothing enqueued), then the replays.
-            graphs = [(self.graph, self.out) if t == self.steps else self._tail(t) for t in parts]
-            at = 0
-            for t, (g, buf) in zip(parts, graphs, strict=True):
+            graphs = [self.graph if t == self.steps else self._tail(t) for t in parts]
+            for g in graphs:
                 g.replay(stream)
-                if buf is not self.out:
-                    self.out[at : at + t] = buf
-                at += t
         else:
-            at = 0
-            for t in parts:
-                self._body(t, self.out[at : at + t])
-                at += t
+            for t, r in zip(parts, first, strict=True):
+                self._body(t, self.out[r : r + t])
         self._carried = True
         self._last_stream = stream
         self.cache.lengths[: self.rows] += n
-        return PendingRun(self.out, n)
+        rows = [r + j for t, r in zip(parts, first, strict=True) for j in range(t)]
+        return PendingRun(self.out, n, rows)
 
     def drop(self, pending: PendingRun) -> None:
         """Drop an enqueued run without waiting for it (spare: no row needs its tokens): its
@@ -401,7 +406,7 @@ class DecodeRun:
         """Release the graphs and the memory they keep."""
         if self.graph is not None:
             self.graph.reset()
-        for g, _ in self._tails.values():
+        for g in self._tails.values():
             g.reset()
         self._tails.clear()
 
