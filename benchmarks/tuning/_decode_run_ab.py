@@ -1,11 +1,13 @@
 """decode_ab.py's experiments on the run of steps around the model's step (models/decode_loop):
-ramp (a run's write marks made once at its start, or one add a step) and tails (what a run of
+ramp (a run's write marks made once at its start, or one add a step), tails (what a run of
 fewer steps than the graph's costs, made of the graphs of its binary digits, against a replay
-of the whole graph). decode_ab.py's docstring says what each measures."""
+of the whole graph) and host (what a generation costs beyond its steps' device time).
+decode_ab.py's docstring says what each measures."""
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
-from benchmarks.tuning._decode_rounds import PROMPT_LEN, cache_need, rounds, setting
+from benchmarks.tuning._decode_rounds import PROMPT_LEN, cache_need, rounds, run_step_us, setting
 from pygpukit import runtime
 from pygpukit.benchmark.timing import replay_seconds
 
@@ -78,6 +80,33 @@ def _tails(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
     model.drop_step_graphs()
 
 
+def _host(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    model.drop_step_graphs()
+    model.ensure_cache(1, min(cache_need(PROMPT_LEN, args.new), model.config.max_context))
+
+    def wall(n: int) -> float:
+        t0 = time.perf_counter()
+        model.generate(prompt, n, temperature=0, stop_token_ids=(), graph=True, steps_per_sync=32)
+        gp.synchronize()
+        return time.perf_counter() - t0
+
+    sizes = (2, 3, 17, 33, 34, 129, args.new)
+    for n in (1, *sizes):  # warm-up: the run's graph and every short run's graphs recorded
+        wall(n)
+    step = run_step_us(model, at=args.at)
+    reps = max(args.repeats, 7)
+    t1 = statistics.median(wall(1) for _ in range(reps))
+    print(f"{args.model}: a step inside the 32-step graph {step:.1f} us; "
+          f"generate(1) {t1 * 1e3:.2f} ms")  # fmt: skip
+    for n in sizes:
+        tn = statistics.median(wall(n) for _ in range(reps))
+        extra = (tn - t1) * 1e6 - (n - 1) * step
+        print(f"{args.model}: {n:3d} new tokens: {(tn - t1) * 1e6:9.1f} us more than 1, "
+              f"{n - 1:3d} steps' device time {(n - 1) * step:9.1f}, the rest {extra:7.1f} us "
+              f"({extra / (n - 1):5.2f} a token)")  # fmt: skip
+    model.drop_step_graphs()
+
+
 RUN_EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None]] = {
-    "ramp": _ramp, "tails": _tails,
+    "ramp": _ramp, "tails": _tails, "host": _host,
 }  # fmt: skip
