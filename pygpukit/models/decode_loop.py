@@ -34,11 +34,12 @@ are those of ``steps_per_sync=1``, in a graph or eager.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _core, ops, runtime
+from pygpukit import _core, determinism, ops, runtime
 from pygpukit.creation import from_numpy, zeros
 from pygpukit.graphs import CUDAGraph
 from pygpukit.models.sampling import Sampler, SamplingParams, draws_on_device, seen_marks
@@ -142,7 +143,13 @@ class DecodeRun:
     kernels). The graph of t steps writes its tokens into rows t-1..2t-2 of the token buffer
     (the whole run into rows 0..steps-1), so the digits' rows never overlap and the host reads
     them back in order from the one copy: n steps cost n steps plus a replay a digit, and write
-    n cache slots.
+    n cache slots. Those graphs keep their own activations: at most about as much device memory
+    again as the whole run's graph (``kept_bytes``), made when they are recorded.
+
+    ``short_graphs=False`` (a run used once, such as a generation's that samples without a seed:
+    its key is recorded in the graph) records none: a shorter run replays the whole graph and
+    keeps n tokens where the cache has room for all ``steps``, else runs its n steps eagerly,
+    as it does after a short graph failed to record (a RuntimeWarning says why).
     """
 
     def __init__(
@@ -153,6 +160,7 @@ class DecodeRun:
         steps: int,
         graph: bool,
         sampler: Sampler | None = None,
+        short_graphs: bool = True,
     ) -> None:
         if not 1 <= rows <= cache.batch_size:
             raise ValueError(f"DecodeRun: rows must be in 1..{cache.batch_size}, got {rows}")
@@ -184,10 +192,14 @@ class DecodeRun:
         if self.draw is not None and self.draw["repetition_penalty"] != 1.0:
             self.seen = zeros((rows, model.config.vocab_size), "uint8", dev)
         self.graph: CUDAGraph | None = None
-        # Graphs of fewer steps (a power of two each), made when a run first needs them; and
-        # the RoPE / position tables the graphs read.
+        # Graphs of fewer steps (a power of two each), made when a run first needs them, on the
+        # SM partition and in the determinism mode of construction; and the RoPE / position
+        # tables the graphs read.
+        self.short_graphs = short_graphs
         self._tails: dict[int, CUDAGraph] = {}
         self._tables: list[Any] = []
+        self._home = runtime.current_stream(dev)
+        self._deterministic = determinism.is_deterministic()
         # The stream of the last enqueued run (``drop`` notes it on the cache), and whether the
         # device sits at that run's last kept token (resume may follow it there).
         self._last_stream: Any = None
@@ -242,24 +254,45 @@ class DecodeRun:
         dev = self.model.device
         check_capturable(dev, "DecodeRun")
 
-        self.graph = capture(dev, lambda: self._body(self.steps, self.out), "decode run")
+        self.graph = capture(dev, lambda: self._body(self.steps, self.out), "run")
         self._tables.append((self.model._rope, self.model._positions))  # read by the graph
 
     def _tail(self, t: int) -> CUDAGraph:
         """The graph of t < steps steps (t a power of two; its tokens at rows t-1..2t-2 of
-        out), recorded the first time. No warm-up: its kernels are those the full run's warm-up
-        ran, and a warm-up would run t steps at whatever the inputs hold now."""
+        out), recorded the first time, on a stream of the construction's SM partition and in
+        its determinism mode. No warm-up: a warm-up would run t steps at whatever the inputs
+        hold now. Its kernels are the whole run's steps' (one met for the first time, such as
+        a marks add of another size, compiles while it is recorded, which runs nothing)."""
         got = self._tails.get(t)
         if got is None:
-            got = capture(
-                self.model.device,
-                lambda: self._body(t, self.out[t - 1 : 2 * t - 1]),
-                f"decode run's {t}-step tail",
-                warm_up=False,
-            )
+            with determinism.deterministic(self._deterministic):
+                got = capture(
+                    self.model.device,
+                    lambda: self._body(t, self.out[t - 1 : 2 * t - 1]),
+                    f"run's {t}-step tail",
+                    warm_up=False,
+                    stream=self._home.sibling(),
+                )
             self._tables.append((self.model._rope, self.model._positions))
             self._tails[t] = got
         return got
+
+    def _short(self, parts: list[int]) -> list[CUDAGraph] | None:
+        """The graphs of a short run's parts, or None where short graphs are off or one fails
+        to record (then off for good: a RuntimeWarning says why)."""
+        if not self.short_graphs:
+            return None
+        try:
+            return [self._tail(t) for t in parts]
+        except RuntimeError as exc:
+            self.short_graphs = False
+            warnings.warn(
+                f"DecodeRun: {exc}; shorter runs replay the whole graph where the cache has "
+                "room, else run eagerly",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
 
     def run(
         self,
@@ -290,6 +323,7 @@ class DecodeRun:
         if len(tokens) != rows:
             raise ValueError(f"DecodeRun.run: {rows} token(s) expected, got {len(tokens)}")
         self._check_n(n)
+        self._check_captured()
         vocab = self.model.config.vocab_size
         bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
         if bad:
@@ -323,10 +357,10 @@ class DecodeRun:
 
     def can_resume(self, n: int) -> bool:
         """Whether ``resume(n)`` may follow the last enqueued run: that run left the device
-        exactly where its last kept token ends (a run runs only the steps it keeps; nothing
-        rewound since), it went to the current
-        stream (the next run reads what it wrote in stream order), and the cache has room for
-        n more steps."""
+        exactly where its last kept token ends (it ran only the steps it keeps: not a whole
+        graph replayed for fewer; nothing rewound since), it went to the current stream (the
+        next run reads what it wrote in stream order), and the cache has room for n more
+        steps."""
         if not 1 <= n <= self.steps or not self._carried:
             return False
         if self._last_stream is not runtime.current_stream(self.model.device):
@@ -345,11 +379,12 @@ class DecodeRun:
         (a row's stop inside the earlier run makes these steps spare: ``rewind`` them). Needs
         ``can_resume(n)``."""
         self._check_n(n, "resume")
+        self._check_captured()
         if not self.can_resume(n):
             raise RuntimeError(
                 "DecodeRun.resume: no run to continue on this stream (none enqueued, one rewound "
-                "since, or one enqueued on another stream), or the cache has no room for "
-                f"{n} more steps"
+                f"since, a graph replay that kept fewer than its {self.steps} steps, or one "
+                f"enqueued on another stream), or the cache has no room for {n} more steps"
             )
         return self._enqueue(n)
 
@@ -361,29 +396,46 @@ class DecodeRun:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= self.steps:
             raise ValueError(f"DecodeRun.{caller}: n must be in 1..{self.steps}, got {n}")
 
+    def _check_captured(self) -> None:
+        if self.graph is not None and not self.graph.captured:
+            raise RuntimeError("DecodeRun after reset(): its graphs were released")
+
     def segments(self, n: int) -> list[int]:
         """The runs n steps are made of: [n] for a whole run, else n's binary digits, largest
         first (each a graph of its own: at most log2(steps) + 1 of them)."""
+        n = int(n)
         if n == self.steps:
             return [n]
         return [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
 
     def _enqueue(self, n: int) -> PendingRun:
-        """Exactly n steps (self.segments: the whole graph, or the graphs of n's binary digits,
-        each writing its own rows of out; eager steps without a graph, into the same rows),
-        then the tokens' copy to the host, started; the lengths count the n tokens."""
+        """The n steps, then the tokens' copy to the host, started; the lengths count the n
+        tokens. Without a graph: eager steps, in the parts of self.segments (each into the rows
+        of out its graph would write). With one: the whole graph, or the graphs of n's binary
+        digits (recorded before anything is enqueued, so a failed recording enqueues nothing);
+        without short graphs, the whole graph kept for n tokens where the cache has room for
+        all its steps (the device then sits past the last kept token), else n eager steps."""
+        n = int(n)
+        stream = runtime.current_stream(self.model.device)
         parts = self.segments(n)
         first = [0 if t == self.steps else t - 1 for t in parts]  # each part's first out row
-        stream = runtime.current_stream(self.model.device)
-        if self.graph is not None:
-            # Every graph first (a capture that fails leaves nothing enqueued), then the replays.
-            graphs = [self.graph if t == self.steps else self._tail(t) for t in parts]
+        self._carried = True
+        if self.graph is None:
+            for t, r in zip(parts, first, strict=True):
+                self._body(t, self.out[r : r + t])
+        elif n == self.steps:
+            self.graph.replay(stream)
+        elif (graphs := self._short(parts)) is not None:
             for g in graphs:
                 g.replay(stream)
         else:
-            for t, r in zip(parts, first, strict=True):
-                self._body(t, self.out[r : r + t])
-        self._carried = True
+            room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
+            if room >= self.steps:
+                self.graph.replay(stream)
+                self._carried = False
+            else:
+                self._body(n, self.out[:n])
+            parts, first = [n], [0]
         self._last_stream = stream
         self.cache.lengths[: self.rows] += n
         rows = [r + j for t, r in zip(parts, first, strict=True) for j in range(t)]
@@ -403,12 +455,13 @@ class DecodeRun:
         self._carried = False
 
     def reset(self) -> None:
-        """Release the graphs and the memory they keep."""
+        """Release the graphs and the memory they keep; the run cannot run after it."""
         if self.graph is not None:
             self.graph.reset()
         for g in self._tails.values():
             g.reset()
         self._tails.clear()
+        self._tables.clear()
 
 
 # The name of the greedy-only first version.

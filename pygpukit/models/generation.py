@@ -183,10 +183,10 @@ def stream_batch(
                 f"{max_new} new tokens"
             )
         # A check feeds k + 1 tokens: room for the drafts past the last kept token. A run of
-        # steps_per_sync steps writes only the slots of the steps it keeps, but its capture's
-        # warm-up writes steps_per_sync slots from the first.
-        slots = max(n + k, steps_per_sync)
-        cache = model.ensure_cache(len(batch), min(slots, model.config.max_context))
+        # steps_per_sync steps used once (sampling without a seed) records no graphs of fewer
+        # steps: its last, shorter run replays the whole graph, so room for its spare steps.
+        slack = k + steps_per_sync - 1
+        cache = model.ensure_cache(len(batch), min(n + slack, model.config.max_context))
     cache.order_after_spare()  # a last generation's spare decode steps may still write it
     st = stats if stats is not None else GenerationStats()
     # Before the prefill: a first capture runs the step once, writing the first slots of the rows.

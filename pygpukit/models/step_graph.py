@@ -41,19 +41,26 @@ def check_capturable(dev: Device, who: str) -> None:
         )
 
 
-def capture(dev: Device, body: Callable[[], Any], what: str, warm_up: bool = True) -> CUDAGraph:
+def capture(
+    dev: Device,
+    body: Callable[[], Any],
+    what: str,
+    warm_up: bool = True,
+    stream: Any = None,
+) -> CUDAGraph:
     """body() run once on the caller's stream (the warm-up: kernels compile; warm_up=False
-    where the same kernels ran before, so nothing runs), then recorded in a new CUDA graph on a
-    stream of its own. A CaptureError raised while recording means the body
-    can never be captured (a host read), which no retry changes: raised as CaptureError;
-    anything else (out of memory, a CaptureError from the warm-up, whose stream another library
-    may be capturing) as RuntimeError."""
+    where the same kernels ran before, so nothing runs), then recorded in a new CUDA graph on
+    ``stream`` (default: a new sibling of the current stream, on its SM partition). A
+    CaptureError raised while recording means the body can never be captured (a host read),
+    which no retry changes: raised as CaptureError; anything else (out of memory, a
+    CaptureError from the warm-up, whose stream another library may be capturing) as
+    RuntimeError."""
     graph = CUDAGraph(dev)
     recording = False
     try:
         if warm_up:
             body()
-        with graph.capture():
+        with graph.capture(stream):
             recording = True
             body()
     except Exception as exc:

@@ -162,8 +162,20 @@ class CausalTransformerModel:
                     raise CaptureError(got)
                 if old != key:
                     del self._step_graphs[old]
+        # A fresh key a generation (a sampler without a seed) makes a run used once: graphs of
+        # fewer steps for its last run would cost more to record than the steps they save.
+        once = (
+            draw is not None
+            and sampler is not None
+            and sampler.params.seed is None
+            and not sampler.params.greedy
+        )
         return self._kept_graph(
-            key, rows, lambda c: DecodeRun(self, c, rows, steps, graph=True, sampler=sampler)
+            key,
+            rows,
+            lambda c: DecodeRun(
+                self, c, rows, steps, graph=True, sampler=sampler, short_graphs=not once
+            ),
         )
 
     def greedy_run(self, rows: int, steps: int) -> DecodeRun:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import pygpukit as gp
@@ -189,16 +190,20 @@ def test_a_short_run_is_made_of_its_binary_digits() -> None:
         assert all(t & (t - 1) == 0 for t in parts) and len(set(parts)) == len(parts)
 
 
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
 @pytest.mark.parametrize("ramp", [True, False], ids=["ramped-marks", "marks-a-step"])
 @pytest.mark.parametrize("sampled", [False, True], ids=["greedy", "sampled"])
-def test_every_short_run_continues_like_one_longer_run(sampled: bool, ramp: bool) -> None:
+def test_every_short_run_continues_like_one_longer_run(
+    sampled: bool, ramp: bool, arch: str
+) -> None:
     """Runs of every length 1..steps, each resumed by the next on the device, give the tokens
-    of one run of their total, with the marks made a step at a time or all at a run's start
-    (decode_loop.RAMP_MARKS), and leave exactly their steps in the cache lengths."""
+    of one run of their total, with the marks (and gpt2's positions) made a step at a time or
+    all at a run's start (decode_loop.RAMP_MARKS), and leave exactly their steps in the cache
+    lengths."""
     from pygpukit.models.decode_loop import DecodeRun
     from pygpukit.models.sampling import Sampler
 
-    model = load_model(FIXTURES / "llama", device="cpu")
+    model = load_model(FIXTURES / arch, device="cpu")
     params = SamplingParams(temperature=0.9, top_k=20, seed=3, on_device=True)
     hist = [[1, 2, 5], [7, 5]]
     shipped = decode_loop.RAMP_MARKS
@@ -222,6 +227,90 @@ def test_every_short_run_continues_like_one_longer_run(sampled: bool, ramp: bool
         decode_loop.RAMP_MARKS = shipped
     assert got == want
     assert list(cache.lengths) == [21, 21]
+
+
+class _Replays:
+    """A CPU stand-in for a recorded graph: a replay runs the body it stands for."""
+
+    captured = True
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    def replay(self, stream: Any = None) -> None:
+        self.body()
+
+    def reset(self) -> None:
+        self.captured = False
+
+
+def _with_stand_in(model: Any, cache: Any, steps: int) -> Any:
+    """An eager DecodeRun given a stand-in for its whole graph (DecodeRun._enqueue's graph
+    branches then run on the CPU)."""
+    from pygpukit.models.decode_loop import DecodeRun
+
+    run = DecodeRun(model, cache, 2, steps, graph=False)
+    run.graph = _Replays(lambda: run._body(steps, run.out))
+    return run
+
+
+def test_short_runs_of_graphs_read_their_rows_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the graph branch (stand-ins that run what each graph would): a short run is the
+    graphs of its binary digits, each writing its own rows of the token buffer, read back in
+    order; the tokens are one eager run's, and every run may be resumed on the device."""
+    from pygpukit.models.decode_loop import DecodeRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    want = DecodeRun(model, model.new_cache(2, 40), 2, 21, graph=False).run([5, 5], 21)
+    run = _with_stand_in(model, model.new_cache(2, 40), 8)
+    made: list[int] = []
+
+    def tail(t: int) -> _Replays:
+        made.append(t)
+        return _Replays(lambda: run._body(t, run.out[t - 1 : 2 * t - 1]))
+
+    monkeypatch.setattr(run, "_tail", tail)
+    pending = [run.start([5, 5], 5)] + [run.resume(n) for n in (8, 3, 5)]  # 21 steps
+    got: list[list[int]] = [[], []]
+    for p in pending:
+        for r, row in enumerate(run.finish(p)):
+            got[r] += row
+    assert got == want
+    assert made == [4, 1, 2, 1, 4, 1]
+    assert list(run.cache.lengths) == [21, 21]
+    assert run.run([got[0][-1], got[1][-1]], np.int64(3)) is not None  # a NumPy count
+    run.reset()
+    with pytest.raises(RuntimeError, match=r"after reset\(\)"):
+        run.run([5, 5], 2)
+
+
+def test_a_short_graph_that_fails_to_record_warns_and_runs_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A graph of fewer steps that fails to record (out of memory, say) turns short graphs off
+    with a RuntimeWarning naming the reason: a shorter run then replays the whole graph where
+    the cache has room for all its steps (and is not resumed from the device, which sits past
+    its last kept token) or runs its steps eagerly; the tokens are the same."""
+    from pygpukit.models.decode_loop import DecodeRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    want = DecodeRun(model, model.new_cache(2, 40), 2, 10, graph=False).run([5, 5], 10)
+    run = _with_stand_in(model, model.new_cache(2, 10), 8)
+
+    def fail(t: int) -> None:
+        raise RuntimeError(f"the decode run's {t}-step tail could not be captured: out of memory")
+
+    monkeypatch.setattr(run, "_tail", fail)
+    with pytest.warns(RuntimeWarning, match="4-step tail could not be captured: out of memory"):
+        first = run.start([5, 5], 5)
+    assert not run.short_graphs and not run.can_resume(1)  # the whole graph ran 8 steps
+    got = run.finish(first)
+    second = run.start([row[-1] for row in got], 3)  # 5 slots left: 3 eager steps
+    assert run.can_resume(2)
+    third = run.resume(2)
+    got = [a + b + c for a, b, c in zip(got, run.finish(second), run.finish(third), strict=True)]
+    assert got == want
+    assert list(run.cache.lengths) == [10, 10]
 
 
 def test_a_consumer_that_stops_early_leaves_no_enqueued_tokens_in_the_cache() -> None:
@@ -292,8 +381,8 @@ def test_bad_arguments_name_the_problem() -> None:
 @pytest.mark.parametrize("det", [False, True], ids=["default", "deterministic"])
 def test_graph_runs_equal_one_step_a_sync_on_gpu(det: bool) -> None:
     """bfloat16 on CUDA: 8 steps a replay of one graph give the tokens of the one-step graph
-    (30 new tokens: three full runs and a last run of 5 of its 8 steps), greedy and sampled on
-    the device (with and without a repetition penalty)."""
+    (30 new tokens: three full runs and a last run of 5 steps, the graphs of 4 and 1 steps),
+    greedy and sampled on the device (with and without a repetition penalty)."""
     if gp.device_count() == 0:
         pytest.skip("no CUDA device")
     model = load_model(FIXTURES / "llama", dtype="bfloat16", device="cuda")
