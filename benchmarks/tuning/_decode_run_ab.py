@@ -1,7 +1,8 @@
 """decode_ab.py's experiments on the run of steps around the model's step (models/decode_loop):
 ramp (a run's write marks made once at its start, or one add a step), tails (what a run of
 fewer steps than the graph's costs, made of the graphs of its binary digits, against a replay
-of the whole graph) and host (what a generation costs beyond its steps' device time).
+of the whole graph), host (what a generation costs beyond its steps' device time) and
+first-run (generate's first run enqueued behind the prefill, or after the host's draw).
 decode_ab.py's docstring says what each measures."""
 
 from __future__ import annotations
@@ -80,6 +81,19 @@ def _tails(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
     model.drop_step_graphs()
 
 
+def _first_run(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    from pygpukit.models import decode_loop
+
+    shipped = decode_loop.EARLY_FIRST_RUN
+    try:
+        rounds(model, prompt, args, [
+            (f"first run behind the prefill {v}", setting((decode_loop, "EARLY_FIRST_RUN", v)))
+            for v in (shipped, not shipped)
+        ], repeats=max(args.repeats, 7))  # fmt: skip
+    finally:
+        decode_loop.EARLY_FIRST_RUN = shipped
+
+
 def _host(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     model.drop_step_graphs()
     model.ensure_cache(1, min(cache_need(PROMPT_LEN, args.new), model.config.max_context))
@@ -108,5 +122,5 @@ def _host(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None
 
 
 RUN_EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None]] = {
-    "ramp": _ramp, "tails": _tails, "host": _host,
+    "ramp": _ramp, "tails": _tails, "host": _host, "first-run": _first_run,
 }  # fmt: skip

@@ -3,7 +3,7 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile|ramp|tails|host]
+         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile|ramp|tails|host|first-run]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -106,6 +106,9 @@ Experiments:
   less that of 1 new token (the prefill's), against as many steps at the device time of a step
   inside the 32-step graph: the rest is what a generation's decode costs beyond its steps
   (its host work at the start and the end, the runs' boundaries, the short runs' graphs).
+- first-run: measured as ramp (decode tok/s from 7 repeats at least), generate's first run
+  enqueued behind the prefill with the prefill's tokens drawn on the device
+  (decode_loop.EARLY_FIRST_RUN, shipped) or started after the host drew them.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).

@@ -17,6 +17,10 @@ of a penalty (uploaded once a run from the history) get each drawn token marked 
 are the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so
 the tokens are the same.
 
+A generation's first run is enqueued right behind the prefill: the prefill's token of each row
+is drawn on the device into the run's inputs (``start_drawn``) and read by the host while the
+run goes on.
+
 The tokens come back through an asynchronous copy into pinned memory (``PendingRun``), and
 ``resume`` enqueues the next run behind the current one with no host input at all (the device
 already holds its last token, positions, marks, counters and seen marks), so the generation loop
@@ -120,6 +124,12 @@ class PendingRun:
 # --experiment ramp, two rounds), a step inside the 32-step graph, Llama-3.2-1B shape: 767.3-
 # 767.9 us against 768.8-769.1.
 RAMP_MARKS = True
+
+# True: generate's first run is enqueued right behind the prefill, the prefill's token of each
+# row drawn on the device (DecodeRun.start_drawn: the draw the sampler makes, into the run's
+# inputs), so the device does not wait while the host reads that token, checks it and writes
+# the run's inputs; False: the host draws it first (Sampler) and starts the run from it.
+EARLY_FIRST_RUN = True
 
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
 # copies them into ids; the positions advance only for models that read them at decode
@@ -322,38 +332,87 @@ class DecodeRun:
         rows = self.rows
         if len(tokens) != rows:
             raise ValueError(f"DecodeRun.run: {rows} token(s) expected, got {len(tokens)}")
-        self._check_n(n)
-        self._check_captured()
         vocab = self.model.config.vocab_size
         bad = [t for t in tokens if not isinstance(t, (int, np.integer)) or not 0 <= t < vocab]
         if bad:
             raise ValueError(f"DecodeRun.run: token ids outside [0, {vocab}): {bad[:5]}")
+        self._write_inputs(n, history, streams, "run")
+        self.ids[:] = np.asarray(tokens, np.int64)[:, None]
+        return self._enqueue(n)
+
+    def start_drawn(
+        self,
+        logits: list[GPUArray],
+        n: int,
+        history: list[list[int]],
+        streams: list[int] | None = None,
+    ) -> tuple[PendingRun, PendingRun]:
+        """``start`` with each row's token drawn on the device from its logits (the prefill's
+        last position, [1, 1, V] or [1, V] a row) as Sampler draws one (gp.argmax, or gp.sample
+        at the row's counter and seen marks, which it advances) and the n steps enqueued right
+        behind the draws, so the device does not wait for the host to read the token.
+        ``history``: each row's tokens before the drawn one. (the drawn tokens, [row][0] once
+        ``finish``-ed, whose copy comes before the run's; the run)."""
+        rows = self.rows
+        if len(logits) != rows or len(history) != rows:
+            raise ValueError(
+                f"DecodeRun.start_drawn: logits and history of {rows} row(s) expected, got "
+                f"{len(logits)} and {len(history)}"
+            )
+        vocab = self.model.config.vocab_size
+        shapes = [tuple(lg.shape) for lg in logits]
+        if any(lg.size != vocab for lg in logits):
+            raise ValueError(
+                f"DecodeRun.start_drawn: each row's logits must hold {vocab} values (one "
+                f"position), got shapes {shapes}"
+            )
+        self._write_inputs(n, history, streams, "start_drawn")
+        drawn = zeros((1, rows), self.out.dtype.name, self.model.device)
+        for r, lg in enumerate(logits):
+            one = lg.reshape(1, vocab)
+            if self.draw is None or self.counter is None:
+                ops.argmax(one, axis=-1, out=drawn[0, r : r + 1])
+            else:  # the row's counter advances and its seen marks take the token, in place
+                seen = None if self.seen is None else self.seen[r : r + 1]
+                ops.sample(one, self.counter[r : r + 1], seen, out=drawn[0, r : r + 1], **self.draw)
+        self.ids.reshape(rows)[...] = drawn[0]
+        first = PendingRun(drawn, 1, [0])
+        return first, self._enqueue(n)
+
+    def _write_inputs(
+        self, n: int, history: list[list[int]] | None, streams: list[int] | None, caller: str
+    ) -> None:
+        """A run's checks, then its inputs but the token ids: the positions and write marks at
+        the rows' cached lengths and, for draws, each row's counter ((stream << 32) + its
+        tokens so far) and a penalty's seen marks, from ``history``."""
+        rows = self.rows
+        self._check_n(n, caller)
+        self._check_captured()
         if self.draw is not None and (history is None or len(history) != rows):
             raise ValueError(
-                f"DecodeRun.run: a run that draws its tokens needs the history of each of the "
-                f"{rows} row(s)"
+                f"DecodeRun.{caller}: a run that draws its tokens needs the history of each of "
+                f"the {rows} row(s)"
             )
         words = list(range(rows)) if streams is None else list(streams)
         if len(words) != rows or not all(
             isinstance(w, (int, np.integer)) and 0 <= w < 2**31 for w in words
         ):
             raise ValueError(
-                f"DecodeRun.run: streams must be {rows} int(s) in [0, 2**31), got {streams!r}"
+                f"DecodeRun.{caller}: streams must be {rows} int(s) in [0, 2**31), got {streams!r}"
             )
         lengths = self.cache.lengths[:rows]
         for r in range(rows):
             self.cache.check_room(r, n)
         self.cache.order_after_spare()  # the inputs written below may be a spare run's
+        self._carried = False  # the device no longer sits where the last run left it
         start = lengths.copy()
-        self.ids[:] = np.asarray(tokens, np.int64)[:, None]
         self.pos[:] = start[:, None]
         self.marks[:] = np.stack([start, start + 1]).astype(np.int32)
         if self.counter is not None and history is not None:
             so_far = np.asarray([len(h) for h in history], np.int64)
             self.counter[:] = (np.asarray(words, np.int64) << 32) + so_far
             if self.seen is not None:
-                self.seen[:] = seen_marks(history, vocab)
-        return self._enqueue(n)
+                self.seen[:] = seen_marks(history, self.model.config.vocab_size)
 
     def can_resume(self, n: int) -> bool:
         """Whether ``resume(n)`` may follow the last enqueued run: that run left the device

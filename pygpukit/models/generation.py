@@ -24,7 +24,7 @@ from pygpukit.models.sampling import Sampler, SamplingParams
 
 if TYPE_CHECKING:
     from pygpukit.array import GPUArray
-    from pygpukit.models.decode_loop import DecodeRun
+    from pygpukit.models.decode_loop import DecodeRun, PendingRun
     from pygpukit.models.step_graph import StepGraph
     from pygpukit.models.transformer import CausalTransformerModel
 
@@ -155,9 +155,9 @@ def stream_batch(
     batch = args.prompts
     params = sampling or SamplingParams()
     sampler = Sampler(params)
-    from pygpukit.models.decode_loop import check_steps_per_sync
+    from pygpukit.models import decode_loop
 
-    check_steps_per_sync(steps_per_sync, params, model.device.type, speculative)
+    decode_loop.check_steps_per_sync(steps_per_sync, params, model.device.type, speculative)
     if steps_per_sync > 1 and not use_cache:
         raise ValueError("steps_per_sync > 1 needs the KV cache (use_cache=True)")
     if speculative is not None:
@@ -205,9 +205,17 @@ def stream_batch(
     history = [list(p) for p in batch]
     t0 = time.perf_counter()
     logits = _prefill(model, cache, batch)
-    tokens = [
-        sampler(lg, [h], rows=[r])[0] for r, (lg, h) in enumerate(zip(logits, history, strict=True))
-    ]
+    pending: PendingRun | None = None
+    if run is not None and decode_loop.EARLY_FIRST_RUN:
+        # The prefill's tokens drawn on the device and the first run enqueued behind them: the
+        # device goes on while the host reads the tokens (the same draws as the sampler's).
+        drawn, pending = run.start_drawn(logits, min(run.steps, max_new - 1), history)
+        tokens = [row[0] for row in run.finish(drawn)]
+    else:
+        tokens = [
+            sampler(lg, [h], rows=[r])[0]
+            for r, (lg, h) in enumerate(zip(logits, history, strict=True))
+        ]
     st.prefill_s += time.perf_counter() - t0
     done = [False] * len(batch)
     step: list[tuple[int, int]] = []
@@ -216,6 +224,9 @@ def stream_batch(
         step.append((r, t))
         done[r] = t in stop
     st.new_tokens += len(step)
+    if run is not None:
+        yield from _first_then_runs(run, step, pending, tokens, history, done, stop, max_new, st)
+        return
     yield step
     if drafter is not None:
         if not done[0]:
@@ -226,9 +237,6 @@ def stream_batch(
                 model, cache, history[0], max_new, sampler, stop, drafter, k, step_graph, st
             ):
                 yield [(0, t) for t in kept]
-        return
-    if run is not None:
-        yield from run_steps(run, tokens, history, done, stop, max_new - 1, st)
         return
     for _ in range(max_new - 1):
         if all(done):
@@ -255,6 +263,30 @@ def stream_batch(
         st.decode_steps += 1
         st.new_tokens += len(step)
         yield step
+
+
+def _first_then_runs(
+    run: DecodeRun,
+    step: list[tuple[int, int]],
+    pending: PendingRun | None,
+    tokens: list[int],
+    history: list[list[int]],
+    done: list[bool],
+    stop: frozenset[int],
+    max_new: int,
+    st: GenerationStats,
+) -> Iterator[list[tuple[int, int]]]:
+    """The prefill's step, then the decode runs (run_steps, continuing ``pending``, the first
+    run enqueued behind the prefill, where there is one); a consumer that stops at the first
+    step leaves the first run dropped, its tokens not counted in the cache."""
+    handed = False
+    try:
+        yield step
+        handed = True
+        yield from run_steps(run, tokens, history, done, stop, max_new - 1, st, pending=pending)
+    finally:
+        if not handed and pending is not None:
+            run.drop(pending)
 
 
 def speculation(
@@ -370,9 +402,12 @@ def run_steps(
     remaining: int,
     st: GenerationStats,
     streams: list[int] | None = None,
+    pending: PendingRun | None = None,
 ) -> Iterator[list[tuple[int, int]]]:
     """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s, each
-    token appended to its row's history. The cache ends as one step a sync leaves it: when
+    token appended to its row's history. ``pending``: the first run, already enqueued from
+    ``tokens`` (DecodeRun.start_drawn), else started here. The cache ends as one step a sync
+    leaves it: when
     every row has stopped inside a run, the run's later tokens are taken back. streams: the
     draws' per-row counter words (DecodeRun.run).
 
@@ -382,7 +417,6 @@ def run_steps(
     less than a run). When every row stops inside a run, the run already enqueued behind it was
     spare: its device work still runs (up to run.steps steps), its tokens are dropped and taken
     back from the cache, and the cache notes its stream (DecodeRun.drop)."""
-    pending = None
     ahead = None  # the run enqueued behind ``pending``, not yet collected
     try:
         while remaining > 0 and not all(done):

@@ -107,6 +107,54 @@ def test_device_draws_with_a_stop_inside_a_run_and_streams() -> None:
         run.run([5], 2)
 
 
+@pytest.mark.parametrize("early", [True, False], ids=["behind-the-prefill", "after-the-host"])
+def test_first_run_behind_the_prefill_or_after_the_host(
+    early: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """generate's first run enqueued behind the prefill, the prefill's tokens drawn on the
+    device into its inputs (decode_loop.EARLY_FIRST_RUN), or after the host drew them: the
+    tokens of one step a sync, greedy and sampled with a penalty, rows of three lengths."""
+    monkeypatch.setattr(decode_loop, "EARLY_FIRST_RUN", early)
+    model = load_model(FIXTURES / "llama", device="cpu")
+    want = model.generate(_prompts(), 9, **KW)
+    assert model.generate(_prompts(), 9, steps_per_sync=4, **KW) == want
+    params = SamplingParams(
+        temperature=1.1, top_k=0, top_p=1.0, repetition_penalty=1.3, seed=5, on_device=True
+    )
+    assert _drawn(model, params, 4, stop_ids=()) == _drawn(model, params, 1, stop_ids=())
+
+
+def test_a_stop_as_the_prefills_token_drops_the_first_run() -> None:
+    """Every row's first token (the prefill's) is a stop token: the run enqueued behind the
+    prefill is spare and dropped, so the cache counts what one step a sync leaves and notes the
+    run's stream; a consumer that stops after the first step leaves the prompt alone too."""
+    from pygpukit.creation import zeros
+    from pygpukit.models.decode_loop import DecodeRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    p = [_prompts()[0]]
+    first = model.generate(p, 1, **KW)[0][len(p[0])]
+    kw = {"temperature": 0, "stop_token_ids": (first,)}
+    want = model.generate(p, 9, **kw)
+    assert model.cache is not None
+    assert list(model.cache.lengths[:1]) == [len(p[0])]
+    assert model.generate(p, 9, steps_per_sync=4, **kw) == want
+    assert list(model.cache.lengths[:1]) == [len(p[0])]
+    assert model.cache.spare_stream is not None
+    greedy = SamplingParams(temperature=0)
+    steps = stream_batch(model, p, 9, greedy, stop_ids=(), steps_per_sync=4)
+    assert next(steps) == [(0, first)]
+    steps.close()
+    assert list(model.cache.lengths[:1]) == [len(p[0])]
+    run = DecodeRun(model, model.new_cache(2, 16), 2, 4, graph=False)
+    one = zeros((1, 1, model.config.vocab_size), "float32", model.device)
+    with pytest.raises(ValueError, match=r"logits and history of 2 row\(s\) expected"):
+        run.start_drawn([one], 2, [[1], [2]])
+    with pytest.raises(ValueError, match=r"must hold 300 values \(one position\)"):
+        run.start_drawn([one[..., :5], one], 2, [[1], [2]])
+    assert list(run.cache.lengths) == [0, 0]
+
+
 def test_stop_token_inside_a_run() -> None:
     """Row 0 stops at its 6th new token, inside the second run of 4: the same outputs (the
     steps after the stop are dropped) and the other rows go on."""
