@@ -17,9 +17,9 @@ of a penalty (uploaded once a run from the history) get each drawn token marked 
 are the draws one step a sync makes on the device (models/sampling.py, Sampler.device_ids), so
 the tokens are the same.
 
-A generation's first run is enqueued right behind the prefill: the prefill's token of each row
-is drawn on the device into the run's inputs (``start_drawn``) and read by the host while the
-run goes on.
+With EARLY_FIRST_RUN a generation's first run is enqueued right behind the prefill: the
+prefill's token of each row is drawn on the device into the run's inputs (``start_drawn``) and
+read by the host while the run goes on.
 
 The tokens come back through an asynchronous copy into pinned memory (``PendingRun``), and
 ``resume`` enqueues the next run behind the current one with no host input at all (the device
@@ -128,8 +128,13 @@ RAMP_MARKS = True
 # True: generate's first run is enqueued right behind the prefill, the prefill's token of each
 # row drawn on the device (DecodeRun.start_drawn: the draw the sampler makes, into the run's
 # inputs), so the device does not wait while the host reads that token, checks it and writes
-# the run's inputs; False: the host draws it first (Sampler) and starts the run from it.
-EARLY_FIRST_RUN = True
+# the run's inputs. False: the host draws it first (Sampler) and starts the run from it. The
+# same tokens either way. Not shown to win: H200, 2026-11-30 (benchmarks/tuning/decode_ab.py
+# --experiment first-run, two rounds, 7 repeats), Llama-3.2-1B shape at 32 steps a sync,
+# 1291.4 / 1269.8 tok/s against 1314.3 / 1274.7, the rounds 2% apart: what it saves (a host
+# round trip a generation, a few hundred microseconds over 255 tokens) is under the noise of
+# a generation's wall time. Off until a measurement shows it.
+EARLY_FIRST_RUN = False
 
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
 # copies them into ids; the positions advance only for models that read them at decode

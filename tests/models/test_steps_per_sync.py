@@ -124,13 +124,18 @@ def test_first_run_behind_the_prefill_or_after_the_host(
     assert _drawn(model, params, 4, stop_ids=()) == _drawn(model, params, 1, stop_ids=())
 
 
-def test_a_stop_as_the_prefills_token_drops_the_first_run() -> None:
-    """Every row's first token (the prefill's) is a stop token: the run enqueued behind the
-    prefill is spare and dropped, so the cache counts what one step a sync leaves and notes the
-    run's stream; a consumer that stops after the first step leaves the prompt alone too."""
+@pytest.mark.parametrize("early", [True, False], ids=["behind-the-prefill", "after-the-host"])
+def test_a_stop_as_the_prefills_token_drops_the_first_run(
+    early: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row's first token (the prefill's) is a stop token: a run enqueued behind the
+    prefill (EARLY_FIRST_RUN) is spare and dropped, so the cache counts what one step a sync
+    leaves and notes the run's stream (without it no run starts); a consumer that stops after
+    the first step leaves the prompt alone too."""
     from pygpukit.creation import zeros
     from pygpukit.models.decode_loop import DecodeRun
 
+    monkeypatch.setattr(decode_loop, "EARLY_FIRST_RUN", early)
     model = load_model(FIXTURES / "llama", device="cpu")
     p = [_prompts()[0]]
     first = model.generate(p, 1, **KW)[0][len(p[0])]
@@ -140,7 +145,7 @@ def test_a_stop_as_the_prefills_token_drops_the_first_run() -> None:
     assert list(model.cache.lengths[:1]) == [len(p[0])]
     assert model.generate(p, 9, steps_per_sync=4, **kw) == want
     assert list(model.cache.lengths[:1]) == [len(p[0])]
-    assert model.cache.spare_stream is not None
+    assert (model.cache.spare_stream is not None) == early
     greedy = SamplingParams(temperature=0)
     steps = stream_batch(model, p, 9, greedy, stop_ids=(), steps_per_sync=4)
     assert next(steps) == [(0, first)]
