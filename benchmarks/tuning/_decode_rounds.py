@@ -71,6 +71,24 @@ def setting(*assign: tuple[Any, str, Any]) -> Callable[[], None]:
     return apply
 
 
+def flag_rounds(
+    model: Any,
+    prompt: list[list[int]],
+    args: argparse.Namespace,
+    module: Any,
+    name: str,
+    label: str,
+    repeats: int | None = None,
+) -> None:
+    """rounds over a module's boolean knob: its shipped value, then the other; restored after."""
+    shipped = getattr(module, name)
+    try:
+        variants = [(f"{label} {v}", setting((module, name, v))) for v in (shipped, not shipped)]
+        rounds(model, prompt, args, variants, repeats)
+    finally:
+        setattr(module, name, shipped)
+
+
 def rounds(
     model: Any,
     prompt: list[list[int]],

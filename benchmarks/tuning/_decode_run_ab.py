@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import pygpukit as gp
-from benchmarks.tuning._decode_rounds import PROMPT_LEN, cache_need, rounds, run_step_us, setting
+from benchmarks.tuning._decode_rounds import PROMPT_LEN, cache_need, flag_rounds, run_step_us
 from pygpukit import runtime
 from pygpukit.benchmark.timing import replay_seconds
 
@@ -26,14 +26,7 @@ __all__ = ["RUN_EXPERIMENTS"]
 def _ramp(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     from pygpukit.models import decode_loop
 
-    shipped = decode_loop.RAMP_MARKS
-    try:
-        rounds(model, prompt, args, [
-            (f"marks made at a run's start {v}", setting((decode_loop, "RAMP_MARKS", v)))
-            for v in (shipped, not shipped)
-        ])  # fmt: skip
-    finally:
-        decode_loop.RAMP_MARKS = shipped
+    flag_rounds(model, prompt, args, decode_loop, "RAMP_MARKS", "marks made at a run's start")
 
 
 class _Steps:
@@ -84,14 +77,9 @@ def _tails(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> Non
 def _first_run(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     from pygpukit.models import decode_loop
 
-    shipped = decode_loop.EARLY_FIRST_RUN
-    try:
-        rounds(model, prompt, args, [
-            (f"first run behind the prefill {v}", setting((decode_loop, "EARLY_FIRST_RUN", v)))
-            for v in (shipped, not shipped)
-        ], repeats=max(args.repeats, 7))  # fmt: skip
-    finally:
-        decode_loop.EARLY_FIRST_RUN = shipped
+    label = "first run behind the prefill"
+    repeats = max(args.repeats, 7)
+    flag_rounds(model, prompt, args, decode_loop, "EARLY_FIRST_RUN", label, repeats)
 
 
 def _host(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:

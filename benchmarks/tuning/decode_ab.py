@@ -135,6 +135,7 @@ from benchmarks.tuning._decode_gemv_ab import GEMV_EXPERIMENTS
 from benchmarks.tuning._decode_rounds import (
     PROMPT_LEN,
     cache_need,
+    flag_rounds,
     generate_rate,
     rounds,
     run_step_us,
@@ -292,14 +293,7 @@ def _length_chunks(model: Any, prompt: list[list[int]], args: argparse.Namespace
 def _lean(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     from pygpukit.models import decode_loop
 
-    shipped = decode_loop.LEAN_STEPS
-    try:
-        rounds(model, prompt, args, [
-            (f"lean steps {v}", setting((decode_loop, "LEAN_STEPS", v)))
-            for v in (shipped, not shipped)
-        ])  # fmt: skip
-    finally:
-        decode_loop.LEAN_STEPS = shipped
+    flag_rounds(model, prompt, args, decode_loop, "LEAN_STEPS", "lean steps")
 
 
 def _early_loads(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
