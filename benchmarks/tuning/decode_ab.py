@@ -108,7 +108,7 @@ Experiments:
   (its host work at the start and the end, the runs' boundaries, the short runs' graphs).
 - first-run: measured as ramp (decode tok/s from 7 repeats at least), generate's first run
   enqueued behind the prefill with the prefill's tokens drawn on the device
-  (decode_loop.EARLY_FIRST_RUN, shipped) or started after the host drew them.
+  (decode_loop.EARLY_FIRST_RUN, off) or started after the host drew them (shipped).
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).

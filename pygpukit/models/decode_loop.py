@@ -8,7 +8,9 @@ k steps on the device: each step's token becomes the next step's token id on the
 model that reads them, the positions) of all k steps are made on the device at the run's start,
 so the k steps are one CUDA graph (captured like models.step_graph's single step) and the host
 reads the k tokens of each row once, at the end. A run of fewer steps (a generation's last)
-runs only those: graphs of 1, 2, 4, ... steps, recorded when first needed, make up its length.
+runs only those: graphs of 1, 2, 4, ... steps, recorded when first needed, make up its length
+(except in a run used once, such as a generation's that samples without a seed, which replays
+the whole graph and keeps the tokens it needs).
 
 Greedy steps take gp.argmax. Sampled steps (and greedy ones with a repetition penalty) take
 gp.sample with the sampler's Philox key: the counter of each row, (row << 32) + its tokens so
@@ -131,9 +133,9 @@ RAMP_MARKS = True
 # the run's inputs. False: the host draws it first (Sampler) and starts the run from it. The
 # same tokens either way. Not shown to win: H200, 2026-11-30 (benchmarks/tuning/decode_ab.py
 # --experiment first-run, two rounds, 7 repeats), Llama-3.2-1B shape at 32 steps a sync,
-# 1291.4 / 1269.8 tok/s against 1314.3 / 1274.7, the rounds 2% apart: what it saves (a host
-# round trip a generation, a few hundred microseconds over 255 tokens) is under the noise of
-# a generation's wall time. Off until a measurement shows it.
+# 1291.4 / 1269.8 tok/s on against 1314.3 / 1274.7 off (off ahead in both rounds, by 1.8% and
+# 0.4%; the rounds 1.7-3.1% apart): what it could save (a host round trip a generation, a few
+# hundred microseconds over 255 tokens) is under the noise of a generation's wall time. Off.
 EARLY_FIRST_RUN = False
 
 # True: greedy steps read their ids from the step before's tokens and only a run's last step
@@ -159,7 +161,8 @@ class DecodeRun:
     (the whole run into rows 0..steps-1), so the digits' rows never overlap and the host reads
     them back in order from the one copy: n steps cost n steps plus a replay a digit, and write
     n cache slots. Those graphs keep their own activations: at most about as much device memory
-    again as the whole run's graph (``kept_bytes``), made when they are recorded.
+    again as the whole run's graph (``kept_bytes`` counts them all), made when they are
+    recorded.
 
     ``short_graphs=False`` (a run used once, such as a generation's that samples without a seed:
     its key is recorded in the graph) records none: a shorter run replays the whole graph and
@@ -272,6 +275,12 @@ class DecodeRun:
         self.graph = capture(dev, lambda: self._body(self.steps, self.out), "run")
         self._tables.append((self.model._rope, self.model._positions))  # read by the graph
 
+    @property
+    def kept_bytes(self) -> int:
+        """Device memory the run's graphs (the whole run's and the shorter ones') keep."""
+        graphs = ([] if self.graph is None else [self.graph]) + list(self._tails.values())
+        return sum(g.kept_bytes for g in graphs)
+
     def _tail(self, t: int) -> CUDAGraph:
         """The graph of t < steps steps (t a power of two; its tokens at rows t-1..2t-2 of
         out), recorded the first time, on a stream of the construction's SM partition and in
@@ -300,12 +309,17 @@ class DecodeRun:
         try:
             return [self._tail(t) for t in parts]
         except RuntimeError as exc:
+            # Off for good, and the graphs already recorded let go (out of memory is the usual
+            # reason a recording fails).
             self.short_graphs = False
+            for g in self._tails.values():
+                g.reset()
+            self._tails.clear()
             warnings.warn(
                 f"DecodeRun: {exc}; shorter runs replay the whole graph where the cache has "
                 "room, else run eagerly",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=4,  # the caller of start / resume
             )
             return None
 
@@ -356,8 +370,8 @@ class DecodeRun:
         last position, [1, 1, V] or [1, V] a row) as Sampler draws one (gp.argmax, or gp.sample
         at the row's counter and seen marks, which it advances) and the n steps enqueued right
         behind the draws, so the device does not wait for the host to read the token.
-        ``history``: each row's tokens before the drawn one. (the drawn tokens, [row][0] once
-        ``finish``-ed, whose copy comes before the run's; the run)."""
+        ``history``: each row's tokens before the drawn one. Returns two PendingRuns: the drawn
+        tokens (``finish`` gives [row][0]; their copy comes before the run's) and the run."""
         rows = self.rows
         if len(logits) != rows or len(history) != rows:
             raise ValueError(
@@ -483,7 +497,7 @@ class DecodeRun:
         stream = runtime.current_stream(self.model.device)
         parts = self.segments(n)
         first = [0 if t == self.steps else t - 1 for t in parts]  # each part's first out row
-        self._carried = True
+        carried = True
         if self.graph is None:
             for t, r in zip(parts, first, strict=True):
                 self._body(t, self.out[r : r + t])
@@ -496,10 +510,11 @@ class DecodeRun:
             room = self.cache.max_seq_len - int(self.cache.lengths[: self.rows].max())
             if room >= self.steps:
                 self.graph.replay(stream)
-                self._carried = False
+                carried = False
             else:
                 self._body(n, self.out[:n])
             parts, first = [n], [0]
+        self._carried = carried
         self._last_stream = stream
         self.cache.lengths[: self.rows] += n
         rows = [r + j for t, r in zip(parts, first, strict=True) for j in range(t)]
@@ -519,7 +534,7 @@ class DecodeRun:
         self._carried = False
 
     def reset(self) -> None:
-        """Release the graphs and the memory they keep; the run cannot run after it."""
+        """Release the graphs and the memory they keep; a graph run cannot run after it."""
         if self.graph is not None:
             self.graph.reset()
         for g in self._tails.values():

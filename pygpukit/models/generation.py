@@ -210,7 +210,11 @@ def stream_batch(
         # The prefill's tokens drawn on the device and the first run enqueued behind them: the
         # device goes on while the host reads the tokens (the same draws as the sampler's).
         drawn, pending = run.start_drawn(logits, min(run.steps, max_new - 1), history)
-        tokens = [row[0] for row in run.finish(drawn)]
+        try:
+            tokens = [row[0] for row in run.finish(drawn)]
+        except BaseException:
+            run.drop(pending)  # the run's tokens are nobody's: out of the cache's lengths
+            raise
     else:
         tokens = [
             sampler(lg, [h], rows=[r])[0]
@@ -407,9 +411,8 @@ def run_steps(
     """Decode ``remaining`` steps, run.steps a sync; yield each step's (row, token)s, each
     token appended to its row's history. ``pending``: the first run, already enqueued from
     ``tokens`` (DecodeRun.start_drawn), else started here. The cache ends as one step a sync
-    leaves it: when
-    every row has stopped inside a run, the run's later tokens are taken back. streams: the
-    draws' per-row counter words (DecodeRun.run).
+    leaves it: when every row has stopped inside a run, the run's later tokens are taken back.
+    streams: the draws' per-row counter words (DecodeRun.run).
 
     Runs are pipelined: before waiting for a run's tokens the next run is enqueued behind it,
     continuing on the device from where the run leaves it (DecodeRun.resume), so the device

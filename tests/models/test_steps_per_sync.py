@@ -118,10 +118,13 @@ def test_first_run_behind_the_prefill_or_after_the_host(
     model = load_model(FIXTURES / "llama", device="cpu")
     want = model.generate(_prompts(), 9, **KW)
     assert model.generate(_prompts(), 9, steps_per_sync=4, **KW) == want
-    params = SamplingParams(
-        temperature=1.1, top_k=0, top_p=1.0, repetition_penalty=1.3, seed=5, on_device=True
-    )
-    assert _drawn(model, params, 4, stop_ids=()) == _drawn(model, params, 1, stop_ids=())
+    for params in (
+        SamplingParams(
+            temperature=1.1, top_k=0, top_p=1.0, repetition_penalty=1.3, seed=5, on_device=True
+        ),
+        SamplingParams(temperature=0, repetition_penalty=1.5, on_device=True),
+    ):
+        assert _drawn(model, params, 4, stop_ids=()) == _drawn(model, params, 1, stop_ids=())
 
 
 @pytest.mark.parametrize("early", [True, False], ids=["behind-the-prefill", "after-the-host"])
@@ -335,6 +338,68 @@ def test_short_runs_of_graphs_read_their_rows_in_order(monkeypatch: pytest.Monke
     run.reset()
     with pytest.raises(RuntimeError, match=r"after reset\(\)"):
         run.run([5, 5], 2)
+
+
+def test_short_graphs_are_recorded_where_and_how_the_run_was_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A graph of fewer steps is recorded on a sibling of the stream current when the run was
+    made (its SM partition) and in the determinism mode of then, whatever the caller's now; a
+    failed recording lets the graphs already recorded go."""
+    from pygpukit.models.decode_loop import DecodeRun
+
+    model = load_model(FIXTURES / "llama", device="cpu")
+    with gp.deterministic(True):
+        run = _with_stand_in(model, model.new_cache(2, 40), 8)
+    home = object()
+    monkeypatch.setattr(run, "_home", type("Home", (), {"sibling": lambda self: home})())
+    seen: list[tuple[int, bool, Any]] = []
+
+    def record(dev: Any, body: Any, what: str, warm_up: bool = True, stream: Any = None) -> Any:
+        assert not warm_up
+        seen.append((int(what.split("'s ")[1].split("-")[0]), gp.is_deterministic(), stream))
+        return _Replays(body)
+
+    monkeypatch.setattr(decode_loop, "capture", record)
+    with gp.deterministic(False):
+        got = run.run([5, 5], 5)
+    assert seen == [(4, True, home), (1, True, home)]
+    want = DecodeRun(model, model.new_cache(2, 40), 2, 5, graph=False).run([5, 5], 5)
+    assert got == want
+    assert sorted(run._tails) == [1, 4]
+
+    def fail(dev: Any, body: Any, what: str, **kw: Any) -> Any:
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(decode_loop, "capture", fail)
+    kept = list(run._tails.values())
+    with pytest.warns(RuntimeWarning, match="out of memory"):
+        run.run([5, 5], 2)  # the 2-step graph fails to record
+    assert run._tails == {} and not any(g.captured for g in kept)
+
+
+def test_a_run_used_once_records_no_short_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """model.decode_run: a sampler without a seed draws a fresh key a generation, so its run
+    serves one generation and records no graphs of fewer steps; greedy runs and seeded ones
+    are kept and do."""
+    from pygpukit.models.sampling import Sampler
+
+    made: list[bool] = []
+
+    class Recorded:
+        partition_id = None
+
+        def __init__(self, *a: Any, short_graphs: bool = True, **kw: Any) -> None:
+            made.append(short_graphs)
+
+    monkeypatch.setattr(decode_loop, "DecodeRun", Recorded)
+    model = load_model(FIXTURES / "llama", device="cpu")
+    model.ensure_cache(1, 32)
+    model.decode_run(1, 4)
+    model.decode_run(1, 4, Sampler(SamplingParams(temperature=0, repetition_penalty=1.2)))
+    model.decode_run(1, 4, Sampler(SamplingParams(temperature=0.8, seed=1, on_device=True)))
+    model.decode_run(1, 4, Sampler(SamplingParams(temperature=0.8, on_device=True)))
+    assert made == [True, True, True, False]
 
 
 def test_a_short_graph_that_fails_to_record_warns_and_runs_without(
