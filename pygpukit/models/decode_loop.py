@@ -260,13 +260,30 @@ class DecodeRun:
         lean = LEAN_STEPS and greedy
         ids = out[j - 1].reshape(self.rows, 1) if lean and j > 0 else self.ids
         logits = self.model.forward_device_step(ids, pos, marks, self.cache)
-        lg = logits.reshape(self.rows, logits.shape[-1])
-        if self.draw is None or self.counter is None:
-            ops.argmax(lg, axis=-1, out=out[j])
-        else:  # the counters advance and the seen marks take the token, in place
-            ops.sample(lg, self.counter, self.seen, out=out[j], **self.draw)
+        self._draw(logits.reshape(self.rows, logits.shape[-1]), out[j])
         if last or not lean:
             self.ids.reshape(self.rows)[...] = out[j]
+
+    def _draw(self, lg: GPUArray, out: GPUArray, row: int | None = None) -> None:
+        """The next token of each row of logits lg [R, V] into out [R]: gp.argmax, or gp.sample
+        at the rows' counters, which advance, and seen marks, which take the token, in place;
+        ``row``: lg is that one row's."""
+        if self.draw is None or self.counter is None:
+            ops.argmax(lg, axis=-1, out=out)
+            return
+        rs = slice(None) if row is None else slice(row, row + 1)
+        seen = None if self.seen is None else self.seen[rs]
+        ops.sample(lg, self.counter[rs], seen, out=out, **self.draw)
+
+    def _first_row(self, t: int) -> int:
+        """The first row of out a part of t steps writes: 0 for the whole run, t - 1 for a
+        graph of fewer (so the parts of one run never share a row)."""
+        return 0 if t == self.steps else t - 1
+
+    def _drop_tails(self) -> None:
+        for g in self._tails.values():
+            g.reset()
+        self._tails.clear()
 
     def _capture(self) -> None:
         dev = self.model.device
@@ -289,10 +306,11 @@ class DecodeRun:
         a marks add of another size, compiles while it is recorded, which runs nothing)."""
         got = self._tails.get(t)
         if got is None:
+            r = self._first_row(t)
             with determinism.deterministic(self._deterministic):
                 got = capture(
                     self.model.device,
-                    lambda: self._body(t, self.out[t - 1 : 2 * t - 1]),
+                    lambda: self._body(t, self.out[r : r + t]),
                     f"run's {t}-step tail",
                     warm_up=False,
                     stream=self._home.sibling(),
@@ -312,9 +330,7 @@ class DecodeRun:
             # Off for good, and the graphs already recorded let go (out of memory is the usual
             # reason a recording fails).
             self.short_graphs = False
-            for g in self._tails.values():
-                g.reset()
-            self._tails.clear()
+            self._drop_tails()
             warnings.warn(
                 f"DecodeRun: {exc}; shorter runs replay the whole graph where the cache has "
                 "room, else run eagerly",
@@ -388,12 +404,7 @@ class DecodeRun:
         self._write_inputs(n, history, streams, "start_drawn")
         drawn = zeros((1, rows), self.out.dtype.name, self.model.device)
         for r, lg in enumerate(logits):
-            one = lg.reshape(1, vocab)
-            if self.draw is None or self.counter is None:
-                ops.argmax(one, axis=-1, out=drawn[0, r : r + 1])
-            else:  # the row's counter advances and its seen marks take the token, in place
-                seen = None if self.seen is None else self.seen[r : r + 1]
-                ops.sample(one, self.counter[r : r + 1], seen, out=drawn[0, r : r + 1], **self.draw)
+            self._draw(lg.reshape(1, vocab), drawn[0, r : r + 1], r)
         self.ids.reshape(rows)[...] = drawn[0]
         first = PendingRun(drawn, 1, [0])
         return first, self._enqueue(n)
@@ -496,7 +507,7 @@ class DecodeRun:
         n = int(n)
         stream = runtime.current_stream(self.model.device)
         parts = self.segments(n)
-        first = [0 if t == self.steps else t - 1 for t in parts]  # each part's first out row
+        first = [self._first_row(t) for t in parts]
         carried = True
         if self.graph is None:
             for t, r in zip(parts, first, strict=True):
@@ -537,9 +548,7 @@ class DecodeRun:
         """Release the graphs and the memory they keep; a graph run cannot run after it."""
         if self.graph is not None:
             self.graph.reset()
-        for g in self._tails.values():
-            g.reset()
-        self._tails.clear()
+        self._drop_tails()
         self._tables.clear()
 
 
