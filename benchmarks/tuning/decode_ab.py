@@ -382,6 +382,45 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
         tr.APPEND_ATTENTION = append
 
 
+def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
+    """A step inside the 32-step graph at several cache positions with batch-1 decode
+    attention's row sums summed once after the key loop (FEW_ROW_SUMS_LAST, shipped) or a key
+    block, and with attention left out: how its time grows with the keys."""
+    import pygpukit.models.transformer as transformer
+
+    ad = attention_decode
+    shipped = ad.FEW_ROW_SUMS_LAST
+    real = transformer.ops.sdpa_decode
+
+    def knobs(sums_last: bool, attend: bool = True) -> Callable[[], None]:
+        def apply() -> None:
+            ad.FEW_ROW_SUMS_LAST = sums_last
+            transformer.ops.sdpa_decode = real if attend else (lambda q, *a, **kw: q)
+
+        return apply
+
+    variants = [
+        (f"row sums last {shipped} (shipped)", knobs(shipped)),
+        (f"row sums last {not shipped}", knobs(not shipped)),
+        ("without decode attention", knobs(shipped, attend=False)),
+    ]
+    positions = (16, 64, 128, 224)
+    first: Any = None
+    try:
+        for rnd in range(2):
+            for name, apply in variants:
+                apply()
+                r = generate_rate(model, prompt, args.new, 1)
+                us = [round(run_step_us(model, at=a), 1) for a in positions]
+                first = r["tokens"] if first is None else first
+                print(f"{args.model} round {rnd}: {name:28s} at {positions}: {us} us, "
+                      f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first "
+                      f"{r['tokens'] == first}")  # fmt: skip
+    finally:
+        knobs(shipped)()
+        model.drop_step_graphs()
+
+
 def _tiles(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     variants = [("before", False, False), ("wide K tiles", True, False), ("now", True, True)]
     steps: dict[str, list[float]] = {}
@@ -414,6 +453,7 @@ EXPERIMENTS: dict[str, Callable[[Any, list[list[int]], argparse.Namespace], None
     "append": _append, "qkv-write": _qkv_write, "splits": _splits,
     "length-chunks": _length_chunks, "lean": _lean, "leave-out": _leave_out,
     "early-loads": _early_loads, "attention-loop": _attention_loop,
+    "attention-positions": _attention_positions,
     **GEMV_EXPERIMENTS, **RUN_EXPERIMENTS,
 }  # fmt: skip
 

@@ -91,20 +91,24 @@ def test_paged_equals_contiguous(device: str, page: int) -> None:
             assert_close(b, as64(a), "float32")
 
 
+@pytest.mark.parametrize("sums_last", [True, False], ids=["sums-last", "sum-a-block"])
 @pytest.mark.parametrize("one_loop", [True, False])
 @pytest.mark.parametrize("sq", [1, 4])
 def test_few_class_loops(
-    device: str, sq: int, one_loop: bool, monkeypatch: pytest.MonkeyPatch
+    device: str, sq: int, one_loop: bool, sums_last: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """FEW_ONE_LOOP: the few-programs class with every key block in the masked loop (True) or
     the unmasked blocks then the masked tail, one split and several, against float64 at lengths
-    of one key, a partial block, whole blocks and several splits."""
+    of one key, a partial block, whole blocks and several splits; FEW_ROW_SUMS_LAST: the row
+    sums kept by column and summed after the loop, or summed a block."""
     monkeypatch.setattr(ad, "FEW_ONE_LOOP", one_loop)
+    monkeypatch.setattr(ad, "FEW_ROW_SUMS_LAST", sums_last)
     seen: list[bool] = []
     launch = ad.launch
 
     def spy(kernel: Any, grid: Any, *args: Any, **c: Any) -> Any:
         seen.append(bool(c.get("ALL_MASKED")))
+        assert c.get("ROW_SUMS_LAST") == sums_last
         return launch(kernel, grid, *args, **c)
 
     monkeypatch.setattr(ad, "launch", spy)

@@ -44,10 +44,13 @@ def _decode_block(
     acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
     sk0, sk2, sk3, sv0, sv2, sv3, d, D,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PAGED: tl.constexpr, PAGE: tl.constexpr,
-    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr,
+    EVEN_D: tl.constexpr, PREC: tl.constexpr, BLOCK_N: tl.constexpr, ROW_SUMS_LAST: tl.constexpr,
 ):  # fmt: skip
     # One block of BLOCK_N keys; MASKED blocks may run past the length or cross the diagonal.
-    # phys: the block's table entries (_table) when PAGED.
+    # phys: the block's table entries (_table) when PAGED. ROW_SUMS_LAST: l_i is [BLOCK_M,
+    # BLOCK_N], the probabilities' running sums by column, rescaled like acc and summed over the
+    # row once after the loop: the row sum's reduction across the warps (three CTA barriers a
+    # block in the sm_90 SASS of the 4-warp kernel) leaves the loop.
     n = start + tl.arange(0, BLOCK_N)
     if PAGED:
         phys = phys.to(tl.int64)
@@ -91,6 +94,9 @@ def _decode_block(
     # An unchanged maximum rescales by exactly 1 (exp2 is approximate: exp2(0) need not be 1), so
     # a block that adds nothing to a row leaves its sums bit for bit as they were.
     alpha = tl.where(m_new == m_i, 1.0, tl.math.exp2(m_i - m_use))
-    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if ROW_SUMS_LAST:
+        l_i = l_i * alpha[:, None] + p
+    else:
+        l_i = l_i * alpha + tl.sum(p, axis=1)
     acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt, input_precision=PREC)
     return acc, m_new, l_i, bad

@@ -141,6 +141,14 @@ FEW_FUSED_COMBINE = True
 # runs every launch this way already.
 FEW_ONE_LOOP = True
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
+# True: in the few-programs class the probabilities' row sums are kept by column (rescaled
+# like the accumulator) and summed over the row once after the key loop, instead of one sum a
+# key block: the sm_90 SASS of the 4-warp kernel spends 9 CTA barriers and 414 instructions a
+# warp on a 64-key block (3 barriers the row maximum, 3 the row sum; Nsight Compute at 256 keys:
+# 0.15 instructions a cycle a scheduler), and the batch-1 step grows by about 12.5 us a 64-key
+# block (Llama-3.2-1B shape, 0.78 us a layer). The row sum's order changes (one sum of the
+# rescaled columns), so the bits of the softmax's denominator differ from the sum a block.
+FEW_ROW_SUMS_LAST = True
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
 # 1.4 us, 16384 (one step) in 2.1 us.
@@ -190,7 +198,7 @@ def _decode_fwd(
     BLOCK_S: tl.constexpr, EVEN_D: tl.constexpr, ALL_MASKED: tl.constexpr, RELEASE: tl.constexpr,
     PDL: tl.constexpr, PREFETCH: tl.constexpr,
     APPEND: tl.constexpr, ROPE: tl.constexpr, GPTJ: tl.constexpr, Q_NORM: tl.constexpr,
-    K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr,
+    K_NORM: tl.constexpr, CT: tl.constexpr, BLOCK_T: tl.constexpr, ROW_SUMS_LAST: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)  # (sequence, kv head, row tile)
     split = tl.program_id(1)
@@ -256,7 +264,10 @@ def _decode_fwd(
         else:
             mid = tl.maximum(tl.minimum(full // BLOCK_N * BLOCK_N, top), lo)
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-        l_i = tl.zeros([BLOCK_M], tl.float32)
+        if ROW_SUMS_LAST:
+            l_i = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        else:
+            l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
         bad = tl.zeros([BLOCK_N], tl.int1)
         # The unmasked blocks. A paged cache's table entries are loaded one block ahead: K/V
@@ -271,7 +282,7 @@ def _decode_fwd(
                 acc, m_i, l_i, bad, q, K, V, cur, kb, vb, start, L, lim, nblocks, qk_scale,
                 sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=False, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
-                BLOCK_N=BLOCK_N,
+                BLOCK_N=BLOCK_N, ROW_SUMS_LAST=ROW_SUMS_LAST,
             )  # fmt: skip
         # The tail (one or two blocks when Sq <= BLOCK_N), or every block (ALL_MASKED).
         for start in range(mid, top, BLOCK_N):
@@ -280,8 +291,10 @@ def _decode_fwd(
                 acc, m_i, l_i, bad, q, K, V, phys, kb, vb, start, L, lim, nblocks, qk_scale,
                 sk0, sk2, sk3, sv0, sv2, sv3, d, D,
                 MASKED=True, CAUSAL=CAUSAL, PAGED=PAGED, PAGE=PAGE, EVEN_D=EVEN_D, PREC=PREC,
-                BLOCK_N=BLOCK_N,
+                BLOCK_N=BLOCK_N, ROW_SUMS_LAST=ROW_SUMS_LAST,
             )  # fmt: skip
+        if ROW_SUMS_LAST:
+            l_i = tl.sum(l_i, axis=1)
         seen = l_i > 0.0
         o = acc / tl.where(seen, l_i, 1.0)[:, None]  # rows that saw no key: acc is 0 -> zeros
         poison = bad_len | (tl.max(bad.to(tl.int32), axis=0) > 0)
@@ -351,6 +364,7 @@ class DecodePlan(NamedTuple):
     fused: bool  # the last split combines (else a combine kernel runs)
     few: bool  # the few-programs class (FEW_* knobs)
     fixed: bool = False  # the deterministic mode's plan
+    row_sums_last: bool = False  # the row sums summed once after the key loop (FEW_ROW_SUMS_LAST)
 
 
 def decode_plan(
@@ -403,8 +417,9 @@ def decode_plan(
     bs = max(2, min(next_pow2(ns), COMBINE_ELEMS // (br * bd)))
     stages = stages if half else 2
     return DecodePlan(
-        bm, tiles, bn, ns, chunk, floor, solo, br, bs, warps, stages, bool(fused), bool(few)
-    )
+        bm, tiles, bn, ns, chunk, floor, solo, br, bs, warps, stages, bool(fused), bool(few),
+        row_sums_last=bool(few and FEW_ROW_SUMS_LAST),
+    )  # fmt: skip
 
 
 def sdpa_decode(
@@ -546,8 +561,8 @@ def _sdpa_decode(
         APPEND=ap is not None, ROPE=rope, GPTJ=ap is not None and ap.gptj,
         Q_NORM=ap is not None and ap.q_norm is not None,
         K_NORM=ap is not None and ap.k_norm is not None, CT=tl.float32, BLOCK_T=APPEND_TOKENS,
-        launch_pdl=pdl, num_warps=pl.num_warps, num_stages=pl.num_stages,
-        enable_fp_fusion=not pl.fixed,
+        ROW_SUMS_LAST=pl.row_sums_last, launch_pdl=pdl, num_warps=pl.num_warps,
+        num_stages=pl.num_stages, enable_fp_fusion=not pl.fixed,
     )  # fmt: skip
     if pl.splits > 1 and not fuse:
         launch(
