@@ -3,7 +3,8 @@ model shape with random bf16 weights (quantized at load with --quantize).
 
     python benchmarks/tuning/decode_ab.py [--model llama-3.2-1b|qwen3-8b|llama-3.1-8b] [--new 256]
         [--experiment tiles|pdl|sites|overlap|prefetch|append|qkv-write|splits|length-chunks|
-         lean|leave-out|early-loads|attention-loop|product-leave-out|early-tile|ramp|tails|host|first-run]
+         lean|leave-out|early-loads|attention-loop|attention-positions|product-leave-out|
+         early-tile|ramp|tails|host|first-run]
         [--context N] [--at P]
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-sites
     python benchmarks/tuning/decode_ab.py --quantize int4|fp8|nvfp4 --experiment quant-norm
@@ -109,6 +110,11 @@ Experiments:
 - first-run: measured as ramp (decode tok/s from 7 repeats at least), generate's first run
   enqueued behind the prefill with the prefill's tokens drawn on the device
   (decode_loop.EARLY_FIRST_RUN, off) or started after the host drew them (shipped).
+- attention-positions: a step inside the 32-step graph starting at cache positions 16, 64, 128
+  and 224 (two alternating rounds, decode tok/s from one repeat beside it), with batch-1 decode
+  attention's row sums summed once after the key loop (attention_decode.FEW_ROW_SUMS_LAST,
+  shipped) or a key block, and with attention left out: what attention costs by the keys it
+  reads, and what a change to its key loop gains where.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).

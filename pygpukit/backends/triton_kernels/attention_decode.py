@@ -24,7 +24,9 @@ sdpa_decode design (Dao et al. 2023, "Flash-Decoding"; FlashInfer's split-KV):
   keys takes one split; a sequence far shorter than its cache no longer runs on a few long
   splits with the rest idle. Launches with few (sequence, kv head)
   programs (batch 1-4) on a contiguous cache form their own class with their own knobs (FEW_*):
-  there the splits carry all the parallelism and a single wave of one program per SM wins.
+  there the splits carry all the parallelism and a single wave of one program per SM wins,
+  and the probabilities' row sums are kept by column and summed once after the key loop
+  (FEW_ROW_SUMS_LAST: three CTA barriers a key block fewer on a chain that is latency-bound).
   Each split writes its normalised partial output and log2-sum-exp (fp32) to a workspace; a
   sequence that fits one chunk writes its output directly. With FUSED_COMBINE the last split of
   a (sequence, head, tile) to finish (an atomic counter per tile, acq_rel at GPU scope after a
@@ -146,8 +148,12 @@ FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N block
 # key block: the sm_90 SASS of the 4-warp kernel spends 9 CTA barriers and 414 instructions a
 # warp on a 64-key block (3 barriers the row maximum, 3 the row sum; Nsight Compute at 256 keys:
 # 0.15 instructions a cycle a scheduler), and the batch-1 step grows by about 12.5 us a 64-key
-# block (Llama-3.2-1B shape, 0.78 us a layer). The row sum's order changes (one sum of the
+# block (Llama-3.2-1B shape, 0.79 us a layer). The row sum's order changes (one sum of the
 # rescaled columns), so the bits of the softmax's denominator differ from the sum a block.
+# H200, 2026-11-30 (benchmarks/tuning/decode_ab.py --experiment attention-positions, a step in
+# the 32-step graph, two rounds): at 225-256 keys 774.6-774.9 against 780.4-780.5 us
+# (Llama-3.2-1B shape) and 4002.2-4002.5 against 4026.6-4026.7 us (Qwen3-8B), level at one
+# key block; a block now costs the step 10.7 us against 12.7 (Llama-3.2-1B).
 FEW_ROW_SUMS_LAST = True
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
