@@ -112,9 +112,11 @@ Experiments:
   (decode_loop.EARLY_FIRST_RUN, off) or started after the host drew them (shipped).
 - attention-positions: a step inside the 32-step graph starting at cache positions 16, 64, 128
   and 224 (two alternating rounds, decode tok/s from one repeat beside it), with batch-1 decode
-  attention's row sums summed once after the key loop (attention_decode.FEW_ROW_SUMS_LAST,
-  shipped) or a key block, and with attention left out: what attention costs by the keys it
-  reads, and what a change to its key loop gains where.
+  attention's few-programs knobs as shipped, its row sums summed a key block instead of once
+  after the key loop (attention_decode.FEW_ROW_SUMS_LAST), 1, 2 or 8 warps, 32- or 128-key
+  blocks, splits of 64 keys (the last split combining, or a combine kernel) or 128 keys, and
+  with attention left out: what attention costs by the keys it reads, and what a change to its
+  key loop gains where.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
   class (qkv, output projection, gate/up, down, lm_head) skipped in every layer: what each
   class costs inside the step, to set beside its bytes at the copy rate (tokens meaningless).
@@ -389,41 +391,51 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
 
 
 def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    """A step inside the 32-step graph at several cache positions with batch-1 decode
-    attention's row sums summed once after the key loop (FEW_ROW_SUMS_LAST, shipped) or a key
-    block, and with attention left out: how its time grows with the keys."""
+    """A step inside the 32-step graph at several cache positions for batch-1 decode
+    attention's few-programs knobs (row sums, warps, key blocks, splits), and with attention
+    left out: how its time grows with the keys."""
     import pygpukit.models.transformer as transformer
 
     ad = attention_decode
-    shipped = ad.FEW_ROW_SUMS_LAST
     real = transformer.ops.sdpa_decode
+    names = ("FEW_ROW_SUMS_LAST", "FEW_NUM_WARPS", "FEW_BLOCK_N", "FEW_ONE_SPLIT_KEYS",
+             "FEW_MIN_SPLIT_KEYS", "FEW_FUSED_COMBINE")  # fmt: skip
+    shipped = {n: getattr(ad, n) for n in names}
+    splits64 = {"FEW_ONE_SPLIT_KEYS": 0, "FEW_MIN_SPLIT_KEYS": 64}
+    variants: list[tuple[str, dict[str, Any]]] = [
+        ("shipped", {}),
+        (f"row sums last {not shipped['FEW_ROW_SUMS_LAST']}",
+         {"FEW_ROW_SUMS_LAST": not shipped["FEW_ROW_SUMS_LAST"]}),
+        ("1 warp", {"FEW_NUM_WARPS": 1}),
+        ("2 warps", {"FEW_NUM_WARPS": 2}),
+        ("8 warps", {"FEW_NUM_WARPS": 8}),
+        ("1 warp, 32-key blocks", {"FEW_NUM_WARPS": 1, "FEW_BLOCK_N": 32}),
+        ("2 warps, 128-key blocks", {"FEW_NUM_WARPS": 2, "FEW_BLOCK_N": 128}),
+        ("splits of 64 keys", splits64),
+        ("splits of 64 keys, a combine kernel", {**splits64, "FEW_FUSED_COMBINE": False}),
+        ("splits of 128 keys", {"FEW_ONE_SPLIT_KEYS": 0, "FEW_MIN_SPLIT_KEYS": 128}),
+        ("without decode attention", {}),
+    ]  # fmt: skip
 
-    def knobs(sums_last: bool, attend: bool = True) -> Callable[[], None]:
-        def apply() -> None:
-            ad.FEW_ROW_SUMS_LAST = sums_last
-            transformer.ops.sdpa_decode = real if attend else (lambda q, *a, **kw: q)
+    def apply(name: str, knobs: dict[str, Any]) -> None:
+        setting(*((ad, n, knobs.get(n, v)) for n, v in shipped.items()))()
+        attend = name != "without decode attention"
+        transformer.ops.sdpa_decode = real if attend else (lambda q, *a, **kw: q)
 
-        return apply
-
-    variants = [
-        (f"row sums last {shipped} (shipped)", knobs(shipped)),
-        (f"row sums last {not shipped}", knobs(not shipped)),
-        ("without decode attention", knobs(shipped, attend=False)),
-    ]
     positions = (16, 64, 128, 224)
     first: Any = None
     try:
         for rnd in range(2):
-            for name, apply in variants:
-                apply()
+            for name, knobs in variants:
+                apply(name, knobs)
                 r = generate_rate(model, prompt, args.new, 1)
                 us = [round(run_step_us(model, at=a), 1) for a in positions]
                 first = r["tokens"] if first is None else first
-                print(f"{args.model} round {rnd}: {name:28s} at {positions}: {us} us, "
+                print(f"{args.model} round {rnd}: {name:36s} at {positions}: {us} us, "
                       f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first "
                       f"{r['tokens'] == first}")  # fmt: skip
     finally:
-        knobs(shipped)()
+        apply("shipped", {})
         model.drop_step_graphs()
 
 
