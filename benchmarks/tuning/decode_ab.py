@@ -394,10 +394,13 @@ def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Nam
     """A step inside the 32-step graph at several cache positions for batch-1 decode
     attention's few-programs knobs (row sums, warps, key blocks, splits), and with attention
     left out: how its time grows with the keys."""
+    import pygpukit.models.decode_forms as forms
     import pygpukit.models.transformer as transformer
 
     ad = attention_decode
     real = transformer.ops.sdpa_decode
+    append = forms.APPEND_ATTENTION
+    forms.APPEND_ATTENTION = False  # the two-launch form: attention alone can be left out
     names = ("FEW_ROW_SUMS_LAST", "FEW_NUM_WARPS", "FEW_BLOCK_N", "FEW_ONE_SPLIT_KEYS",
              "FEW_MIN_SPLIT_KEYS", "FEW_FUSED_COMBINE")  # fmt: skip
     shipped = {n: getattr(ad, n) for n in names}
@@ -436,6 +439,7 @@ def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Nam
                       f"{r['tokens'] == first}")  # fmt: skip
     finally:
         apply("shipped", {})
+        forms.APPEND_ATTENTION = append
         model.drop_step_graphs()
 
 

@@ -53,6 +53,18 @@ def test_plan_classes() -> None:
     assert ad.decode_plan(1, 32, 8, 1, 128, 4096, False, 132).num_stages == 2
 
 
+def test_plan_row_sums_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FEW_ROW_SUMS_LAST reaches the few-programs class with up to 16 packed rows (Sq 1-4 at
+    4 query heads a kv head), never the other class, wider row tiles or the deterministic plan."""
+    for on in (True, False):
+        monkeypatch.setattr(ad, "FEW_ROW_SUMS_LAST", on)
+        for sq in (1, 4):
+            assert ad.decode_plan(1, 32, 8, sq, 128, 4096, True, 132).row_sums_last == on
+        assert not ad.decode_plan(1, 32, 8, 16, 128, 4096, True, 132).row_sums_last  # 64 rows
+        assert not ad.decode_plan(16, 32, 8, 1, 128, 4096, True, 132).row_sums_last
+        assert not ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, fixed=True).row_sums_last
+
+
 def test_plan_class_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ad, "FEW_PAGED", True)
     assert ad.decode_plan(1, 32, 8, 1, 128, 4096, True, 132, page=2 * ad.FEW_BLOCK_N).few

@@ -143,17 +143,19 @@ FEW_FUSED_COMBINE = True
 # runs every launch this way already.
 FEW_ONE_LOOP = True
 FEW_PAGED = False  # True: paged caches whose pages hold whole FEW_BLOCK_N blocks join the class
-# True: in the few-programs class the probabilities' row sums are kept by column (rescaled
-# like the accumulator) and summed over the row once after the key loop, instead of one sum a
-# key block: the sm_90 SASS of the 4-warp kernel spends 9 CTA barriers and 414 instructions a
-# warp on a 64-key block (3 barriers the row maximum, 3 the row sum; Nsight Compute at 256 keys:
-# 0.15 instructions a cycle a scheduler), and the batch-1 step grows by about 12.5 us a 64-key
-# block (Llama-3.2-1B shape, 0.79 us a layer). The row sum's order changes (one sum of the
-# rescaled columns), so the bits of the softmax's denominator differ from the sum a block.
-# H200, 2026-11-30 (benchmarks/tuning/decode_ab.py --experiment attention-positions, a step in
-# the 32-step graph, two rounds): at 225-256 keys 774.6-774.9 against 780.4-780.5 us
-# (Llama-3.2-1B shape) and 4002.2-4002.5 against 4026.6-4026.7 us (Qwen3-8B), level at one
-# key block; a block now costs the step 10.7 us against 12.7 (Llama-3.2-1B).
+# True: in the few-programs class with up to 16 packed rows (the shapes measured; a 64-row
+# tile would hold 32 more registers a thread across the loop) the probabilities' row sums are
+# kept by column (rescaled like the accumulator) and summed over the row once after the key
+# loop, instead of one sum a key block: the sm_90 SASS of the 4-warp kernel spends 9 CTA
+# barriers and 414 instructions a warp on a 64-key block (3 barriers the row maximum, 3 the
+# row sum; Nsight Compute at 256 keys: 0.15 instructions a cycle a scheduler), and the batch-1
+# step grows by about 12.6 us a 64-key block (Llama-3.2-1B shape, 0.79 us a layer). The row
+# sum's order changes (one sum of the rescaled columns), so the bits of the softmax's
+# denominator differ from the sum a block. H200, 2026-11-30 (benchmarks/tuning/decode_ab.py
+# --experiment attention-positions, a step in the 32-step graph, two rounds): at 225-256 keys
+# 774.6-774.9 against 780.4-780.5 us (Llama-3.2-1B shape) and 4002.2-4002.5 against
+# 4026.6-4026.7 us (Qwen3-8B), level at one key block; a block now costs the step 10.8 us
+# against 12.7 (Llama-3.2-1B).
 FEW_ROW_SUMS_LAST = True
 # Partial-output elements one combine step holds in registers (BLOCK_S splits at a time). H200,
 # batch 1, 16 splits of D128 x 4 rows: 4096 (two steps of 8 splits) finished the fused combine in
@@ -424,7 +426,7 @@ def decode_plan(
     stages = stages if half else 2
     return DecodePlan(
         bm, tiles, bn, ns, chunk, floor, solo, br, bs, warps, stages, bool(fused), bool(few),
-        row_sums_last=bool(few and FEW_ROW_SUMS_LAST),
+        row_sums_last=bool(few and FEW_ROW_SUMS_LAST and bm <= 16),
     )  # fmt: skip
 
 
