@@ -114,7 +114,8 @@ Experiments:
   and 224 (two alternating rounds, decode tok/s from one repeat beside it), with batch-1 decode
   attention's few-programs knobs as shipped, its row sums summed a key block instead of once
   after the key loop (attention_decode.FEW_ROW_SUMS_LAST), 1, 2 or 8 warps, 32- or 128-key
-  blocks, splits of 64 keys (the last split combining, or a combine kernel) or 128 keys, and
+  blocks, splits of 64 keys (1 warp; 4 warps with the last split combining, or a combine
+  kernel) or 128 keys, and
   with attention left out: what attention costs by the keys it reads, and what a change to its
   key loop gains where.
 - product-leave-out: measured alike, with the Triton decode GEMV's launches of one product
@@ -414,6 +415,7 @@ def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Nam
         ("8 warps", {"FEW_NUM_WARPS": 8}),
         ("1 warp, 32-key blocks", {"FEW_NUM_WARPS": 1, "FEW_BLOCK_N": 32}),
         ("2 warps, 128-key blocks", {"FEW_NUM_WARPS": 2, "FEW_BLOCK_N": 128}),
+        ("1 warp, splits of 64 keys", {"FEW_NUM_WARPS": 1, **splits64}),
         ("splits of 64 keys", splits64),
         ("splits of 64 keys, a combine kernel", {**splits64, "FEW_FUSED_COMBINE": False}),
         ("splits of 128 keys", {"FEW_ONE_SPLIT_KEYS": 0, "FEW_MIN_SPLIT_KEYS": 128}),
