@@ -95,12 +95,13 @@ def rounds(
     args: argparse.Namespace,
     variants: list[tuple[str, Callable[[], None]]],
     repeats: int | None = None,
+    positions: tuple[int, ...] = (),
 ) -> None:
     """Two alternating rounds of the variants (each a name and what sets it): decode tok/s at 32
     steps a sync (generate_rate: a fresh capture, the 32-step run first), the 1-step graph's
     device time (50 replays), a step inside the 32-step graph at cache positions --at..--at +
-    32, and whether the tokens equal the first variant's. The caller restores what the
-    variants set."""
+    32 (and from each of ``positions``), and whether the tokens equal the first variant's. The
+    caller restores what the variants set."""
     first: Any = None
     for rnd in range(2):
         for name, apply in variants:
@@ -109,9 +110,11 @@ def rounds(
             model.generate(prompt, 200, temperature=0, stop_token_ids=())
             step = _step_us(model, 1) * 1e6
             run = run_step_us(model, at=args.at)
+            at = [round(run_step_us(model, at=p), 1) for p in positions]
             first = r["tokens"] if first is None else first
             same = r["tokens"] == first
             print(f"{args.model} round {rnd}: {name:40s} graph step {step:7.1f} us, in the "
                   f"32-step graph {run:7.1f} us ({1e6 / run:7.1f} tok/s), "
-                  f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first {same}")  # fmt: skip
+                  + (f"from {positions}: {at} us, " if positions else "")
+                  + f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first {same}")  # fmt: skip
     model.drop_step_graphs()  # none of the variants' graphs stays kept

@@ -110,8 +110,9 @@ Experiments:
 - first-run: measured as ramp (decode tok/s from 7 repeats at least), generate's first run
   enqueued behind the prefill with the prefill's tokens drawn on the device
   (decode_loop.EARLY_FIRST_RUN, off) or started after the host drew them (shipped).
-- attention-positions: a step inside the 32-step graph starting at cache positions 16, 64, 128
-  and 224 (two alternating rounds, decode tok/s from one repeat beside it), with batch-1 decode
+- attention-positions: measured as prefetch and the others above (decode tok/s from one
+  repeat), with a step inside the 32-step graph also from cache positions 16, 64, 128 and 224,
+  with batch-1 decode
   attention's few-programs knobs as shipped, its row sums summed a key block instead of once
   after the key loop (attention_decode.FEW_ROW_SUMS_LAST), 1, 2 or 8 warps, 32- or 128-key
   blocks, splits of 64 keys (1 warp; 4 warps with the last split combining, or a combine
@@ -349,6 +350,12 @@ def _attention_loop(model: Any, prompt: list[list[int]], args: argparse.Namespac
         knobs(*shipped)()
 
 
+def _no_attention(q: Any, *a: Any, **kw: Any) -> Any:
+    """decode attention left out of the step (leave-out, attention-positions): q as its output;
+    the tokens are meaningless."""
+    return q
+
+
 def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
     import pygpukit.models.decode_forms as tr
     import pygpukit.models.transformer as transformer
@@ -366,17 +373,14 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
     def no_write(*a: Any, **kw: Any) -> None:
         return None
 
-    def no_attention(q: Any, *a: Any, **kw: Any) -> Any:
-        return q
-
     variants: dict[str, dict[str, Any]] = {
         "nothing": {},
         "the MLP's RMSNorm": {"rmsnorm": no_rmsnorm},
         "the cache write": {"kv_cache_write": no_write},
-        "decode attention": {"sdpa_decode": no_attention},
-        "write + attention": {"kv_cache_write": no_write, "sdpa_decode": no_attention},
+        "decode attention": {"sdpa_decode": _no_attention},
+        "write + attention": {"kv_cache_write": no_write, "sdpa_decode": _no_attention},
         "norm + write + attention": {
-            "rmsnorm": no_rmsnorm, "kv_cache_write": no_write, "sdpa_decode": no_attention,
+            "rmsnorm": no_rmsnorm, "kv_cache_write": no_write, "sdpa_decode": _no_attention,
         },
     }  # fmt: skip
 
@@ -392,9 +396,9 @@ def _leave_out(model: Any, prompt: list[list[int]], args: argparse.Namespace) ->
 
 
 def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
-    """A step inside the 32-step graph at several cache positions for batch-1 decode
-    attention's few-programs knobs (row sums, warps, key blocks, splits), and with attention
-    left out: how its time grows with the keys."""
+    """rounds, with a step inside the 32-step graph also from cache positions 16, 64, 128 and
+    224, for batch-1 decode attention's few-programs knobs (row sums, warps, key blocks,
+    splits), and with attention left out: how its time grows with the keys."""
     import pygpukit.models.decode_forms as forms
     import pygpukit.models.transformer as transformer
 
@@ -402,47 +406,35 @@ def _attention_positions(model: Any, prompt: list[list[int]], args: argparse.Nam
     real = transformer.ops.sdpa_decode
     append = forms.APPEND_ATTENTION
     forms.APPEND_ATTENTION = False  # the two-launch form: attention alone can be left out
-    names = ("FEW_ROW_SUMS_LAST", "FEW_NUM_WARPS", "FEW_BLOCK_N", "FEW_ONE_SPLIT_KEYS",
-             "FEW_MIN_SPLIT_KEYS", "FEW_FUSED_COMBINE")  # fmt: skip
-    shipped = {n: getattr(ad, n) for n in names}
+    shipped = {n: getattr(ad, n) for n in (
+        "FEW_ROW_SUMS_LAST", "FEW_NUM_WARPS", "FEW_BLOCK_N", "FEW_ONE_SPLIT_KEYS",
+        "FEW_MIN_SPLIT_KEYS", "FEW_FUSED_COMBINE")}  # fmt: skip
+
+    def knobs(attention: Callable[..., Any] = real, **changed: Any) -> Callable[[], None]:
+        return setting(*((ad, n, changed.get(n, v)) for n, v in shipped.items()),
+                       (transformer.ops, "sdpa_decode", attention))  # fmt: skip
+
     splits64 = {"FEW_ONE_SPLIT_KEYS": 0, "FEW_MIN_SPLIT_KEYS": 64}
-    variants: list[tuple[str, dict[str, Any]]] = [
-        ("shipped", {}),
-        (f"row sums last {not shipped['FEW_ROW_SUMS_LAST']}",
-         {"FEW_ROW_SUMS_LAST": not shipped["FEW_ROW_SUMS_LAST"]}),
-        ("1 warp", {"FEW_NUM_WARPS": 1}),
-        ("2 warps", {"FEW_NUM_WARPS": 2}),
-        ("8 warps", {"FEW_NUM_WARPS": 8}),
-        ("1 warp, 32-key blocks", {"FEW_NUM_WARPS": 1, "FEW_BLOCK_N": 32}),
-        ("2 warps, 128-key blocks", {"FEW_NUM_WARPS": 2, "FEW_BLOCK_N": 128}),
-        ("1 warp, splits of 64 keys", {"FEW_NUM_WARPS": 1, **splits64}),
-        ("splits of 64 keys", splits64),
-        ("splits of 64 keys, a combine kernel", {**splits64, "FEW_FUSED_COMBINE": False}),
-        ("splits of 128 keys", {"FEW_ONE_SPLIT_KEYS": 0, "FEW_MIN_SPLIT_KEYS": 128}),
-        ("without decode attention", {}),
-    ]  # fmt: skip
-
-    def apply(name: str, knobs: dict[str, Any]) -> None:
-        setting(*((ad, n, knobs.get(n, v)) for n, v in shipped.items()))()
-        attend = name != "without decode attention"
-        transformer.ops.sdpa_decode = real if attend else (lambda q, *a, **kw: q)
-
-    positions = (16, 64, 128, 224)
-    first: Any = None
+    sums_last = not shipped["FEW_ROW_SUMS_LAST"]
+    variants = [
+        ("shipped", knobs()),
+        (f"row sums last {sums_last}", knobs(FEW_ROW_SUMS_LAST=sums_last)),
+        ("1 warp", knobs(FEW_NUM_WARPS=1)),
+        ("2 warps", knobs(FEW_NUM_WARPS=2)),
+        ("8 warps", knobs(FEW_NUM_WARPS=8)),
+        ("1 warp, 32-key blocks", knobs(FEW_NUM_WARPS=1, FEW_BLOCK_N=32)),
+        ("2 warps, 128-key blocks", knobs(FEW_NUM_WARPS=2, FEW_BLOCK_N=128)),
+        ("1 warp, splits of 64 keys", knobs(FEW_NUM_WARPS=1, **splits64)),
+        ("splits of 64 keys", knobs(**splits64)),
+        ("splits of 64 keys, a combine kernel", knobs(FEW_FUSED_COMBINE=False, **splits64)),
+        ("splits of 128 keys", knobs(FEW_ONE_SPLIT_KEYS=0, FEW_MIN_SPLIT_KEYS=128)),
+        ("without decode attention", knobs(_no_attention)),
+    ]
     try:
-        for rnd in range(2):
-            for name, knobs in variants:
-                apply(name, knobs)
-                r = generate_rate(model, prompt, args.new, 1)
-                us = [round(run_step_us(model, at=a), 1) for a in positions]
-                first = r["tokens"] if first is None else first
-                print(f"{args.model} round {rnd}: {name:36s} at {positions}: {us} us, "
-                      f"{r['decode_tok_s']:8.1f} tok/s, tokens as the first "
-                      f"{r['tokens'] == first}")  # fmt: skip
+        rounds(model, prompt, args, variants, repeats=1, positions=(16, 64, 128, 224))
     finally:
-        apply("shipped", {})
+        knobs()()
         forms.APPEND_ATTENTION = append
-        model.drop_step_graphs()
 
 
 def _tiles(model: Any, prompt: list[list[int]], args: argparse.Namespace) -> None:
